@@ -1,0 +1,690 @@
+//===- TxOps.td - tx dialect operations ---------------------*- tablegen -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Primitive tx ops with ONNX semantics, plus parameters and constants.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_DIALECT_TX_IR_TXOPS_TD
+#define TXOPT_DIALECT_TX_IR_TXOPS_TD
+
+include "txopt/Dialect/Tx/IR/TxBase.td"
+include "txopt/Dialect/Tx/IR/TxAttrs.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def Tx_ParameterOp : Tx_Op<"parameter", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "A trainable weight with its initial value";
+  let description = [{
+    Declares one model weight at module level. The ONNX importer creates one
+    per float initializer, named after it. `frozen` marks a weight that is
+    state but must not be trained (an exported buffer such as a causal mask).
+    Functions read it with `tx.load_parameter`; the training-step builder turns
+    the reads into arguments of a pure step function.
+
+    ```mlir
+    tx.parameter @"h.0.ln_1.weight" = dense<1.0> : tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       ElementsAttr:$initial_value,
+                       UnitAttr:$frozen);
+  let assemblyFormat = "$sym_name `=` $initial_value (`frozen` $frozen^)? attr-dict";
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getInitialValue().getType());
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Tx_LoadParameterOp : Tx_Op<"load_parameter",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads the current value of a tx.parameter";
+  let description = [{
+    `result = value of @name`. Never folded to the initial value: weights are
+    state, and the training step replaces these reads with step arguments.
+
+    ```mlir
+    %w = tx.load_parameter @"h.0.ln_1.weight" : tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Tx_ConstantOp : Tx_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let description = [{
+    `result = value`. Integer tensors, scalars and folded shape computations
+    end up here; float weights become `tx.parameter` instead.
+
+    ```mlir
+    %eps = tx.constant dense<1.0e-05> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Tx_ConstantOfShapeOp : Tx_Op<"constant_of_shape", [Pure]> {
+  let summary = "ONNX ConstantOfShape: a tensor filled with one value";
+  let description = [{
+    `result[i...] = value` where the result shape equals the contents of
+    `shape`. The result type carries the static shape; the verifier checks it
+    against `shape` when that is a constant. Folds to `tx.constant`.
+
+    ```mlir
+    %z = tx.constant_of_shape %s value(dense<0.0> : tensor<1xf32>) : tensor<2xi64> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[I64]>:$shape, ElementsAttr:$value);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$shape `value` `(` $value `)` attr-dict `:` type($shape) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tx_RangeOp : Tx_Op<"range", [Pure, AllTypesMatch<["start", "limit", "delta"]>]> {
+  let summary = "ONNX Range: start, start + delta, ... up to (excluding) limit";
+  let description = [{
+    `result[i] = start + i * delta` for `i < max(ceil((limit - start) / delta), 0)`.
+    The result length is static; the verifier checks it when the operands
+    are constants. Folds to `tx.constant`.
+
+    ```mlir
+    %r = tx.range %start, %limit, %delta : tensor<i64> -> tensor<32xi64>
+    ```
+  }];
+  let arguments = (ins Tx_ScalarTensor:$start, Tx_ScalarTensor:$limit,
+                       Tx_ScalarTensor:$delta);
+  let results = (outs 1DTensorOf<[AnyFloat, AnySignlessInteger]>:$result);
+  let assemblyFormat = "$start `,` $limit `,` $delta attr-dict `:` type($start) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tx_ShapeOp : Tx_Op<"shape", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Shape: the dimensions of a tensor as i64";
+  let description = [{
+    `result = shape(input)[start:end]` with ONNX's clamping of `start`/`end`.
+    Shapes are static, so this always folds to a constant.
+
+    ```mlir
+    %s = tx.shape %x : tensor<2x32x128xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input,
+                       DefaultValuedAttr<I64Attr, "0">:$start,
+                       OptionalAttr<I64Attr>:$end);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Tx_IdentityOp : Tx_UnaryOp<"identity", Tx_Tensor> {
+  let summary = "ONNX Identity: result = input";
+  let description = [{
+    ```mlir
+    %y = tx.identity %x : tensor<4xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic (broadcasting)
+//===----------------------------------------------------------------------===//
+
+class Tx_ArithOp<string mnemonic, string formula>
+    : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor> {
+  let summary = "ONNX " # formula # " with numpy broadcasting";
+  let description = [{
+    `result = }] # formula # [{`, both operands broadcast to the common shape
+    (numpy rules: dims compared right to left, equal or 1). Operands have one
+    element type, which the result keeps.
+
+    ```mlir
+    %y = tx.}] # mnemonic # [{ %a, %b : tensor<2x32x128xf32>, tensor<128xf32>
+    ```
+  }];
+}
+
+def Tx_AddOp : Tx_ArithOp<"add", "lhs + rhs">;
+def Tx_SubOp : Tx_ArithOp<"sub", "lhs - rhs">;
+def Tx_MulOp : Tx_ArithOp<"mul", "lhs * rhs">;
+def Tx_DivOp : Tx_ArithOp<"div", "lhs / rhs">;
+
+def Tx_PowOp : Tx_BroadcastBinaryOp<"pow", Tx_NumericTensor> {
+  let summary = "ONNX Pow: base ^ exponent with numpy broadcasting";
+  let description = [{
+    `result = lhs ^ rhs`. The result has the base's element type; the
+    exponent may have another numeric type (as ONNX allows).
+
+    ```mlir
+    %sq = tx.pow %x, %two : tensor<2x32x128xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Tx_ModOp : Tx_BroadcastBinaryOp<"mod", Tx_NumericTensor> {
+  let summary = "ONNX Mod with numpy broadcasting";
+  let description = [{
+    `result = fmod ? fmod(lhs, rhs) : lhs - floor(lhs / rhs) * rhs` (the
+    integer form takes the divisor's sign, as Python's `%`). ONNX requires
+    `fmod = 1` for floating-point operands.
+
+    ```mlir
+    %m = tx.mod %a, %b {fmod = false} : tensor<4xi64>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins Tx_NumericTensor:$lhs, Tx_NumericTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$fmod);
+  let hasVerifier = 1;
+}
+
+class Tx_CompareOp<string mnemonic, string formula>
+    : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor> {
+  let summary = "ONNX comparison " # formula # " with numpy broadcasting";
+  let description = [{
+    `result = }] # formula # [{` as i1, elementwise after broadcasting.
+
+    ```mlir
+    %c = tx.}] # mnemonic # [{ %a, %b : tensor<32x32xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Tx_EqualOp : Tx_CompareOp<"equal", "lhs == rhs">;
+def Tx_GreaterOrEqualOp : Tx_CompareOp<"greater_or_equal", "lhs >= rhs">;
+
+def Tx_WhereOp : Tx_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Where: select with three-way broadcasting";
+  let description = [{
+    `result = condition ? lhs : rhs`, all three broadcast to a common shape.
+
+    ```mlir
+    %y = tx.where %mask, %scores, %neg_inf : tensor<32x32xi1>, tensor<2x4x32x32xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tx_BoolTensor:$condition, Tx_Tensor:$lhs, Tx_Tensor:$rhs);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary
+//===----------------------------------------------------------------------===//
+
+class Tx_FloatUnaryOp<string mnemonic, string formula>
+    : Tx_UnaryOp<mnemonic, Tx_FloatTensor> {
+  let summary = "ONNX elementwise " # formula;
+  let description = [{
+    `result = }] # formula # [{` elementwise.
+
+    ```mlir
+    %y = tx.}] # mnemonic # [{ %x : tensor<2x32x128xf32>
+    ```
+  }];
+}
+
+def Tx_SqrtOp : Tx_FloatUnaryOp<"sqrt", "sqrt(x)">;
+def Tx_ReciprocalOp : Tx_FloatUnaryOp<"reciprocal", "1 / x">;
+def Tx_ErfOp : Tx_FloatUnaryOp<"erf", "erf(x)">;
+def Tx_TanhOp : Tx_FloatUnaryOp<"tanh", "tanh(x)">;
+def Tx_SigmoidOp : Tx_FloatUnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Tx_ExpOp : Tx_FloatUnaryOp<"exp", "exp(x)">;
+def Tx_LogOp : Tx_FloatUnaryOp<"log", "log(x)">;
+def Tx_SinOp : Tx_FloatUnaryOp<"sin", "sin(x)">;
+def Tx_CosOp : Tx_FloatUnaryOp<"cos", "cos(x)">;
+
+def Tx_NegOp : Tx_UnaryOp<"neg", Tx_NumericTensor> {
+  let summary = "ONNX Neg: result = -x";
+  let description = [{
+    ```mlir
+    %y = tx.neg %x : tensor<2x4x32x16xf32>
+    ```
+  }];
+}
+
+def Tx_ReluOp : Tx_UnaryOp<"relu", Tx_NumericTensor> {
+  let summary = "ONNX Relu: result = max(x, 0)";
+  let description = [{
+    ```mlir
+    %y = tx.relu %x : tensor<2x32x512xf32>
+    ```
+  }];
+}
+
+def Tx_IsNaNOp : Tx_Op<"is_nan", [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "ONNX IsNaN: result = (x != x) as i1";
+  let description = [{
+    ```mlir
+    %m = tx.is_nan %x : tensor<2x1x32x32xf32> -> tensor<2x1x32x32xi1>
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$input);
+  let results = (outs Tx_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Tx_CastOp : Tx_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "ONNX Cast: convert the element type";
+  let description = [{
+    `result = convert(input)`: floats round to nearest even, float to integer
+    truncates toward zero, anything to i1 is `x != 0`.
+
+    ```mlir
+    %h = tx.cast %x : tensor<4x128xf32> to tensor<4x128xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+def Tx_TriluOp : Tx_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+  let summary = "ONNX Trilu: keep the upper or lower triangle of the last two dims";
+  let description = [{
+    Lower (`upper = false`): `result[..., i, j] = j <= i + k ? x[..., i, j] : 0`.
+    Upper: `result[..., i, j] = j >= i + k ? x[..., i, j] : 0`.
+
+    ```mlir
+    %m = tx.trilu %ones {upper = false, k = 0} : tensor<32x32xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyType]>:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$upper,
+                       DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Tx_MatMulOp : Tx_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX MatMul: numpy matmul with batch broadcasting";
+  let description = [{
+    `result[b..., i, j] = sum_k lhs[b..., i, k] * rhs[b..., k, j]`. A 1-D lhs
+    is treated as a row and a 1-D rhs as a column, and the inserted dim is
+    removed again, as numpy does. Leading (batch) dims broadcast.
+
+    ```mlir
+    %y = tx.matmul %x, %w : tensor<2x32x128xf32>, tensor<128x384xf32>
+    ```
+  }];
+  let arguments = (ins Tx_NumericTensor:$lhs, Tx_NumericTensor:$rhs);
+  let results = (outs Tx_NumericTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Tx_GemmOp : Tx_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Gemm: alpha * op(A) * op(B) + beta * C";
+  let description = [{
+    `result = alpha * (transA ? A^T : A) @ (transB ? B^T : B) + beta * C` with
+    2-D `A` and `B`; the optional `C` broadcasts to `[M, N]`.
+
+    ```mlir
+    %y = tx.gemm %a, %b, %c {transB = true} : tensor<64x128xf32>, tensor<384x128xf32>, tensor<384xf32>
+    ```
+  }];
+  let arguments = (ins Tx_NumericTensor:$a, Tx_NumericTensor:$b,
+                       Optional<Tx_NumericTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs Tx_NumericTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` type($a) `,` type($b) (`,` type($c)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing and data movement
+//===----------------------------------------------------------------------===//
+
+def Tx_GatherOp : Tx_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Gather: take slices along an axis (embedding lookup)";
+  let description = [{
+    With `r = rank(data)` and `q = rank(indices)`, the result has rank
+    `q + r - 1`: `result[a..., i..., b...] = data[a..., indices[i...], b...]`
+    where `a` spans the dims before `axis`. Negative indices count from the end.
+
+    ```mlir
+    %e = tx.gather %wte, %ids {axis = 0} : tensor<512x128xf32>, tensor<2x32xi64>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$data, Tx_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
+}
+
+def Tx_GatherElementsOp : Tx_Op<"gather_elements",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX GatherElements: index one element per output position";
+  let description = [{
+    `result[i0, .., ik] = data[i0, .., indices[i0, .., ik], .., ik]` with the
+    index replacing position `axis`; the result has the shape of `indices`.
+
+    ```mlir
+    %t = tx.gather_elements %logp, %labels {axis = 1} : tensor<64x512xf32>, tensor<64x1xi64>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$data, Tx_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
+}
+
+def Tx_ReshapeOp : Tx_Op<"reshape", [Pure]> {
+  let summary = "ONNX Reshape to the static result type";
+  let description = [{
+    Same elements, row-major order, new shape. The importer resolves the
+    ONNX shape operand (0 and -1 entries included) into the result type.
+
+    ```mlir
+    %y = tx.reshape %x : tensor<2x32x128xf32> -> tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tx_ExpandOp : Tx_Op<"expand", [Pure]> {
+  let summary = "ONNX Expand: broadcast to the static result type";
+  let description = [{
+    `result = broadcast(input)` with numpy rules; the result shape is the
+    broadcast of the input shape and the (folded) ONNX shape operand.
+
+    ```mlir
+    %y = tx.expand %x : tensor<2x1x32x16xf32> -> tensor<2x4x32x16xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tx_TransposeOp : Tx_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Transpose: permute dimensions";
+  let description = [{
+    `result[i_perm[0], ..] = input[i_0, ..]`, i.e. `shape(result)[k] =
+    shape(input)[perm[k]]`.
+
+    ```mlir
+    %y = tx.transpose %x perm [0, 2, 1, 3] : tensor<2x32x4x32xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$input `perm` $perm attr-dict `:` type($input)";
+}
+
+def Tx_SplitOp : Tx_Op<"split", [Pure]> {
+  let summary = "ONNX Split: cut a tensor into pieces along an axis";
+  let description = [{
+    The pieces, in order, cover `input` along `axis`; their sizes are the
+    results' sizes on that axis (the importer resolves ONNX's `split` input,
+    attribute or `num_outputs` into them).
+
+    ```mlir
+    %q, %k, %v = tx.split %qkv axis(2) : tensor<2x32x384xf32> -> tensor<2x32x128xf32>, tensor<2x32x128xf32>, tensor<2x32x128xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input, I64Attr:$axis);
+  let results = (outs Variadic<Tx_Tensor>:$results);
+  let assemblyFormat = "$input `axis` `(` $axis `)` attr-dict `:` type($input) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def Tx_SliceOp : Tx_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Slice with static starts, ends, axes and steps";
+  let description = [{
+    For each listed axis: `result` takes `input[start : end : step]` with
+    ONNX's rules (negative values count from the end; values are clamped to
+    `[0, dim]` for positive steps and `[-1, dim - 1]` for negative ones).
+    Unlisted axes are taken whole.
+
+    ```mlir
+    %y = tx.slice %x starts [0] ends [16] axes [3] steps [1] : tensor<2x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `ends` $ends `axes` $axes `steps` $steps attr-dict `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    /// Per-dimension (offset, size, stride) of the slice after ONNX clamping.
+    void getNormalizedRanges(::llvm::SmallVectorImpl<int64_t> &offsets,
+                             ::llvm::SmallVectorImpl<int64_t> &sizes,
+                             ::llvm::SmallVectorImpl<int64_t> &strides);
+  }];
+}
+
+def Tx_ConcatOp : Tx_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Concat along an axis";
+  let description = [{
+    All inputs share rank, element type and every dim but `axis` (negative
+    counts from the end); the result's `axis` dim is their sum.
+
+    ```mlir
+    %y = tx.concat %a, %b axis(3) : tensor<2x4x32x8xf32>, tensor<2x4x32x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tx_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$inputs `axis` `(` $axis `)` attr-dict `:` type($inputs)";
+}
+
+def Tx_SqueezeOp : Tx_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Squeeze: remove size-1 dims";
+  let description = [{
+    Removes the listed dims (each must be 1); an empty list removes every
+    size-1 dim.
+
+    ```mlir
+    %y = tx.squeeze %x axes [1] : tensor<64x1xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
+}
+
+def Tx_UnsqueezeOp : Tx_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Unsqueeze: insert size-1 dims";
+  let description = [{
+    Inserts a size-1 dim at each listed position of the result (negative
+    positions count from the end of the result).
+
+    ```mlir
+    %y = tx.unsqueeze %x axes [0, 1] : tensor<32x32xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
+}
+
+def Tx_PadOp : Tx_Op<"pad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX Pad with static pads";
+  let description = [{
+    `pads` holds `[begin_0, .., begin_(r-1), end_0, .., end_(r-1)]` for every
+    dim (negative values crop). `mode = constant` fills with `value`;
+    `reflect`, `edge` and `wrap` mirror, repeat or wrap the border.
+
+    ```mlir
+    %y = tx.pad %labels pads [0, 0, 0, 1] value(-100.0) : tensor<2x32xi64>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$input, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<Tx_PadModeAttr, "::mlir::txopt::tx::PadMode::constant">:$mode,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$input `pads` $pads `value` `(` $value `)` attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalization
+//===----------------------------------------------------------------------===//
+
+class Tx_ReduceOp<string mnemonic, string formula>
+    : Tx_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX " # formula # " over the listed axes";
+  let description = [{
+    `result = }] # formula # [{(input, axes)`; an empty `axes` reduces every
+    dim. `keep_dims` keeps the reduced dims as size 1. Float inputs
+    accumulate in at least f32.
+
+    ```mlir
+    %m = tx.}] # mnemonic # [{ %x axes [-1] keep_dims : tensor<2x32x128xf32>
+    ```
+  }];
+  let arguments = (ins Tx_NumericTensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keep_dims);
+  let results = (outs Tx_NumericTensor:$result);
+  let assemblyFormat = "$input `axes` $axes (`keep_dims` $keep_dims^)? attr-dict `:` type($input)";
+}
+
+def Tx_ReduceMeanOp : Tx_ReduceOp<"reduce_mean", "ReduceMean">;
+def Tx_ReduceSumOp : Tx_ReduceOp<"reduce_sum", "ReduceSum">;
+def Tx_ReduceMaxOp : Tx_ReduceOp<"reduce_max", "ReduceMax">;
+
+def Tx_SoftmaxOp : Tx_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "ONNX Softmax (opset 13+) along one axis";
+  let description = [{
+    `result = exp(x - max(x, axis)) / sum(exp(x - max(x, axis)), axis)`,
+    computed in at least f32.
+
+    ```mlir
+    %p = tx.softmax %s axis(-1) : tensor<2x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `(` $axis `)` attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tx_LayerNormalizationOp : Tx_Op<"layer_normalization",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "ONNX LayerNormalization (opset 17)";
+  let description = [{
+    Normalizes over the dims from `axis` to the last:
+    `result = (x - mean) / sqrt(var + epsilon) * scale + bias`, with mean and
+    (biased) variance over those dims, accumulated in f32. `scale` and `bias`
+    broadcast to the normalized dims.
+
+    ```mlir
+    %y = tx.layer_normalization %x, %g, %b axis(-1) eps(1.0e-05) : tensor<2x32x128xf32>, tensor<128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$input, Tx_FloatTensor:$scale,
+                       Optional<Tx_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-05">:$epsilon);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? `axis` `(` $axis `)` `eps` `(` $epsilon `)` attr-dict
+    `:` type($input) `,` type($scale) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Tx_RMSNormalizationOp : Tx_Op<"rms_normalization",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "ONNX RMSNormalization (opset 23) and com.microsoft SimplifiedLayerNormalization";
+  let description = [{
+    Normalizes over the dims from `axis` to the last without centering:
+    `result = x / sqrt(mean(x^2) + epsilon) * scale`, accumulated in f32.
+    Both ONNX spellings of this computation import to this one op.
+
+    ```mlir
+    %y = tx.rms_normalization %x, %g axis(-1) eps(1.0e-06) : tensor<2x32x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$input, Tx_FloatTensor:$scale,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-05">:$epsilon);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `axis` `(` $axis `)` `eps` `(` $epsilon `)` attr-dict `:` type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Loss and regularization
+//===----------------------------------------------------------------------===//
+
+def Tx_SoftmaxCrossEntropyLossOp : Tx_Op<"softmax_cross_entropy_loss",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "ONNX SoftmaxCrossEntropyLoss";
+  let description = [{
+    `scores` is `[N, C]` or `[N, C, d1, ..]`, `labels` `[N]` or `[N, d1, ..]`.
+    `l[n, d] = -weight[c] * log_softmax(scores)[n, c, d]` with `c = labels[n, d]`;
+    positions whose label equals `ignore_index` contribute 0. `mean` divides
+    the sum by the summed weights of the positions not ignored; `none` keeps
+    `l` (shape of `labels`).
+
+    ```mlir
+    %loss = tx.softmax_cross_entropy_loss %logits, %labels reduction(mean) {ignore_index = -100} : tensor<64x512xf32>, tensor<64xi64>
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$scores, Tx_IndexTensor:$labels,
+                       Optional<Tx_FloatTensor>:$weights,
+                       DefaultValuedAttr<Tx_LossReductionAttr, "::mlir::txopt::tx::LossReduction::mean">:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = [{
+    $scores `,` $labels (`,` $weights^)? `reduction` `(` $reduction `)` attr-dict
+    `:` type($scores) `,` type($labels) (`,` type($weights)^)?
+  }];
+}
+
+def Tx_DropoutOp : Tx_Op<"dropout", [SameOperandsAndResultType]> {
+  let summary = "ONNX Dropout in training mode";
+  let description = [{
+    `result = keep ? x / (1 - ratio) : 0` where `keep` is drawn per element
+    with probability `1 - ratio` from a counter-based generator keyed by
+    `seed` and the element index. Inference-mode Dropout is removed by the
+    importer, so this op always drops.
+
+    ```mlir
+    %y = tx.dropout %x ratio(0.1) seed(42) : tensor<2x32x128xf32>
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$input, F32Attr:$ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = "$input `ratio` `(` $ratio `)` `seed` `(` $seed `)` attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // TXOPT_DIALECT_TX_IR_TXOPS_TD

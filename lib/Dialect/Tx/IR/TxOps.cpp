@@ -1,0 +1,876 @@
+//===- TxOps.cpp - tx op verifiers, shape inference and folders -----------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Result-type inference follows the ONNX operator specification, so a graph
+// that onnxruntime accepts infers the same static shapes here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::tx;
+
+#include "txopt/Dialect/Tx/IR/TxEnums.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "txopt/Dialect/Tx/IR/TxOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>> tx::broadcastShapes(ArrayRef<int64_t> lhs,
+                                                    ArrayRef<int64_t> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t l = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
+    int64_t r = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
+    if (l != r && l != 1 && r != 1)
+      return failure();
+    result[i] = l == 1 ? r : l;
+  }
+  return result;
+}
+
+FailureOr<int64_t> tx::normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return failure();
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::string tx::formatShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return text;
+}
+
+static RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+static int64_t numElements(ArrayRef<int64_t> shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1},
+                         std::multiplies<int64_t>());
+}
+
+/// Emits `message` at `location` when one is given (verification), and stays
+/// silent otherwise (speculative inference by a builder or a pattern).
+static LogicalResult inferError(std::optional<Location> location,
+                                const Twine &message) {
+  return emitOptionalError(location, message);
+}
+
+//===----------------------------------------------------------------------===//
+// ParameterOp / LoadParameterOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParameterOp::verify() {
+  auto type = dyn_cast<RankedTensorType>(getInitialValue().getType());
+  if (!type || !type.hasStaticShape())
+    return emitOpError("expected a statically shaped tensor initial value");
+  if (!isa<FloatType>(type.getElementType()))
+    return emitOpError("expected a floating-point parameter, but got element type ")
+           << type.getElementType();
+  return success();
+}
+
+LogicalResult
+LoadParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto parameter =
+      symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getNameAttr());
+  if (!parameter)
+    return emitOpError("expected '") << getName()
+                                     << "' to name a tx.parameter";
+  if (parameter.getType() != getType())
+    return emitOpError("expected type ")
+           << parameter.getType() << " of parameter '" << getName()
+           << "', but got " << getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp / ConstantOfShapeOp / RangeOp / ShapeOp / IdentityOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+/// The i64 contents of `value` when it is produced by a constant.
+static std::optional<SmallVector<int64_t>> constantInts(Value value) {
+  DenseIntElementsAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  return llvm::to_vector(llvm::map_range(
+      attr.getValues<APInt>(), [](const APInt &v) { return v.getSExtValue(); }));
+}
+
+LogicalResult ConstantOfShapeOp::verify() {
+  auto value = getValue();
+  if (value.getNumElements() != 1)
+    return emitOpError("expected a one-element value, but got ")
+           << value.getNumElements() << " elements";
+  if (value.getElementType() != getType().getElementType())
+    return emitOpError("expected value element type ")
+           << getType().getElementType() << ", but got "
+           << value.getElementType();
+  if (getShape().getType().getNumElements() != getType().getRank())
+    return emitOpError("expected shape operand with ")
+           << getType().getRank() << " entries, but got "
+           << getShape().getType().getNumElements();
+  if (auto shape = constantInts(getShape()))
+    if (ArrayRef<int64_t>(*shape) != getType().getShape())
+      return emitOpError("expected result shape ")
+             << formatShape(*shape) << ", but got "
+             << formatShape(getType().getShape());
+  return success();
+}
+
+OpFoldResult ConstantOfShapeOp::fold(FoldAdaptor) {
+  auto value = getValue();
+  if (auto dense = dyn_cast<DenseElementsAttr>(value))
+    return DenseElementsAttr::get(getType(),
+                                  dense.getValues<Attribute>()[0]);
+  return {};
+}
+
+/// ceil((limit - start) / delta) clamped at 0, in the operands' arithmetic.
+static std::optional<int64_t> rangeLength(Attribute start, Attribute limit,
+                                          Attribute delta) {
+  auto s = dyn_cast_or_null<DenseElementsAttr>(start);
+  auto l = dyn_cast_or_null<DenseElementsAttr>(limit);
+  auto d = dyn_cast_or_null<DenseElementsAttr>(delta);
+  if (!s || !l || !d)
+    return std::nullopt;
+  double sv, lv, dv;
+  if (isa<FloatType>(s.getElementType())) {
+    sv = s.getValues<APFloat>()[0].convertToDouble();
+    lv = l.getValues<APFloat>()[0].convertToDouble();
+    dv = d.getValues<APFloat>()[0].convertToDouble();
+  } else {
+    sv = s.getValues<APInt>()[0].getSExtValue();
+    lv = l.getValues<APInt>()[0].getSExtValue();
+    dv = d.getValues<APInt>()[0].getSExtValue();
+  }
+  if (dv == 0)
+    return std::nullopt;
+  return std::max<int64_t>(0, static_cast<int64_t>(std::ceil((lv - sv) / dv)));
+}
+
+LogicalResult RangeOp::verify() {
+  if (getType().getElementType() != getStart().getType().getElementType())
+    return emitOpError("expected result element type ")
+           << getStart().getType().getElementType() << ", but got "
+           << getType().getElementType();
+  Attribute start, limit, delta;
+  if (matchPattern(getStart(), m_Constant(&start)) &&
+      matchPattern(getLimit(), m_Constant(&limit)) &&
+      matchPattern(getDelta(), m_Constant(&delta))) {
+    std::optional<int64_t> length = rangeLength(start, limit, delta);
+    if (!length)
+      return emitOpError("expected a non-zero delta");
+    if (*length != getType().getDimSize(0))
+      return emitOpError("expected ")
+             << *length << " elements, but the result type has "
+             << getType().getDimSize(0);
+  }
+  return success();
+}
+
+OpFoldResult RangeOp::fold(FoldAdaptor adaptor) {
+  auto s = dyn_cast_or_null<DenseElementsAttr>(adaptor.getStart());
+  auto d = dyn_cast_or_null<DenseElementsAttr>(adaptor.getDelta());
+  std::optional<int64_t> length =
+      rangeLength(adaptor.getStart(), adaptor.getLimit(), adaptor.getDelta());
+  if (!s || !d || !length || *length != getType().getDimSize(0))
+    return {};
+  Type elementType = getType().getElementType();
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    double start = s.getValues<APFloat>()[0].convertToDouble();
+    double delta = d.getValues<APFloat>()[0].convertToDouble();
+    SmallVector<APFloat> values;
+    for (int64_t i = 0; i < *length; ++i) {
+      APFloat v(start + static_cast<double>(i) * delta);
+      bool lost;
+      v.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &lost);
+      values.push_back(v);
+    }
+    return DenseElementsAttr::get(getType(), values);
+  }
+  int64_t start = s.getValues<APInt>()[0].getSExtValue();
+  int64_t delta = d.getValues<APInt>()[0].getSExtValue();
+  SmallVector<APInt> values;
+  for (int64_t i = 0; i < *length; ++i)
+    values.push_back(APInt(elementType.getIntOrFloatBitWidth(),
+                           start + i * delta, /*isSigned=*/true));
+  return DenseElementsAttr::get(getType(), values);
+}
+
+/// ONNX Shape's [start, end) after clamping to [0, rank].
+static std::pair<int64_t, int64_t> shapeBounds(int64_t rank, int64_t start,
+                                               std::optional<int64_t> end) {
+  auto clamp = [rank](int64_t v) {
+    if (v < 0)
+      v += rank;
+    return std::clamp<int64_t>(v, 0, rank);
+  };
+  int64_t s = clamp(start);
+  int64_t e = end ? clamp(*end) : rank;
+  return {s, std::max(s, e)};
+}
+
+LogicalResult ShapeOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location>,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto type = tensorType(adaptor.getInput());
+  auto [start, end] =
+      shapeBounds(type.getRank(), adaptor.getStart(), adaptor.getEnd());
+  inferred.push_back(
+      RankedTensorType::get({end - start}, IntegerType::get(context, 64)));
+  return success();
+}
+
+OpFoldResult ShapeOp::fold(FoldAdaptor) {
+  auto type = getInput().getType();
+  auto [start, end] = shapeBounds(type.getRank(), getStart(), getEnd());
+  SmallVector<int64_t> dims(type.getShape().slice(start, end - start));
+  return DenseIntElementsAttr::get(getType(), ArrayRef<int64_t>(dims));
+}
+
+OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
+
+//===----------------------------------------------------------------------===//
+// Broadcasting elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// Result type of a broadcasting op: the broadcast shape with `elementType`.
+static LogicalResult inferBroadcast(std::optional<Location> location,
+                                    ValueRange operands, Type elementType,
+                                    SmallVectorImpl<Type> &inferred) {
+  SmallVector<int64_t> shape;
+  for (Value operand : operands) {
+    auto next = broadcastShapes(shape, tensorType(operand).getShape());
+    if (failed(next))
+      return inferError(location, "expected broadcastable operand shapes, but got " +
+                                      formatShape(shape) + " and " +
+                                      formatShape(tensorType(operand).getShape()));
+    shape = *next;
+  }
+  inferred.push_back(RankedTensorType::get(shape, elementType));
+  return success();
+}
+
+/// Arithmetic ops require one element type, which the result keeps.
+static LogicalResult inferArith(std::optional<Location> location, Value lhs,
+                                Value rhs, SmallVectorImpl<Type> &inferred) {
+  Type lhsElement = tensorType(lhs).getElementType();
+  Type rhsElement = tensorType(rhs).getElementType();
+  if (lhsElement != rhsElement) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "expected operands of one element type, but got " << lhsElement
+       << " and " << rhsElement;
+    return inferError(location, text);
+  }
+  return inferBroadcast(location, {lhs, rhs}, lhsElement, inferred);
+}
+
+#define TX_ARITH_INFER(OP)                                                     \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferArith(loc, adaptor.getLhs(), adaptor.getRhs(), inferred);      \
+  }
+TX_ARITH_INFER(AddOp)
+TX_ARITH_INFER(SubOp)
+TX_ARITH_INFER(MulOp)
+TX_ARITH_INFER(DivOp)
+TX_ARITH_INFER(ModOp)
+#undef TX_ARITH_INFER
+
+LogicalResult PowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()},
+                        tensorType(adaptor.getLhs()).getElementType(), inferred);
+}
+
+LogicalResult ModOp::verify() {
+  if (isa<FloatType>(getLhs().getType().getElementType()) && !getFmod())
+    return emitOpError("expected fmod = true for floating-point operands");
+  return success();
+}
+
+#define TX_COMPARE_INFER(OP)                                                   \
+  LogicalResult OP::inferReturnTypes(MLIRContext *context,                     \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    SmallVector<Type> ignored;                                                 \
+    if (failed(inferArith(loc, adaptor.getLhs(), adaptor.getRhs(), ignored)))  \
+      return failure();                                                        \
+    return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()},           \
+                          IntegerType::get(context, 1), inferred);             \
+  }
+TX_COMPARE_INFER(EqualOp)
+TX_COMPARE_INFER(GreaterOrEqualOp)
+#undef TX_COMPARE_INFER
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  Type lhsElement = tensorType(adaptor.getLhs()).getElementType();
+  if (lhsElement != tensorType(adaptor.getRhs()).getElementType())
+    return inferError(loc, "expected both branches to have one element type");
+  return inferBroadcast(
+      loc, {adaptor.getCondition(), adaptor.getLhs(), adaptor.getRhs()},
+      lhsElement, inferred);
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp / TriluOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult TriluOp::verify() {
+  if (getInput().getType().getRank() < 2)
+    return emitOpError("expected an input of rank at least 2, but got rank ")
+           << getInput().getType().getRank();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp / GemmOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto lhsType = tensorType(adaptor.getLhs());
+  auto rhsType = tensorType(adaptor.getRhs());
+  if (lhsType.getElementType() != rhsType.getElementType())
+    return inferError(loc, "expected operands of one element type");
+  if (lhsType.getRank() == 0 || rhsType.getRank() == 0)
+    return inferError(loc, "expected operands of rank at least 1");
+  SmallVector<int64_t> lhs(lhsType.getShape()), rhs(rhsType.getShape());
+  bool lhsVector = lhs.size() == 1, rhsVector = rhs.size() == 1;
+  if (lhsVector)
+    lhs.insert(lhs.begin(), 1);
+  if (rhsVector)
+    rhs.push_back(1);
+  int64_t k = lhs.back();
+  if (k != rhs[rhs.size() - 2])
+    return inferError(loc, "expected matching contraction dims, but got " +
+                               formatShape(lhsType.getShape()) + " and " +
+                               formatShape(rhsType.getShape()));
+  auto batch = broadcastShapes(ArrayRef<int64_t>(lhs).drop_back(2),
+                               ArrayRef<int64_t>(rhs).drop_back(2));
+  if (failed(batch))
+    return inferError(loc, "expected broadcastable batch dims, but got " +
+                               formatShape(lhsType.getShape()) + " and " +
+                               formatShape(rhsType.getShape()));
+  SmallVector<int64_t> shape = *batch;
+  if (!lhsVector)
+    shape.push_back(lhs[lhs.size() - 2]);
+  if (!rhsVector)
+    shape.push_back(rhs.back());
+  inferred.push_back(RankedTensorType::get(shape, lhsType.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto aType = tensorType(adaptor.getA());
+  auto bType = tensorType(adaptor.getB());
+  if (aType.getRank() != 2 || bType.getRank() != 2)
+    return inferError(loc, "expected 2-D A and B, but got " +
+                               formatShape(aType.getShape()) + " and " +
+                               formatShape(bType.getShape()));
+  if (aType.getElementType() != bType.getElementType())
+    return inferError(loc, "expected A and B of one element type");
+  int64_t m = aType.getDimSize(adaptor.getTransA() ? 1 : 0);
+  int64_t ka = aType.getDimSize(adaptor.getTransA() ? 0 : 1);
+  int64_t kb = bType.getDimSize(adaptor.getTransB() ? 1 : 0);
+  int64_t n = bType.getDimSize(adaptor.getTransB() ? 0 : 1);
+  if (ka != kb)
+    return inferError(loc, "expected matching contraction dims, but got " +
+                               std::to_string(ka) + " and " + std::to_string(kb));
+  if (Value c = adaptor.getC()) {
+    auto cShape = tensorType(c).getShape();
+    auto shape = broadcastShapes({m, n}, cShape);
+    if (failed(shape) || (*shape)[0] != m || (*shape)[1] != n)
+      return inferError(loc, "expected C broadcastable to " +
+                                 formatShape({m, n}) + ", but got " +
+                                 formatShape(cShape));
+  }
+  inferred.push_back(RankedTensorType::get({m, n}, aType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherOp / GatherElementsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto dataType = tensorType(adaptor.getData());
+  auto axis = normalizeAxis(adaptor.getAxis(), dataType.getRank());
+  if (failed(axis))
+    return inferError(loc, "expected axis in [-" +
+                               std::to_string(dataType.getRank()) + ", " +
+                               std::to_string(dataType.getRank()) + "), but got " +
+                               std::to_string(adaptor.getAxis()));
+  SmallVector<int64_t> shape(dataType.getShape().take_front(*axis));
+  llvm::append_range(shape, tensorType(adaptor.getIndices()).getShape());
+  llvm::append_range(shape, dataType.getShape().drop_front(*axis + 1));
+  inferred.push_back(RankedTensorType::get(shape, dataType.getElementType()));
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto dataType = tensorType(adaptor.getData());
+  auto indicesType = tensorType(adaptor.getIndices());
+  if (dataType.getRank() != indicesType.getRank())
+    return inferError(loc, "expected indices of rank " +
+                               std::to_string(dataType.getRank()) + ", but got " +
+                               std::to_string(indicesType.getRank()));
+  if (failed(normalizeAxis(adaptor.getAxis(), dataType.getRank())))
+    return inferError(loc, "expected axis within the rank, but got " +
+                               std::to_string(adaptor.getAxis()));
+  inferred.push_back(
+      RankedTensorType::get(indicesType.getShape(), dataType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp / ExpandOp / TransposeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("expected result element type ")
+           << in.getElementType() << ", but got " << out.getElementType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("expected ")
+           << in.getNumElements() << " result elements, but got "
+           << out.getNumElements();
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+LogicalResult ExpandOp::verify() {
+  auto in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("expected result element type ")
+           << in.getElementType() << ", but got " << out.getElementType();
+  auto shape = broadcastShapes(in.getShape(), out.getShape());
+  if (failed(shape) || ArrayRef<int64_t>(*shape) != out.getShape())
+    return emitOpError("expected input shape ")
+           << formatShape(in.getShape()) << " to broadcast to "
+           << formatShape(out.getShape());
+  return success();
+}
+
+OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    if (dense.isSplat())
+      return DenseElementsAttr::get(getType(), dense.getSplatValue<Attribute>());
+  return {};
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto type = tensorType(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  if (static_cast<int64_t>(perm.size()) != type.getRank())
+    return inferError(loc, "expected a permutation of " +
+                               std::to_string(type.getRank()) + " dims, but got " +
+                               formatShape(perm));
+  llvm::SmallSet<int64_t, 8> seen;
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= type.getRank() || !seen.insert(p).second)
+      return inferError(loc, "expected a permutation of " +
+                                 std::to_string(type.getRank()) +
+                                 " dims, but got " + formatShape(perm));
+    shape.push_back(type.getDimSize(p));
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SplitOp / SliceOp / ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SplitOp::verify() {
+  auto type = getInput().getType();
+  auto axis = normalizeAxis(getAxis(), type.getRank());
+  if (failed(axis))
+    return emitOpError("expected axis within rank ")
+           << type.getRank() << ", but got " << getAxis();
+  if (getResults().empty())
+    return emitOpError("expected at least one result");
+  int64_t total = 0;
+  for (Value result : getResults()) {
+    auto resultType = cast<RankedTensorType>(result.getType());
+    if (resultType.getRank() != type.getRank() ||
+        resultType.getElementType() != type.getElementType())
+      return emitOpError("expected every result to have the input's rank and "
+                         "element type");
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != *axis && resultType.getDimSize(d) != type.getDimSize(d))
+        return emitOpError("expected result dim ")
+               << d << " to be " << type.getDimSize(d) << ", but got "
+               << resultType.getDimSize(d);
+    total += resultType.getDimSize(*axis);
+  }
+  if (total != type.getDimSize(*axis))
+    return emitOpError("expected the pieces to sum to ")
+           << type.getDimSize(*axis) << " along axis " << *axis
+           << ", but got " << total;
+  return success();
+}
+
+/// ONNX Slice semantics for one axis: (offset, size) after clamping.
+static std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start,
+                                              int64_t end, int64_t step) {
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    int64_t size = end > start ? (end - start + step - 1) / step : 0;
+    return {start, size};
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  int64_t size = start > end ? (start - end - step - 1) / -step : 0;
+  return {start, size};
+}
+
+/// Validates a slice's attribute lists; fills per-dim offsets/sizes/strides.
+static LogicalResult
+computeSlice(std::optional<Location> loc, ArrayRef<int64_t> shape,
+             ArrayRef<int64_t> starts, ArrayRef<int64_t> ends,
+             ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
+             SmallVectorImpl<int64_t> &offsets, SmallVectorImpl<int64_t> &sizes,
+             SmallVectorImpl<int64_t> &strides) {
+  if (starts.size() != ends.size() || starts.size() != axes.size() ||
+      starts.size() != steps.size())
+    return inferError(loc, "expected starts, ends, axes and steps of one length");
+  int64_t rank = shape.size();
+  offsets.assign(rank, 0);
+  sizes.assign(shape.begin(), shape.end());
+  strides.assign(rank, 1);
+  llvm::SmallSet<int64_t, 8> seen;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto axis = normalizeAxis(axes[i], rank);
+    if (failed(axis) || !seen.insert(*axis).second)
+      return inferError(loc, "expected distinct axes within rank " +
+                                 std::to_string(rank) + ", but got " +
+                                 formatShape(axes));
+    if (steps[i] == 0)
+      return inferError(loc, "expected non-zero steps");
+    auto [offset, size] = sliceRange(shape[*axis], starts[i], ends[i], steps[i]);
+    offsets[*axis] = offset;
+    sizes[*axis] = size;
+    strides[*axis] = steps[i];
+  }
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto type = tensorType(adaptor.getInput());
+  SmallVector<int64_t> offsets, sizes, strides;
+  if (failed(computeSlice(loc, type.getShape(), adaptor.getStarts(),
+                          adaptor.getEnds(), adaptor.getAxes(),
+                          adaptor.getSteps(), offsets, sizes, strides)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(sizes, type.getElementType()));
+  return success();
+}
+
+void SliceOp::getNormalizedRanges(SmallVectorImpl<int64_t> &offsets,
+                                  SmallVectorImpl<int64_t> &sizes,
+                                  SmallVectorImpl<int64_t> &strides) {
+  // The verifier has run inference already, so this cannot fail.
+  (void)computeSlice(std::nullopt, getInput().getType().getShape(), getStarts(),
+                     getEnds(), getAxes(), getSteps(), offsets, sizes, strides);
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getInputs().empty())
+    return inferError(loc, "expected at least one input");
+  auto first = tensorType(adaptor.getInputs().front());
+  auto axis = normalizeAxis(adaptor.getAxis(), first.getRank());
+  if (failed(axis))
+    return inferError(loc, "expected axis within rank " +
+                               std::to_string(first.getRank()) + ", but got " +
+                               std::to_string(adaptor.getAxis()));
+  SmallVector<int64_t> shape(first.getShape());
+  shape[*axis] = 0;
+  for (Value input : adaptor.getInputs()) {
+    auto type = tensorType(input);
+    if (type.getRank() != first.getRank() ||
+        type.getElementType() != first.getElementType())
+      return inferError(loc, "expected inputs of one rank and element type");
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != *axis && type.getDimSize(d) != first.getDimSize(d))
+        return inferError(loc, "expected inputs to agree on dim " +
+                                   std::to_string(d) + ", but got " +
+                                   formatShape(first.getShape()) + " and " +
+                                   formatShape(type.getShape()));
+    shape[*axis] += type.getDimSize(*axis);
+  }
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SqueezeOp / UnsqueezeOp / PadOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto type = tensorType(adaptor.getInput());
+  llvm::SmallSet<int64_t, 8> drop;
+  for (int64_t a : adaptor.getAxes()) {
+    auto axis = normalizeAxis(a, type.getRank());
+    if (failed(axis))
+      return inferError(loc, "expected axes within rank " +
+                                 std::to_string(type.getRank()) + ", but got " +
+                                 std::to_string(a));
+    if (type.getDimSize(*axis) != 1)
+      return inferError(loc, "expected dim " + std::to_string(*axis) +
+                                 " to be 1, but got " +
+                                 std::to_string(type.getDimSize(*axis)));
+    drop.insert(*axis);
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    bool squeeze = adaptor.getAxes().empty() ? type.getDimSize(d) == 1
+                                             : drop.contains(d);
+    if (!squeeze)
+      shape.push_back(type.getDimSize(d));
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto type = tensorType(adaptor.getInput());
+  int64_t rank = type.getRank() + adaptor.getAxes().size();
+  llvm::SmallSet<int64_t, 8> insert;
+  for (int64_t a : adaptor.getAxes()) {
+    auto axis = normalizeAxis(a, rank);
+    if (failed(axis) || !insert.insert(*axis).second)
+      return inferError(loc, "expected distinct axes within rank " +
+                                 std::to_string(rank) + ", but got " +
+                                 formatShape(adaptor.getAxes()));
+  }
+  SmallVector<int64_t> shape;
+  auto dims = type.getShape();
+  for (int64_t d = 0, next = 0; d < rank; ++d)
+    shape.push_back(insert.contains(d) ? 1 : dims[next++]);
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  auto type = tensorType(adaptor.getInput());
+  ArrayRef<int64_t> pads = adaptor.getPads();
+  if (static_cast<int64_t>(pads.size()) != 2 * type.getRank())
+    return inferError(loc, "expected " + std::to_string(2 * type.getRank()) +
+                               " pads, but got " + std::to_string(pads.size()));
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    int64_t size = type.getDimSize(d) + pads[d] + pads[d + type.getRank()];
+    if (size < 0)
+      return inferError(loc, "expected pads that leave dim " +
+                                 std::to_string(d) + " non-negative");
+    shape.push_back(size);
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(std::optional<Location> loc, Value input,
+                                 ArrayRef<int64_t> axes, bool keepDims,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto type = tensorType(input);
+  llvm::SmallSet<int64_t, 8> reduced;
+  for (int64_t a : axes) {
+    auto axis = normalizeAxis(a, type.getRank());
+    if (failed(axis) || !reduced.insert(*axis).second)
+      return inferError(loc, "expected distinct axes within rank " +
+                                 std::to_string(type.getRank()) + ", but got " +
+                                 formatShape(axes));
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    bool reduce = axes.empty() || reduced.contains(d);
+    if (!reduce)
+      shape.push_back(type.getDimSize(d));
+    else if (keepDims)
+      shape.push_back(1);
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+#define TX_REDUCE_INFER(OP)                                                    \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferReduce(loc, adaptor.getInput(), adaptor.getAxes(),             \
+                       adaptor.getKeepDims(), inferred);                       \
+  }
+TX_REDUCE_INFER(ReduceMeanOp)
+TX_REDUCE_INFER(ReduceSumOp)
+TX_REDUCE_INFER(ReduceMaxOp)
+#undef TX_REDUCE_INFER
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp / LayerNormalizationOp / RMSNormalizationOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (failed(normalizeAxis(getAxis(), rank)))
+    return emitOpError("expected axis within rank ")
+           << rank << ", but got " << getAxis();
+  return success();
+}
+
+/// Scale/bias of a normalization must broadcast to the normalized dims.
+static LogicalResult verifyNormAffine(Operation *op, RankedTensorType input,
+                                      int64_t axis, Value affine,
+                                      StringRef name) {
+  auto normAxis = normalizeAxis(axis, input.getRank());
+  if (failed(normAxis))
+    return op->emitOpError("expected axis within rank ")
+           << input.getRank() << ", but got " << axis;
+  if (!affine)
+    return success();
+  auto type = cast<RankedTensorType>(affine.getType());
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(*normAxis);
+  auto shape = broadcastShapes(normalized, type.getShape());
+  if (failed(shape) || ArrayRef<int64_t>(*shape) != normalized)
+    return op->emitOpError("expected ")
+           << name << " shape broadcastable to " << formatShape(normalized)
+           << ", but got " << formatShape(type.getShape());
+  if (type.getElementType() != input.getElementType())
+    return op->emitOpError("expected ")
+           << name << " element type " << input.getElementType()
+           << ", but got " << type.getElementType();
+  return success();
+}
+
+LogicalResult LayerNormalizationOp::verify() {
+  if (getEpsilon().isNegative())
+    return emitOpError("expected a non-negative epsilon");
+  if (failed(verifyNormAffine(*this, getInput().getType(), getAxis(),
+                              getScale(), "scale")))
+    return failure();
+  return verifyNormAffine(*this, getInput().getType(), getAxis(), getBias(),
+                          "bias");
+}
+
+LogicalResult RMSNormalizationOp::verify() {
+  if (getEpsilon().isNegative())
+    return emitOpError("expected a non-negative epsilon");
+  return verifyNormAffine(*this, getInput().getType(), getAxis(), getScale(),
+                          "scale");
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxCrossEntropyLossOp / DropoutOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto scores = tensorType(adaptor.getScores());
+  auto labels = tensorType(adaptor.getLabels());
+  if (scores.getRank() < 2)
+    return inferError(loc, "expected scores of rank at least 2, but got " +
+                               formatShape(scores.getShape()));
+  SmallVector<int64_t> expected{scores.getDimSize(0)};
+  llvm::append_range(expected, scores.getShape().drop_front(2));
+  if (labels.getShape() != ArrayRef<int64_t>(expected))
+    return inferError(loc, "expected labels shape " + formatShape(expected) +
+                               ", but got " + formatShape(labels.getShape()));
+  if (Value weights = adaptor.getWeights()) {
+    auto weightsType = tensorType(weights);
+    if (weightsType.getShape() != ArrayRef<int64_t>{scores.getDimSize(1)})
+      return inferError(loc, "expected weights shape " +
+                                 formatShape({scores.getDimSize(1)}) +
+                                 ", but got " + formatShape(weightsType.getShape()));
+  }
+  SmallVector<int64_t> shape;
+  if (adaptor.getReduction() == LossReduction::none)
+    shape = expected;
+  inferred.push_back(RankedTensorType::get(shape, scores.getElementType()));
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return emitOpError("expected ratio in [0, 1), but got ") << ratio;
+  return success();
+}

@@ -1,0 +1,24 @@
+//===- InitAll.cpp - register everything txopt uses -----------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Dialect and pass registration shared by txopt, txopt-opt and the plugin.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/InitAll.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "txopt/Dialect/Tx/IR/TxDialect.h"
+
+void mlir::txopt::registerAllDialects(DialectRegistry &registry) {
+  registry.insert<tx::TxDialect, func::FuncDialect>();
+}
+
+void mlir::txopt::registerAllPasses() {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  mlir::registerInlinerPass();
+}

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: Apache-2.0
+# lit configuration for txopt's regression tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "TXOPT"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test", ".c"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.txopt_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%txopt_src", config.txopt_src_root))
+config.substitutions.append(("%txopt_libs", config.txopt_lib_dir))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.txopt_tools_dir, config.llvm_tools_dir]
+tools = ["txopt", "txopt-opt", "mlir-opt"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
