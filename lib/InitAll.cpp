@@ -11,6 +11,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "txopt/Dialect/Tx/IR/TxDialect.h"
+#include "txopt/Pipelines/Pipelines.h"
 
 void mlir::txopt::registerAllDialects(DialectRegistry &registry) {
   registry.insert<tx::TxDialect, func::FuncDialect>();
@@ -21,4 +22,5 @@ void mlir::txopt::registerAllPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
+  registerTxoptPipelines();
 }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs, builds and runs every txopt test: the lit suite (compiler) and
+# the runtime's own tests. Ends with one 'N passed, N failed' line.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${TXOPT_BUILD_DIR:-$root/build}"
+
+"$root/scripts/setup.sh"
+TXOPT_BUILD_DIR="$build" "$root/scripts/build.sh"
+
+results="$build/test-results.json"
+status=0
+/usr/lib/llvm-22/bin/lit -sv --output "$results" "$build/test" || status=$?
+(cd "$build/runtime" && ctest --output-on-failure) || status=$?
+
+python3 - "$results" <<'PY'
+import json, sys
+tests = json.load(open(sys.argv[1]))["tests"]
+passed = sum(t["code"] in ("PASS", "XFAIL") for t in tests)
+skipped = sum(t["code"] in ("UNSUPPORTED",) for t in tests)
+failed = len(tests) - passed - skipped
+print(f"lit: {passed} passed, {failed} failed, {skipped} skipped")
+PY
+exit $status

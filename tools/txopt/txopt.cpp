@@ -1,0 +1,183 @@
+//===- txopt.cpp - the user-facing compiler driver ------------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// `txopt model.onnx -o fused.mlir`: import, run the default pipeline, write
+// the IR, a summary and (optionally) a JSON report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Options.h"
+#include "Report.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "txopt/Import/ONNX/ONNXImporter.h"
+#include "txopt/InitAll.h"
+#include "txopt/Pipelines/Pipelines.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Timer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace txopt_cli;
+
+namespace {
+constexpr const char *kVersion = "0.1.0";
+
+/// Exit statuses promised by `txopt --help`.
+enum ExitCode { kSuccess = 0, kCompileError = 1, kUsageError = 2 };
+
+int fail(ExitCode code, const llvm::Twine &message) {
+  llvm::errs() << "txopt: error: " << message << "\n";
+  return code;
+}
+
+/// Collects the first error MLIR reports, as one line with its location, so
+/// a failing pass or verifier surfaces as `txopt: error: <where>: <what>`.
+class FirstErrorCollector {
+public:
+  explicit FirstErrorCollector(MLIRContext &context)
+      : handler(&context, [this](Diagnostic &diag) {
+          if (diag.getSeverity() == DiagnosticSeverity::Error && message.empty()) {
+            std::string text;
+            llvm::raw_string_ostream os(text);
+            os << diag.getLocation() << ": " << diag.str();
+            message = text;
+            std::replace(message.begin(), message.end(), '\n', ' ');
+          }
+          return success();
+        }) {}
+  const std::string &firstError() const { return message; }
+
+private:
+  std::string message;
+  ScopedDiagnosticHandler handler;
+};
+
+/// Same canonical file? Writing the output over the model would lose it.
+bool samePath(llvm::StringRef a, llvm::StringRef b) {
+  llvm::sys::fs::UniqueID idA, idB;
+  if (llvm::sys::fs::getUniqueID(a, idA) || llvm::sys::fs::getUniqueID(b, idB))
+    return false;
+  return idA == idB;
+}
+
+/// Writes through a temporary file renamed into place, so an existing
+/// output is replaced only by a complete new one.
+llvm::Error writeAtomically(llvm::StringRef path,
+                            llvm::function_ref<void(llvm::raw_ostream &)> body) {
+  if (path == "-") {
+    body(llvm::outs());
+    llvm::outs().flush();
+    return llvm::Error::success();
+  }
+  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+    body(os);
+    return llvm::Error::success();
+  });
+}
+
+OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Options &options,
+                                  txopt::ONNXImportInfo &info,
+                                  std::string &error) {
+  txopt::ONNXImportOptions importOptions;
+  importOptions.inputShapes = options.inputShapes;
+  if (llvm::StringRef(options.input).ends_with(".onnxtxt")) {
+    auto buffer = llvm::MemoryBuffer::getFile(options.input, /*IsText=*/true);
+    if (!buffer) {
+      error = "cannot read '" + options.input + "': " + buffer.getError().message();
+      return nullptr;
+    }
+    return txopt::importONNXText(context, (*buffer)->getBuffer(), options.input,
+                                 importOptions, info, error);
+  }
+  return txopt::importONNXFile(context, options.input, importOptions, info,
+                               error);
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  std::string error;
+  if (!parseOptions(argc, argv, options, error))
+    return fail(kUsageError, error);
+  if (options.showHelp) {
+    llvm::outs() << helpText();
+    return kSuccess;
+  }
+  if (options.showVersion) {
+    llvm::outs() << "txopt " << kVersion << " (MLIR " << LLVM_VERSION_STRING
+                 << ")\n";
+    return kSuccess;
+  }
+  if (options.output != "-" && samePath(options.input, options.output))
+    return fail(kUsageError, "output '" + options.output +
+                                 "' is the input model; refusing to overwrite it");
+
+  auto start = std::chrono::steady_clock::now();
+  DialectRegistry registry;
+  txopt::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  FirstErrorCollector collector(context);
+
+  CompileSummary summary;
+  summary.model = options.input;
+  summary.output = options.output;
+  summary.emit = options.emit == EmitKind::Imported ? "tx" : "fused";
+
+  OwningOpRef<ModuleOp> module =
+      importModel(context, options, summary.import, error);
+  if (!module)
+    return fail(kCompileError, error.empty() ? collector.firstError() : error);
+
+  if (options.emit == EmitKind::Fused) {
+    PassManager pm(&context);
+    txopt::buildDefaultPipeline(pm, txopt::DefaultPipelineOptions());
+    if (failed(pm.run(*module)))
+      return fail(kCompileError, collector.firstError().empty()
+                                     ? "the default pipeline failed"
+                                     : collector.firstError());
+  }
+  if (failed(verify(*module)))
+    return fail(kCompileError, "internal error: invalid IR after compilation: " +
+                                   collector.firstError());
+
+  summary.txOps = countOps(*module);
+  summary.seconds = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+
+  OpPrintingFlags flags;
+  flags.enableDebugInfo(options.printLocations, /*prettyForm=*/false);
+  if (llvm::Error err = writeAtomically(options.output, [&](llvm::raw_ostream &os) {
+        module->print(os, flags);
+      }))
+    return fail(kCompileError, "cannot write '" + options.output +
+                                   "': " + llvm::toString(std::move(err)));
+
+  if (options.reportPath) {
+    llvm::json::Value report(buildReport(summary));
+    if (llvm::Error err = writeAtomically(*options.reportPath,
+                                          [&](llvm::raw_ostream &os) {
+                                            os << llvm::formatv("{0:2}", report)
+                                               << "\n";
+                                          }))
+      return fail(kCompileError, "cannot write report '" + *options.reportPath +
+                                     "': " + llvm::toString(std::move(err)));
+  }
+
+  if (!options.quiet)
+    printSummary(summary, options.verbose,
+                 options.output == "-" ? llvm::errs() : llvm::outs());
+  return kSuccess;
+}
