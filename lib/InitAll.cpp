@@ -11,10 +11,16 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "txopt/Dialect/Tx/IR/TxDialect.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
 #include "txopt/Pipelines/Pipelines.h"
 
 void mlir::txopt::registerAllDialects(DialectRegistry &registry) {
   registry.insert<tx::TxDialect, func::FuncDialect>();
+}
+
+void mlir::txopt::registerTxoptPasses() {
+  tx::registerTxPasses();
+  registerTxoptPipelines();
 }
 
 void mlir::txopt::registerAllPasses() {
@@ -22,5 +28,5 @@ void mlir::txopt::registerAllPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
-  registerTxoptPipelines();
+  registerTxoptPasses();
 }

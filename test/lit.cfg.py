@@ -22,5 +22,14 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.txopt_tools_dir, config.llvm_tools_dir]
-tools = ["txopt", "txopt-opt", "mlir-opt"]
+tools = ["txopt", "txopt-opt", "txopt-run", "txopt-capi-test", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+# `not` and `count` at the start of a RUN line run from PATH (lit substitutes
+# them only after a pipe).
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# test/Reference/onnxruntime.test compares txopt-run with onnxruntime when the
+# Python packages are there (pip install onnx onnxruntime numpy).
+import importlib.util
+if all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime", "numpy")):
+    config.available_features.add("onnxruntime")

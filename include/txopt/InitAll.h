@@ -17,6 +17,10 @@ namespace mlir::txopt {
 /// Adds tx and the upstream dialects that tx IR mentions (func, arith).
 void registerAllDialects(DialectRegistry &registry);
 
+/// Registers txopt's own passes and pipelines only (what a plugin loaded
+/// into mlir-opt adds; mlir-opt already has the upstream ones).
+void registerTxoptPasses();
+
 /// Registers txopt's passes and the upstream ones its pipelines use.
 void registerAllPasses();
 

@@ -11,14 +11,31 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
 
 using namespace mlir;
 
 void txopt::buildDefaultPipeline(OpPassManager &pm,
-                                 const DefaultPipelineOptions &) {
+                                 const DefaultPipelineOptions &options) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  // Fusion matches chains of single-use values: fold and de-duplicate first
+  // so that two reads of one constant do not hide a match.
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());
+  if (options.fuseNorms) {
+    tx::FuseNormsPassOptions norms;
+    norms.explain = options.explain;
+    funcPm.addPass(tx::createFuseNormsPass(norms));
+  }
+  if (options.fuseOptimizer) {
+    tx::FuseOptimizerPassOptions optimizer;
+    optimizer.explain = options.explain;
+    funcPm.addPass(tx::createFuseOptimizerPass(optimizer));
+  }
+  if (options.fuseNorms || options.fuseOptimizer) {
+    funcPm.addPass(createCanonicalizerPass());
+    funcPm.addPass(createCSEPass());
+  }
 }
 
 void txopt::registerTxoptPipelines() {

@@ -27,9 +27,12 @@ OPTIONS:
                           default pipeline) or 'tx' (the IR right after import).
   --input-shape NAME=DIMS Size every dim of graph input NAME, e.g. ids=2x32.
                           Needed when the model has symbolic dims. Repeatable.
-  --report=FILE           Write a JSON report of what was imported.
+  --no-fuse=LIST          Skip fusions: comma-separated 'norms', 'optimizer'
+                          or 'all'.
+  --report=FILE           Write a JSON report: what was imported, fused, and
+                          why each near-miss was not fused.
   --print-locations       Keep ONNX node names as locations in the output.
-  -v, --verbose           Print a longer summary.
+  -v, --verbose           Print a longer summary, with every near-miss.
   -q, --quiet             Print no summary.
   --help                  Print this help.
   --version               Print the version.
@@ -123,6 +126,26 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
         return false;
       }
       options.inputShapes[value.substr(0, eq)] = dims;
+    } else if (takeValue(argc, argv, i, "no-fuse", value, error)) {
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t comma = value.find(',', start);
+        std::string item = value.substr(start, comma == std::string::npos
+                                                   ? std::string::npos
+                                                   : comma - start);
+        if (item == "norms" || item == "all")
+          options.fuseNorms = false;
+        if (item == "optimizer" || item == "all")
+          options.fuseOptimizer = false;
+        if (item != "norms" && item != "optimizer" && item != "all") {
+          error = "unknown fusion '" + item +
+                  "' in --no-fuse (expected norms, optimizer or all)";
+          return false;
+        }
+        if (comma == std::string::npos)
+          break;
+        start = comma + 1;
+      }
     } else if (takeValue(argc, argv, i, "report", value, error)) {
       if (value.empty()) {
         error = "option '--report' needs a file name";

@@ -28,6 +28,8 @@ struct Options {
   bool verbose = false;
   bool quiet = false;
   bool printLocations = false;
+  bool fuseNorms = true;     ///< off with --no-fuse=norms
+  bool fuseOptimizer = true; ///< off with --no-fuse=optimizer
   bool showHelp = false;
   bool showVersion = false;
 };

@@ -14,9 +14,18 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace txopt_cli {
+
+/// A fusion candidate that nearly matched, from a pass's near-miss remark.
+struct NearMiss {
+  std::string pattern; ///< layer_norm, rms_norm, adam, ...
+  std::string node;    ///< ONNX node name (the op's location)
+  std::string reason;
+};
 
 /// Everything the report and the summary say about one compilation.
 struct CompileSummary {
@@ -25,11 +34,22 @@ struct CompileSummary {
   std::string emit;
   mlir::txopt::ONNXImportInfo import;
   std::map<std::string, int64_t> txOps; ///< op name -> count in the output
+  std::map<std::string, int64_t> fused; ///< fused-op kind -> count
+  std::vector<NearMiss> notFused;
+  std::vector<std::string> fusionsRun;  ///< "norms", "optimizer"
   double seconds = 0.0;
 };
 
 /// Counts the ops of |module| by name (func.func and the module excluded).
 std::map<std::string, int64_t> countOps(mlir::ModuleOp module);
+
+/// The report's "fused" object: fused norm ops by kind, and the parameters
+/// and ops of the multi-tensor optimizer.
+std::map<std::string, int64_t> countFused(mlir::ModuleOp module);
+
+/// Parses a near-miss remark (`not fused: <pattern>: <reason>`) emitted at
+/// |loc|; std::nullopt for any other diagnostic text.
+std::optional<NearMiss> parseNearMiss(mlir::Location loc, llvm::StringRef text);
 
 /// The `--report` JSON object.
 llvm::json::Object buildReport(const CompileSummary &summary);

@@ -26,6 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <set>
 
 using namespace mlir;
 using namespace txopt_cli;
@@ -41,25 +42,37 @@ int fail(ExitCode code, const llvm::Twine &message) {
   return code;
 }
 
-/// Collects the first error MLIR reports, as one line with its location, so
-/// a failing pass or verifier surfaces as `txopt: error: <where>: <what>`.
-class FirstErrorCollector {
+/// Takes every diagnostic MLIR reports: keeps the first error as one line
+/// with its location (so a failing pass surfaces as `txopt: error: <where>:
+/// <what>`) and turns the fusion passes' near-miss remarks into report rows.
+class DiagnosticCollector {
 public:
-  explicit FirstErrorCollector(MLIRContext &context)
+  explicit DiagnosticCollector(MLIRContext &context)
       : handler(&context, [this](Diagnostic &diag) {
-          if (diag.getSeverity() == DiagnosticSeverity::Error && message.empty()) {
-            std::string text;
-            llvm::raw_string_ostream os(text);
-            os << diag.getLocation() << ": " << diag.str();
-            message = text;
+          std::string text = diag.str();
+          if (diag.getSeverity() == DiagnosticSeverity::Remark) {
+            // The greedy driver retries patterns, so one near-miss can be
+            // reported more than once: keep the first of each.
+            if (auto miss = parseNearMiss(diag.getLocation(), text))
+              if (seen.insert(miss->pattern + "\n" + miss->node + "\n" +
+                              miss->reason)
+                      .second)
+                nearMisses.push_back(*miss);
+          } else if (diag.getSeverity() == DiagnosticSeverity::Error &&
+                     message.empty()) {
+            llvm::raw_string_ostream os(message);
+            os << diag.getLocation() << ": " << text;
             std::replace(message.begin(), message.end(), '\n', ' ');
           }
           return success();
         }) {}
   const std::string &firstError() const { return message; }
+  std::vector<NearMiss> takeNearMisses() { return std::move(nearMisses); }
 
 private:
   std::string message;
+  std::vector<NearMiss> nearMisses;
+  std::set<std::string> seen;
   ScopedDiagnosticHandler handler;
 };
 
@@ -128,7 +141,7 @@ int main(int argc, char **argv) {
   txopt::registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  FirstErrorCollector collector(context);
+  DiagnosticCollector collector(context);
 
   CompileSummary summary;
   summary.model = options.input;
@@ -142,7 +155,15 @@ int main(int argc, char **argv) {
 
   if (options.emit == EmitKind::Fused) {
     PassManager pm(&context);
-    txopt::buildDefaultPipeline(pm, txopt::DefaultPipelineOptions());
+    txopt::DefaultPipelineOptions pipelineOptions;
+    pipelineOptions.fuseNorms = options.fuseNorms;
+    pipelineOptions.fuseOptimizer = options.fuseOptimizer;
+    pipelineOptions.explain = true; // near-misses feed the summary and report
+    txopt::buildDefaultPipeline(pm, pipelineOptions);
+    if (options.fuseNorms)
+      summary.fusionsRun.push_back("norms");
+    if (options.fuseOptimizer)
+      summary.fusionsRun.push_back("optimizer");
     if (failed(pm.run(*module)))
       return fail(kCompileError, collector.firstError().empty()
                                      ? "the default pipeline failed"
@@ -153,6 +174,8 @@ int main(int argc, char **argv) {
                                    collector.firstError());
 
   summary.txOps = countOps(*module);
+  summary.fused = countFused(*module);
+  summary.notFused = collector.takeNearMisses();
   summary.seconds = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - start)
                         .count();

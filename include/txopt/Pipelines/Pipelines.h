@@ -19,10 +19,22 @@ namespace mlir::txopt {
 
 /// Options of the default pipeline (`txopt-default` in textual form).
 struct DefaultPipelineOptions
-    : public PassPipelineOptions<DefaultPipelineOptions> {};
+    : public PassPipelineOptions<DefaultPipelineOptions> {
+  Option<bool> fuseNorms{*this, "fuse-norms",
+                         llvm::cl::desc("Run tx-fuse-norms"),
+                         llvm::cl::init(true)};
+  Option<bool> fuseOptimizer{*this, "fuse-optimizer",
+                             llvm::cl::desc("Run tx-fuse-optimizer"),
+                             llvm::cl::init(true)};
+  Option<bool> explain{*this, "explain",
+                       llvm::cl::desc("Fusion passes emit a remark for every "
+                                      "candidate they did not fuse"),
+                       llvm::cl::init(false)};
+};
 
 /// Appends the passes `txopt model.onnx` runs after import: canonicalize and
-/// CSE clean up what import left (folded shape arithmetic, duplicate reads).
+/// CSE clean up what import left, then the norm and optimizer fusions, then
+/// another cleanup for what fusion made dead.
 void buildDefaultPipeline(OpPassManager &pm,
                           const DefaultPipelineOptions &options);
 

@@ -36,6 +36,7 @@ struct ONNXImportInfo {
   std::map<std::string, int64_t> opsIn; ///< ONNX op_type (domain-qualified
                                         ///< when not ai.onnx) -> count
   int64_t numParameters = 0;            ///< tx.parameter ops created
+  int64_t numFrozenParameters = 0;      ///< of which `frozen` (masks)
   int64_t numParameterElements = 0;     ///< their total element count
   std::vector<std::string> warnings;    ///< non-fatal observations
 };
@@ -43,12 +44,16 @@ struct ONNXImportInfo {
 /// Imports the binary .onnx file at |path|. External data is resolved
 /// relative to the model's folder and may not escape it. On failure returns
 /// nullptr and sets |error| to one line naming the node or field at fault.
+/// Never throws, asserts or aborts on malformed input. The rules (which
+/// initializers become parameters, what folds) are in docs/Import.md.
 OwningOpRef<ModuleOp> importONNXFile(MLIRContext &context, llvm::StringRef path,
                                      const ONNXImportOptions &options,
                                      ONNXImportInfo &info, std::string &error);
 
 /// Imports a model written in ONNX textual syntax (onnx::OnnxParser), as the
-/// lit tests do. Same contract as importONNXFile.
+/// lit tests do. |sourceName| names the text in errors and `tx.source`, and
+/// its folder is where external data would be looked up. Same contract as
+/// importONNXFile.
 OwningOpRef<ModuleOp> importONNXText(MLIRContext &context, llvm::StringRef text,
                                      llvm::StringRef sourceName,
                                      const ONNXImportOptions &options,

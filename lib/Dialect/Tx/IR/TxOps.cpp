@@ -15,8 +15,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
-#include <numeric>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -59,20 +60,35 @@ std::string tx::formatShape(ArrayRef<int64_t> shape) {
   return text;
 }
 
+/// The type of an operand whose staticness `checkStaticOperands` (inference)
+/// or the ODS constraints (verifiers) have established.
 static RankedTensorType tensorType(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
-static int64_t numElements(ArrayRef<int64_t> shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1},
-                         std::multiplies<int64_t>());
+/// Emits the streamed `args` at `location` when one is given (verification,
+/// parsing), and stays silent otherwise (speculative inference by a builder or
+/// a pattern). Types and attributes print quoted, as in every diagnostic.
+template <typename... Args>
+static LogicalResult inferError(std::optional<Location> location,
+                                Args &&...args) {
+  return emitOptionalError(location, std::forward<Args>(args)...);
 }
 
-/// Emits `message` at `location` when one is given (verification), and stays
-/// silent otherwise (speculative inference by a builder or a pattern).
-static LogicalResult inferError(std::optional<Location> location,
-                                const Twine &message) {
-  return emitOptionalError(location, message);
+/// Inference runs from the custom parser before the ODS operand constraints
+/// are verified, so it must itself reject operands they would reject before it
+/// reads a shape: an unranked tensor would fail a cast, and a dynamic dim
+/// (INT64_MIN) would flow into the shape arithmetic.
+static LogicalResult checkStaticOperands(std::optional<Location> location,
+                                         ValueRange operands) {
+  for (Value operand : operands) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || !type.hasStaticShape())
+      return inferError(location,
+                        "expected statically shaped tensor operands, but got ",
+                        operand.getType());
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -80,11 +96,15 @@ static LogicalResult inferError(std::optional<Location> location,
 //===----------------------------------------------------------------------===//
 
 LogicalResult ParameterOp::verify() {
-  auto type = dyn_cast<RankedTensorType>(getInitialValue().getType());
+  Type valueType = getInitialValue().getType();
+  auto type = dyn_cast<RankedTensorType>(valueType);
   if (!type || !type.hasStaticShape())
-    return emitOpError("expected a statically shaped tensor initial value");
+    return emitOpError(
+               "expected a statically shaped tensor initial value, but got ")
+           << valueType;
   if (!isa<FloatType>(type.getElementType()))
-    return emitOpError("expected a floating-point parameter, but got element type ")
+    return emitOpError(
+               "expected a floating-point parameter, but got element type ")
            << type.getElementType();
   return success();
 }
@@ -94,12 +114,15 @@ LoadParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto parameter =
       symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getNameAttr());
   if (!parameter)
-    return emitOpError("expected '") << getName()
-                                     << "' to name a tx.parameter";
-  if (parameter.getType() != getType())
+    return emitOpError("expected '")
+           << getName() << "' to name a tx.parameter";
+  // Compare the attribute's type rather than `ParameterOp::getType()`, whose
+  // cast would assert on a parameter that failed its own verifier.
+  Type parameterType = parameter.getInitialValue().getType();
+  if (parameterType != getType())
     return emitOpError("expected type ")
-           << parameter.getType() << " of parameter '" << getName()
-           << "', but got " << getType();
+           << parameterType << " of parameter '" << getName() << "', but got "
+           << getType();
   return success();
 }
 
@@ -119,7 +142,7 @@ static std::optional<SmallVector<int64_t>> constantInts(Value value) {
 }
 
 LogicalResult ConstantOfShapeOp::verify() {
-  auto value = getValue();
+  ElementsAttr value = getValue();
   if (value.getNumElements() != 1)
     return emitOpError("expected a one-element value, but got ")
            << value.getNumElements() << " elements";
@@ -127,10 +150,10 @@ LogicalResult ConstantOfShapeOp::verify() {
     return emitOpError("expected value element type ")
            << getType().getElementType() << ", but got "
            << value.getElementType();
-  if (getShape().getType().getNumElements() != getType().getRank())
+  int64_t entries = getShape().getType().getDimSize(0);
+  if (entries != getType().getRank())
     return emitOpError("expected shape operand with ")
-           << getType().getRank() << " entries, but got "
-           << getShape().getType().getNumElements();
+           << getType().getRank() << " entries, but got " << entries;
   if (auto shape = constantInts(getShape()))
     if (ArrayRef<int64_t>(*shape) != getType().getShape())
       return emitOpError("expected result shape ")
@@ -140,83 +163,132 @@ LogicalResult ConstantOfShapeOp::verify() {
 }
 
 OpFoldResult ConstantOfShapeOp::fold(FoldAdaptor) {
-  auto value = getValue();
-  if (auto dense = dyn_cast<DenseElementsAttr>(value))
-    return DenseElementsAttr::get(getType(),
-                                  dense.getValues<Attribute>()[0]);
+  // The result type is static, so the fill needs no constant shape operand.
+  if (auto dense = dyn_cast<DenseElementsAttr>(getValue()))
+    return DenseElementsAttr::get(cast<ShapedType>(getType()),
+                                  *dense.value_begin<Attribute>());
   return {};
 }
 
-/// ceil((limit - start) / delta) clamped at 0, in the operands' arithmetic.
-static std::optional<int64_t> rangeLength(Attribute start, Attribute limit,
-                                          Attribute delta) {
-  auto s = dyn_cast_or_null<DenseElementsAttr>(start);
-  auto l = dyn_cast_or_null<DenseElementsAttr>(limit);
-  auto d = dyn_cast_or_null<DenseElementsAttr>(delta);
-  if (!s || !l || !d)
-    return std::nullopt;
-  double sv, lv, dv;
-  if (isa<FloatType>(s.getElementType())) {
-    sv = s.getValues<APFloat>()[0].convertToDouble();
-    lv = l.getValues<APFloat>()[0].convertToDouble();
-    dv = d.getValues<APFloat>()[0].convertToDouble();
-  } else {
-    sv = s.getValues<APInt>()[0].getSExtValue();
-    lv = l.getValues<APInt>()[0].getSExtValue();
-    dv = d.getValues<APInt>()[0].getSExtValue();
+/// Range results longer than this stay `tx.range`: materializing them would
+/// bloat the IR (and a result type can claim billions of elements).
+static constexpr int64_t kMaxFoldedRangeLength = 1 << 16;
+
+/// Exact conversion of a scalar to f64 for any float semantics (f80 and f128
+/// round; `APFloat::convertToDouble` would assert on them).
+static double toDouble(APFloat value) {
+  bool lost;
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+  return value.convertToDouble();
+}
+
+static bool isZeroScalar(DenseElementsAttr attr) {
+  if (isa<FloatType>(attr.getElementType()))
+    return (*attr.value_begin<APFloat>()).isZero();
+  return (*attr.value_begin<APInt>()).isZero();
+}
+
+/// Length of a range over constant scalars, as onnxruntime computes it:
+/// `max(ceil((limit - start) / delta), 0)` with `limit - start` taken in the
+/// element type and the division in f64; exact for integers. Fails with
+/// `error` set for a zero delta, non-finite operands or a length past int64.
+static FailureOr<int64_t> rangeLength(DenseElementsAttr start,
+                                      DenseElementsAttr limit,
+                                      DenseElementsAttr delta,
+                                      std::string &error) {
+  if (isZeroScalar(delta)) {
+    error = "expected a non-zero delta";
+    return failure();
   }
-  if (dv == 0)
-    return std::nullopt;
-  return std::max<int64_t>(0, static_cast<int64_t>(std::ceil((lv - sv) / dv)));
+  if (isa<FloatType>(start.getElementType())) {
+    APFloat s = *start.value_begin<APFloat>();
+    APFloat l = *limit.value_begin<APFloat>();
+    APFloat d = *delta.value_begin<APFloat>();
+    if (!s.isFinite() || !l.isFinite() || !d.isFinite()) {
+      error = "expected finite start, limit and delta";
+      return failure();
+    }
+    APFloat diff = l;
+    diff.subtract(s, APFloat::rmNearestTiesToEven);
+    double count = std::ceil(toDouble(diff) / toDouble(d));
+    if (!(count < 0x1p63)) { // also catches the infinity of an overflowed diff
+      error = "expected a range length that fits in 64 bits";
+      return failure();
+    }
+    return count > 0 ? static_cast<int64_t>(count) : 0;
+  }
+  APInt s = *start.value_begin<APInt>();
+  // Two extra bits hold `limit - start` and the rounding of the quotient.
+  unsigned width = s.getBitWidth() + 2;
+  APInt wideStart = s.sext(width);
+  APInt wideLimit = (*limit.value_begin<APInt>()).sext(width);
+  APInt wideDelta = (*delta.value_begin<APInt>()).sext(width);
+  APInt diff = wideLimit - wideStart;
+  APInt quotient = diff.sdiv(wideDelta);
+  APInt remainder = diff.srem(wideDelta);
+  if (!remainder.isZero() && remainder.isNegative() == wideDelta.isNegative())
+    quotient += 1;
+  if (quotient.isNegative() || quotient.isZero())
+    return 0;
+  if (quotient.getActiveBits() > 63) {
+    error = "expected a range length that fits in 64 bits";
+    return failure();
+  }
+  return static_cast<int64_t>(quotient.getZExtValue());
 }
 
 LogicalResult RangeOp::verify() {
-  if (getType().getElementType() != getStart().getType().getElementType())
+  Type elementType = getStart().getType().getElementType();
+  if (getType().getElementType() != elementType)
     return emitOpError("expected result element type ")
-           << getStart().getType().getElementType() << ", but got "
-           << getType().getElementType();
-  Attribute start, limit, delta;
-  if (matchPattern(getStart(), m_Constant(&start)) &&
-      matchPattern(getLimit(), m_Constant(&limit)) &&
-      matchPattern(getDelta(), m_Constant(&delta))) {
-    std::optional<int64_t> length = rangeLength(start, limit, delta);
-    if (!length)
-      return emitOpError("expected a non-zero delta");
-    if (*length != getType().getDimSize(0))
-      return emitOpError("expected ")
-             << *length << " elements, but the result type has "
-             << getType().getDimSize(0);
-  }
+           << elementType << ", but got " << getType().getElementType();
+  DenseElementsAttr start, limit, delta;
+  if (matchPattern(getDelta(), m_Constant(&delta)) && isZeroScalar(delta))
+    return emitOpError("expected a non-zero delta");
+  if (!delta || !matchPattern(getStart(), m_Constant(&start)) ||
+      !matchPattern(getLimit(), m_Constant(&limit)))
+    return success();
+  std::string error;
+  FailureOr<int64_t> length = rangeLength(start, limit, delta, error);
+  if (failed(length))
+    return emitOpError(error);
+  if (*length != getType().getDimSize(0))
+    return emitOpError("expected a result of ")
+           << *length << " elements, but got " << getType().getDimSize(0);
   return success();
 }
 
 OpFoldResult RangeOp::fold(FoldAdaptor adaptor) {
-  auto s = dyn_cast_or_null<DenseElementsAttr>(adaptor.getStart());
-  auto d = dyn_cast_or_null<DenseElementsAttr>(adaptor.getDelta());
-  std::optional<int64_t> length =
-      rangeLength(adaptor.getStart(), adaptor.getLimit(), adaptor.getDelta());
-  if (!s || !d || !length || *length != getType().getDimSize(0))
+  auto start = dyn_cast_or_null<DenseElementsAttr>(adaptor.getStart());
+  auto limit = dyn_cast_or_null<DenseElementsAttr>(adaptor.getLimit());
+  auto delta = dyn_cast_or_null<DenseElementsAttr>(adaptor.getDelta());
+  if (!start || !limit || !delta)
     return {};
-  Type elementType = getType().getElementType();
-  if (auto floatType = dyn_cast<FloatType>(elementType)) {
-    double start = s.getValues<APFloat>()[0].convertToDouble();
-    double delta = d.getValues<APFloat>()[0].convertToDouble();
+  std::string error;
+  FailureOr<int64_t> length = rangeLength(start, limit, delta, error);
+  if (failed(length) || *length != getType().getDimSize(0) ||
+      *length > kMaxFoldedRangeLength)
+    return {};
+  // Accumulate in the element type: result[i + 1] = result[i] + delta.
+  if (isa<FloatType>(getType().getElementType())) {
+    APFloat value = *start.value_begin<APFloat>();
+    APFloat step = *delta.value_begin<APFloat>();
     SmallVector<APFloat> values;
+    values.reserve(*length);
     for (int64_t i = 0; i < *length; ++i) {
-      APFloat v(start + static_cast<double>(i) * delta);
-      bool lost;
-      v.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
-                &lost);
-      values.push_back(v);
+      values.push_back(value);
+      value.add(step, APFloat::rmNearestTiesToEven);
     }
     return DenseElementsAttr::get(getType(), values);
   }
-  int64_t start = s.getValues<APInt>()[0].getSExtValue();
-  int64_t delta = d.getValues<APInt>()[0].getSExtValue();
+  APInt value = *start.value_begin<APInt>();
+  APInt step = *delta.value_begin<APInt>();
   SmallVector<APInt> values;
-  for (int64_t i = 0; i < *length; ++i)
-    values.push_back(APInt(elementType.getIntOrFloatBitWidth(),
-                           start + i * delta, /*isSigned=*/true));
+  values.reserve(*length);
+  for (int64_t i = 0; i < *length; ++i) {
+    values.push_back(value);
+    value += step; // Wraps only past the last element, which is not stored.
+  }
   return DenseElementsAttr::get(getType(), values);
 }
 
@@ -234,21 +306,28 @@ static std::pair<int64_t, int64_t> shapeBounds(int64_t rank, int64_t start,
 }
 
 LogicalResult ShapeOp::inferReturnTypes(MLIRContext *context,
-                                        std::optional<Location>,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto type = tensorType(adaptor.getInput());
-  auto [start, end] =
-      shapeBounds(type.getRank(), adaptor.getStart(), adaptor.getEnd());
+  std::optional<int64_t> end;
+  if (adaptor.getEnd())
+    end = static_cast<int64_t>(*adaptor.getEnd());
+  auto [start, stop] = shapeBounds(type.getRank(), adaptor.getStart(), end);
   inferred.push_back(
-      RankedTensorType::get({end - start}, IntegerType::get(context, 64)));
+      RankedTensorType::get({stop - start}, IntegerType::get(context, 64)));
   return success();
 }
 
 OpFoldResult ShapeOp::fold(FoldAdaptor) {
   auto type = getInput().getType();
-  auto [start, end] = shapeBounds(type.getRank(), getStart(), getEnd());
-  SmallVector<int64_t> dims(type.getShape().slice(start, end - start));
+  std::optional<int64_t> end;
+  if (getEnd())
+    end = static_cast<int64_t>(*getEnd());
+  auto [start, stop] = shapeBounds(type.getRank(), getStart(), end);
+  SmallVector<int64_t> dims(type.getShape().slice(start, stop - start));
   return DenseIntElementsAttr::get(getType(), ArrayRef<int64_t>(dims));
 }
 
@@ -266,9 +345,10 @@ static LogicalResult inferBroadcast(std::optional<Location> location,
   for (Value operand : operands) {
     auto next = broadcastShapes(shape, tensorType(operand).getShape());
     if (failed(next))
-      return inferError(location, "expected broadcastable operand shapes, but got " +
-                                      formatShape(shape) + " and " +
-                                      formatShape(tensorType(operand).getShape()));
+      return inferError(location,
+                        "expected broadcastable operand shapes, but got " +
+                            formatShape(shape) + " and " +
+                            formatShape(tensorType(operand).getShape()));
     shape = *next;
   }
   inferred.push_back(RankedTensorType::get(shape, elementType));
@@ -278,15 +358,14 @@ static LogicalResult inferBroadcast(std::optional<Location> location,
 /// Arithmetic ops require one element type, which the result keeps.
 static LogicalResult inferArith(std::optional<Location> location, Value lhs,
                                 Value rhs, SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(location, {lhs, rhs})))
+    return failure();
   Type lhsElement = tensorType(lhs).getElementType();
   Type rhsElement = tensorType(rhs).getElementType();
-  if (lhsElement != rhsElement) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << "expected operands of one element type, but got " << lhsElement
-       << " and " << rhsElement;
-    return inferError(location, text);
-  }
+  if (lhsElement != rhsElement)
+    return inferError(location,
+                      "expected operands of one element type, but got ",
+                      lhsElement, " and ", rhsElement);
   return inferBroadcast(location, {lhs, rhs}, lhsElement, inferred);
 }
 
@@ -306,6 +385,8 @@ TX_ARITH_INFER(ModOp)
 LogicalResult PowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()},
                         tensorType(adaptor.getLhs()).getElementType(), inferred);
 }
@@ -334,9 +415,13 @@ TX_COMPARE_INFER(GreaterOrEqualOp)
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   Type lhsElement = tensorType(adaptor.getLhs()).getElementType();
-  if (lhsElement != tensorType(adaptor.getRhs()).getElementType())
-    return inferError(loc, "expected both branches to have one element type");
+  Type rhsElement = tensorType(adaptor.getRhs()).getElementType();
+  if (lhsElement != rhsElement)
+    return inferError(loc, "expected branches of one element type, but got ",
+                      lhsElement, " and ", rhsElement);
   return inferBroadcast(
       loc, {adaptor.getCondition(), adaptor.getLhs(), adaptor.getRhs()},
       lhsElement, inferred);
@@ -366,12 +451,18 @@ LogicalResult TriluOp::verify() {
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto lhsType = tensorType(adaptor.getLhs());
   auto rhsType = tensorType(adaptor.getRhs());
   if (lhsType.getElementType() != rhsType.getElementType())
-    return inferError(loc, "expected operands of one element type");
+    return inferError(loc, "expected operands of one element type, but got ",
+                      lhsType.getElementType(), " and ",
+                      rhsType.getElementType());
   if (lhsType.getRank() == 0 || rhsType.getRank() == 0)
-    return inferError(loc, "expected operands of rank at least 1");
+    return inferError(loc, "expected operands of rank at least 1, but got " +
+                               formatShape(lhsType.getShape()) + " and " +
+                               formatShape(rhsType.getShape()));
   SmallVector<int64_t> lhs(lhsType.getShape()), rhs(rhsType.getShape());
   bool lhsVector = lhs.size() == 1, rhsVector = rhs.size() == 1;
   if (lhsVector)
@@ -401,6 +492,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto aType = tensorType(adaptor.getA());
   auto bType = tensorType(adaptor.getB());
   if (aType.getRank() != 2 || bType.getRank() != 2)
@@ -408,7 +501,8 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
                                formatShape(aType.getShape()) + " and " +
                                formatShape(bType.getShape()));
   if (aType.getElementType() != bType.getElementType())
-    return inferError(loc, "expected A and B of one element type");
+    return inferError(loc, "expected A and B of one element type, but got ",
+                      aType.getElementType(), " and ", bType.getElementType());
   int64_t m = aType.getDimSize(adaptor.getTransA() ? 1 : 0);
   int64_t ka = aType.getDimSize(adaptor.getTransA() ? 0 : 1);
   int64_t kb = bType.getDimSize(adaptor.getTransB() ? 1 : 0);
@@ -417,12 +511,17 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
     return inferError(loc, "expected matching contraction dims, but got " +
                                std::to_string(ka) + " and " + std::to_string(kb));
   if (Value c = adaptor.getC()) {
-    auto cShape = tensorType(c).getShape();
-    auto shape = broadcastShapes({m, n}, cShape);
-    if (failed(shape) || (*shape)[0] != m || (*shape)[1] != n)
+    auto cType = tensorType(c);
+    if (cType.getElementType() != aType.getElementType())
+      return inferError(loc, "expected C element type ", aType.getElementType(),
+                        ", but got ", cType.getElementType());
+    // Unidirectional: C broadcasts to [M, N], never the other way round, so
+    // the broadcast shape must be exactly [M, N] (which also bounds C's rank).
+    auto shape = broadcastShapes({m, n}, cType.getShape());
+    if (failed(shape) || ArrayRef<int64_t>(*shape) != ArrayRef<int64_t>{m, n})
       return inferError(loc, "expected C broadcastable to " +
                                  formatShape({m, n}) + ", but got " +
-                                 formatShape(cShape));
+                                 formatShape(cType.getShape()));
   }
   inferred.push_back(RankedTensorType::get({m, n}, aType.getElementType()));
   return success();
@@ -435,13 +534,15 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto dataType = tensorType(adaptor.getData());
-  auto axis = normalizeAxis(adaptor.getAxis(), dataType.getRank());
+  int64_t rank = dataType.getRank();
+  int64_t rawAxis = adaptor.getAxis();
+  auto axis = normalizeAxis(rawAxis, rank);
   if (failed(axis))
-    return inferError(loc, "expected axis in [-" +
-                               std::to_string(dataType.getRank()) + ", " +
-                               std::to_string(dataType.getRank()) + "), but got " +
-                               std::to_string(adaptor.getAxis()));
+    return inferError(loc, "expected axis in [", -rank, ", ", rank,
+                      "), but got ", rawAxis);
   SmallVector<int64_t> shape(dataType.getShape().take_front(*axis));
   llvm::append_range(shape, tensorType(adaptor.getIndices()).getShape());
   llvm::append_range(shape, dataType.getShape().drop_front(*axis + 1));
@@ -452,15 +553,24 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 LogicalResult GatherElementsOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto dataType = tensorType(adaptor.getData());
   auto indicesType = tensorType(adaptor.getIndices());
-  if (dataType.getRank() != indicesType.getRank())
-    return inferError(loc, "expected indices of rank " +
-                               std::to_string(dataType.getRank()) + ", but got " +
-                               std::to_string(indicesType.getRank()));
-  if (failed(normalizeAxis(adaptor.getAxis(), dataType.getRank())))
-    return inferError(loc, "expected axis within the rank, but got " +
-                               std::to_string(adaptor.getAxis()));
+  int64_t rank = dataType.getRank();
+  if (rank != indicesType.getRank())
+    return inferError(loc, "expected indices of rank ", rank, ", but got ",
+                      indicesType.getRank());
+  int64_t rawAxis = adaptor.getAxis();
+  auto axis = normalizeAxis(rawAxis, rank);
+  if (failed(axis))
+    return inferError(loc, "expected axis in [", -rank, ", ", rank,
+                      "), but got ", rawAxis);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis && indicesType.getDimSize(d) > dataType.getDimSize(d))
+      return inferError(loc, "expected indices dim ", d, " of at most ",
+                        dataType.getDimSize(d), ", but got ",
+                        indicesType.getDimSize(d));
   inferred.push_back(
       RankedTensorType::get(indicesType.getShape(), dataType.getElementType()));
   return success();
@@ -486,7 +596,7 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
   if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
-    return dense.reshape(getType());
+    return dense.reshape(cast<ShapedType>(getType()));
   return {};
 }
 
@@ -508,7 +618,8 @@ OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
     return getInput();
   if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
     if (dense.isSplat())
-      return DenseElementsAttr::get(getType(), dense.getSplatValue<Attribute>());
+      return DenseElementsAttr::get(cast<ShapedType>(getType()),
+                                    dense.getSplatValue<Attribute>());
   return {};
 }
 
@@ -516,6 +627,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto type = tensorType(adaptor.getInput());
   ArrayRef<int64_t> perm = adaptor.getPerm();
   if (static_cast<int64_t>(perm.size()) != type.getRank())
@@ -541,36 +654,46 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult SplitOp::verify() {
   auto type = getInput().getType();
-  auto axis = normalizeAxis(getAxis(), type.getRank());
+  int64_t rawAxis = getAxis();
+  auto axis = normalizeAxis(rawAxis, type.getRank());
   if (failed(axis))
     return emitOpError("expected axis within rank ")
-           << type.getRank() << ", but got " << getAxis();
+           << type.getRank() << ", but got " << rawAxis;
   if (getResults().empty())
     return emitOpError("expected at least one result");
   int64_t total = 0;
-  for (Value result : getResults()) {
+  for (auto [index, result] : llvm::enumerate(getResults())) {
     auto resultType = cast<RankedTensorType>(result.getType());
     if (resultType.getRank() != type.getRank() ||
         resultType.getElementType() != type.getElementType())
-      return emitOpError("expected every result to have the input's rank and "
-                         "element type");
+      return emitOpError("expected result #")
+             << index << " of rank " << type.getRank() << " and element type "
+             << type.getElementType() << ", but got " << resultType;
     for (int64_t d = 0; d < type.getRank(); ++d)
       if (d != *axis && resultType.getDimSize(d) != type.getDimSize(d))
         return emitOpError("expected result dim ")
                << d << " to be " << type.getDimSize(d) << ", but got "
                << resultType.getDimSize(d);
-    total += resultType.getDimSize(*axis);
+    // Both terms are at most INT64_MAX: stop at the first excess instead of
+    // letting a sum of huge pieces overflow.
+    total += std::min(resultType.getDimSize(*axis),
+                      type.getDimSize(*axis) + 1 - total);
+    if (total > type.getDimSize(*axis))
+      break;
   }
   if (total != type.getDimSize(*axis))
     return emitOpError("expected the pieces to sum to ")
-           << type.getDimSize(*axis) << " along axis " << *axis
-           << ", but got " << total;
+           << type.getDimSize(*axis) << " along axis " << *axis << ", but got "
+           << (total > type.getDimSize(*axis) ? "more" : std::to_string(total));
   return success();
 }
 
-/// ONNX Slice semantics for one axis: (offset, size) after clamping.
+/// ONNX Slice semantics for one axis: (offset, size) after clamping. Never
+/// overflows, whatever the attribute values: exporters write INT64_MAX and
+/// INT64_MIN for "to the end" and steps can be as extreme.
 static std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start,
                                               int64_t end, int64_t step) {
+  // Adding dim (>= 0) to a negative value cannot overflow.
   if (start < 0)
     start += dim;
   if (end < 0)
@@ -578,13 +701,21 @@ static std::pair<int64_t, int64_t> sliceRange(int64_t dim, int64_t start,
   if (step > 0) {
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
-    int64_t size = end > start ? (end - start + step - 1) / step : 0;
-    return {start, size};
+    if (end <= start)
+      return {start, 0};
+    // ceil((end - start) / step) without forming end - start + step - 1.
+    return {start, (end - start - 1) / step + 1};
   }
+  if (dim == 0) // [0, dim - 1] would be an empty clamp range.
+    return {0, 0};
   start = std::clamp<int64_t>(start, 0, dim - 1);
   end = std::clamp<int64_t>(end, -1, dim - 1);
-  int64_t size = start > end ? (start - end - step - 1) / -step : 0;
-  return {start, size};
+  if (start <= end)
+    return {start, 0};
+  // -step overflows for INT64_MIN; the unsigned magnitude does not.
+  uint64_t magnitude = -static_cast<uint64_t>(step);
+  return {start, static_cast<int64_t>(
+                     static_cast<uint64_t>(start - end - 1) / magnitude + 1)};
 }
 
 /// Validates a slice's attribute lists; fills per-dim offsets/sizes/strides.
@@ -596,7 +727,11 @@ computeSlice(std::optional<Location> loc, ArrayRef<int64_t> shape,
              SmallVectorImpl<int64_t> &strides) {
   if (starts.size() != ends.size() || starts.size() != axes.size() ||
       starts.size() != steps.size())
-    return inferError(loc, "expected starts, ends, axes and steps of one length");
+    return inferError(loc,
+                      "expected starts, ends, axes and steps of one length, "
+                      "but got ",
+                      starts.size(), ", ", ends.size(), ", ", axes.size(),
+                      " and ", steps.size());
   int64_t rank = shape.size();
   offsets.assign(rank, 0);
   sizes.assign(shape.begin(), shape.end());
@@ -609,7 +744,8 @@ computeSlice(std::optional<Location> loc, ArrayRef<int64_t> shape,
                                  std::to_string(rank) + ", but got " +
                                  formatShape(axes));
     if (steps[i] == 0)
-      return inferError(loc, "expected non-zero steps");
+      return inferError(loc, "expected non-zero steps, but got " +
+                                 formatShape(steps));
     auto [offset, size] = sliceRange(shape[*axis], starts[i], ends[i], steps[i]);
     offsets[*axis] = offset;
     sizes[*axis] = size;
@@ -621,6 +757,8 @@ computeSlice(std::optional<Location> loc, ArrayRef<int64_t> shape,
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto type = tensorType(adaptor.getInput());
   SmallVector<int64_t> offsets, sizes, strides;
   if (failed(computeSlice(loc, type.getShape(), adaptor.getStarts(),
@@ -642,28 +780,38 @@ void SliceOp::getNormalizedRanges(SmallVectorImpl<int64_t> &offsets,
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   if (adaptor.getInputs().empty())
     return inferError(loc, "expected at least one input");
   auto first = tensorType(adaptor.getInputs().front());
-  auto axis = normalizeAxis(adaptor.getAxis(), first.getRank());
+  int64_t rawAxis = adaptor.getAxis();
+  auto axis = normalizeAxis(rawAxis, first.getRank());
   if (failed(axis))
-    return inferError(loc, "expected axis within rank " +
-                               std::to_string(first.getRank()) + ", but got " +
-                               std::to_string(adaptor.getAxis()));
+    return inferError(loc, "expected axis within rank ", first.getRank(),
+                      ", but got ", rawAxis);
   SmallVector<int64_t> shape(first.getShape());
   shape[*axis] = 0;
   for (Value input : adaptor.getInputs()) {
     auto type = tensorType(input);
     if (type.getRank() != first.getRank() ||
         type.getElementType() != first.getElementType())
-      return inferError(loc, "expected inputs of one rank and element type");
+      return inferError(loc,
+                        "expected inputs of one rank and element type, but "
+                        "got ",
+                        first, " and ", type);
     for (int64_t d = 0; d < type.getRank(); ++d)
       if (d != *axis && type.getDimSize(d) != first.getDimSize(d))
         return inferError(loc, "expected inputs to agree on dim " +
                                    std::to_string(d) + ", but got " +
                                    formatShape(first.getShape()) + " and " +
                                    formatShape(type.getShape()));
-    shape[*axis] += type.getDimSize(*axis);
+    std::optional<int64_t> sum =
+        llvm::checkedAdd(shape[*axis], type.getDimSize(*axis));
+    if (!sum)
+      return inferError(loc, "expected a concatenated dim that fits in 64 "
+                             "bits");
+    shape[*axis] = *sum;
   }
   inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -677,6 +825,8 @@ LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto type = tensorType(adaptor.getInput());
   llvm::SmallSet<int64_t, 8> drop;
   for (int64_t a : adaptor.getAxes()) {
@@ -706,6 +856,8 @@ LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto type = tensorType(adaptor.getInput());
   int64_t rank = type.getRank() + adaptor.getAxes().size();
   llvm::SmallSet<int64_t, 8> insert;
@@ -727,18 +879,47 @@ LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
 LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto type = tensorType(adaptor.getInput());
+  int64_t rank = type.getRank();
   ArrayRef<int64_t> pads = adaptor.getPads();
-  if (static_cast<int64_t>(pads.size()) != 2 * type.getRank())
-    return inferError(loc, "expected " + std::to_string(2 * type.getRank()) +
-                               " pads, but got " + std::to_string(pads.size()));
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    return inferError(loc, "expected ", 2 * rank, " pads, but got ",
+                      static_cast<int64_t>(pads.size()));
+  PadMode mode = adaptor.getMode();
   SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    int64_t size = type.getDimSize(d) + pads[d] + pads[d + type.getRank()];
-    if (size < 0)
-      return inferError(loc, "expected pads that leave dim " +
-                                 std::to_string(d) + " non-negative");
-    shape.push_back(size);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t dim = type.getDimSize(d), begin = pads[d], end = pads[d + rank];
+    // Negative pads crop first, together at most the whole dim. (Checked
+    // arithmetic: a pad can be INT64_MIN.)
+    std::optional<int64_t> extent = llvm::checkedAdd(dim, std::min<int64_t>(begin, 0));
+    if (extent)
+      extent = llvm::checkedAdd(*extent, std::min<int64_t>(end, 0));
+    if (!extent || *extent < 0)
+      return inferError(loc, "expected pads ", formatShape({begin, end}),
+                        " to crop at most ", dim, " elements of dim ", d);
+    // Non-constant modes read the cropped input to fill the border.
+    int64_t maxPad = std::numeric_limits<int64_t>::max();
+    if (mode == PadMode::edge)
+      maxPad = *extent > 0 ? maxPad : 0;
+    else if (mode == PadMode::reflect)
+      maxPad = std::max<int64_t>(*extent - 1, 0);
+    else if (mode == PadMode::wrap)
+      maxPad = *extent;
+    if (begin > maxPad || end > maxPad)
+      return inferError(loc, "expected '", stringifyPadMode(mode),
+                        "' pads of at most ", maxPad, " on dim ", d,
+                        ", but got ", formatShape({begin, end}));
+    std::optional<int64_t> size =
+        llvm::checkedAdd(*extent, std::max<int64_t>(begin, 0));
+    if (size)
+      size = llvm::checkedAdd(*size, std::max<int64_t>(end, 0));
+    if (!size)
+      return inferError(loc, "expected a padded dim ", d,
+                        " that fits in 64 bits, but got pads ",
+                        formatShape({begin, end}));
+    shape.push_back(*size);
   }
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
   return success();
@@ -751,6 +932,8 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 static LogicalResult inferReduce(std::optional<Location> loc, Value input,
                                  ArrayRef<int64_t> axes, bool keepDims,
                                  SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, input)))
+    return failure();
   auto type = tensorType(input);
   llvm::SmallSet<int64_t, 8> reduced;
   for (int64_t a : axes) {
@@ -790,9 +973,10 @@ TX_REDUCE_INFER(ReduceMaxOp)
 
 LogicalResult SoftmaxOp::verify() {
   int64_t rank = getInput().getType().getRank();
-  if (failed(normalizeAxis(getAxis(), rank)))
+  int64_t axis = getAxis();
+  if (failed(normalizeAxis(axis, rank)))
     return emitOpError("expected axis within rank ")
-           << rank << ", but got " << getAxis();
+           << rank << ", but got " << axis;
   return success();
 }
 
@@ -820,9 +1004,17 @@ static LogicalResult verifyNormAffine(Operation *op, RankedTensorType input,
   return success();
 }
 
+/// Epsilon is added to a variance: it must be a non-negative number.
+static LogicalResult verifyEpsilon(Operation *op, const APFloat &epsilon) {
+  if (epsilon.isNaN() || (epsilon.isNegative() && !epsilon.isZero()))
+    return op->emitOpError("expected a non-negative epsilon, but got ")
+           << epsilon.convertToFloat();
+  return success();
+}
+
 LogicalResult LayerNormalizationOp::verify() {
-  if (getEpsilon().isNegative())
-    return emitOpError("expected a non-negative epsilon");
+  if (failed(verifyEpsilon(*this, getEpsilon())))
+    return failure();
   if (failed(verifyNormAffine(*this, getInput().getType(), getAxis(),
                               getScale(), "scale")))
     return failure();
@@ -831,8 +1023,8 @@ LogicalResult LayerNormalizationOp::verify() {
 }
 
 LogicalResult RMSNormalizationOp::verify() {
-  if (getEpsilon().isNegative())
-    return emitOpError("expected a non-negative epsilon");
+  if (failed(verifyEpsilon(*this, getEpsilon())))
+    return failure();
   return verifyNormAffine(*this, getInput().getType(), getAxis(), getScale(),
                           "scale");
 }
@@ -844,6 +1036,8 @@ LogicalResult RMSNormalizationOp::verify() {
 LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
   auto scores = tensorType(adaptor.getScores());
   auto labels = tensorType(adaptor.getLabels());
   if (scores.getRank() < 2)
@@ -860,6 +1054,10 @@ LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
       return inferError(loc, "expected weights shape " +
                                  formatShape({scores.getDimSize(1)}) +
                                  ", but got " + formatShape(weightsType.getShape()));
+    if (weightsType.getElementType() != scores.getElementType())
+      return inferError(loc, "expected weights element type ",
+                        scores.getElementType(), ", but got ",
+                        weightsType.getElementType());
   }
   SmallVector<int64_t> shape;
   if (adaptor.getReduction() == LossReduction::none)

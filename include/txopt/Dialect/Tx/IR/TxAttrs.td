@@ -27,4 +27,21 @@ def Tx_LossReduction : I32EnumAttr<"LossReduction", "loss reduction", [
 }
 def Tx_LossReductionAttr : EnumAttr<Tx_Dialect, Tx_LossReduction, "loss_reduction">;
 
+// Optimizer enums (tx.adam, TxOptimOps.td).
+def Tx_AdamMode : I32EnumAttr<"AdamMode", "where Adam applies weight decay", [
+    I32EnumAttrCase<"adam", 0>, I32EnumAttrCase<"adamw", 1>]> {
+  let cppNamespace = "::mlir::txopt::tx";
+  let genSpecializedAttr = 0;
+}
+def Tx_AdamModeAttr : EnumAttr<Tx_Dialect, Tx_AdamMode, "adam_mode">;
+
+def Tx_EpsilonPlacement : I32EnumAttr<"EpsilonPlacement",
+    "where Adam adds epsilon to the second-moment denominator", [
+    I32EnumAttrCase<"outside_sqrt", 0>, I32EnumAttrCase<"inside_sqrt", 1>,
+    I32EnumAttrCase<"epsilon_hat", 2>]> {
+  let cppNamespace = "::mlir::txopt::tx";
+  let genSpecializedAttr = 0;
+}
+def Tx_EpsilonPlacementAttr : EnumAttr<Tx_Dialect, Tx_EpsilonPlacement, "epsilon_placement">;
+
 #endif // TXOPT_DIALECT_TX_IR_TXATTRS_TD

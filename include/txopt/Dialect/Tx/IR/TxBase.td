@@ -49,6 +49,48 @@ def Tx_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Tx_NumericTensor : StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>;
 def Tx_ScalarTensor : 0DTensorOf<[AnyFloat, AnySignlessInteger]>;
 
+// A statically shaped 1-D tensor (1DTensorOf alone admits `tensor<?xT>`).
+class Tx_1DTensorOf<list<Type> allowedTypes>
+    : RankedTensorOf<allowedTypes, [HasAnyRankOfPred<[1]>, HasStaticShapePred],
+                     "statically shaped 1D tensor">;
+
+//===----------------------------------------------------------------------===//
+// Result-type inference
+//===----------------------------------------------------------------------===//
+
+// Upstream's InferTypeOpAdaptor, except that the adaptor sees the properties
+// the op will end up with. The generated custom parser runs inference while
+// the inherent attributes written in `attr-dict` (`{axis = 1}`, `{transB =
+// true}`) still sit in the attribute dictionary and before defaults are
+// populated, so upstream's adaptor would read null attributes there.
+// `detail::inferWithParsedProperties` (TxOps.cpp) merges both first.
+def Tx_InferTypeOpAdaptor : TraitList<[
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    NativeOpTrait<
+      /*name=*/"InferTypeOpAdaptor",
+      /*traits=*/[],
+      /*extraOpDeclaration=*/[{
+        static ::llvm::LogicalResult
+        inferReturnTypes(::mlir::MLIRContext *context,
+                         std::optional<::mlir::Location> location,
+                         Adaptor adaptor,
+                         ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes);
+      }],
+      /*extraOpDefinition=*/[{
+        ::llvm::LogicalResult
+        $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+                          std::optional<::mlir::Location> location,
+                          ::mlir::ValueRange operands, ::mlir::DictionaryAttr attributes,
+                          ::mlir::OpaqueProperties properties, ::mlir::RegionRange regions,
+                          ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes) {
+          return ::mlir::txopt::tx::detail::inferWithParsedProperties<$cppClass>(
+              context, location, operands, attributes, properties, regions,
+              inferredReturnTypes);
+        }
+      }]
+    >
+  ]>;
+
 //===----------------------------------------------------------------------===//
 // Op base classes
 //===----------------------------------------------------------------------===//
@@ -69,7 +111,7 @@ class Tx_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
 // result shape is inferred, so the format only names the operand types.
 class Tx_BroadcastBinaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
     : Tx_Op<mnemonic, !listconcat(traits,
-          [Pure, InferTypeOpAdaptor])> {
+          [Pure, Tx_InferTypeOpAdaptor])> {
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs Tx_Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";

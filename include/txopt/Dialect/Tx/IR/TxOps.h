@@ -11,10 +11,14 @@
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <type_traits>
 
 #include "txopt/Dialect/Tx/IR/TxDialect.h"
 #include "txopt/Dialect/Tx/IR/TxEnums.h.inc"
@@ -36,6 +40,62 @@ FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
 /// Formats a shape as `[2, 32, 128]` for diagnostics.
 std::string formatShape(ArrayRef<int64_t> shape);
+
+} // namespace mlir::txopt::tx
+
+namespace mlir::txopt::tx::detail {
+
+/// Backs `Tx_InferTypeOpAdaptor` (TxBase.td). The generated custom parser
+/// calls inference with the inherent attributes it read from `attr-dict` still
+/// in `attributes` and with defaults not yet populated; upstream's adaptor
+/// only reads `properties`, so it would see null attributes there. Build the
+/// properties the op will end up with and infer from those.
+template <typename OpTy>
+LogicalResult
+inferWithParsedProperties(MLIRContext *context, std::optional<Location> loc,
+                          ValueRange operands, DictionaryAttr attributes,
+                          OpaqueProperties properties, RegionRange regions,
+                          SmallVectorImpl<Type> &inferred) {
+  using Properties = typename OpTy::Properties;
+  if constexpr (std::is_same_v<Properties, EmptyProperties>) {
+    typename OpTy::Adaptor adaptor(operands, attributes, properties, regions);
+    return OpTy::inferReturnTypes(context, loc, adaptor, inferred);
+  } else {
+    Properties merged;
+    if (properties)
+      merged = *properties.as<Properties *>();
+    if (attributes)
+      for (NamedAttribute attr : attributes)
+        OpTy::setInherentAttr(merged, attr.getName().getValue(),
+                              attr.getValue());
+    OpTy::populateDefaultProperties(
+        OperationName(OpTy::getOperationName(), context), merged);
+    typename OpTy::Adaptor adaptor(operands, attributes, merged, regions);
+    return OpTy::inferReturnTypes(context, loc, adaptor, inferred);
+  }
+}
+
+} // namespace mlir::txopt::tx::detail
+
+namespace mlir::txopt::tx {
+
+/// `custom<EnumKeyword>($attr)` in an assembly format: the bare case name of
+/// a tx enum attribute, as in `reduction(mean)`. Printing the attribute
+/// directly would emit its leading space (`reduction( mean)`).
+template <typename EnumAttrT>
+ParseResult parseEnumKeyword(OpAsmParser &parser, EnumAttrT &attr) {
+  using EnumT = decltype(std::declval<EnumAttrT>().getValue());
+  FailureOr<EnumT> value = FieldParser<EnumT>::parse(parser);
+  if (failed(value))
+    return failure();
+  attr = EnumAttrT::get(parser.getContext(), *value);
+  return success();
+}
+
+template <typename EnumAttrT>
+void printEnumKeyword(OpAsmPrinter &printer, Operation *, EnumAttrT attr) {
+  printer << stringifyEnum(attr.getValue());
+}
 
 } // namespace mlir::txopt::tx
 

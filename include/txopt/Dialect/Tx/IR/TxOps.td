@@ -80,15 +80,18 @@ def Tx_ConstantOp : Tx_Op<"constant", [ConstantLike, Pure,
 def Tx_ConstantOfShapeOp : Tx_Op<"constant_of_shape", [Pure]> {
   let summary = "ONNX ConstantOfShape: a tensor filled with one value";
   let description = [{
-    `result[i...] = value` where the result shape equals the contents of
-    `shape`. The result type carries the static shape; the verifier checks it
-    against `shape` when that is a constant. Folds to `tx.constant`.
+    `result[i...] = value` where the result shape equals the contents of the
+    1-D `shape`, and `value` holds exactly one element of the result's element
+    type. The result type carries the static shape; the verifier checks its
+    rank against the length of `shape` always, and its dims against the
+    contents of `shape` when that is a constant. Folds to a splat
+    `tx.constant` whether or not `shape` is constant.
 
     ```mlir
     %z = tx.constant_of_shape %s value(dense<0.0> : tensor<1xf32>) : tensor<2xi64> -> tensor<2x3xf32>
     ```
   }];
-  let arguments = (ins StaticShapeTensorOf<[I64]>:$shape, ElementsAttr:$value);
+  let arguments = (ins Tx_1DTensorOf<[I64]>:$shape, ElementsAttr:$value);
   let results = (outs Tx_Tensor:$result);
   let assemblyFormat = "$shape `value` `(` $value `)` attr-dict `:` type($shape) `->` type($result)";
   let hasVerifier = 1;
@@ -98,9 +101,14 @@ def Tx_ConstantOfShapeOp : Tx_Op<"constant_of_shape", [Pure]> {
 def Tx_RangeOp : Tx_Op<"range", [Pure, AllTypesMatch<["start", "limit", "delta"]>]> {
   let summary = "ONNX Range: start, start + delta, ... up to (excluding) limit";
   let description = [{
-    `result[i] = start + i * delta` for `i < max(ceil((limit - start) / delta), 0)`.
-    The result length is static; the verifier checks it when the operands
-    are constants. Folds to `tx.constant`.
+    `result[0] = start`, `result[i + 1] = result[i] + delta` (accumulated in
+    the element type, as ONNX's function body and onnxruntime do), for
+    `max(ceil((limit - start) / delta), 0)` elements. As in onnxruntime,
+    `limit - start` is taken in the element type and the division in f64
+    (exactly, for integers). The result length is static: the verifier checks
+    it when the operands are constants, and rejects a constant zero `delta`
+    and non-finite float operands. Folds to `tx.constant` when all operands
+    are constants and the result has at most 65536 elements.
 
     ```mlir
     %r = tx.range %start, %limit, %delta : tensor<i64> -> tensor<32xi64>
@@ -108,13 +116,13 @@ def Tx_RangeOp : Tx_Op<"range", [Pure, AllTypesMatch<["start", "limit", "delta"]
   }];
   let arguments = (ins Tx_ScalarTensor:$start, Tx_ScalarTensor:$limit,
                        Tx_ScalarTensor:$delta);
-  let results = (outs 1DTensorOf<[AnyFloat, AnySignlessInteger]>:$result);
+  let results = (outs Tx_1DTensorOf<[AnyFloat, AnySignlessInteger]>:$result);
   let assemblyFormat = "$start `,` $limit `,` $delta attr-dict `:` type($start) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
 }
 
-def Tx_ShapeOp : Tx_Op<"shape", [Pure, InferTypeOpAdaptor]> {
+def Tx_ShapeOp : Tx_Op<"shape", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Shape: the dimensions of a tensor as i64";
   let description = [{
     `result = shape(input)[start:end]` with ONNX's clamping of `start`/`end`.
@@ -146,9 +154,9 @@ def Tx_IdentityOp : Tx_UnaryOp<"identity", Tx_Tensor> {
 // Elementwise arithmetic (broadcasting)
 //===----------------------------------------------------------------------===//
 
-class Tx_ArithOp<string mnemonic, string formula>
+class Tx_ArithOp<string mnemonic, string onnxName, string formula>
     : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor> {
-  let summary = "ONNX " # formula # " with numpy broadcasting";
+  let summary = "ONNX " # onnxName # ": " # formula # " with numpy broadcasting";
   let description = [{
     `result = }] # formula # [{`, both operands broadcast to the common shape
     (numpy rules: dims compared right to left, equal or 1). Operands have one
@@ -160,10 +168,10 @@ class Tx_ArithOp<string mnemonic, string formula>
   }];
 }
 
-def Tx_AddOp : Tx_ArithOp<"add", "lhs + rhs">;
-def Tx_SubOp : Tx_ArithOp<"sub", "lhs - rhs">;
-def Tx_MulOp : Tx_ArithOp<"mul", "lhs * rhs">;
-def Tx_DivOp : Tx_ArithOp<"div", "lhs / rhs">;
+def Tx_AddOp : Tx_ArithOp<"add", "Add", "lhs + rhs">;
+def Tx_SubOp : Tx_ArithOp<"sub", "Sub", "lhs - rhs">;
+def Tx_MulOp : Tx_ArithOp<"mul", "Mul", "lhs * rhs">;
+def Tx_DivOp : Tx_ArithOp<"div", "Div", "lhs / rhs">;
 
 def Tx_PowOp : Tx_BroadcastBinaryOp<"pow", Tx_NumericTensor> {
   let summary = "ONNX Pow: base ^ exponent with numpy broadcasting";
@@ -193,11 +201,12 @@ def Tx_ModOp : Tx_BroadcastBinaryOp<"mod", Tx_NumericTensor> {
   let hasVerifier = 1;
 }
 
-class Tx_CompareOp<string mnemonic, string formula>
+class Tx_CompareOp<string mnemonic, string onnxName, string formula>
     : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor> {
-  let summary = "ONNX comparison " # formula # " with numpy broadcasting";
+  let summary = "ONNX " # onnxName # ": " # formula # " with numpy broadcasting";
   let description = [{
-    `result = }] # formula # [{` as i1, elementwise after broadcasting.
+    `result = }] # formula # [{` as i1, elementwise after broadcasting. Both
+    operands have one element type.
 
     ```mlir
     %c = tx.}] # mnemonic # [{ %a, %b : tensor<32x32xf32>, tensor<f32>
@@ -205,13 +214,14 @@ class Tx_CompareOp<string mnemonic, string formula>
   }];
 }
 
-def Tx_EqualOp : Tx_CompareOp<"equal", "lhs == rhs">;
-def Tx_GreaterOrEqualOp : Tx_CompareOp<"greater_or_equal", "lhs >= rhs">;
+def Tx_EqualOp : Tx_CompareOp<"equal", "Equal", "lhs == rhs">;
+def Tx_GreaterOrEqualOp : Tx_CompareOp<"greater_or_equal", "GreaterOrEqual", "lhs >= rhs">;
 
-def Tx_WhereOp : Tx_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def Tx_WhereOp : Tx_Op<"where", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Where: select with three-way broadcasting";
   let description = [{
     `result = condition ? lhs : rhs`, all three broadcast to a common shape.
+    `lhs` and `rhs` have one element type, which the result keeps.
 
     ```mlir
     %y = tx.where %mask, %scores, %neg_inf : tensor<32x32xi1>, tensor<2x4x32x32xf32>, tensor<f32>
@@ -318,7 +328,7 @@ def Tx_TriluOp : Tx_Op<"trilu", [Pure, SameOperandsAndResultType]> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Tx_MatMulOp : Tx_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Tx_MatMulOp : Tx_Op<"matmul", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX MatMul: numpy matmul with batch broadcasting";
   let description = [{
     `result[b..., i, j] = sum_k lhs[b..., i, k] * rhs[b..., k, j]`. A 1-D lhs
@@ -334,11 +344,12 @@ def Tx_MatMulOp : Tx_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def Tx_GemmOp : Tx_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+def Tx_GemmOp : Tx_Op<"gemm", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Gemm: alpha * op(A) * op(B) + beta * C";
   let description = [{
     `result = alpha * (transA ? A^T : A) @ (transB ? B^T : B) + beta * C` with
-    2-D `A` and `B`; the optional `C` broadcasts to `[M, N]`.
+    2-D `A` and `B` of one element type; the optional `C` has that element
+    type and broadcasts unidirectionally to `[M, N]` (rank at most 2).
 
     ```mlir
     %y = tx.gemm %a, %b, %c {transB = true} : tensor<64x128xf32>, tensor<384x128xf32>, tensor<384xf32>
@@ -360,7 +371,7 @@ def Tx_GemmOp : Tx_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
 // Indexing and data movement
 //===----------------------------------------------------------------------===//
 
-def Tx_GatherOp : Tx_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+def Tx_GatherOp : Tx_Op<"gather", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Gather: take slices along an axis (embedding lookup)";
   let description = [{
     With `r = rank(data)` and `q = rank(indices)`, the result has rank
@@ -378,11 +389,13 @@ def Tx_GatherOp : Tx_Op<"gather", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Tx_GatherElementsOp : Tx_Op<"gather_elements",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX GatherElements: index one element per output position";
   let description = [{
     `result[i0, .., ik] = data[i0, .., indices[i0, .., ik], .., ik]` with the
     index replacing position `axis`; the result has the shape of `indices`.
+    `indices` has the rank of `data` and, on every dim but `axis`, at most
+    its size (onnxruntime's check; a larger dim would read out of bounds).
 
     ```mlir
     %t = tx.gather_elements %logp, %labels {axis = 1} : tensor<64x512xf32>, tensor<64x1xi64>
@@ -428,11 +441,12 @@ def Tx_ExpandOp : Tx_Op<"expand", [Pure]> {
   let hasFolder = 1;
 }
 
-def Tx_TransposeOp : Tx_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Tx_TransposeOp : Tx_Op<"transpose", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Transpose: permute dimensions";
   let description = [{
-    `result[i_perm[0], ..] = input[i_0, ..]`, i.e. `shape(result)[k] =
-    shape(input)[perm[k]]`.
+    `result[j_0, .., j_(r-1)] = input[i_0, .., i_(r-1)]` with
+    `i_perm[k] = j_k`, so `shape(result)[k] = shape(input)[perm[k]]`. `perm`
+    is a permutation of `[0, r)`.
 
     ```mlir
     %y = tx.transpose %x perm [0, 2, 1, 3] : tensor<2x32x4x32xf32>
@@ -460,13 +474,17 @@ def Tx_SplitOp : Tx_Op<"split", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tx_SliceOp : Tx_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Tx_SliceOp : Tx_Op<"slice", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Slice with static starts, ends, axes and steps";
   let description = [{
     For each listed axis: `result` takes `input[start : end : step]` with
-    ONNX's rules (negative values count from the end; values are clamped to
-    `[0, dim]` for positive steps and `[-1, dim - 1]` for negative ones).
-    Unlisted axes are taken whole.
+    ONNX's rules: negative `start`/`end` count from the end (`+ dim`), then
+    for a positive step both clamp to `[0, dim]`; for a negative step `start`
+    clamps to `[0, dim - 1]` and `end` to `[-1, dim - 1]`. The size is
+    `ceil((end - start) / step)` if positive, else 0. Out-of-range values,
+    including the `INT64_MAX`/`INT64_MIN` that exporters write for "to the
+    end", simply clamp. `starts`, `ends`, `axes` and `steps` have one length,
+    axes are distinct and steps non-zero. Unlisted axes are taken whole.
 
     ```mlir
     %y = tx.slice %x starts [0] ends [16] axes [3] steps [1] : tensor<2x4x32x32xf32>
@@ -487,7 +505,7 @@ def Tx_SliceOp : Tx_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tx_ConcatOp : Tx_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Tx_ConcatOp : Tx_Op<"concat", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Concat along an axis";
   let description = [{
     All inputs share rank, element type and every dim but `axis` (negative
@@ -502,7 +520,7 @@ def Tx_ConcatOp : Tx_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$inputs `axis` `(` $axis `)` attr-dict `:` type($inputs)";
 }
 
-def Tx_SqueezeOp : Tx_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
+def Tx_SqueezeOp : Tx_Op<"squeeze", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Squeeze: remove size-1 dims";
   let description = [{
     Removes the listed dims (each must be 1); an empty list removes every
@@ -517,7 +535,7 @@ def Tx_SqueezeOp : Tx_Op<"squeeze", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
 }
 
-def Tx_UnsqueezeOp : Tx_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
+def Tx_UnsqueezeOp : Tx_Op<"unsqueeze", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Unsqueeze: insert size-1 dims";
   let description = [{
     Inserts a size-1 dim at each listed position of the result (negative
@@ -532,15 +550,20 @@ def Tx_UnsqueezeOp : Tx_Op<"unsqueeze", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
 }
 
-def Tx_PadOp : Tx_Op<"pad", [Pure, InferTypeOpAdaptor]> {
+def Tx_PadOp : Tx_Op<"pad", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Pad with static pads";
   let description = [{
     `pads` holds `[begin_0, .., begin_(r-1), end_0, .., end_(r-1)]` for every
-    dim (negative values crop). `mode = constant` fills with `value`;
-    `reflect`, `edge` and `wrap` mirror, repeat or wrap the border.
+    dim; `shape(result)[d] = dim_d + begin_d + end_d`. Negative values crop
+    first, at most the whole dim. `mode = constant` fills with `value`;
+    `reflect`, `edge` and `wrap` mirror (excluding the border element),
+    repeat or wrap the cropped input, so they need input to read: `edge`
+    pads only a non-empty dim, `reflect` pads at most `dim - 1` and `wrap`
+    at most `dim` on each side (`dim` after cropping), as onnxruntime does.
 
     ```mlir
     %y = tx.pad %labels pads [0, 0, 0, 1] value(-100.0) : tensor<2x32xi64>
+    %r = tx.pad %x pads [0, 2, 0, 2] value(0.0) {mode = #tx<pad_mode reflect>} : tensor<2x32xf32>
     ```
   }];
   let arguments = (ins Tx_Tensor:$input, DenseI64ArrayAttr:$pads,
@@ -555,7 +578,7 @@ def Tx_PadOp : Tx_Op<"pad", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 class Tx_ReduceOp<string mnemonic, string formula>
-    : Tx_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Tx_Op<mnemonic, [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX " # formula # " over the listed axes";
   let description = [{
     `result = }] # formula # [{(input, axes)`; an empty `axes` reduces every
@@ -644,7 +667,7 @@ def Tx_RMSNormalizationOp : Tx_Op<"rms_normalization",
 //===----------------------------------------------------------------------===//
 
 def Tx_SoftmaxCrossEntropyLossOp : Tx_Op<"softmax_cross_entropy_loss",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX SoftmaxCrossEntropyLoss";
   let description = [{
     `scores` is `[N, C]` or `[N, C, d1, ..]`, `labels` `[N]` or `[N, d1, ..]`.
@@ -663,7 +686,7 @@ def Tx_SoftmaxCrossEntropyLossOp : Tx_Op<"softmax_cross_entropy_loss",
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Tx_FloatTensor:$result);
   let assemblyFormat = [{
-    $scores `,` $labels (`,` $weights^)? `reduction` `(` $reduction `)` attr-dict
+    $scores `,` $labels (`,` $weights^)? `reduction` `(` custom<EnumKeyword>($reduction) `)` attr-dict
     `:` type($scores) `,` type($labels) (`,` type($weights)^)?
   }];
 }
@@ -686,5 +709,9 @@ def Tx_DropoutOp : Tx_Op<"dropout", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input `ratio` `(` $ratio `)` `seed` `(` $seed `)` attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
+
+include "txopt/Dialect/Tx/IR/TxNormOps.td"
+include "txopt/Dialect/Tx/IR/TxOptimOps.td"
+include "txopt/Dialect/Tx/IR/TxGradOps.td"
 
 #endif // TXOPT_DIALECT_TX_IR_TXOPS_TD

@@ -1,0 +1,215 @@
+//===- TxOptimOps.td - tx optimizer operations --------------*- tablegen -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Multi-tensor optimizer updates: tx.adam (created by tx-fuse-optimizer,
+// imported from ai.onnx.preview.training.Adam) and tx.sgd.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_DIALECT_TX_IR_TXOPTIMOPS_TD
+#define TXOPT_DIALECT_TX_IR_TXOPTIMOPS_TD
+
+include "txopt/Dialect/Tx/IR/TxBase.td"
+include "txopt/Dialect/Tx/IR/TxAttrs.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// A 0-d f32 tensor. Buildable, so assembly formats need not spell its type.
+def Tx_F32ScalarTensor : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
+
+//===----------------------------------------------------------------------===//
+// AdamOp
+//===----------------------------------------------------------------------===//
+
+def Tx_AdamOp : Tx_Op<"adam", [Pure, AttrSizedOperandSegments,
+    SameVariadicResultSize,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "Multi-tensor Adam / AdamW update of N parameters";
+  let description = [{
+    One optimizer step for N parameters at once. Operand lists `params`,
+    `grads`, `exp_avg` (first moment m) and `exp_avg_sq` (second moment v)
+    have N entries each, and the i-th entries share one f32 tensor type;
+    result lists `new_params`, `new_exp_avg`, `new_exp_avg_sq` have that type
+    too. `lr` and `step` are 0-d f32 tensors shared by all N parameters, so
+    a learning-rate schedule or a step counter stays an SSA value of the step
+    function. Each parameter is updated independently of the others:
+
+    ```
+    g'   = mode == adam  ? g + weight_decay * p : g          // L2 decay
+    m'   = beta1 * m + (1 - beta1) * g'
+    v'   = beta2 * v + (1 - beta2) * g' * g'
+    m^   = bias_correction ? m' / (1 - beta1^step) : m'
+    v^   = bias_correction ? v' / (1 - beta2^step) : v'
+    den  = epsilon_placement == outside_sqrt ? sqrt(v^) + epsilon
+         : epsilon_placement == inside_sqrt  ? sqrt(v^ + epsilon)
+         : /* epsilon_hat */                   sqrt(v^) + epsilon * c2
+      where c2 = bias_correction ? 1 / sqrt(1 - beta2^step) : 1
+    p_d  = mode == adamw ? p - lr * weight_decay * p : p     // decoupled decay
+    new_params     = p_d - lr * m^ / den
+    new_exp_avg    = m'
+    new_exp_avg_sq = v'
+    ```
+
+    With `mode = adamw`, `epsilon_placement = outside_sqrt` and bias
+    correction this is exactly `torch.optim.AdamW` (and with `mode = adam`,
+    `torch.optim.Adam` with its L2 `weight_decay`); PyTorch's `step_size =
+    lr / (1 - beta1^step)` and `sqrt(v') / sqrt(1 - beta2^step)` are the same
+    quantities rearranged. `weight_decay = 0` makes the two modes identical.
+    `epsilon_hat` is the original paper's (Kingma & Ba) and ONNX
+    `ai.onnx.preview.training.Adam`'s placement, written there as
+    `p - lr * sqrt(1 - beta2^step) / (1 - beta1^step) * m' / (sqrt(v') + epsilon)`.
+
+    Numerics: all arithmetic is f32. The CPU reference executor evaluates the
+    lines above in the order written, with `1 - beta1`, `1 - beta2`,
+    `lr * weight_decay` and the bias corrections computed once in f32 from the
+    attribute and scalar values; fused kernels may reassociate and are checked
+    against it with a tolerance, not bit for bit.
+
+    `step` is the count *after* this step's increment (PyTorch's
+    `state["step"]` when the update runs, so 1 on the first step); the op
+    does not increment it. It is a float so schedules can be computed in
+    the graph. It is present exactly when `bias_correction` is set (the
+    default), since nothing else reads it. A step that was a constant in the
+    source graph stays an operand (a `tx.constant`): keeping one form means
+    one kernel signature and lets constant and counted steps share an op.
+
+    Operands are not updated in place: the memory planner aliases each result
+    with its operand when the operand is dead afterwards (the usual case).
+
+    ```mlir
+    %new_params:2, %new_exp_avg:2, %new_exp_avg_sq:2 = tx.adam adamw
+        params(%w, %b) grads(%gw, %gb) exp_avg(%mw, %mb) exp_avg_sq(%vw, %vb)
+        lr(%lr) step(%t) betas(0.899999976, 9.990000e-01)
+        eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977)
+        : tensor<64x32xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tx_FloatTensor>:$params,
+                       Variadic<Tx_FloatTensor>:$grads,
+                       Variadic<Tx_FloatTensor>:$exp_avg,
+                       Variadic<Tx_FloatTensor>:$exp_avg_sq,
+                       Tx_F32ScalarTensor:$lr,
+                       Optional<Tx_F32ScalarTensor>:$step,
+                       Tx_AdamModeAttr:$mode,
+                       F32Attr:$beta1,
+                       F32Attr:$beta2,
+                       F32Attr:$epsilon,
+                       Tx_EpsilonPlacementAttr:$epsilon_placement,
+                       F32Attr:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "true">:$bias_correction);
+  let results = (outs Variadic<Tx_FloatTensor>:$new_params,
+                      Variadic<Tx_FloatTensor>:$new_exp_avg,
+                      Variadic<Tx_FloatTensor>:$new_exp_avg_sq);
+  // One type list for all seven per-parameter lists: the verifier requires
+  // them to agree, so spelling each out would only add noise. lr and step
+  // are always tensor<f32>, hence no type at all. The enum attributes print
+  // their own leading space, hence the empty literals before them.
+  let assemblyFormat = [{
+    `` $mode `params` `(` $params `)` `grads` `(` $grads `)`
+    `exp_avg` `(` $exp_avg `)` `exp_avg_sq` `(` $exp_avg_sq `)`
+    `lr` `(` $lr `)` (`step` `(` $step^ `)`)?
+    `betas` `(` $beta1 `,` $beta2 `)`
+    `eps` `(` $epsilon `,` `` $epsilon_placement `)`
+    `weight_decay` `(` $weight_decay `)` attr-dict
+    `:` custom<PerParamTypes>(type($params), type($grads), type($exp_avg),
+        type($exp_avg_sq), type($new_params), type($new_exp_avg),
+        type($new_exp_avg_sq))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of parameters this op updates (N).
+    unsigned getNumParams() { return getParams().size(); }
+
+    // The `custom<PerParamTypes>` directive. Static members rather than free
+    // functions so the generated parser and printer (compiled in TxOps.cpp)
+    // find them by class-scope lookup; defined in TxOptimOps.cpp.
+    static ::mlir::ParseResult parsePerParamTypes(::mlir::OpAsmParser &parser,
+        ::llvm::SmallVectorImpl<::mlir::Type> &params,
+        ::llvm::SmallVectorImpl<::mlir::Type> &grads,
+        ::llvm::SmallVectorImpl<::mlir::Type> &expAvg,
+        ::llvm::SmallVectorImpl<::mlir::Type> &expAvgSq,
+        ::llvm::SmallVectorImpl<::mlir::Type> &newParams,
+        ::llvm::SmallVectorImpl<::mlir::Type> &newExpAvg,
+        ::llvm::SmallVectorImpl<::mlir::Type> &newExpAvgSq);
+    static void printPerParamTypes(::mlir::OpAsmPrinter &printer,
+        ::mlir::Operation *op, ::mlir::TypeRange params,
+        ::mlir::TypeRange grads, ::mlir::TypeRange expAvg,
+        ::mlir::TypeRange expAvgSq, ::mlir::TypeRange newParams,
+        ::mlir::TypeRange newExpAvg, ::mlir::TypeRange newExpAvgSq);
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// SGDOp
+//===----------------------------------------------------------------------===//
+
+def Tx_SGDOp : Tx_Op<"sgd", [Pure, SameVariadicOperandSize,
+    SameVariadicResultSize,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "Multi-tensor SGD with momentum (torch.optim.SGD) over N parameters";
+  let description = [{
+    One SGD step for N parameters: `params`, `grads` and `momentum_buffer`
+    have N entries each, the i-th entries and the i-th results share one f32
+    tensor type, and the 0-d f32 `lr` is shared. Per parameter:
+
+    ```
+    g'  = g + weight_decay * p                            // L2 decay
+    b'  = momentum == 0 ? b : momentum * b + (1 - dampening) * g'
+    d   = momentum == 0 ? g' : nesterov ? g' + momentum * b' : b'
+    new_params          = p - lr * d
+    new_momentum_buffer = b'
+    ```
+
+    This is `torch.optim.SGD` from its second step on. PyTorch's first step
+    sets `b' = g'` (no dampening); with `dampening = 0` that equals the
+    formula for `b = 0`, otherwise the caller passes the first step's
+    buffer explicitly. Arithmetic is f32, evaluated as written by the
+    reference executor.
+
+    ```mlir
+    %new_params:2, %new_momentum_buffer:2 = tx.sgd params(%w, %b)
+        grads(%gw, %gb) momentum_buffer(%bw, %bb) lr(%lr)
+        momentum(0.899999976) dampening(0.000000e+00)
+        weight_decay(0.000000e+00) nesterov : tensor<64x32xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tx_FloatTensor>:$params,
+                       Variadic<Tx_FloatTensor>:$grads,
+                       Variadic<Tx_FloatTensor>:$momentum_buffer,
+                       Tx_F32ScalarTensor:$lr,
+                       F32Attr:$momentum,
+                       F32Attr:$dampening,
+                       F32Attr:$weight_decay,
+                       UnitAttr:$nesterov);
+  let results = (outs Variadic<Tx_FloatTensor>:$new_params,
+                      Variadic<Tx_FloatTensor>:$new_momentum_buffer);
+  let assemblyFormat = [{
+    `params` `(` $params `)` `grads` `(` $grads `)`
+    `momentum_buffer` `(` $momentum_buffer `)` `lr` `(` $lr `)`
+    `momentum` `(` $momentum `)` `dampening` `(` $dampening `)`
+    `weight_decay` `(` $weight_decay `)` (`nesterov` $nesterov^)? attr-dict
+    `:` custom<PerParamTypes>(type($params), type($grads),
+        type($momentum_buffer), type($new_params), type($new_momentum_buffer))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of parameters this op updates (N).
+    unsigned getNumParams() { return getParams().size(); }
+
+    // The `custom<PerParamTypes>` directive; see tx.adam.
+    static ::mlir::ParseResult parsePerParamTypes(::mlir::OpAsmParser &parser,
+        ::llvm::SmallVectorImpl<::mlir::Type> &params,
+        ::llvm::SmallVectorImpl<::mlir::Type> &grads,
+        ::llvm::SmallVectorImpl<::mlir::Type> &momentumBuffer,
+        ::llvm::SmallVectorImpl<::mlir::Type> &newParams,
+        ::llvm::SmallVectorImpl<::mlir::Type> &newMomentumBuffer);
+    static void printPerParamTypes(::mlir::OpAsmPrinter &printer,
+        ::mlir::Operation *op, ::mlir::TypeRange params,
+        ::mlir::TypeRange grads, ::mlir::TypeRange momentumBuffer,
+        ::mlir::TypeRange newParams, ::mlir::TypeRange newMomentumBuffer);
+  }];
+}
+
+#endif // TXOPT_DIALECT_TX_IR_TXOPTIMOPS_TD

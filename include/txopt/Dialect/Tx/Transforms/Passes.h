@@ -1,0 +1,31 @@
+//===- Passes.h - tx dialect passes -----------------------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Generated pass declarations plus the pattern entry points they expose.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_DIALECT_TX_TRANSFORMS_PASSES_H
+#define TXOPT_DIALECT_TX_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::txopt::tx {
+
+#define GEN_PASS_DECL
+#include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
+
+/// Patterns behind tx-fuse-norms: ONNX LayerNormalization / RMSNormalization
+/// and decomposed LayerNorm / RMSNorm chains over the innermost dim become
+/// tx.layer_norm / tx.rms_norm. Reusable from other passes and pipelines.
+void populateFuseNormsPatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
+
+} // namespace mlir::txopt::tx
+
+#endif // TXOPT_DIALECT_TX_TRANSFORMS_PASSES_H

@@ -1,0 +1,85 @@
+//===- PatternUtils.h - matchers shared by the tx fusion passes -*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Small matchers (constants, single-use chains) and near-miss reporting used
+// by tx-fuse-norms and tx-fuse-optimizer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_DIALECT_TX_TRANSFORMS_PATTERNUTILS_H
+#define TXOPT_DIALECT_TX_TRANSFORMS_PATTERNUTILS_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace mlir::txopt::tx {
+
+/// Text that starts every near-miss remark. `txopt --report` turns remarks of
+/// the form `not fused: <pattern>: <reason>` into its "not_fused" list.
+inline constexpr llvm::StringLiteral kNearMissPrefix = "not fused: ";
+
+/// Emits the remark `not fused: <pattern>: <reason>` at |anchor|'s location
+/// (the ONNX node name after import).
+void reportNearMiss(Operation *anchor, llvm::StringRef pattern,
+                    const llvm::Twine &reason);
+
+/// The value of |value| when it is a constant with a single distinct element
+/// (a scalar, or a splat of any shape), as a double.
+std::optional<double> getSplatConstant(Value value);
+
+/// True when |value| is a splat constant equal to |expected| within a
+/// relative tolerance of 1e-6 (exporters round constants through f32).
+bool isSplatConstant(Value value, double expected);
+
+/// The value of |value| when it is a constant holding exactly one element
+/// (0-d, [1], [1, 1], ...), as a double: the scalars exporters write for eps.
+std::optional<double> getScalarConstant(Value value);
+
+/// |value| with every tx.cast whose result type equals its input type peeled
+/// off (such casts survive in exports that cast to the type a value has).
+Value stripIdentityCasts(Value value);
+
+/// True when |a| and |b| are the same value after stripIdentityCasts, or are
+/// tx.casts to one type of values that are (exports often cast one tensor
+/// twice where a CSE'd graph would cast it once).
+bool isSameValueModuloCasts(Value a, Value b);
+
+/// For a two-operand op with |operand| as one operand, the other operand;
+/// null when |operand| is both operands or neither.
+Value getOtherOperand(Operation *op, Value operand);
+
+/// A user of one of |op|'s results that is not in |allowed|, or null. Used
+/// to refuse fusing a chain whose intermediate escapes it.
+Operation *findUserOutside(Operation *op,
+                           const llvm::SmallPtrSetImpl<Operation *> &allowed);
+
+/// A product read through tx.mul, tx.div, tx.neg, tx.reciprocal and
+/// Pow(x, 2): `coef * prod(num) / prod(den)`. Constants fold into `coef`, so
+/// operand order, association and where a scalar sits do not matter.
+struct ProductTerms {
+  double coef = 1.0;
+  llvm::SmallVector<Value> num, den;
+  /// The ops looked through (mul, div, ...), in visit order.
+  llvm::SmallVector<Operation *> ops;
+  /// Ops still to look through; bounds the walk on large product DAGs.
+  unsigned budget = 32;
+};
+
+/// Adds |value| to |terms|, as a numerator factor when |inNum|. A
+/// one-element value is looked through only when |descendScalar| (if given)
+/// returns true, so that, say, a learning rate stays one factor.
+void flattenProduct(Value value, ProductTerms &terms, bool inNum = true,
+                    llvm::function_ref<bool(Value)> descendScalar = nullptr);
+
+/// True when |value| is tx.sqrt(x) or tx.pow(x, 0.5); sets |radicand| to x.
+bool isSqrtLike(Value value, Value *radicand = nullptr);
+
+} // namespace mlir::txopt::tx
+
+#endif // TXOPT_DIALECT_TX_TRANSFORMS_PATTERNUTILS_H

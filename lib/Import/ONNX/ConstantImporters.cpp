@@ -1,0 +1,209 @@
+//===- ConstantImporters.cpp - ops that become constants or aliases -------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Shape, ConstantOfShape, Range, Constant and Identity never become tx ops
+// (shapes are static, so their results are known): they produce
+// tx.constant values or alias their input. This is where exporters' shape
+// subgraphs start folding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterInternal.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::onnx_import;
+
+LogicalResult onnx_import::importIdentity(NodeImporter &n) {
+  if (failed(n.expectInputs(1, 1)))
+    return failure();
+  n.setResult(0, n.input(0));
+  return success();
+}
+
+/// Shape is static in tx, so it is always a constant (start/end: opset 15).
+LogicalResult onnx_import::importShape(NodeImporter &n) {
+  auto startAttr = n.attrInt("start", 0);
+  auto endAttr = n.attrOptionalInt("end");
+  if (failed(n.expectInputs(1, 1)) || failed(startAttr) || failed(endAttr))
+    return failure();
+  llvm::ArrayRef<int64_t> shape = n.type(0).getShape();
+  int64_t rank = shape.size();
+  auto clamp = [rank](int64_t v) {
+    if (v < 0)
+      v = v < -rank ? 0 : v + rank;
+    return std::min(v, rank);
+  };
+  int64_t start = clamp(*startAttr);
+  int64_t end = *endAttr ? clamp(**endAttr) : rank;
+  end = std::max(start, end);
+  llvm::SmallVector<int64_t> dims(shape.slice(start, end - start));
+  auto type = RankedTensorType::get({static_cast<int64_t>(dims.size())},
+                                    n.builder.getI64Type());
+  n.setResult(0, n.constant(DenseIntElementsAttr::get(type, dims)));
+  return success();
+}
+
+/// A value attribute as a one-element attr, f32 0 when absent.
+LogicalResult onnx_import::importConstantOfShape(NodeImporter &n) {
+  auto valueProto = n.attrTensor("value");
+  if (failed(n.expectInputs(1, 1)) || failed(valueProto))
+    return failure();
+  auto shape = n.constantInts(0, "the shape operand");
+  if (failed(shape))
+    return failure();
+  if (!checkedNumElements(*shape))
+    return n.fail("the shape " + tx::formatShape(*shape) +
+                  " has a negative dim or more than 2^40 elements");
+  DenseElementsAttr value;
+  if (*valueProto) {
+    std::string error;
+    auto converted = convertTensor(n.getContext(), **valueProto,
+                                   {n.shared.baseDir, "attribute 'value'"}, error);
+    if (failed(converted))
+      return n.fail(error);
+    value = *converted;
+    if (value.getNumElements() != 1)
+      return n.fail("attribute 'value' must have one element, but has " +
+                    std::to_string(value.getNumElements()));
+  } else {
+    value = DenseElementsAttr::get(RankedTensorType::get({1}, n.builder.getF32Type()),
+                                   0.0f);
+  }
+  n.setResult(0, n.constant(value.resizeSplat(
+                     RankedTensorType::get(*shape, value.getElementType()))));
+  return success();
+}
+
+/// Length of ONNX Range as tx.range defines it (TxOps.td): `limit - start`
+/// in the element type, then a ceiling division (exact for integers, in f64
+/// for floats), at least 0.
+static FailureOr<int64_t> rangeLength(NodeImporter &n, DenseElementsAttr start,
+                                      DenseElementsAttr limit,
+                                      DenseElementsAttr delta) {
+  if (llvm::isa<FloatType>(start.getElementType())) {
+    APFloat s = *start.getValues<APFloat>().begin();
+    APFloat l = *limit.getValues<APFloat>().begin();
+    APFloat d = *delta.getValues<APFloat>().begin();
+    if (!s.isFinite() || !l.isFinite() || !d.isFinite() || d.isZero())
+      return n.fail("needs finite start, limit and delta, and a non-zero delta");
+    APFloat diff = l;
+    diff.subtract(s, APFloat::rmNearestTiesToEven);
+    bool lost;
+    APFloat dd = d;
+    diff.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+    dd.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+    double count = std::ceil(diff.convertToDouble() / dd.convertToDouble());
+    if (!(count <= static_cast<double>(kMaxTensorElements)))
+      return n.fail("the range has more than 2^40 elements");
+    return count > 0 ? static_cast<int64_t>(count) : 0;
+  }
+  // Two extra bits hold `limit - start` and the rounding of the quotient.
+  APInt s = *start.getValues<APInt>().begin();
+  unsigned width = s.getBitWidth() + 2;
+  APInt wideStart = s.sext(width);
+  APInt wideLimit = (*limit.getValues<APInt>().begin()).sext(width);
+  APInt wideDelta = (*delta.getValues<APInt>().begin()).sext(width);
+  if (wideDelta.isZero())
+    return n.fail("needs a non-zero delta");
+  APInt diff = wideLimit - wideStart;
+  APInt quotient = diff.sdiv(wideDelta);
+  APInt remainder = diff.srem(wideDelta);
+  if (!remainder.isZero() && remainder.isNegative() == wideDelta.isNegative())
+    quotient += 1;
+  if (quotient.isNegative() || quotient.isZero())
+    return 0;
+  if (quotient.getActiveBits() > 41 ||
+      quotient.getZExtValue() > static_cast<uint64_t>(kMaxTensorElements))
+    return n.fail("the range has more than 2^40 elements");
+  return static_cast<int64_t>(quotient.getZExtValue());
+}
+
+/// Range must have constant operands: its length is the result's static
+/// shape. It becomes a tx.range, which NodeImporter::create folds with the
+/// op's own folder (so the values accumulate exactly as tx.range defines);
+/// ranges too long to fold stay tx.range ops over constants.
+LogicalResult onnx_import::importRange(NodeImporter &n) {
+  if (failed(n.expectInputs(3, 3)))
+    return failure();
+  llvm::SmallVector<DenseElementsAttr> operands;
+  for (unsigned i = 0; i < 3; ++i) {
+    DenseElementsAttr value = n.constantInput(i);
+    if (!value)
+      return n.fail("operand " + std::to_string(i) + " (" + quote(n.node.input(i)) +
+                    ") is not a constant after import-time folding; the "
+                    "result length must be static");
+    if (value.getNumElements() != 1)
+      return n.fail("operand " + std::to_string(i) + " must be a scalar");
+    operands.push_back(value);
+  }
+  Type elementType = operands[0].getElementType();
+  if (operands[1].getElementType() != elementType ||
+      operands[2].getElementType() != elementType)
+    return n.fail("start, limit and delta must have one element type");
+  auto length = rangeLength(n, operands[0], operands[1], operands[2]);
+  if (failed(length))
+    return failure();
+  llvm::SmallVector<Value> scalars;
+  for (DenseElementsAttr a : operands)
+    scalars.push_back(n.constant(a.reshape(RankedTensorType::get({}, elementType))));
+  return setOne(n, n.createOne<tx::RangeOp>(
+                       scalars, {}, RankedTensorType::get({*length}, elementType)));
+}
+
+/// Constant: exactly one of value / value_float(s) / value_int(s).
+LogicalResult onnx_import::importConstant(NodeImporter &n) {
+  if (failed(n.expectInputs(0, 0)))
+    return failure();
+  if (n.node.attribute_size() != 1)
+    return n.fail("expected exactly one value attribute, but got " +
+                  std::to_string(n.node.attribute_size()));
+  const onnx::AttributeProto &attr = n.node.attribute(0);
+  Builder &b = n.builder;
+  llvm::StringRef name = attr.name();
+  DenseElementsAttr value;
+  if (name == "value") {
+    auto proto = n.attrTensor("value");
+    if (failed(proto))
+      return failure();
+    std::string error;
+    auto converted = convertTensor(n.getContext(), **proto,
+                                   {n.shared.baseDir, "attribute 'value'"}, error);
+    if (failed(converted))
+      return n.fail(error);
+    value = *converted;
+  } else if (name == "value_float") {
+    auto v = n.attrFloat("value_float", 0);
+    if (failed(v))
+      return failure();
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()), *v);
+  } else if (name == "value_int") {
+    auto v = n.attrInt("value_int", 0);
+    if (failed(v))
+      return failure();
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()), *v);
+  } else if (name == "value_ints") {
+    auto v = n.attrInts("value_ints");
+    if (failed(v))
+      return failure();
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>((*v)->size())}, b.getI64Type()),
+        llvm::ArrayRef<int64_t>(**v));
+  } else if (name == "value_floats") {
+    if (NodeImporter::attrKind(attr) != onnx::AttributeProto::FLOATS &&
+        attr.type() != onnx::AttributeProto::UNDEFINED)
+      return n.fail("attribute 'value_floats' must be a list of floats");
+    llvm::SmallVector<float> floats(attr.floats().begin(), attr.floats().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(floats.size())}, b.getF32Type()),
+        llvm::ArrayRef<float>(floats));
+  } else {
+    return n.fail("attribute " + quote(name) + " is not supported");
+  }
+  n.setResult(0, n.constant(value));
+  return success();
+}

@@ -1,0 +1,208 @@
+//===- NormLossImporters.cpp - reductions, norms, loss, dropout -----------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The ONNX ops whose attributes moved between opsets (reduction axes,
+// Softmax's axis) and the training-graph ops (normalizations, the loss,
+// Dropout), mapped onto tx.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterInternal.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// ReduceSum takes axes as an input from opset 13, ReduceMean and ReduceMax
+/// from opset 18; before that they are an attribute. With the input form,
+/// `noop_with_empty_axes` turns "no axes" into the identity.
+template <typename OpTy, int64_t AxesInputSince>
+LogicalResult importReduce(NodeImporter &n) {
+  auto keepDims = n.attrInt("keepdims", 1);
+  if (failed(keepDims))
+    return failure();
+  std::optional<llvm::SmallVector<int64_t>> axes;
+  bool noop = false;
+  if (n.opset >= AxesInputSince) {
+    auto noopAttr = n.attrInt("noop_with_empty_axes", 0);
+    if (failed(n.expectInputs(1, 2)) || failed(noopAttr))
+      return failure();
+    noop = *noopAttr != 0;
+    if (n.has(1)) {
+      auto given = n.constantInts(1, "the axes operand");
+      if (failed(given))
+        return failure();
+      axes = *given;
+    }
+  } else {
+    auto given = n.attrInts("axes");
+    if (failed(n.expectInputs(1, 1)) || failed(given))
+      return failure();
+    axes = *given;
+  }
+  if ((!axes || axes->empty()) && noop) {
+    n.setResult(0, n.input(0));
+    return success();
+  }
+  llvm::SmallVector<NamedAttribute> attrs{n.named(
+      "axes", n.builder.getDenseI64ArrayAttr(axes ? *axes : llvm::SmallVector<int64_t>()))};
+  if (*keepDims)
+    attrs.push_back(n.named("keep_dims", n.builder.getUnitAttr()));
+  return setOne(n, n.createOne<OpTy>({n.input(0)}, attrs));
+}
+
+} // namespace
+
+LogicalResult onnx_import::importReduceMean(NodeImporter &n) {
+  return importReduce<tx::ReduceMeanOp, 18>(n);
+}
+
+LogicalResult onnx_import::importReduceSum(NodeImporter &n) {
+  return importReduce<tx::ReduceSumOp, 13>(n);
+}
+
+LogicalResult onnx_import::importReduceMax(NodeImporter &n) {
+  return importReduce<tx::ReduceMaxOp, 18>(n);
+}
+
+/// Softmax from opset 13 normalizes along one axis (default -1). Before 13
+/// it flattened the input to 2-D at `axis` (default 1), which equals the
+/// one-axis form only when axis is the last dim.
+LogicalResult onnx_import::importSoftmax(NodeImporter &n) {
+  auto axis = n.attrInt("axis", n.opset >= 13 ? -1 : 1);
+  if (failed(n.expectInputs(1, 1)) || failed(axis))
+    return failure();
+  int64_t rank = n.type(0).getRank();
+  auto normalized = axisFor(n, *axis, rank);
+  if (failed(normalized))
+    return failure();
+  if (n.opset < 13 && *normalized != rank - 1)
+    return n.fail("Softmax before opset 13 flattens at axis " +
+                  std::to_string(*axis) +
+                  ", which is not the last axis; tx only has the opset 13 "
+                  "single-axis form");
+  return setOne(n, n.createOne<tx::SoftmaxOp>(
+                       {n.input(0)},
+                       {n.named("axis", n.builder.getI64IntegerAttr(*axis))},
+                       n.type(0)));
+}
+
+/// stash_type 1 (f32 statistics) is what tx computes; others are noted.
+static LogicalResult checkStashType(NodeImporter &n) {
+  auto stash = n.attrInt("stash_type", 1);
+  if (failed(stash))
+    return failure();
+  if (*stash != 1)
+    n.warn("stash_type " + std::to_string(*stash) +
+           " ignored; tx accumulates in at least f32");
+  return success();
+}
+
+LogicalResult onnx_import::importLayerNorm(NodeImporter &n) {
+  auto axis = n.attrInt("axis", -1);
+  auto epsilon = n.attrFloat("epsilon", 1e-5f);
+  if (failed(n.expectInputs(2, 3)) || failed(axis) || failed(epsilon) ||
+      failed(checkStashType(n)) || failed(n.rejectUsedOutput(1, "Mean")) ||
+      failed(n.rejectUsedOutput(2, "InvStdDev")))
+    return failure();
+  llvm::SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (n.has(2))
+    operands.push_back(n.input(2));
+  return setOne(n, n.createOne<tx::LayerNormalizationOp>(
+                       operands,
+                       {n.named("axis", n.builder.getI64IntegerAttr(*axis)),
+                        n.named("epsilon", n.builder.getF32FloatAttr(*epsilon))},
+                       n.type(0)));
+}
+
+/// ONNX RMSNormalization (opset 23) and com.microsoft
+/// SimplifiedLayerNormalization compute the same thing.
+LogicalResult onnx_import::importRMSNorm(NodeImporter &n) {
+  auto axis = n.attrInt("axis", -1);
+  auto epsilon = n.attrFloat("epsilon", 1e-5f);
+  if (failed(n.expectInputs(2, 2)) || failed(axis) || failed(epsilon) ||
+      failed(checkStashType(n)) ||
+      failed(n.rejectUsedOutput(1, "inv_std_var")) ||
+      failed(n.rejectUsedOutput(2, "saved output")))
+    return failure();
+  return setOne(n, n.createOne<tx::RMSNormalizationOp>(
+                       {n.input(0), n.input(1)},
+                       {n.named("axis", n.builder.getI64IntegerAttr(*axis)),
+                        n.named("epsilon", n.builder.getF32FloatAttr(*epsilon))},
+                       n.type(0)));
+}
+
+//===----------------------------------------------------------------------===//
+// Loss and dropout
+//===----------------------------------------------------------------------===//
+
+LogicalResult onnx_import::importSoftmaxCrossEntropyLoss(NodeImporter &n) {
+  auto reductionName = n.attrString("reduction", "mean");
+  auto ignoreIndex = n.attrOptionalInt("ignore_index");
+  if (failed(n.expectInputs(2, 3)) || failed(reductionName) ||
+      failed(ignoreIndex) || failed(n.rejectUsedOutput(1, "log_prob")))
+    return failure();
+  std::optional<tx::LossReduction> reduction =
+      llvm::StringSwitch<std::optional<tx::LossReduction>>(*reductionName)
+          .Case("mean", tx::LossReduction::mean)
+          .Case("sum", tx::LossReduction::sum)
+          .Case("none", tx::LossReduction::none)
+          .Default(std::nullopt);
+  if (!reduction)
+    return n.fail("unknown reduction " + quote(*reductionName));
+  llvm::SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (n.has(2))
+    operands.push_back(n.input(2));
+  llvm::SmallVector<NamedAttribute> attrs{n.named(
+      "reduction", tx::LossReductionAttr::get(n.getContext(), *reduction))};
+  if (*ignoreIndex)
+    attrs.push_back(
+        n.named("ignore_index", n.builder.getI64IntegerAttr(**ignoreIndex)));
+  return setOne(n, n.createOne<tx::SoftmaxCrossEntropyLossOp>(operands, attrs));
+}
+
+/// Dropout is the identity unless `training_mode` is a constant true (the
+/// exporters emit inference-mode Dropout; training-time dropout is ours).
+LogicalResult onnx_import::importDropout(NodeImporter &n) {
+  auto seed = n.attrOptionalInt("seed");
+  if (failed(n.expectInputs(1, 3)) || failed(seed))
+    return failure();
+  bool training = false;
+  if (n.has(2)) {
+    auto mode = n.constantScalar(2, "training_mode");
+    if (failed(mode))
+      return failure();
+    training = *mode != 0.0;
+  }
+  if (!training) {
+    n.setResult(0, n.input(0));
+    if (n.isOutputUsed(1))
+      n.setResult(1, n.constant(DenseElementsAttr::get(
+                         n.type(0).clone(n.builder.getI1Type()), true)));
+    return success();
+  }
+  if (failed(n.rejectUsedOutput(1, "mask")))
+    return failure();
+  double ratio = 0.5;
+  if (n.has(1)) {
+    auto given = n.constantScalar(1, "ratio");
+    if (failed(given))
+      return failure();
+    ratio = *given;
+  }
+  return setOne(n, n.createOne<tx::DropoutOp>(
+                       {n.input(0)},
+                       {n.named("ratio", n.builder.getF32FloatAttr(ratio)),
+                        n.named("seed", n.builder.getI64IntegerAttr(
+                                            seed->value_or(0)))},
+                       n.type(0)));
+}

@@ -1,0 +1,685 @@
+//===- ONNXImporter.cpp - ONNX model -> tx module -------------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The graph walk: load and validate the model, bind graph inputs to static
+// types, turn initializers into parameters or constants, sort the nodes,
+// translate each one (ONNXOpImporters.cpp), and return the graph outputs.
+//
+// Error contract: every failure is one line that names the node, input,
+// initializer or field at fault. ONNX (parser) and protobuf code may throw;
+// the two API functions catch everything, and nothing below asserts on
+// input (this LLVM is built without assertions anyway, so a bad value would
+// not stop at an assert; it is validated before use instead).
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Import/ONNX/ONNXImporter.h"
+
+#include "ImporterInternal.h"
+
+#include "txopt/Dialect/Tx/IR/TxDialect.h"
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/defs/parser.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+#include <cmath>
+#include <queue>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::onnx_import;
+
+namespace {
+
+bool isDefaultDomain(llvm::StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+/// The key ONNXImportInfo::opsIn uses: op_type, domain-qualified off ai.onnx.
+std::string qualifiedOpType(const onnx::NodeProto &node) {
+  if (isDefaultDomain(node.domain()))
+    return node.op_type();
+  return node.domain() + "." + node.op_type();
+}
+
+/// How errors name node |index|: by its name, else by position and output.
+std::string nodeLabel(const onnx::NodeProto &node, int index) {
+  std::string op = escape(qualifiedOpType(node));
+  if (!node.name().empty())
+    return "node " + quote(node.name()) + " (" + op + ")";
+  std::string label = "node #" + std::to_string(index) + " (" + op;
+  if (node.output_size() > 0 && !node.output(0).empty())
+    label += ", output " + quote(node.output(0));
+  return label + ")";
+}
+
+/// True when |value| has a non-finite element or one at least half the
+/// largest finite value of its type: attention masks use -inf or the type's
+/// lowest value (torch.finfo(dtype).min); trained weights never get there.
+bool isMaskLike(DenseElementsAttr value) {
+  auto floatType = llvm::cast<FloatType>(value.getElementType());
+  double limit =
+      APFloat::getLargest(floatType.getFloatSemantics()).convertToDouble() / 2;
+  auto bad = [limit](double v) { return !std::isfinite(v) || std::fabs(v) >= limit; };
+  if (floatType.isF32()) {
+    for (float v : value.getValues<float>())
+      if (bad(v))
+        return true;
+    return false;
+  }
+  if (floatType.isF64()) {
+    for (double v : value.getValues<double>())
+      if (bad(v))
+        return true;
+    return false;
+  }
+  for (const APFloat &v : value.getValues<APFloat>())
+    if (bad(v.convertToDouble()))
+      return true;
+  return false;
+}
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &context, const ONNXImportOptions &options,
+                ONNXImportInfo &info, llvm::StringRef baseDir,
+                llvm::StringRef sourceName)
+      : context(context), options(options), info(info), builder(&context),
+        sourceName(sourceName.str()) {
+    shared.baseDir = baseDir.str();
+  }
+
+  OwningOpRef<ModuleOp> import(const onnx::ModelProto &model, std::string &error);
+
+private:
+  LogicalResult fail(const llvm::Twine &message) {
+    if (shared.error.empty()) {
+      shared.error = message.str();
+      std::replace(shared.error.begin(), shared.error.end(), '\n', ' ');
+    }
+    return failure();
+  }
+
+  LogicalResult checkModel(const onnx::ModelProto &model);
+  LogicalResult checkNodes(const onnx::GraphProto &graph);
+  LogicalResult checkNames(const onnx::GraphProto &graph);
+  LogicalResult sortNodes(const onnx::GraphProto &graph);
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
+  LogicalResult importInitializers(const onnx::GraphProto &graph, ModuleOp module);
+  LogicalResult importNodes(const onnx::GraphProto &graph);
+  LogicalResult importOutputs(const onnx::GraphProto &graph, func::FuncOp func);
+  void removeDeadCode(ModuleOp module, func::FuncOp func);
+
+  MLIRContext &context;
+  const ONNXImportOptions &options;
+  ONNXImportInfo &info;
+  OpBuilder builder;
+  std::string sourceName;
+  NodeImporter::Shared shared;
+  int64_t opset = 0;
+
+  /// Values by ONNX name (graph inputs, initializers, node outputs).
+  llvm::StringMap<Value> values;
+  /// Initializer names, and graph inputs that are not initializers.
+  llvm::StringSet<> initializerNames;
+  /// Names read by some node or returned by the graph.
+  llvm::StringSet<> usedNames;
+  /// Node indices in a topological order.
+  std::vector<int> order;
+};
+
+LogicalResult GraphImporter::checkModel(const onnx::ModelProto &model) {
+  if (!model.has_graph())
+    return fail("the model has no graph (empty or truncated file?)");
+  std::optional<int64_t> found;
+  for (const onnx::OperatorSetIdProto &entry : model.opset_import()) {
+    if (!isDefaultDomain(entry.domain()))
+      continue;
+    if (found && *found != entry.version())
+      return fail("opset_import lists the default domain twice (" +
+                  std::to_string(*found) + " and " +
+                  std::to_string(entry.version()) + ")");
+    found = entry.version();
+  }
+  if (!found)
+    return fail("opset_import has no default-domain (ai.onnx) opset");
+  opset = *found;
+  info.opset = opset;
+  std::string producer = model.producer_name();
+  if (!model.producer_version().empty())
+    producer += (producer.empty() ? "" : " ") + model.producer_version();
+  info.producer = producer;
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return fail("opset_import: unsupported default-domain opset " +
+                std::to_string(opset) + " (txopt supports " +
+                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
+                ")");
+  if (model.graph().sparse_initializer_size() > 0)
+    return fail("initializer " +
+                quote(model.graph().sparse_initializer(0).values().name()) +
+                ": sparse initializers are not supported");
+  return success();
+}
+
+/// Rejects unknown domains and ops, and ops newer than the model's opset,
+/// before any IR is built; counts ops for the report.
+LogicalResult GraphImporter::checkNodes(const onnx::GraphProto &graph) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    std::string label = nodeLabel(node, i);
+    if (node.op_type().empty())
+      return fail(label + ": op_type is empty");
+    ++info.opsIn[qualifiedOpType(node)];
+    llvm::StringRef domain = node.domain();
+    if (!isDefaultDomain(domain) && domain != "com.microsoft")
+      return fail(label + ": unknown domain " + quote(domain));
+    if (!isSupportedOp(domain, node.op_type()))
+      return fail(label + ": unsupported op " + quote(qualifiedOpType(node)));
+    if (isDefaultDomain(domain)) {
+      int64_t since = minimumOpsetFor(node.op_type());
+      if (since > opset)
+        return fail(label + ": " + node.op_type() + " needs opset " +
+                    std::to_string(since) + ", but the model imports opset " +
+                    std::to_string(opset));
+    }
+  }
+  return success();
+}
+
+/// Every name defined once; every name read is defined somewhere.
+LogicalResult GraphImporter::checkNames(const onnx::GraphProto &graph) {
+  llvm::StringMap<std::string> definedBy;
+  auto define = [&](const std::string &name, const std::string &what) {
+    auto [it, inserted] = definedBy.try_emplace(name, what);
+    if (!inserted)
+      return fail("value " + quote(name) + " is defined twice (by " +
+                  it->second + " and " + what + ")");
+    return success();
+  };
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    if (init.name().empty())
+      return fail("an initializer has no name");
+    if (init.name() == options.functionName)
+      return fail("initializer " + quote(init.name()) +
+                  " has the name of the imported function");
+    if (failed(define(init.name(), "initializer " + quote(init.name()))))
+      return failure();
+    initializerNames.insert(init.name());
+  }
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (input.name().empty())
+      return fail("a graph input has no name");
+    // Before IR version 4 initializers were also listed as inputs.
+    if (initializerNames.contains(input.name()))
+      continue;
+    if (failed(define(input.name(), "graph input " + quote(input.name()))))
+      return failure();
+  }
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &output : graph.node(i).output())
+      if (!output.empty() &&
+          failed(define(output, nodeLabel(graph.node(i), i))))
+        return failure();
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &input : graph.node(i).input()) {
+      if (input.empty())
+        continue;
+      if (!definedBy.count(input))
+        return fail(nodeLabel(graph.node(i), i) + ": input " + quote(input) +
+                    " is not a graph input, initializer or node output");
+      usedNames.insert(input);
+    }
+  if (graph.output_size() == 0)
+    return fail("the graph has no outputs");
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    if (!definedBy.count(output.name()))
+      return fail("graph output " + quote(output.name()) +
+                  " is not a graph input, initializer or node output");
+    usedNames.insert(output.name());
+  }
+  return success();
+}
+
+/// Kahn's algorithm, taking ready nodes in file order so that a sorted graph
+/// keeps its order. Leftover nodes sit on or behind a cycle; walking
+/// producers from one of them must revisit a node, which is on the cycle.
+LogicalResult GraphImporter::sortNodes(const onnx::GraphProto &graph) {
+  int n = graph.node_size();
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const std::string &output : graph.node(i).output())
+      if (!output.empty())
+        producer[output] = i;
+  std::vector<std::vector<int>> consumers(n);
+  std::vector<int> pending(n, 0);
+  for (int i = 0; i < n; ++i) {
+    llvm::DenseSet<int> seen;
+    for (const std::string &input : graph.node(i).input()) {
+      auto it = producer.find(input);
+      if (input.empty() || it == producer.end() || !seen.insert(it->second).second)
+        continue;
+      consumers[it->second].push_back(i);
+      ++pending[i];
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[i] == 0)
+      ready.push(i);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int consumer : consumers[i])
+      if (--pending[consumer] == 0)
+        ready.push(consumer);
+  }
+  if (static_cast<int>(order.size()) == n)
+    return success();
+  int current = 0;
+  while (pending[current] == 0)
+    ++current;
+  std::vector<bool> visited(n, false);
+  while (!visited[current]) {
+    visited[current] = true;
+    for (const std::string &input : graph.node(current).input()) {
+      auto it = producer.find(input);
+      if (!input.empty() && it != producer.end() && pending[it->second] > 0) {
+        current = it->second;
+        break;
+      }
+    }
+  }
+  return fail("the graph has a cycle through " +
+              nodeLabel(graph.node(current), current));
+}
+
+/// A graph input's static type: the model's dims, with symbolic ones (and
+/// any the user overrides) taken from --input-shape.
+FailureOr<RankedTensorType>
+GraphImporter::inputType(const onnx::ValueInfoProto &input) {
+  std::string what = "graph input " + quote(input.name());
+  if (!input.type().has_tensor_type())
+    return fail(what + " is not a tensor");
+  const onnx::TypeProto::Tensor &tensor = input.type().tensor_type();
+  Type elementType = convertElementType(&context, tensor.elem_type());
+  if (!elementType)
+    return fail(what + " has unsupported element type " +
+                dataTypeName(tensor.elem_type()));
+  auto given = options.inputShapes.find(input.name());
+  std::string hint = " (give it with --input-shape " + input.name() + "=...)";
+  llvm::SmallVector<int64_t> dims;
+  if (!tensor.has_shape()) {
+    if (given == options.inputShapes.end())
+      return fail(what + " has no shape" + hint);
+    dims.assign(given->second.begin(), given->second.end());
+  } else {
+    int rank = tensor.shape().dim_size();
+    if (given != options.inputShapes.end() &&
+        static_cast<int>(given->second.size()) != rank)
+      return fail(what + " has rank " + std::to_string(rank) +
+                  ", but --input-shape gives " + std::to_string(given->second.size()) +
+                  " dims");
+    for (int d = 0; d < rank; ++d) {
+      const onnx::TensorShapeProto::Dimension &dim = tensor.shape().dim(d);
+      std::optional<int64_t> size;
+      if (dim.has_dim_value())
+        size = dim.dim_value();
+      if (given != options.inputShapes.end()) {
+        int64_t override = given->second[d];
+        if (size && *size != override)
+          return fail(what + " dim " + std::to_string(d) + " is " +
+                      std::to_string(*size) + " in the model, but --input-shape gives " +
+                      std::to_string(override));
+        size = override;
+      }
+      if (!size) {
+        std::string symbol = dim.has_dim_param() && !dim.dim_param().empty()
+                                 ? " (" + quote(dim.dim_param()) + ")"
+                                 : "";
+        return fail(what + " dim " + std::to_string(d) + symbol +
+                    " is symbolic; give its size with --input-shape " +
+                    input.name() + "=...");
+      }
+      dims.push_back(*size);
+    }
+  }
+  for (auto [d, size] : llvm::enumerate(dims))
+    if (size <= 0)
+      return fail(what + " dim " + std::to_string(d) + " is " + std::to_string(size) +
+                  "; tx needs positive sizes");
+  if (!checkedNumElements(dims))
+    return fail(what + " has shape " + tx::formatShape(dims) +
+                ", more than 2^40 elements");
+  return RankedTensorType::get(dims, elementType);
+}
+
+/// Float initializers are weights: module-level tx.parameter read through
+/// tx.load_parameter. Exceptions, so that fusion and folding see constants:
+///  * one-element (or empty) float initializers (epsilon, scales) are
+///    tx.constant;
+///  * float initializers with a non-finite or saturated value (attention
+///    masks built from -inf or finfo.min) are `frozen` parameters: state,
+///    but never trained;
+///  * integer and bool initializers (shapes, indices) are tx.constant.
+/// Unused initializers are skipped (and reported as warnings).
+LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph,
+                                                ModuleOp module) {
+  // Parameters go before the function, in initializer order.
+  OpBuilder moduleBuilder(module.getBodyRegion());
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    std::string what = "initializer " + quote(init.name());
+    if (!usedNames.contains(init.name())) {
+      shared.warnings.push_back(what + " is not used; dropped");
+      continue;
+    }
+    std::string error;
+    auto value = convertTensor(&context, init, {shared.baseDir, what}, error);
+    if (failed(value))
+      return fail(error);
+    Location loc = NameLoc::get(builder.getStringAttr(init.name()));
+    bool isFloat = llvm::isa<FloatType>(value->getElementType());
+    if (!isFloat || value->getNumElements() <= 1) {
+      Value &cached = shared.constants[*value];
+      if (!cached)
+        cached = tx::ConstantOp::create(builder, loc, *value);
+      values[init.name()] = cached;
+      continue;
+    }
+    bool frozen = isMaskLike(*value);
+    info.numFrozenParameters += frozen;
+    tx::ParameterOp::create(moduleBuilder, loc, llvm::StringRef(init.name()),
+                            llvm::cast<ElementsAttr>(*value), frozen);
+    values[init.name()] =
+        tx::LoadParameterOp::create(builder, loc, value->getType(), init.name());
+    ++info.numParameters;
+    info.numParameterElements += value->getNumElements();
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph) {
+  for (int index : order) {
+    const onnx::NodeProto &node = graph.node(index);
+    std::string label = nodeLabel(node, index);
+    std::string locName = !node.name().empty() ? node.name()
+                          : node.output_size() > 0 && !node.output(0).empty()
+                              ? node.output(0)
+                              : "node#" + std::to_string(index);
+    Location loc = NameLoc::get(builder.getStringAttr(locName));
+    llvm::SmallVector<Value> inputs;
+    for (const std::string &input : node.input())
+      inputs.push_back(input.empty() ? Value() : values.lookup(input));
+    llvm::SmallVector<bool> used;
+    for (const std::string &output : node.output())
+      used.push_back(!output.empty() && usedNames.contains(output));
+    NodeImporter importer(builder, node, label, loc, opset, inputs, used, shared);
+    if (failed(importNode(importer, node.domain())))
+      return failure();
+    for (auto [i, output] : llvm::enumerate(node.output())) {
+      Value result = importer.getResults()[i];
+      if (result)
+        values[output] = result;
+      else if (used[i])
+        return fail(label + ": output " + quote(output) +
+                    " is used, but the import does not produce it");
+    }
+  }
+  return success();
+}
+
+/// Returns the graph outputs, checking the element types the model
+/// declares; a differing static shape is only a warning, as in onnxruntime.
+LogicalResult GraphImporter::importOutputs(const onnx::GraphProto &graph,
+                                           func::FuncOp func) {
+  llvm::SmallVector<Value> results;
+  llvm::SmallVector<Attribute> resultAttrs;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    Value value = values.lookup(output.name());
+    std::string what = "graph output " + quote(output.name());
+    if (!value)
+      return fail(what + " is not produced");
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    if (output.type().has_tensor_type()) {
+      const onnx::TypeProto::Tensor &declared = output.type().tensor_type();
+      if (declared.elem_type() != 0) {
+        Type elementType = convertElementType(&context, declared.elem_type());
+        if (elementType != type.getElementType())
+          return fail(what + " is declared " + dataTypeName(declared.elem_type()) +
+                      ", but the graph computes another element type");
+      }
+      if (declared.has_shape()) {
+        bool same = declared.shape().dim_size() == type.getRank();
+        for (int d = 0; same && d < declared.shape().dim_size(); ++d)
+          if (declared.shape().dim(d).has_dim_value() &&
+              declared.shape().dim(d).dim_value() != type.getDimSize(d))
+            same = false;
+        if (!same)
+          shared.warnings.push_back(what + " is declared with another shape than the computed " +
+                                    tx::formatShape(type.getShape()));
+      }
+    }
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr("tx.name", builder.getStringAttr(output.name()))));
+  }
+  func::ReturnOp::create(builder, func.getLoc(), results);
+  func.setFunctionType(builder.getFunctionType(
+      func.getFunctionType().getInputs(), ValueRange(results).getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
+/// Drops ops whose results nobody reads (constants folded away, loads of
+/// weights only Shape looked at, dead branches), then parameters no load
+/// reads any more.
+void GraphImporter::removeDeadCode(ModuleOp module, func::FuncOp func) {
+  Block &body = func.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  llvm::StringSet<> loaded;
+  func.walk([&](tx::LoadParameterOp load) { loaded.insert(load.getName()); });
+  for (auto parameter : llvm::make_early_inc_range(module.getOps<tx::ParameterOp>()))
+    if (!loaded.contains(parameter.getSymName())) {
+      shared.warnings.push_back("initializer " + quote(parameter.getSymName()) +
+                                " does not affect any graph output; dropped");
+      --info.numParameters;
+      info.numFrozenParameters -= parameter.getFrozen();
+      info.numParameterElements -= parameter.getType().getNumElements();
+      parameter.erase();
+    }
+}
+
+OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
+                                            std::string &error) {
+  context.getOrLoadDialect<tx::TxDialect>();
+  context.getOrLoadDialect<func::FuncDialect>();
+  // Inference and verifier errors arrive as diagnostics; keep the first so
+  // the failing node can report it in its one line.
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && shared.diagnostic.empty())
+      shared.diagnostic = diag.str();
+    return success();
+  });
+  auto finish = [&](OwningOpRef<ModuleOp> module) -> OwningOpRef<ModuleOp> {
+    info.warnings.insert(info.warnings.end(), shared.warnings.begin(),
+                         shared.warnings.end());
+    if (!module)
+      error = shared.error.empty() ? "import failed" : shared.error;
+    return module;
+  };
+
+  if (failed(checkModel(model)))
+    return finish(nullptr);
+  const onnx::GraphProto &graph = model.graph();
+  if (failed(checkNodes(graph)) || failed(checkNames(graph)) ||
+      failed(sortNodes(graph)))
+    return finish(nullptr);
+  for (const auto &entry : options.inputShapes) {
+    bool known = false;
+    for (const onnx::ValueInfoProto &input : graph.input())
+      known |= input.name() == entry.first &&
+               !initializerNames.contains(entry.first);
+    if (!known) {
+      (void)fail("--input-shape names " + quote(entry.first) +
+           ", which is not a graph input");
+      return finish(nullptr);
+    }
+  }
+
+  Location moduleLoc = NameLoc::get(builder.getStringAttr(sourceName));
+  OwningOpRef<ModuleOp> module = ModuleOp::create(moduleLoc);
+  (*module)->setAttr("tx.source", builder.getStringAttr(
+                                      llvm::sys::path::filename(sourceName)));
+  (*module)->setAttr("tx.opset", builder.getI64IntegerAttr(opset));
+  (*module)->setAttr("tx.producer", builder.getStringAttr(info.producer));
+
+  llvm::SmallVector<Type> argTypes;
+  llvm::SmallVector<Attribute> argAttrs;
+  llvm::SmallVector<std::string> argNames;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (initializerNames.contains(input.name()))
+      continue;
+    auto type = inputType(input);
+    if (failed(type))
+      return finish(nullptr);
+    argTypes.push_back(*type);
+    argNames.push_back(input.name());
+    argAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr("tx.name", builder.getStringAttr(input.name()))));
+  }
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, moduleLoc, options.functionName,
+                                   builder.getFunctionType(argTypes, {}));
+  func.setAllArgAttrs(argAttrs);
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    entry->getArgument(i).setLoc(NameLoc::get(builder.getStringAttr(name)));
+    values[name] = entry->getArgument(i);
+  }
+  builder.setInsertionPointToStart(entry);
+  if (failed(importInitializers(graph, *module)) || failed(importNodes(graph)) ||
+      failed(importOutputs(graph, func)))
+    return finish(nullptr);
+  removeDeadCode(*module, func);
+
+  shared.diagnostic.clear();
+  if (failed(mlir::verify(*module))) {
+    (void)fail("internal error: the imported module does not verify: " +
+         shared.diagnostic);
+    return finish(nullptr);
+  }
+  return finish(std::move(module));
+}
+
+/// Runs |body| with every exception turned into a one-line error.
+template <typename Fn>
+OwningOpRef<ModuleOp> guarded(std::string &error, Fn body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    error = "out of memory while importing the model";
+  } catch (const std::exception &e) {
+    error = std::string("internal error while importing the model: ") + e.what();
+    std::replace(error.begin(), error.end(), '\n', ' ');
+  } catch (...) {
+    error = "internal error while importing the model: unknown exception";
+  }
+  return nullptr;
+}
+
+std::string parentDir(llvm::StringRef path) {
+  llvm::StringRef parent = llvm::sys::path::parent_path(path);
+  return parent.empty() ? "." : parent.str();
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> mlir::txopt::importONNXFile(MLIRContext &context,
+                                                  llvm::StringRef path,
+                                                  const ONNXImportOptions &options,
+                                                  ONNXImportInfo &info,
+                                                  std::string &error) {
+  return guarded(error, [&]() -> OwningOpRef<ModuleOp> {
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer) {
+      error = "cannot read " + quote(path) + ": " + buffer.getError().message();
+      return nullptr;
+    }
+    llvm::StringRef bytes = (*buffer)->getBuffer();
+    if (bytes.empty()) {
+      error = quote(path) + " is empty, not an ONNX model";
+      return nullptr;
+    }
+    if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+      error = quote(path) + " is larger than 2 GiB; protobuf cannot parse it "
+                            "(store the weights as external data)";
+      return nullptr;
+    }
+    onnx::ModelProto model;
+    google::protobuf::io::CodedInputStream stream(
+        reinterpret_cast<const uint8_t *>(bytes.data()),
+        static_cast<int>(bytes.size()));
+    stream.SetTotalBytesLimit(INT_MAX);
+    if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+      error = quote(path) + " is not a valid ONNX model: protobuf parsing "
+                            "failed (truncated or corrupt file?)";
+      return nullptr;
+    }
+    GraphImporter importer(context, options, info, parentDir(path), path);
+    return importer.import(model, error);
+  });
+}
+
+OwningOpRef<ModuleOp> mlir::txopt::importONNXText(MLIRContext &context,
+                                                  llvm::StringRef text,
+                                                  llvm::StringRef sourceName,
+                                                  const ONNXImportOptions &options,
+                                                  ONNXImportInfo &info,
+                                                  std::string &error) {
+  return guarded(error, [&]() -> OwningOpRef<ModuleOp> {
+    // The parser reads a NUL-terminated string; a NUL inside would silently
+    // cut the model short.
+    if (text.contains('\0')) {
+      error = quote(sourceName) + " contains a NUL byte; it is not ONNX text";
+      return nullptr;
+    }
+    std::string buffer = text.str();
+    onnx::ModelProto model;
+    onnx::Common::Status status;
+    try {
+      status = onnx::OnnxParser::Parse(model, buffer.c_str());
+    } catch (const std::exception &e) {
+      // The parser converts literals with std::stof/stoll, which throw on
+      // out-of-range or malformed numbers ("1e400", "-inf").
+      error = quote(sourceName) +
+              ": invalid ONNX text: a numeric literal cannot be converted (" +
+              e.what() + ")";
+      return nullptr;
+    }
+    if (!status.IsOK()) {
+      std::string message = status.ErrorMessage();
+      std::replace(message.begin(), message.end(), '\n', ' ');
+      error = quote(sourceName) + ": invalid ONNX text: " + message;
+      return nullptr;
+    }
+    GraphImporter importer(context, options, info, parentDir(sourceName),
+                           sourceName);
+    return importer.import(model, error);
+  });
+}

@@ -1,0 +1,257 @@
+//===- Executor.cpp - CPU reference interpreter over tx IR ----------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Walks the function's single block in order, keeps one Tensor per live SSA
+// value (dropped after its last use), dispatches each op to its kernel
+// family, then rounds and optionally checks the results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Reference/Executor.h"
+
+#include "Kernels.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::reference;
+
+std::string mlir::txopt::reference::describeLocation(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return "'" + name.getName().str() + "'";
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().str() + ":" + std::to_string(file.getLine()) +
+            ":" + std::to_string(file.getColumn()));
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    return describeLocation(call.getCallee());
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    std::string text;
+    for (Location part : fused.getLocations()) {
+      if (isa<UnknownLoc>(part))
+        continue;
+      if (!text.empty())
+        text += " + ";
+      text += describeLocation(part);
+    }
+    return text.empty() ? "unknown location" : text;
+  }
+  if (isa<UnknownLoc>(loc))
+    return "unknown location";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return text;
+}
+
+double mlir::txopt::reference::roundUnlessF64(Type type, double value,
+                                              const ExecutorOptions &options) {
+  if (options.computeInF64)
+    return value;
+  return roundToType(cast<FloatType>(type), value);
+}
+
+Executor::Executor(ModuleOp module, ExecutorOptions options)
+    : module(module), options(options) {}
+
+static llvm::Error opError(Operation *op, const llvm::Twine &message) {
+  return llvm::createStringError(op->getName().getStringRef().str() + " at " +
+                                 describeLocation(op->getLoc()) + ": " +
+                                 message.str());
+}
+
+llvm::Expected<const Tensor *> Executor::getParameter(llvm::StringRef name) {
+  auto it = parameters.find(name);
+  if (it != parameters.end())
+    return &it->second;
+  auto parameter = dyn_cast_or_null<tx::ParameterOp>(
+      SymbolTable::lookupSymbolIn(module, StringAttr::get(module.getContext(), name)));
+  if (!parameter)
+    return llvm::createStringError("no tx.parameter named '" + name.str() + "'");
+  auto value = Tensor::fromAttr(parameter.getInitialValue());
+  if (!value)
+    return llvm::createStringError("parameter '" + name.str() +
+                                   "': " + llvm::toString(value.takeError()));
+  if (!options.computeInF64)
+    roundToElementType(*value);
+  return &parameters.insert({name, std::move(*value)}).first->second;
+}
+
+llvm::Error Executor::setParameter(llvm::StringRef name, Tensor value) {
+  auto current = getParameter(name);
+  if (!current)
+    return current.takeError();
+  if ((*current)->getType() != value.getType())
+    return llvm::createStringError("parameter '" + name.str() + "' has type " +
+                                   typeString(**current) + ", but got " +
+                                   typeString(value));
+  parameters[name] = std::move(value);
+  return llvm::Error::success();
+}
+
+llvm::Expected<Tensor> Executor::evaluateConstant(Operation *op) {
+  auto it = constants.find(op);
+  if (it != constants.end())
+    return it->second;
+  auto value = Tensor::fromAttr(cast<tx::ConstantOp>(op).getValue());
+  if (!value)
+    return opError(op, llvm::toString(value.takeError()));
+  if (!options.computeInF64)
+    roundToElementType(*value);
+  constants[op] = *value;
+  return std::move(*value);
+}
+
+/// The first element of |tensor| that |check| rejects, as a message.
+static std::optional<std::string> findNonFinite(const Tensor &tensor,
+                                                FiniteCheck check) {
+  if (!tensor.isFloat() || check == FiniteCheck::Off)
+    return std::nullopt;
+  const std::vector<double> &data = tensor.floats();
+  for (int64_t i = 0, e = data.size(); i < e; ++i) {
+    double v = data[i];
+    bool bad = std::isnan(v) || (check == FiniteCheck::NonFinite && std::isinf(v));
+    if (!bad)
+      continue;
+    // Multi-index of element i.
+    llvm::SmallVector<int64_t, 4> index(tensor.getRank());
+    int64_t rest = i;
+    for (int64_t d = tensor.getRank() - 1; d >= 0; --d) {
+      index[d] = rest % tensor.getShape()[d];
+      rest /= tensor.getShape()[d];
+    }
+    std::string where;
+    for (int64_t d = 0; d < tensor.getRank(); ++d)
+      where += (d ? ", " : "") + std::to_string(index[d]);
+    std::string what = std::isnan(v) ? "NaN" : (v > 0 ? "+inf" : "-inf");
+    return "produced " + what + " at element [" + where + "] of " +
+           typeString(tensor) + " (--check-finite)";
+  }
+  return std::nullopt;
+}
+
+llvm::Expected<std::vector<Tensor>>
+Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
+  if (func.isExternal())
+    return llvm::createStringError("function '" + func.getName().str() +
+                                   "' has no body");
+  if (!func.getBody().hasOneBlock())
+    return llvm::createStringError("function '" + func.getName().str() +
+                                   "' has more than one block");
+  Block &block = func.getBody().front();
+  if (arguments.size() != block.getNumArguments())
+    return llvm::createStringError(
+        "function '" + func.getName().str() + "' takes " +
+        std::to_string(block.getNumArguments()) + " arguments, but got " +
+        std::to_string(arguments.size()));
+
+  // Remaining uses per value, so a tensor is dropped after its last use.
+  llvm::DenseMap<Value, Tensor> values;
+  llvm::DenseMap<Value, unsigned> remainingUses;
+  auto countUses = [&](Value value) {
+    unsigned uses = 0;
+    for (OpOperand &use : value.getUses())
+      if (use.getOwner()->getBlock() == &block)
+        ++uses;
+    remainingUses[value] = uses;
+  };
+
+  for (auto [index, argument] : llvm::enumerate(block.getArguments())) {
+    const Tensor &given = arguments[index];
+    if (given.getType() != argument.getType()) {
+      std::string expected;
+      llvm::raw_string_ostream os(expected);
+      os << argument.getType();
+      return llvm::createStringError("argument #" + std::to_string(index) +
+                                     ": expected " + expected + ", but got " +
+                                     typeString(given));
+    }
+    Tensor value = given;
+    if (!options.computeInF64)
+      roundToElementType(value);
+    values[argument] = std::move(value);
+    countUses(argument);
+  }
+
+  for (Operation &op : block) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<Tensor> results;
+      for (Value operand : ret.getOperands())
+        results.push_back(values.lookup(operand));
+      return results;
+    }
+
+    llvm::SmallVector<Tensor, 2> results;
+    if (isa<tx::ConstantOp>(op)) {
+      auto value = evaluateConstant(&op);
+      if (!value)
+        return value.takeError();
+      results.push_back(std::move(*value));
+    } else if (auto load = dyn_cast<tx::LoadParameterOp>(op)) {
+      auto value = getParameter(load.getName());
+      if (!value)
+        return opError(&op, llvm::toString(value.takeError()));
+      if ((*value)->getType() != load.getType())
+        return opError(&op, "parameter type " + typeString(**value) +
+                                " does not match the result type");
+      results.push_back(**value);
+    } else {
+      if (op.getNumRegions() != 0)
+        return opError(&op, "ops with regions are not supported");
+      KernelArgs args{{}, results, options};
+      for (Value operand : op.getOperands()) {
+        auto it = values.find(operand);
+        if (it == values.end())
+          return opError(&op, "operand is not a tensor computed in this block");
+        args.operands.push_back(&it->second);
+      }
+      bool handled = false;
+      for (auto family : {evalElementwiseOp, evalShapeOp, evalLinalgOp,
+                          evalReductionOp, evalTrainingOp}) {
+        llvm::Expected<bool> done = family(&op, args);
+        if (!done)
+          return opError(&op, llvm::toString(done.takeError()));
+        if (*done) {
+          handled = true;
+          break;
+        }
+      }
+      if (!handled)
+        return llvm::createStringError(
+            "unsupported op '" + op.getName().getStringRef().str() + "' at " +
+            describeLocation(op.getLoc()) +
+            ": the reference executor has no implementation for it");
+    }
+
+    if (results.size() != op.getNumResults())
+      return opError(&op, "internal error: kernel produced " +
+                              std::to_string(results.size()) + " results");
+    for (auto [result, tensor] : llvm::zip(op.getResults(), results)) {
+      if (tensor.getType() != result.getType())
+        return opError(&op, "internal error: kernel produced " +
+                                typeString(tensor));
+      if (!options.computeInF64 || !tensor.isFloat())
+        roundToElementType(tensor);
+      if (auto message = findNonFinite(tensor, options.checkFinite))
+        return opError(&op, *message);
+    }
+
+    // Drop operands whose last use this was.
+    for (Value operand : op.getOperands()) {
+      auto it = remainingUses.find(operand);
+      if (it != remainingUses.end() && --it->second == 0)
+        values.erase(operand);
+    }
+    for (auto [result, tensor] : llvm::zip(op.getResults(), results)) {
+      values[result] = std::move(tensor);
+      countUses(result);
+    }
+  }
+  return llvm::createStringError("function '" + func.getName().str() +
+                                 "' does not end in func.return");
+}

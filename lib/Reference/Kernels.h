@@ -1,0 +1,52 @@
+//===- Kernels.h - op implementations of the reference executor -*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Internal to lib/Reference. Each family of ops lives in its own file and
+// exposes one entry point with the same contract:
+//
+//   llvm::Expected<bool> evalXxxOp(Operation *op, const KernelArgs &args);
+//
+// returns false when |op| is not in the family, true after filling
+// args.results (one tensor per op result, of the result's type), or an error
+// (a one-line message without location; the executor adds op and location).
+// Kernels compute in double and leave rounding to the executor, except where
+// an op's semantics round inside it (Range accumulates in its element type).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_LIB_REFERENCE_KERNELS_H
+#define TXOPT_LIB_REFERENCE_KERNELS_H
+
+#include "txopt/Reference/Executor.h"
+#include "txopt/Reference/Tensor.h"
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+namespace mlir::txopt::reference {
+
+struct KernelArgs {
+  llvm::SmallVector<const Tensor *, 4> operands;
+  llvm::SmallVector<Tensor, 2> &results;
+  const ExecutorOptions &options;
+};
+
+/// A zero-filled tensor of the type of |op|'s result |index|.
+inline Tensor makeResult(Operation *op, unsigned index = 0) {
+  return Tensor(cast<RankedTensorType>(op->getResult(index).getType()));
+}
+
+/// Rounds |value| to |type| unless the executor runs in f64 mode.
+double roundUnlessF64(Type type, double value, const ExecutorOptions &options);
+
+llvm::Expected<bool> evalElementwiseOp(Operation *op, const KernelArgs &args);
+llvm::Expected<bool> evalShapeOp(Operation *op, const KernelArgs &args);
+llvm::Expected<bool> evalLinalgOp(Operation *op, const KernelArgs &args);
+llvm::Expected<bool> evalReductionOp(Operation *op, const KernelArgs &args);
+llvm::Expected<bool> evalTrainingOp(Operation *op, const KernelArgs &args);
+llvm::Expected<bool> evalGradientOp(Operation *op, const KernelArgs &args);
+
+} // namespace mlir::txopt::reference
+
+#endif // TXOPT_LIB_REFERENCE_KERNELS_H

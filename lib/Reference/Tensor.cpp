@@ -1,0 +1,270 @@
+//===- Tensor.cpp - values of the reference executor ----------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Reference/Tensor.h"
+
+#include "txopt/Reference/FloatFormats.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::txopt::reference;
+
+Tensor::Tensor(Type elementType, llvm::ArrayRef<int64_t> shape)
+    : elementType(elementType), shape(shape.begin(), shape.end()) {
+  numElements = 1;
+  for (int64_t d : shape)
+    numElements *= d;
+  floatStorage = isa<FloatType>(elementType);
+  if (floatStorage)
+    floatData.assign(numElements, 0.0);
+  else
+    intData.assign(numElements, 0);
+}
+
+int64_t Tensor::getInt(int64_t i) const {
+  if (!floatStorage)
+    return intData[i];
+  double v = floatData[i];
+  // ONNX leaves NaN and out-of-range conversions undefined; saturate.
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9223372036854775807.0)
+    return std::numeric_limits<int64_t>::max();
+  if (v <= -9223372036854775808.0)
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+Tensor Tensor::reshaped(llvm::ArrayRef<int64_t> newShape) const {
+  Tensor result = *this;
+  result.shape.assign(newShape.begin(), newShape.end());
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+/// Reads element |i| of little-endian raw bytes holding |type| elements.
+static void readRaw(Tensor &tensor, llvm::ArrayRef<char> bytes) {
+  Type type = tensor.getElementType();
+  int64_t n = tensor.getNumElements();
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    unsigned width = floatType.getWidth();
+    for (int64_t i = 0; i < n; ++i) {
+      if (width == 32) {
+        float v;
+        std::memcpy(&v, bytes.data() + 4 * i, 4);
+        tensor.floats()[i] = v;
+      } else if (width == 64) {
+        std::memcpy(&tensor.floats()[i], bytes.data() + 8 * i, 8);
+      } else {
+        uint64_t raw = 0;
+        std::memcpy(&raw, bytes.data() + (width / 8) * i, width / 8);
+        llvm::APFloat v(floatType.getFloatSemantics(), llvm::APInt(width, raw));
+        bool lost;
+        v.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+                  &lost);
+        tensor.floats()[i] = v.convertToDouble();
+      }
+    }
+    return;
+  }
+  unsigned width = type.getIntOrFloatBitWidth();
+  unsigned bytesPer = width == 1 ? 1 : width / 8;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t raw = 0;
+    std::memcpy(&raw, bytes.data() + bytesPer * i, bytesPer);
+    tensor.ints()[i] = wrapToWidth(static_cast<int64_t>(raw), width);
+  }
+}
+
+llvm::Expected<Tensor> Tensor::fromAttr(ElementsAttr attr) {
+  auto type = dyn_cast<RankedTensorType>(attr.getType());
+  if (!type || !type.hasStaticShape())
+    return llvm::createStringError("expected a statically shaped constant");
+  Type elementType = type.getElementType();
+  if (!isa<FloatType>(elementType) && !elementType.isSignlessInteger())
+    return llvm::createStringError("unsupported constant element type");
+  Tensor tensor(type);
+  int64_t n = tensor.getNumElements();
+
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return llvm::createStringError("dense_resource constant has no data");
+    llvm::ArrayRef<char> bytes = blob->getData();
+    unsigned width = elementType.getIntOrFloatBitWidth();
+    uint64_t expected = uint64_t(n) * (width == 1 ? 1 : width / 8);
+    if (width % 8 != 0 && width != 1)
+      return llvm::createStringError("unsupported constant element width");
+    if (bytes.size() != expected)
+      return llvm::createStringError("dense_resource constant has " +
+                                     std::to_string(bytes.size()) +
+                                     " bytes, expected " + std::to_string(expected));
+    readRaw(tensor, bytes);
+    return tensor;
+  }
+
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return llvm::createStringError("unsupported constant attribute kind");
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    if (floatType.isF32()) {
+      int64_t i = 0;
+      for (float v : dense.getValues<float>())
+        tensor.floats()[i++] = v;
+    } else if (floatType.isF64()) {
+      int64_t i = 0;
+      for (double v : dense.getValues<double>())
+        tensor.floats()[i++] = v;
+    } else {
+      int64_t i = 0;
+      for (llvm::APFloat v : dense.getValues<llvm::APFloat>()) {
+        bool lost;
+        v.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+                  &lost);
+        tensor.floats()[i++] = v.convertToDouble();
+      }
+    }
+    return tensor;
+  }
+  unsigned width = elementType.getIntOrFloatBitWidth();
+  int64_t i = 0;
+  if (width == 1) {
+    for (bool v : dense.getValues<bool>())
+      tensor.ints()[i++] = v ? 1 : 0;
+  } else {
+    for (const llvm::APInt &v : dense.getValues<llvm::APInt>())
+      tensor.ints()[i++] = v.getSExtValue();
+  }
+  return tensor;
+}
+
+//===----------------------------------------------------------------------===//
+// Rounding
+//===----------------------------------------------------------------------===//
+
+double mlir::txopt::reference::roundToType(FloatType type, double value) {
+  if (type.isF64())
+    return value;
+  if (type.isF32())
+    return roundToFloat32(value);
+  if (type.isBF16())
+    return roundToBFloat16(value);
+  if (type.isF16())
+    return roundToFloat16(value);
+  // Everything else (FP8 formats, tf32, ...): APFloat, round to nearest even.
+  if (std::isnan(value))
+    return value;
+  llvm::APFloat v(value);
+  bool lost;
+  v.convert(type.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  v.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+            &lost);
+  return v.convertToDouble();
+}
+
+int64_t mlir::txopt::reference::wrapToWidth(int64_t value, unsigned width) {
+  if (width == 1)
+    return value != 0 ? 1 : 0;
+  if (width >= 64)
+    return value;
+  uint64_t mask = (uint64_t(1) << width) - 1;
+  uint64_t low = static_cast<uint64_t>(value) & mask;
+  uint64_t signBit = uint64_t(1) << (width - 1);
+  return static_cast<int64_t>((low ^ signBit) - signBit);
+}
+
+void mlir::txopt::reference::roundToElementType(Tensor &tensor) {
+  Type type = tensor.getElementType();
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    if (floatType.isF64())
+      return;
+    if (floatType.isF32()) {
+      for (double &v : tensor.floats())
+        v = roundToFloat32(v);
+      return;
+    }
+    for (double &v : tensor.floats())
+      v = roundToType(floatType, v);
+    return;
+  }
+  unsigned width = type.getIntOrFloatBitWidth();
+  if (width == 64)
+    return;
+  for (int64_t &v : tensor.ints())
+    v = wrapToWidth(v, width);
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing helpers
+//===----------------------------------------------------------------------===//
+
+llvm::SmallVector<int64_t, 4>
+mlir::txopt::reference::stridesOf(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t, 4> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+std::vector<int64_t>
+mlir::txopt::reference::stridedIndices(llvm::ArrayRef<int64_t> outShape,
+                                       llvm::ArrayRef<int64_t> strides,
+                                       int64_t offset) {
+  int64_t rank = outShape.size();
+  int64_t total = 1;
+  for (int64_t d : outShape)
+    total *= d;
+  std::vector<int64_t> result(total);
+  if (total == 0)
+    return result;
+  llvm::SmallVector<int64_t, 4> index(rank, 0);
+  int64_t current = offset;
+  for (int64_t i = 0; i < total; ++i) {
+    result[i] = current;
+    // Odometer increment over the output multi-index.
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < outShape[d]) {
+        current += strides[d];
+        break;
+      }
+      current -= strides[d] * (outShape[d] - 1);
+      index[d] = 0;
+    }
+  }
+  return result;
+}
+
+std::vector<int64_t>
+mlir::txopt::reference::broadcastIndices(llvm::ArrayRef<int64_t> inShape,
+                                         llvm::ArrayRef<int64_t> outShape) {
+  int64_t rank = outShape.size();
+  int64_t offset = rank - static_cast<int64_t>(inShape.size());
+  // Stride of the input along each output dim; 0 where it broadcasts.
+  llvm::SmallVector<int64_t, 4> inStrides = stridesOf(inShape);
+  llvm::SmallVector<int64_t, 4> strides(rank, 0);
+  for (int64_t d = offset; d < rank; ++d)
+    if (inShape[d - offset] != 1)
+      strides[d] = inStrides[d - offset];
+  return stridedIndices(outShape, strides, 0);
+}
+
+std::string mlir::txopt::reference::typeString(const Tensor &tensor) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << tensor.getType();
+  return text;
+}

@@ -1,0 +1,456 @@
+//===- txopt-run.cpp - run tx IR on the CPU reference executor ------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// `txopt-run model.mlir [options]`: parses tx IR, runs one function on the
+// reference executor (lib/Reference) with inputs from .npy files or seeded
+// random values, prints every output and optionally writes them as .npy.
+// Errors are one line, `txopt-run: error: ...`: exit 1 for a bad model,
+// input or run, 2 for a usage error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Inputs.h"
+
+#include "txopt/InitAll.h"
+#include "txopt/Reference/Executor.h"
+#include "txopt/Reference/Npy.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::txopt::reference;
+
+namespace {
+
+enum ExitCode { kSuccess = 0, kRunError = 1, kUsageError = 2 };
+
+int fail(ExitCode code, const llvm::Twine &message) {
+  std::string text = message.str();
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  llvm::errs() << "txopt-run: error: " << text << "\n";
+  return code;
+}
+
+const char *kHelp = R"(OVERVIEW: txopt-run - run tx IR on the CPU reference executor (the numerics oracle)
+
+USAGE: txopt-run MODEL.mlir [options]
+
+OPTIONS:
+  --function NAME         Function to run (default: 'main' if it exists, else
+                          the first public function with a body).
+  --input NAME=FILE.npy   Value of argument NAME (its tx.name attribute, or
+                          argN for the N-th argument). Repeatable. The file's
+                          dtype and shape must match the argument exactly
+                          ('<f4' is also accepted for bf16/f16 arguments and
+                          rounded). Supported dtypes: <f2 <f4 <f8 <i4 <i8 |b1.
+  --seed S                Seed for arguments without --input (default 0):
+                          floats are N(0, 1) by Box-Muller on a splitmix64
+                          stream whose state starts at S + (argIndex << 32);
+                          integers are uniform in [0, K).
+  --int-range NAME=K      K for integer argument NAME. Default: the smallest
+                          table size the argument indexes (tx.gather /
+                          tx.gather_elements indices, along the axis) or class
+                          count it labels (tx.softmax_cross_entropy_loss),
+                          followed through data-movement ops; 2 otherwise.
+  --f64                   Compute every float value in f64, never rounding to
+                          the element types (for finite-difference checks).
+  --no-dropout            Let tx.dropout pass its input through (to compare
+                          with a reference whose random numbers differ).
+  --check-finite[=WHAT]   Stop at the first op whose result holds a NaN
+                          (WHAT=nan, the default: -inf attention masks are
+                          legitimate) or a NaN or infinity (WHAT=all), and
+                          name it with its location (the ONNX node name).
+  --output-dir DIR        Also write every output to DIR/NAME.npy (f32 and
+                          narrower floats as <f4, f64 or --f64 as <f8).
+  --print-limit N         Print the values of outputs with at most N elements
+                          (default 16; 0-d outputs always print).
+  --help                  Print this help.
+
+OUTPUT: one line per result, in order: `NAME = VALUE` for a 0-d result, else
+`NAME: tensor<...>` followed by ` = [...]` when it is small enough. Values
+print with 9 significant digits (17 for f64 element types).
+
+EXIT STATUS: 0 success, 1 bad model, input or run (e.g. an unsupported op),
+2 usage error.
+)";
+
+struct Options {
+  std::string model;
+  std::optional<std::string> function;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::map<std::string, int64_t> intRanges;
+  uint64_t seed = 0;
+  ExecutorOptions executor;
+  std::optional<std::string> outputDir;
+  int64_t printLimit = 16;
+  bool help = false;
+};
+
+/// `--name=value` or `--name value`.
+bool takeValue(int argc, char **argv, int &i, llvm::StringRef name,
+               std::string &value, std::string &error, bool &matched) {
+  llvm::StringRef arg = argv[i];
+  std::string flag = ("--" + name).str();
+  matched = false;
+  if (arg.starts_with(flag + "=")) {
+    matched = true;
+    value = arg.drop_front(flag.size() + 1).str();
+    return true;
+  }
+  if (arg == flag) {
+    matched = true;
+    if (i + 1 >= argc) {
+      error = "option '" + flag + "' needs a value";
+      return false;
+    }
+    value = argv[++i];
+    return true;
+  }
+  return true;
+}
+
+bool splitPair(const std::string &text, std::string &name, std::string &value) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return false;
+  name = text.substr(0, eq);
+  value = text.substr(eq + 1);
+  return true;
+}
+
+bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    std::string value;
+    bool matched;
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      continue;
+    }
+    if (arg == "--f64") {
+      options.executor.computeInF64 = true;
+      continue;
+    }
+    if (arg == "--no-dropout") {
+      options.executor.disableDropout = true;
+      continue;
+    }
+    if (arg == "--check-finite" || arg == "--check-finite=nan") {
+      options.executor.checkFinite = FiniteCheck::NaN;
+      continue;
+    }
+    if (arg == "--check-finite=all") {
+      options.executor.checkFinite = FiniteCheck::NonFinite;
+      continue;
+    }
+    if (arg.starts_with("--check-finite=")) {
+      error = "unknown --check-finite value '" +
+              arg.drop_front(15).str() + "' (expected 'nan' or 'all')";
+      return false;
+    }
+    if (!takeValue(argc, argv, i, "function", value, error, matched))
+      return false;
+    if (matched) {
+      options.function = value;
+      continue;
+    }
+    if (!takeValue(argc, argv, i, "input", value, error, matched))
+      return false;
+    if (matched) {
+      std::string name, path;
+      if (!splitPair(value, name, path)) {
+        error = "expected --input NAME=FILE.npy, but got '" + value + "'";
+        return false;
+      }
+      options.inputs.emplace_back(name, path);
+      continue;
+    }
+    if (!takeValue(argc, argv, i, "int-range", value, error, matched))
+      return false;
+    if (matched) {
+      std::string name, count;
+      int64_t k;
+      if (!splitPair(value, name, count) ||
+          llvm::StringRef(count).getAsInteger(10, k) || k <= 0) {
+        error = "expected --int-range NAME=K with K > 0, but got '" + value + "'";
+        return false;
+      }
+      options.intRanges[name] = k;
+      continue;
+    }
+    if (!takeValue(argc, argv, i, "seed", value, error, matched))
+      return false;
+    if (matched) {
+      if (llvm::StringRef(value).getAsInteger(10, options.seed)) {
+        error = "expected a non-negative integer --seed, but got '" + value + "'";
+        return false;
+      }
+      continue;
+    }
+    if (!takeValue(argc, argv, i, "output-dir", value, error, matched))
+      return false;
+    if (matched) {
+      options.outputDir = value;
+      continue;
+    }
+    if (!takeValue(argc, argv, i, "print-limit", value, error, matched))
+      return false;
+    if (matched) {
+      if (llvm::StringRef(value).getAsInteger(10, options.printLimit) ||
+          options.printLimit < 0) {
+        error = "expected a non-negative --print-limit, but got '" + value + "'";
+        return false;
+      }
+      continue;
+    }
+    if (arg.starts_with("-") && arg != "-") {
+      error = "unknown option '" + arg.str() + "' (see --help)";
+      return false;
+    }
+    if (!options.model.empty()) {
+      error = "more than one model given ('" + options.model + "' and '" +
+              arg.str() + "')";
+      return false;
+    }
+    options.model = arg.str();
+  }
+  if (!options.help && options.model.empty()) {
+    error = "no model given (usage: txopt-run MODEL.mlir [options]; see --help)";
+    return false;
+  }
+  return true;
+}
+
+/// The name of argument or result |index|: its `tx.name` attribute (what the
+/// ONNX importer sets), else `argN` / `resultN`.
+std::string nameOf(DictionaryAttr attrs, llvm::StringRef prefix, unsigned index) {
+  if (attrs)
+    if (auto name = attrs.getAs<StringAttr>("tx.name"))
+      return name.str();
+  return (prefix + llvm::Twine(index)).str();
+}
+
+std::string formatValue(const Tensor &tensor, int64_t i) {
+  Type type = tensor.getElementType();
+  if (!tensor.isFloat()) {
+    if (type.isInteger(1))
+      return tensor.ints()[i] ? "true" : "false";
+    return std::to_string(tensor.ints()[i]);
+  }
+  double v = tensor.floats()[i];
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), type.isF64() ? "%.17g" : "%.9g", v);
+  return buf;
+}
+
+void printNested(llvm::raw_ostream &os, const Tensor &tensor, int64_t dim,
+                 int64_t &next) {
+  if (dim == tensor.getRank()) {
+    os << formatValue(tensor, next++);
+    return;
+  }
+  os << "[";
+  for (int64_t j = 0; j < tensor.getShape()[dim]; ++j) {
+    if (j)
+      os << ", ";
+    printNested(os, tensor, dim + 1, next);
+  }
+  os << "]";
+}
+
+/// A file name for output |name|: characters other than [A-Za-z0-9._-]
+/// become '_'.
+std::string fileNameFor(const std::string &name) {
+  std::string out;
+  for (char c : name)
+    out += (llvm::isAlnum(c) || c == '.' || c == '_' || c == '-') ? c : '_';
+  if (out.empty() || out[0] == '.')
+    out = "_" + out;
+  return out + ".npy";
+}
+
+func::FuncOp pickFunction(ModuleOp module, const Options &options,
+                          std::string &error) {
+  if (options.function) {
+    auto func = module.lookupSymbol<func::FuncOp>(*options.function);
+    if (!func)
+      error = "no function named '" + *options.function + "' in '" +
+              options.model + "'";
+    return func;
+  }
+  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+    if (!main.isExternal())
+      return main;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal())
+      return func;
+  error = "'" + options.model + "' has no public function with a body";
+  return {};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  std::string error;
+  if (!parseOptions(argc, argv, options, error))
+    return fail(kUsageError, error);
+  if (options.help) {
+    llvm::outs() << kHelp;
+    return kSuccess;
+  }
+
+  DialectRegistry registry;
+  mlir::txopt::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  std::string firstError;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
+      llvm::raw_string_ostream os(firstError);
+      os << diag.getLocation() << ": " << diag.str();
+    }
+    return success();
+  });
+
+  if (!llvm::sys::fs::exists(options.model))
+    return fail(kRunError, "cannot read '" + options.model + "': no such file");
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(options.model, &context);
+  if (!module)
+    return fail(kRunError, firstError.empty()
+                               ? "cannot parse '" + options.model + "'"
+                               : firstError);
+  func::FuncOp func = pickFunction(*module, options, error);
+  if (!func)
+    return fail(kRunError, error);
+
+  // Argument names, and the values given for them.
+  unsigned numArgs = func.getNumArguments();
+  std::vector<std::string> argNames;
+  for (unsigned i = 0; i < numArgs; ++i)
+    argNames.push_back(nameOf(func.getArgAttrDict(i), "arg", i));
+  auto findArg = [&](const std::string &name) -> std::optional<unsigned> {
+    for (unsigned i = 0; i < numArgs; ++i)
+      if (argNames[i] == name || "arg" + std::to_string(i) == name)
+        return i;
+    return std::nullopt;
+  };
+  auto unknownArg = [&](const std::string &what, const std::string &name) {
+    std::string known = llvm::join(argNames, ", ");
+    return fail(kRunError, what + " names no argument of '" +
+                               func.getName().str() + "': '" + name +
+                               "' (arguments: " + (known.empty() ? "none" : known) +
+                               ")");
+  };
+  std::vector<std::optional<Tensor>> given(numArgs);
+  for (auto &[name, path] : options.inputs) {
+    std::optional<unsigned> index = findArg(name);
+    if (!index)
+      return unknownArg("--input", name);
+    auto tensor = readNpyFile(&context, path);
+    if (!tensor)
+      return fail(kRunError, "input '" + name + "': " +
+                                 llvm::toString(tensor.takeError()));
+    auto expected = cast<RankedTensorType>(func.getArgument(*index).getType());
+    Type fileType = tensor->getElementType();
+    bool widened = fileType.isF32() && isa<FloatType>(expected.getElementType()) &&
+                   expected.getElementType().getIntOrFloatBitWidth() < 32;
+    if ((fileType != expected.getElementType() && !widened) ||
+        tensor->getShape() != expected.getShape()) {
+      std::string want;
+      llvm::raw_string_ostream os(want);
+      os << expected;
+      return fail(kRunError, "input '" + name + "' ('" + path + "'): expected " +
+                                 want + ", but the file holds " +
+                                 typeString(*tensor) + " ('" +
+                                 npyDtypeFor(fileType) + "')");
+    }
+    if (widened) {
+      Tensor narrowed(expected);
+      narrowed.floats() = tensor->floats();
+      roundToElementType(narrowed);
+      tensor = std::move(narrowed);
+    }
+    given[*index] = std::move(*tensor);
+  }
+  for (auto &[name, k] : options.intRanges)
+    if (!findArg(name))
+      return unknownArg("--int-range", name);
+
+  std::vector<Tensor> arguments;
+  for (unsigned i = 0; i < numArgs; ++i) {
+    if (given[i]) {
+      arguments.push_back(std::move(*given[i]));
+      continue;
+    }
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (!type || !type.hasStaticShape())
+      return fail(kRunError, "argument '" + argNames[i] +
+                                 "' is not a statically shaped tensor");
+    int64_t bound = 2;
+    auto range = options.intRanges.find(argNames[i]);
+    if (range == options.intRanges.end())
+      range = options.intRanges.find("arg" + std::to_string(i));
+    if (range != options.intRanges.end())
+      bound = range->second;
+    else if (auto inferred = txopt_run::inferIndexBound(func.getArgument(i)))
+      bound = *inferred;
+    arguments.push_back(txopt_run::randomTensor(type, options.seed, i, bound));
+  }
+
+  Executor executor(*module, options.executor);
+  auto results = executor.run(func, arguments);
+  if (!results)
+    return fail(kRunError, llvm::toString(results.takeError()));
+
+  if (options.outputDir) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(*options.outputDir))
+      return fail(kRunError, "cannot create '" + *options.outputDir +
+                                 "': " + ec.message());
+  }
+  for (auto [index, tensor] : llvm::enumerate(*results)) {
+    std::string name = nameOf(func.getResultAttrDict(index), "result", index);
+    if (tensor.getRank() == 0) {
+      llvm::outs() << name << " = " << formatValue(tensor, 0) << "\n";
+    } else {
+      llvm::outs() << name << ": " << typeString(tensor);
+      if (tensor.getNumElements() <= options.printLimit) {
+        llvm::outs() << " = ";
+        int64_t next = 0;
+        printNested(llvm::outs(), tensor, 0, next);
+      }
+      llvm::outs() << "\n";
+    }
+    if (options.outputDir) {
+      Tensor toWrite = tensor;
+      if (options.executor.computeInF64 && tensor.isFloat()) {
+        toWrite = Tensor(Float64Type::get(&context), tensor.getShape());
+        toWrite.floats() = tensor.floats();
+      }
+      llvm::SmallString<256> path(*options.outputDir);
+      llvm::sys::path::append(path, fileNameFor(name));
+      if (llvm::Error err = writeNpyFile(toWrite, path))
+        return fail(kRunError, "cannot write '" + path.str().str() +
+                                   "': " + llvm::toString(std::move(err)));
+    }
+  }
+  return kSuccess;
+}
