@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ ccache lld-22 python3
+  cmake ninja-build g++ ccache lld-22 python3 python3-venv python3-pip
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libgtest-dev
 )
@@ -18,8 +18,25 @@ for pkg in "${packages[@]}"; do
   fi
 done
 
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${TXOPT_VENV:-$root/.venv}"
+
+# Test-only Python tools (numerics oracles), in a venv so the system Python
+# stays untouched. The compiler and runtime never need Python.
+setup_venv() {
+  local want="numpy==2.4.6 onnx==1.23.2 onnxruntime==1.32.0"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+    echo "setup: test venv ready ($venv)"
+    return
+  fi
+  echo "setup: creating test venv $venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check $want
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
+  setup_venv
   exit 0
 fi
 
@@ -37,3 +54,4 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+setup_venv

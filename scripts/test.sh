@@ -11,10 +11,11 @@ TXOPT_BUILD_DIR="$build" "$root/scripts/build.sh"
 
 results="$build/test-results.json"
 status=0
-/usr/lib/llvm-22/bin/lit -sv --output "$results" "$build/test" || status=$?
+# lit runs under the test venv's Python, so %python tests see onnxruntime.
+"$root/.venv/bin/python" /usr/lib/llvm-22/bin/lit -sv --output "$results" "$build/test" || status=$?
 (cd "$build/runtime" && ctest --output-on-failure) || status=$?
 
-python3 - "$results" <<'PY'
+"$root/.venv/bin/python" - "$results" <<'PY'
 import json, sys
 tests = json.load(open(sys.argv[1]))["tests"]
 passed = sum(t["code"] in ("PASS", "XFAIL") for t in tests)
