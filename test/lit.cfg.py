@@ -33,3 +33,5 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 import importlib.util
 if all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime", "numpy")):
     config.available_features.add("onnxruntime")
+if importlib.util.find_spec("numpy"):
+    config.available_features.add("numpy")

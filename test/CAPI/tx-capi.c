@@ -71,6 +71,33 @@ int main(void) {
   mlirOperationPrint(mlirModuleGetOperation(module), printToStdout, NULL);
   printf("\n");
 
+  // A generated per-pass entry point: tx-fuse-norms on an imported ONNX
+  // LayerNormalization turns it into the fused tx.layer_norm.
+  mlirRegisterTxPasses();
+  const char *normSource =
+      "func.func @ln(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x8xf32> {\n"
+      "  %0 = tx.layer_normalization %x, %g, %b axis(-1) eps(1.0e-05)"
+      " : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>\n"
+      "  return %0 : tensor<2x8xf32>\n"
+      "}\n";
+  MlirModule normModule = mlirModuleCreateParse(context, mlirStringRefCreateFromCString(normSource));
+  if (mlirModuleIsNull(normModule))
+    return fail("parse norm module");
+  MlirPassManager normPm = mlirPassManagerCreate(context);
+  MlirOpPassManager funcPm = mlirPassManagerGetNestedUnder(
+      normPm, mlirStringRefCreateFromCString("func.func"));
+  mlirOpPassManagerAddOwnedPass(funcPm, mlirCreateTxFuseNormsPass());
+  if (mlirLogicalResultIsFailure(
+          mlirPassManagerRunOnOp(normPm, mlirModuleGetOperation(normModule))))
+    return fail("run tx-fuse-norms");
+  // CHECK-LABEL: func.func @ln
+  // CHECK:         tx.layer_norm
+  // CHECK-NOT:     tx.layer_normalization
+  mlirOperationPrint(mlirModuleGetOperation(normModule), printToStdout, NULL);
+  printf("\n");
+  mlirPassManagerDestroy(normPm);
+  mlirModuleDestroy(normModule);
+
   // Bad pipeline options are reported, not fatal.
   // CHECK: bad options rejected: yes
   MlirPassManager pm2 = mlirPassManagerCreate(context);

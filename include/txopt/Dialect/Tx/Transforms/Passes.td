@@ -76,11 +76,18 @@ def DifferentiatePass : Pass<"tx-differentiate", "::mlir::ModuleOp"> {
 
     Rules worth knowing: `tx.reduce_max` shares the gradient equally among
     tied maxima (as `torch.amax`); `tx.relu` has gradient 0 at 0;
-    `tx.dropout` reuses the forward's seed, so it drops the same elements;
-    `tx.layer_normalization` / `tx.rms_normalization` differentiate to
-    primitives (computed in at least f32) that tx-fuse-norms can match, and
-    the fused `tx.layer_norm` / `tx.rms_norm` to their `_grad` ops;
-    `tx.softmax_cross_entropy_loss` to `tx.softmax_cross_entropy_grad`.
+    `tx.pow`'s exponent gradient is 0 where the base is 0; `tx.dropout`
+    reuses the forward's seed, so it drops the same elements;
+    `tx.gather`, `tx.gather_elements` and strided `tx.slice` scatter back
+    with the ops of TxGradOps.td; `tx.softmax_cross_entropy_loss` becomes
+    `tx.softmax_cross_entropy_grad`. The fused `tx.layer_norm` /
+    `tx.rms_norm` differentiate to their `_grad` ops, and so do
+    `tx.layer_normalization` / `tx.rms_normalization` over the innermost dim
+    in f16/bf16/f32 (the statistics recomputed by a `tx.layer_norm` /
+    `tx.rms_norm`, which CSE merges with the forward once tx-fuse-norms has
+    fused it); other norms (f64, several normalized dims) are written out
+    with primitives. Decomposed norm chains are differentiated op by op:
+    run tx-fuse-norms first to get fused gradients for them too.
   }];
   let dependentDialects = ["::mlir::txopt::tx::TxDialect",
                            "::mlir::func::FuncDialect"];
