@@ -158,6 +158,48 @@ llvm::Expected<Tensor> evalBinary(Operation *op, const Tensor &lhs,
               return a >= intOf(t, i) ? 1 : 0;
             });
       })
+      .Case([&](tx::LessOp) {
+        return broadcastBinary(
+            op, lhs, rhs, [](double a, double b) { return a < b ? 1.0 : 0.0; },
+            [&](int64_t a, const Tensor &t, int64_t i) -> Ret {
+              return a < intOf(t, i) ? 1 : 0;
+            });
+      })
+      .Case([&](tx::LessOrEqualOp) {
+        return broadcastBinary(
+            op, lhs, rhs, [](double a, double b) { return a <= b ? 1.0 : 0.0; },
+            [&](int64_t a, const Tensor &t, int64_t i) -> Ret {
+              return a <= intOf(t, i) ? 1 : 0;
+            });
+      })
+      .Case([&](tx::GreaterOp) {
+        return broadcastBinary(
+            op, lhs, rhs, [](double a, double b) { return a > b ? 1.0 : 0.0; },
+            [&](int64_t a, const Tensor &t, int64_t i) -> Ret {
+              return a > intOf(t, i) ? 1 : 0;
+            });
+      })
+      .Case([&](tx::AndOp) {
+        return broadcastBinary(
+            op, lhs, rhs, [](double a, double b) { return (a != 0 && b != 0) ? 1.0 : 0.0; },
+            [&](int64_t a, const Tensor &t, int64_t i) -> Ret {
+              return (a != 0 && intOf(t, i) != 0) ? 1 : 0;
+            });
+      })
+      .Case([&](tx::OrOp) {
+        return broadcastBinary(
+            op, lhs, rhs, [](double a, double b) { return (a != 0 || b != 0) ? 1.0 : 0.0; },
+            [&](int64_t a, const Tensor &t, int64_t i) -> Ret {
+              return (a != 0 || intOf(t, i) != 0) ? 1 : 0;
+            });
+      })
+      .Case([&](tx::XorOp) {
+        return broadcastBinary(
+            op, lhs, rhs, [](double a, double b) { return ((a != 0) != (b != 0)) ? 1.0 : 0.0; },
+            [&](int64_t a, const Tensor &t, int64_t i) -> Ret {
+              return ((a != 0) != (intOf(t, i) != 0)) ? 1 : 0;
+            });
+      })
       .Default([](Operation *) -> llvm::Expected<Tensor> {
         return llvm::createStringError("not a binary op");
       });
@@ -256,7 +298,8 @@ llvm::Expected<bool> mlir::txopt::reference::evalElementwiseOp(
   auto &in = args.operands;
   auto &results = args.results;
   if (isa<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::PowOp, tx::ModOp,
-          tx::EqualOp, tx::GreaterOrEqualOp>(op)) {
+          tx::EqualOp, tx::GreaterOrEqualOp, tx::LessOp, tx::LessOrEqualOp,
+          tx::GreaterOp, tx::AndOp, tx::OrOp, tx::XorOp>(op)) {
     auto result = evalBinary(op, *in[0], *in[1]);
     if (!result)
       return result.takeError();
@@ -278,6 +321,13 @@ llvm::Expected<bool> mlir::txopt::reference::evalElementwiseOp(
   if (auto dropout = dyn_cast<tx::DropoutOp>(op)) {
     results.push_back(args.options.disableDropout ? *in[0]
                                                   : evalDropout(dropout, *in[0]));
+    return true;
+  }
+  if (isa<tx::NotOp>(op)) {
+    Tensor result = makeResult(op);
+    for (int64_t i = 0, n = result.getNumElements(); i < n; ++i)
+      result.ints()[i] = in[0]->ints()[i] == 0 ? 1 : 0;
+    results.push_back(std::move(result));
     return true;
   }
   if (isa<tx::IsNaNOp>(op)) {

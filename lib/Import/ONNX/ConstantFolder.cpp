@@ -441,6 +441,36 @@ onnx_import::evaluateOp(Operation *op, llvm::ArrayRef<DenseElementsAttr> operand
                                        : a.i(at[0]) >= b.i(at[1]);
                            return {0, r};
                          });
+  } else if (llvm::isa<tx::LessOp, tx::LessOrEqualOp, tx::GreaterOp>(op)) {
+    const Literal &a = lits[0], &b = lits[1];
+    int kind = llvm::isa<tx::LessOp>(op) ? 0 : llvm::isa<tx::LessOrEqualOp>(op) ? 1 : 2;
+    values = elementwise(resultType, {&a, &b}, false,
+                         [&](llvm::ArrayRef<int64_t> at, bool) -> std::pair<double, int64_t> {
+                           bool r;
+                           if (a.isFloat) {
+                             double x = a.f(at[0]), y = b.f(at[1]);
+                             r = kind == 0 ? x < y : kind == 1 ? x <= y : x > y;
+                           } else {
+                             int64_t x = a.i(at[0]), y = b.i(at[1]);
+                             r = kind == 0 ? x < y : kind == 1 ? x <= y : x > y;
+                           }
+                           return {0, r};
+                         });
+  } else if (llvm::isa<tx::AndOp, tx::OrOp, tx::XorOp>(op)) {
+    const Literal &a = lits[0], &b = lits[1];
+    int kind = llvm::isa<tx::AndOp>(op) ? 0 : llvm::isa<tx::OrOp>(op) ? 1 : 2;
+    values = elementwise(resultType, {&a, &b}, false,
+                         [&](llvm::ArrayRef<int64_t> at, bool) -> std::pair<double, int64_t> {
+                           bool x = a.i(at[0]) != 0, y = b.i(at[1]) != 0;
+                           bool r = kind == 0 ? (x && y) : kind == 1 ? (x || y) : (x != y);
+                           return {0, r};
+                         });
+  } else if (llvm::isa<tx::NotOp>(op)) {
+    const Literal &a = lits[0];
+    values = elementwise(resultType, {&a}, false,
+                         [&](llvm::ArrayRef<int64_t> at, bool) -> std::pair<double, int64_t> {
+                           return {0, a.i(at[0]) == 0};
+                         });
   } else if (llvm::isa<tx::WhereOp>(op)) {
     const Literal &c = lits[0], &a = lits[1], &b = lits[2];
     values = elementwise(resultType, {&c, &a, &b}, floatResult,

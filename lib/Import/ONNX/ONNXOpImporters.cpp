@@ -181,6 +181,25 @@ LogicalResult importReshape(NodeImporter &n) {
   return setOne(n, n.createOne<tx::ReshapeOp>({n.input(0)}, {}, in.clone(dims)));
 }
 
+/// Flatten is a reshape to [prod(dims[:axis]), prod(dims[axis:])].
+LogicalResult importFlatten(NodeImporter &n) {
+  auto axis = n.attrInt("axis", 1);
+  if (failed(n.expectInputs(1, 1)) || failed(axis))
+    return failure();
+  RankedTensorType in = n.type(0);
+  int64_t rank = in.getRank(), a = *axis;
+  if (a < -rank || a > rank)
+    return n.fail("axis " + std::to_string(a) + " is out of range for rank " +
+                  std::to_string(rank));
+  if (a < 0)
+    a += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < a ? outer : inner) *= in.getDimSize(i);
+  return setOne(n, n.createOne<tx::ReshapeOp>({n.input(0)}, {},
+                                              in.clone({outer, inner})));
+}
+
 LogicalResult importExpand(NodeImporter &n) {
   if (failed(n.expectInputs(2, 2)))
     return failure();
@@ -512,6 +531,13 @@ const llvm::StringMap<OpEntry> &registry() {
       {"Mod", {importMod, 0}},
       {"Equal", {importBinary<tx::EqualOp>, 0}},
       {"GreaterOrEqual", {importBinary<tx::GreaterOrEqualOp>, 0}},
+      {"Less", {importBinary<tx::LessOp>, 0}},
+      {"LessOrEqual", {importBinary<tx::LessOrEqualOp>, 0}},
+      {"Greater", {importBinary<tx::GreaterOp>, 0}},
+      {"And", {importBinary<tx::AndOp>, 0}},
+      {"Or", {importBinary<tx::OrOp>, 0}},
+      {"Xor", {importBinary<tx::XorOp>, 0}},
+      {"Not", {importUnary<tx::NotOp>, 0}},
       {"Where", {importWhere, 0}},
       {"Sqrt", {importUnary<tx::SqrtOp>, 0}},
       {"Reciprocal", {importUnary<tx::ReciprocalOp>, 0}},
@@ -531,6 +557,7 @@ const llvm::StringMap<OpEntry> &registry() {
       {"Gather", {importGather<tx::GatherOp>, 0}},
       {"GatherElements", {importGather<tx::GatherElementsOp>, 0}},
       {"Reshape", {importReshape, 0}},
+      {"Flatten", {importFlatten, 0}},
       {"Expand", {importExpand, 0}},
       {"Transpose", {importTranspose, 0}},
       {"Split", {importSplit, 0}},

@@ -410,7 +410,25 @@ LogicalResult ModOp::verify() {
   }
 TX_COMPARE_INFER(EqualOp)
 TX_COMPARE_INFER(GreaterOrEqualOp)
+TX_COMPARE_INFER(LessOp)
+TX_COMPARE_INFER(LessOrEqualOp)
+TX_COMPARE_INFER(GreaterOp)
 #undef TX_COMPARE_INFER
+
+#define TX_LOGIC_INFER(OP)                                                     \
+  LogicalResult OP::inferReturnTypes(MLIRContext *context,                     \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    if (failed(checkStaticOperands(loc, {adaptor.getLhs(), adaptor.getRhs()})))\
+      return failure();                                                        \
+    return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()},           \
+                          IntegerType::get(context, 1), inferred);             \
+  }
+TX_LOGIC_INFER(AndOp)
+TX_LOGIC_INFER(OrOp)
+TX_LOGIC_INFER(XorOp)
+#undef TX_LOGIC_INFER
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor,

@@ -216,6 +216,35 @@ class Tx_CompareOp<string mnemonic, string onnxName, string formula>
 
 def Tx_EqualOp : Tx_CompareOp<"equal", "Equal", "lhs == rhs">;
 def Tx_GreaterOrEqualOp : Tx_CompareOp<"greater_or_equal", "GreaterOrEqual", "lhs >= rhs">;
+def Tx_LessOp : Tx_CompareOp<"less", "Less", "lhs < rhs">;
+def Tx_LessOrEqualOp : Tx_CompareOp<"less_or_equal", "LessOrEqual", "lhs <= rhs">;
+def Tx_GreaterOp : Tx_CompareOp<"greater", "Greater", "lhs > rhs">;
+
+class Tx_LogicOp<string mnemonic, string onnxName, string formula>
+    : Tx_BroadcastBinaryOp<mnemonic, Tx_BoolTensor> {
+  let summary = "ONNX " # onnxName # ": " # formula # " on i1 with numpy broadcasting";
+  let description = [{
+    `result = }] # formula # [{` elementwise after broadcasting; operands and
+    result are i1.
+
+    ```mlir
+    %c = tx.}] # mnemonic # [{ %a, %b : tensor<32x32xi1>, tensor<i1>
+    ```
+  }];
+}
+
+def Tx_AndOp : Tx_LogicOp<"and", "And", "lhs && rhs">;
+def Tx_OrOp : Tx_LogicOp<"or", "Or", "lhs || rhs">;
+def Tx_XorOp : Tx_LogicOp<"xor", "Xor", "lhs != rhs">;
+
+def Tx_NotOp : Tx_UnaryOp<"not", Tx_BoolTensor> {
+  let summary = "ONNX Not: logical negation of i1";
+  let description = [{
+    ```mlir
+    %n = tx.not %m : tensor<32x32xi1>
+    ```
+  }];
+}
 
 def Tx_WhereOp : Tx_Op<"where", [Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Where: select with three-way broadcasting";
