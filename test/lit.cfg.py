@@ -22,7 +22,8 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.txopt_tools_dir, config.llvm_tools_dir]
-tools = ["txopt", "txopt-opt", "txopt-run", "txopt-capi-test", "mlir-opt"]
+tools = ["txopt", "txopt-opt", "txopt-run", "txopt-capi-test",
+         "txopt-float-formats-test", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # `not` and `count` at the start of a RUN line run from PATH (lit substitutes
 # them only after a pipe).

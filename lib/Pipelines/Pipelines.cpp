@@ -36,6 +36,22 @@ void txopt::buildDefaultPipeline(OpPassManager &pm,
     funcPm.addPass(createCanonicalizerPass());
     funcPm.addPass(createCSEPass());
   }
+  // After fusion: the fused norms keep f32 statistics whatever the GEMMs do.
+  if (options.precision != "fp32") {
+    tx::AutocastPassOptions autocast;
+    autocast.precision = options.precision;
+    funcPm.addPass(tx::createAutocastPass(autocast));
+  }
+}
+
+void txopt::buildTrainPipeline(OpPassManager &pm,
+                               const DefaultPipelineOptions &fusion,
+                               const tx::BuildTrainStepPassOptions &step) {
+  buildDefaultPipeline(pm, fusion);
+  pm.addPass(tx::createBuildTrainStepPass(step));
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(createCanonicalizerPass());
+  funcPm.addPass(createCSEPass());
 }
 
 void txopt::registerTxoptPipelines() {

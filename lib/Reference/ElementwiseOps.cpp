@@ -1,10 +1,11 @@
 //===- ElementwiseOps.cpp - broadcasting and unary ops --------------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// Arithmetic, comparisons, where, float math, cast and dropout. Float ops
-// compute in double (one rounding by the executor afterwards: for f32 +, -,
-// *, / and sqrt that is exactly IEEE f32 arithmetic); integer ops compute
-// in int64 with two's-complement wrapping, then wrap to the element width.
+// Arithmetic, max / min, comparisons, where, float math, cast and dropout.
+// Float ops compute in double (one rounding by the executor afterwards: for
+// f32 +, -, *, / and sqrt that is exactly IEEE f32 arithmetic); integer ops
+// compute in int64 with two's-complement wrapping, then wrap to the element
+// width.
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,6 +143,28 @@ llvm::Expected<Tensor> evalBinary(Operation *op, const Tensor &lhs,
               if (!fmod && r != 0 && ((r < 0) != (b < 0)))
                 r += b; // sign of the divisor (Python %)
               return r;
+            });
+      })
+      .Case([&](tx::MaxOp) {
+        // NaN propagates, as in onnxruntime (a plain comparison would keep
+        // whichever operand the NaN is not).
+        return broadcastBinary(
+            op, lhs, rhs,
+            [](double a, double b) {
+              return std::isnan(a) || std::isnan(b) ? std::nan("") : (a > b ? a : b);
+            },
+            [&](int64_t a, const Tensor &t, int64_t i) -> Ret {
+              return std::max(a, intOf(t, i));
+            });
+      })
+      .Case([&](tx::MinOp) {
+        return broadcastBinary(
+            op, lhs, rhs,
+            [](double a, double b) {
+              return std::isnan(a) || std::isnan(b) ? std::nan("") : (a < b ? a : b);
+            },
+            [&](int64_t a, const Tensor &t, int64_t i) -> Ret {
+              return std::min(a, intOf(t, i));
             });
       })
       .Case([&](tx::EqualOp) {
@@ -298,7 +321,7 @@ llvm::Expected<bool> mlir::txopt::reference::evalElementwiseOp(
   auto &in = args.operands;
   auto &results = args.results;
   if (isa<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::PowOp, tx::ModOp,
-          tx::EqualOp, tx::GreaterOrEqualOp, tx::LessOp, tx::LessOrEqualOp,
+          tx::MaxOp, tx::MinOp, tx::EqualOp, tx::GreaterOrEqualOp, tx::LessOp, tx::LessOrEqualOp,
           tx::GreaterOp, tx::AndOp, tx::OrOp, tx::XorOp>(op)) {
     auto result = evalBinary(op, *in[0], *in[1]);
     if (!result)

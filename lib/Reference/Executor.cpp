@@ -212,7 +212,7 @@ Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
       }
       bool handled = false;
       for (auto family : {evalElementwiseOp, evalShapeOp, evalLinalgOp,
-                          evalReductionOp, evalTrainingOp}) {
+                          evalReductionOp, evalTrainingOp, evalPrecisionOp}) {
         llvm::Expected<bool> done = family(&op, args);
         if (!done)
           return opError(&op, llvm::toString(done.takeError()));

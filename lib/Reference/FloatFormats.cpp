@@ -4,7 +4,9 @@
 // Rounding works on the value, not on bit patterns: the quantum (ulp) at x's
 // binade, or at the smallest normal binade for subnormals, is a power of two,
 // so x / quantum is exact in double and std::nearbyint (in the default
-// round-to-nearest-even mode) rounds it exactly once.
+// round-to-nearest-even mode) rounds it exactly once. FP8 reuses that
+// rounding with an unbounded top exponent and applies its own overflow rule
+// afterwards, because E4M3FN's largest binade stops short of its last code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,4 +88,93 @@ double mlir::txopt::reference::bfloat16FromBits(uint16_t bits) {
 }
 double mlir::txopt::reference::float16FromBits(uint16_t bits) {
   return decode(bits, kFloat16, 5);
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 (OCP E4M3FN and E5M2)
+//===----------------------------------------------------------------------===//
+
+double mlir::txopt::reference::roundToFloat8(double x, Float8Format format,
+                                             bool saturate) {
+  if (std::isnan(x))
+    return x;
+  double overflowed =
+      saturate ? std::copysign(format.maxFinite, x)
+               : std::copysign(format.hasInfinity
+                                   ? std::numeric_limits<double>::infinity()
+                                   : std::numeric_limits<double>::quiet_NaN(),
+                               x);
+  if (std::isinf(x))
+    return overflowed;
+  // Precision and subnormal spacing of the format, but no upper exponent
+  // bound: rounding first and comparing with maxFinite afterwards makes the
+  // tie at maxFinite + ulp/2 go the way CUDA's conversion sends it.
+  BinaryFormat unbounded = {format.mantissaBits + 1, 1 - format.bias, 1023};
+  double rounded = roundToFormat(x, unbounded);
+  if (std::fabs(rounded) > format.maxFinite)
+    return overflowed;
+  return rounded;
+}
+
+/// The canonical quiet NaN code (without sign): all exponent and mantissa
+/// bits in E4M3FN (its only NaN), the top mantissa bit in E5M2.
+static uint8_t float8NaNBits(Float8Format format) {
+  unsigned expMask = ((1u << format.exponentBits) - 1) << format.mantissaBits;
+  if (!format.hasInfinity)
+    return static_cast<uint8_t>(expMask | ((1u << format.mantissaBits) - 1));
+  return static_cast<uint8_t>(expMask | (1u << (format.mantissaBits - 1)));
+}
+
+uint8_t mlir::txopt::reference::float8Bits(double x, Float8Format format,
+                                           bool saturate) {
+  uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+  double r = roundToFloat8(x, format, saturate);
+  if (std::isnan(r))
+    return sign | float8NaNBits(format);
+  unsigned expMask = ((1u << format.exponentBits) - 1) << format.mantissaBits;
+  if (std::isinf(r))
+    return static_cast<uint8_t>(sign | expMask);
+  r = std::fabs(r);
+  if (r == 0.0)
+    return sign;
+  int exp2;
+  (void)std::frexp(r, &exp2);
+  int unbiased = exp2 - 1;
+  int minExp = 1 - format.bias;
+  if (unbiased < minExp) {
+    // Subnormal: r = mantissa * 2^(minExp - mantissaBits), exactly.
+    auto mantissa =
+        static_cast<unsigned>(std::ldexp(r, format.mantissaBits - minExp));
+    return static_cast<uint8_t>(sign | mantissa);
+  }
+  auto mantissa = static_cast<unsigned>(
+      std::ldexp(r, format.mantissaBits - unbiased) -
+      std::ldexp(1.0, format.mantissaBits));
+  auto biased = static_cast<unsigned>(unbiased + format.bias);
+  return static_cast<uint8_t>(sign | (biased << format.mantissaBits) |
+                              mantissa);
+}
+
+double mlir::txopt::reference::float8FromBits(uint8_t bits,
+                                              Float8Format format) {
+  double sign = (bits & 0x80) ? -1.0 : 1.0;
+  unsigned expOnes = (1u << format.exponentBits) - 1;
+  unsigned mantissaOnes = (1u << format.mantissaBits) - 1;
+  unsigned biased = (bits >> format.mantissaBits) & expOnes;
+  unsigned mantissa = bits & mantissaOnes;
+  if (biased == expOnes) {
+    if (format.hasInfinity)
+      return mantissa
+                 ? std::copysign(std::numeric_limits<double>::quiet_NaN(), sign)
+                 : sign * std::numeric_limits<double>::infinity();
+    // E4M3FN: only the all-ones mantissa is NaN; the rest of the binade is
+    // finite (256 .. 448).
+    if (mantissa == mantissaOnes)
+      return std::copysign(std::numeric_limits<double>::quiet_NaN(), sign);
+  }
+  if (biased == 0)
+    return sign * std::ldexp(double(mantissa),
+                             1 - format.bias - format.mantissaBits);
+  return sign * std::ldexp(double(mantissa + (1u << format.mantissaBits)),
+                           int(biased) - format.bias - format.mantissaBits);
 }

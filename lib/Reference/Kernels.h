@@ -46,6 +46,7 @@ llvm::Expected<bool> evalLinalgOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalReductionOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalTrainingOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalGradientOp(Operation *op, const KernelArgs &args);
+llvm::Expected<bool> evalPrecisionOp(Operation *op, const KernelArgs &args);
 
 } // namespace mlir::txopt::reference
 

@@ -1,4 +1,4 @@
-//===- ReductionOps.cpp - reductions, softmax, norms, cross-entropy -------===//
+//===- ReductionOps.cpp - reductions, scans, softmax, norms, cross-entropy ===//
 //
 // SPDX-License-Identifier: Apache-2.0
 // Everything here accumulates in double (int64 for integer sums), in index
@@ -85,6 +85,41 @@ void splitAt(llvm::ArrayRef<int64_t> shape, int64_t axis, int64_t &outer,
   dim = shape[axis];
   for (size_t d = axis + 1; d < shape.size(); ++d)
     inner *= shape[d];
+}
+
+/// Running sums along the axis, each rounded once by the executor (so an f32
+/// entry is the correctly rounded exact prefix sum, which onnxruntime's f32
+/// accumulation approximates); integers wrap.
+Tensor evalCumSum(tx::CumSumOp op, const Tensor &input) {
+  Tensor result = makeResult(op);
+  int64_t outer, dim, inner;
+  splitAt(input.getShape(), *tx::normalizeAxis(op.getAxis(), input.getRank()),
+          outer, dim, inner);
+  bool exclusive = op.getExclusive(), reverse = op.getReverse();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t q = 0; q < inner; ++q) {
+      double fsum = 0.0;
+      uint64_t isum = 0;
+      auto store = [&](int64_t i) {
+        if (input.isFloat())
+          result.floats()[i] = fsum;
+        else
+          result.ints()[i] = static_cast<int64_t>(isum);
+      };
+      for (int64_t step = 0; step < dim; ++step) {
+        int64_t i = (o * dim + (reverse ? dim - 1 - step : step)) * inner + q;
+        // Exclusive sums stop one element short: store before adding.
+        if (exclusive)
+          store(i);
+        if (input.isFloat())
+          fsum += input.floats()[i];
+        else
+          isum += static_cast<uint64_t>(input.ints()[i]);
+        if (!exclusive)
+          store(i);
+      }
+    }
+  return result;
 }
 
 Tensor evalSoftmax(tx::SoftmaxOp op, const Tensor &input) {
@@ -218,6 +253,10 @@ llvm::Expected<bool> mlir::txopt::reference::evalReductionOp(
   }
   if (auto r = dyn_cast<tx::ReduceMaxOp>(op)) {
     results.push_back(evalReduce(op, *in[0], r.getAxes(), ReduceKind::Max));
+    return true;
+  }
+  if (auto cumsum = dyn_cast<tx::CumSumOp>(op)) {
+    results.push_back(evalCumSum(cumsum, *in[0]));
     return true;
   }
   if (auto softmax = dyn_cast<tx::SoftmaxOp>(op)) {

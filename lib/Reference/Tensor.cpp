@@ -165,7 +165,15 @@ double mlir::txopt::reference::roundToType(FloatType type, double value) {
     return roundToBFloat16(value);
   if (type.isF16())
     return roundToFloat16(value);
-  // Everything else (FP8 formats, tf32, ...): APFloat, round to nearest even.
+  // The OCP FP8 formats saturate, as TE's casts and cuBLASLt's FP8 outputs
+  // do (and ONNX Cast with its default saturate=1); APFloat would overflow
+  // E4M3FN to NaN.
+  if (isa<Float8E4M3FNType>(type))
+    return roundToFloat8(value, kFloat8E4M3FN);
+  if (isa<Float8E5M2Type>(type))
+    return roundToFloat8(value, kFloat8E5M2);
+  // Everything else (other FP8 variants, tf32, ...): APFloat, round to
+  // nearest even, IEEE overflow.
   if (std::isnan(value))
     return value;
   llvm::APFloat v(value);

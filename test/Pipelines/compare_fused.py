@@ -21,13 +21,17 @@ ap.add_argument("--txopt", default="txopt")
 ap.add_argument("--txopt-run", default="txopt-run")
 ap.add_argument("--seed", type=int, default=1234)
 ap.add_argument("--rtol", type=float, default=1e-6)
+ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                help="fill input NAME with VALUE instead (e.g. a realistic lr)")
 args = ap.parse_args()
+fixed = {name: float(value) for name, value in (s.split("=", 1) for s in args.set)}
 
 work = tempfile.mkdtemp(prefix="compare_fused_")
 
 # Inputs from the ONNX graph: token ids by the shared models' recipe
 # ((7*i + 3) mod 512), floats uniform in [0.1, 1) so that optimizer state
-# such as the second moment is positive, as it is in training.
+# such as the second moment is positive, as it is in training; --set fixes
+# an input where that range is unrealistic (an Adam lr of 0.5).
 rng = np.random.default_rng(args.seed)
 dtypes = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
           onnx.TensorProto.INT32: np.int32}
@@ -36,7 +40,9 @@ for value in onnx.load(args.model, load_external_data=False).graph.input:
     tensor = value.type.tensor_type
     shape = [d.dim_value for d in tensor.shape.dim]
     dtype = dtypes[tensor.elem_type]
-    if np.issubdtype(dtype, np.integer):
+    if value.name in fixed:
+        data = np.full(shape, fixed[value.name], dtype=dtype)
+    elif np.issubdtype(dtype, np.integer):
         data = ((7 * np.arange(int(np.prod(shape))) + 3) % 512).reshape(shape).astype(dtype)
     else:
         data = rng.uniform(0.1, 1.0, size=shape).astype(dtype)

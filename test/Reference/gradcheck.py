@@ -112,6 +112,16 @@ CASES = [
     %y = tx.pow %a0, %e : {T((2,3))}, {T((3,), 'i64')}""", T((2, 3))),
     Case("pow_var_exponent", ["pow"], [A(2, 3, domain="pos"), A(3)], f"""
     %y = tx.pow %a0, %a1 : {T((2,3))}, {T((3,))}""", T((2, 3))),
+    Case("max_broadcast", ["max"], [A(2, 3), A(3)], f"""
+    %y = tx.max %a0, %a1 : {T((2,3))}, {T((3,))}""", T((2, 3))),
+    Case("min_broadcast_both", ["min"], [A(2, 1, 3), A(4, 1)], f"""
+    %y = tx.min %a0, %a1 : {T((2,1,3))}, {T((4,1))}""", T((2, 4, 3))),
+    # Every element ties: each operand gets half of g, together g.
+    Case("max_same_value", ["max", "summing"], [A(2, 3)], f"""
+    %y = tx.max %a0, %a0 : {T((2,3))}, {T((2,3))}""", T((2, 3))),
+    Case("min_clamp_constant", ["min"], [A(3, 4)], f"""
+    %c = tx.constant dense<[0.25, -0.5, 2.0, 0.0]> : {T((4,))}
+    %y = tx.min %a0, %c : {T((3,4))}, {T((4,))}""", T((3, 4))),
     Case("where_broadcast", ["where"], [A(2, 3), A(3)], f"""
     %c = tx.constant dense<[[true, false, true], [false, false, true]]> : {T((2,3), 'i1')}
     %y = tx.where %c, %a0, %a1 : {T((2,3), 'i1')}, {T((2,3))}, {T((3,))}""",
@@ -203,6 +213,16 @@ CASES = [
     %i = tx.constant dense<[[2, 0, 2], [0, 0, 1]]> : {T((2,3), 'i64')}
     %y = tx.gather_elements %a0, %i {{axis = 0 : i64}} : {T((3,4))}, {T((2,3), 'i64')}""",
          T((2, 3))),
+    Case("gather_nd_elements", ["gather_nd"], [A(3, 4)], f"""
+    %i = tx.constant dense<[[[0, 1], [2, -1]], [[0, 1], [-3, 0]]]> : {T((2,2,2), 'i64')}
+    %y = tx.gather_nd %a0, %i : {T((3,4))}, {T((2,2,2), 'i64')}""", T((2, 2))),
+    Case("gather_nd_rows", ["gather_nd"], [A(4, 3)], f"""
+    %i = tx.constant dense<[[3], [1], [3]]> : {T((3,1), 'i32')}
+    %y = tx.gather_nd %a0, %i : {T((4,3))}, {T((3,1), 'i32')}""", T((3, 3))),
+    Case("gather_nd_batch_dims", ["gather_nd"], [A(2, 3, 4)], f"""
+    %i = tx.constant dense<[[[2], [0], [2]], [[1], [1], [-1]]]> : {T((2,3,1), 'i64')}
+    %y = tx.gather_nd %a0, %i {{batch_dims = 1 : i64}} : {T((2,3,4))}, {T((2,3,1), 'i64')}""",
+         T((2, 3, 4))),
     Case("reshape", ["reshape"], [A(2, 3, 4)], f"""
     %y = tx.reshape %a0 : {T((2,3,4))} -> {T((6,4))}""", T((6, 4))),
     Case("squeeze", ["squeeze"], [A(2, 1, 3)], f"""
@@ -243,6 +263,15 @@ CASES = [
     %y = tx.reduce_max %a0 axes [1] : {T((2,5,3))}""", T((2, 3))),
     Case("reduce_max_keep_all", ["reduce_max"], [A(3, 4)], f"""
     %y = tx.reduce_max %a0 axes [] keep_dims : {T((3,4))}""", T((1, 1))),
+    # --- scans ---------------------------------------------------------------
+    Case("cum_sum", ["cum_sum"], [A(3, 4)], f"""
+    %y = tx.cum_sum %a0 axis(1) : {T((3,4))}""", T((3, 4))),
+    Case("cum_sum_exclusive", ["cum_sum"], [A(3, 4)], f"""
+    %y = tx.cum_sum %a0 axis(-1) exclusive : {T((3,4))}""", T((3, 4))),
+    Case("cum_sum_reverse", ["cum_sum"], [A(3, 4)], f"""
+    %y = tx.cum_sum %a0 axis(0) reverse : {T((3,4))}""", T((3, 4))),
+    Case("cum_sum_exclusive_reverse", ["cum_sum"], [A(2, 5, 3)], f"""
+    %y = tx.cum_sum %a0 axis(1) exclusive reverse : {T((2,5,3))}""", T((2, 5, 3))),
     # --- softmax, norms, loss ------------------------------------------------
     Case("softmax_inner_axis", ["softmax"], [A(2, 4, 3)], f"""
     %y = tx.softmax %a0 axis(1) : {T((2,4,3))}""", T((2, 4, 3))),

@@ -9,6 +9,7 @@
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 
@@ -98,4 +99,13 @@ Tensor txopt_run::randomTensor(RankedTensorType type, uint64_t seed,
   for (int64_t i = 0; i < n; ++i)
     tensor.ints()[i] = static_cast<int64_t>(rng.uniform() * static_cast<double>(bound));
   return tensor;
+}
+
+std::string txopt_run::npyFileNameFor(const std::string &name) {
+  std::string out;
+  for (char c : name)
+    out += (llvm::isAlnum(c) || c == '.' || c == '_' || c == '-') ? c : '_';
+  if (out.empty() || out[0] == '.')
+    out = "_" + out;
+  return out + ".npy";
 }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace txopt_run {
 
@@ -30,6 +31,10 @@ std::optional<int64_t> inferIndexBound(mlir::Value arg);
 mlir::txopt::reference::Tensor randomTensor(mlir::RankedTensorType type,
                                             uint64_t seed, unsigned argIndex,
                                             int64_t bound);
+
+/// A file name for output |name|: characters other than [A-Za-z0-9._-]
+/// become '_', and ".npy" is appended.
+std::string npyFileNameFor(const std::string &name);
 
 } // namespace txopt_run
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Inputs.h"
+#include "Steps.h"
 
 #include "txopt/InitAll.h"
 #include "txopt/Reference/Executor.h"
@@ -77,6 +78,21 @@ OPTIONS:
                           narrower floats as <f4, f64 or --f64 as <f8).
   --print-limit N         Print the values of outputs with at most N elements
                           (default 16; 0-d outputs always print).
+  --steps N               Train: run the step function (the one marked
+                          tx.train_step, built by `txopt --train`, unless
+                          --function names another) N times, feeding each
+                          result marked tx.next back into its argument.
+                          Parameters start from their tx.parameter values,
+                          optimizer state from tx.init; prints one line per
+                          step, `step N  loss L  grad_norm G`. Without --data
+                          one seeded random batch is drawn and reused (so the
+                          loss falls as the model memorizes it). A NaN or
+                          infinite loss or gradient norm stops the run (exit
+                          1). --output-dir receives the final state.
+  --data FILE             With --steps: token stream for the batch, as a 1-D
+                          integer .npy or an llm.c .bin token file; step k
+                          reads the next window of batch size tokens, the
+                          labels argument the same window shifted by one.
   --help                  Print this help.
 
 OUTPUT: one line per result, in order: `NAME = VALUE` for a 0-d result, else
@@ -96,6 +112,8 @@ struct Options {
   ExecutorOptions executor;
   std::optional<std::string> outputDir;
   int64_t printLimit = 16;
+  std::optional<int64_t> steps;
+  std::optional<std::string> dataPath;
   bool help = false;
 };
 
@@ -206,6 +224,23 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       options.outputDir = value;
       continue;
     }
+    if (!takeValue(argc, argv, i, "steps", value, error, matched))
+      return false;
+    if (matched) {
+      int64_t steps;
+      if (llvm::StringRef(value).getAsInteger(10, steps) || steps <= 0) {
+        error = "expected --steps N with N > 0, but got '" + value + "'";
+        return false;
+      }
+      options.steps = steps;
+      continue;
+    }
+    if (!takeValue(argc, argv, i, "data", value, error, matched))
+      return false;
+    if (matched) {
+      options.dataPath = value;
+      continue;
+    }
     if (!takeValue(argc, argv, i, "print-limit", value, error, matched))
       return false;
     if (matched) {
@@ -226,6 +261,10 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       return false;
     }
     options.model = arg.str();
+  }
+  if (options.dataPath && !options.steps) {
+    error = "--data needs --steps";
+    return false;
   }
   if (!options.help && options.model.empty()) {
     error = "no model given (usage: txopt-run MODEL.mlir [options]; see --help)";
@@ -275,16 +314,6 @@ void printNested(llvm::raw_ostream &os, const Tensor &tensor, int64_t dim,
   os << "]";
 }
 
-/// A file name for output |name|: characters other than [A-Za-z0-9._-]
-/// become '_'.
-std::string fileNameFor(const std::string &name) {
-  std::string out;
-  for (char c : name)
-    out += (llvm::isAlnum(c) || c == '.' || c == '_' || c == '-') ? c : '_';
-  if (out.empty() || out[0] == '.')
-    out = "_" + out;
-  return out + ".npy";
-}
 
 func::FuncOp pickFunction(ModuleOp module, const Options &options,
                           std::string &error) {
@@ -338,7 +367,16 @@ int main(int argc, char **argv) {
     return fail(kRunError, firstError.empty()
                                ? "cannot parse '" + options.model + "'"
                                : firstError);
-  func::FuncOp func = pickFunction(*module, options, error);
+  func::FuncOp func;
+  if (options.steps && !options.function) {
+    func = txopt_run::findStepFunction(*module);
+    if (!func)
+      return fail(kRunError, "'" + options.model +
+                                 "' has no training step (a function marked "
+                                 "tx.train_step; build one with txopt --train)");
+  } else {
+    func = pickFunction(*module, options, error);
+  }
   if (!func)
     return fail(kRunError, error);
 
@@ -395,6 +433,20 @@ int main(int argc, char **argv) {
     if (!findArg(name))
       return unknownArg("--int-range", name);
 
+  if (options.steps) {
+    Executor executor(*module, options.executor);
+    txopt_run::StepOptions stepOptions;
+    stepOptions.steps = *options.steps;
+    stepOptions.dataPath = options.dataPath;
+    stepOptions.seed = options.seed;
+    stepOptions.outputDir = options.outputDir;
+    if (llvm::Error err =
+            txopt_run::runSteps(executor, func, std::move(given), stepOptions,
+                                llvm::outs()))
+      return fail(kRunError, llvm::toString(std::move(err)));
+    return kSuccess;
+  }
+
   std::vector<Tensor> arguments;
   for (unsigned i = 0; i < numArgs; ++i) {
     if (given[i]) {
@@ -446,7 +498,7 @@ int main(int argc, char **argv) {
         toWrite.floats() = tensor.floats();
       }
       llvm::SmallString<256> path(*options.outputDir);
-      llvm::sys::path::append(path, fileNameFor(name));
+      llvm::sys::path::append(path, txopt_run::npyFileNameFor(name));
       if (llvm::Error err = writeNpyFile(toWrite, path))
         return fail(kRunError, "cannot write '" + path.str().str() +
                                    "': " + llvm::toString(std::move(err)));

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 
 using namespace txopt_cli;
@@ -31,6 +32,30 @@ OPTIONS:
                           or 'all'.
   --report=FILE           Write a JSON report: what was imported, fused, and
                           why each near-miss was not fused.
+  --train                 Build a training step instead: one function
+                          (params, optimizer state, step, batch...) ->
+                          (new params, new state, new step, loss, grad_norm)
+                          with the gradient and a fused optimizer (see
+                          docs/Training.md). Options below need --train.
+  --loss=KIND             'output' (default: the model's result #0 is the
+                          loss) or 'cross-entropy' (result #0 is logits).
+  --labels=NAME           Labels input for --loss=cross-entropy (default
+                          'labels'; added as an i64 input if missing).
+  --optimizer=KIND        adamw (default), adam or sgd.
+  --lr=X                  Learning rate (default 1e-3).
+  --betas=B1,B2           Adam betas (default 0.9,0.999).
+  --eps=X                 Adam epsilon (default 1e-8).
+  --weight-decay=X        Default: 0.01 for adamw, 0 for adam and sgd.
+  --momentum=X            SGD momentum (default 0).
+  --no-decay=REGEX        Parameters without weight decay (default: rank < 2,
+                          i.e. biases and norm weights).
+  --grad-clip=X           Clip gradients to global L2 norm X (default off).
+  --freeze=REGEX          Parameters not trained.
+  --precision=MODE        fp32 (default), bf16 or fp16: matrix products in
+                          that type, everything else in f32 (see --report);
+                          fp16 under --train adds dynamic loss scaling
+                          (GradScaler: scale 2^16, x2 after 2000 clean steps,
+                          x0.5 and a skipped step on inf/NaN).
   --print-locations       Keep ONNX node names as locations in the output.
   -v, --verbose           Print a longer summary, with every near-miss.
   -q, --quiet             Print no summary.
@@ -64,6 +89,16 @@ static bool parseDims(const std::string &text, std::vector<int64_t> &dims) {
   return !dims.empty();
 }
 
+/// Parses a finite number; the whole text must be consumed.
+static bool parseNumber(const std::string &text, double &value) {
+  if (text.empty())
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return errno == 0 && end == text.c_str() + text.size() && std::isfinite(value);
+}
+
 /// Matches `--name=value` or `--name value`; advances |i| for the latter.
 static bool takeValue(int argc, char **argv, int &i, const char *name,
                       std::string &value, std::string &error) {
@@ -82,6 +117,83 @@ static bool takeValue(int argc, char **argv, int &i, const char *name,
     return true;
   }
   return false;
+}
+
+/// The options of --train. Returns true when argv[i] was one of them (with
+/// |error| set when its value is bad).
+static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
+                             std::string &error) {
+  std::string value;
+  std::string flag = argv[i];
+  flag = flag.substr(0, flag.find('='));
+  auto number = [&](double &out, bool (*valid)(double), const char *what) {
+    if (!parseNumber(value, out) || !valid(out))
+      error = "bad " + flag + " '" + value + "' (expected " + what + ")";
+    options.trainFlags.push_back(flag);
+    return true;
+  };
+  auto positive = [](double x) { return x > 0; };
+  auto nonNegative = [](double x) { return x >= 0; };
+  auto unitInterval = [](double x) { return x >= 0 && x < 1; };
+  if (takeValue(argc, argv, i, "lr", value, error))
+    return number(options.lr, positive, "a number > 0");
+  if (takeValue(argc, argv, i, "eps", value, error))
+    return number(options.eps, nonNegative, "a number >= 0");
+  if (takeValue(argc, argv, i, "momentum", value, error))
+    return number(options.momentum, unitInterval, "a number in [0, 1)");
+  if (takeValue(argc, argv, i, "grad-clip", value, error))
+    return number(options.gradClip, positive, "a number > 0");
+  if (takeValue(argc, argv, i, "weight-decay", value, error)) {
+    double decay = 0;
+    number(decay, nonNegative, "a number >= 0");
+    options.weightDecay = decay;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "betas", value, error)) {
+    size_t comma = value.find(',');
+    std::string all = value;
+    bool ok = comma != std::string::npos;
+    if (ok) {
+      value = all.substr(0, comma);
+      ok = parseNumber(value, options.beta1) && unitInterval(options.beta1);
+      value = all.substr(comma + 1);
+      ok = ok && parseNumber(value, options.beta2) && unitInterval(options.beta2);
+    }
+    if (!ok)
+      error = "bad --betas '" + all + "' (expected B1,B2 in [0, 1), e.g. 0.9,0.95)";
+    options.trainFlags.push_back(flag);
+    return true;
+  }
+  auto text = [&](std::string &out, std::initializer_list<const char *> allowed) {
+    out = value;
+    bool ok = allowed.size() == 0 && !value.empty();
+    std::string expected;
+    for (const char *a : allowed) {
+      ok |= value == a;
+      expected += (expected.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!ok)
+      error = "bad " + flag + " '" + value + "'" +
+              (expected.empty() ? " (expected a non-empty value)"
+                                : " (expected one of " + expected + ")");
+    options.trainFlags.push_back(flag);
+    return true;
+  };
+  if (takeValue(argc, argv, i, "loss", value, error))
+    return text(options.loss, {"output", "cross-entropy"});
+  if (takeValue(argc, argv, i, "optimizer", value, error))
+    return text(options.optimizer, {"adamw", "adam", "sgd"});
+  if (takeValue(argc, argv, i, "labels", value, error))
+    return text(options.labels, {});
+  if (takeValue(argc, argv, i, "freeze", value, error))
+    return text(options.freeze, {});
+  if (takeValue(argc, argv, i, "no-decay", value, error)) {
+    std::string regex;
+    text(regex, {});
+    options.noDecay = regex;
+    return true;
+  }
+  return !error.empty();
 }
 
 bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
@@ -146,6 +258,18 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
           break;
         start = comma + 1;
       }
+    } else if (arg == "--train") {
+      options.train = true;
+    } else if (parseTrainOption(argc, argv, i, options, error)) {
+      if (!error.empty())
+        return false;
+    } else if (takeValue(argc, argv, i, "precision", value, error)) {
+      if (value != "fp32" && value != "bf16" && value != "fp16") {
+        error = "unknown --precision '" + value +
+                "' (expected fp32, bf16 or fp16)";
+        return false;
+      }
+      options.precision = value;
     } else if (takeValue(argc, argv, i, "report", value, error)) {
       if (value.empty()) {
         error = "option '--report' needs a file name";
@@ -167,6 +291,20 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
   }
   if (!error.empty())
     return false;
+  if (!options.train && !options.trainFlags.empty()) {
+    error = "option '" + options.trainFlags.front() + "' needs --train";
+    return false;
+  }
+  if (options.precision != "fp32" && options.emit == EmitKind::Imported) {
+    error = "--precision and --emit=tx exclude each other (--emit=tx "
+            "writes the IR right after import)";
+    return false;
+  }
+  if (options.train && options.emit == EmitKind::Imported) {
+    error = "--train and --emit=tx exclude each other (the step is built "
+            "after the fusions)";
+    return false;
+  }
   if (options.input.empty() && !options.showHelp && !options.showVersion) {
     error = "no model given (usage: txopt MODEL.onnx -o OUT.mlir)";
     return false;

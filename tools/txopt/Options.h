@@ -30,6 +30,24 @@ struct Options {
   bool printLocations = false;
   bool fuseNorms = true;     ///< off with --no-fuse=norms
   bool fuseOptimizer = true; ///< off with --no-fuse=optimizer
+  /// --train and the options of the step it builds (see TrainStep.h);
+  /// trainFlags lists the training options given, to reject them without
+  /// --train.
+  bool train = false;
+  std::string loss = "output";
+  std::string labels = "labels";
+  std::string optimizer = "adamw";
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::optional<double> weightDecay;
+  double momentum = 0.0;
+  std::optional<std::string> noDecay;
+  double gradClip = 0.0;
+  std::string freeze;
+  std::vector<std::string> trainFlags;
+  /// --precision: fp32 (default), bf16, fp16 (with dynamic loss scaling
+  /// under --train) or fp8.
+  std::string precision = "fp32";
   bool showHelp = false;
   bool showVersion = false;
 };

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Dialect/Tx/Transforms/PatternUtils.h"
+#include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -44,6 +45,9 @@ std::map<std::string, int64_t> txopt_cli::countFused(mlir::ModuleOp module) {
     else if (auto adam = mlir::dyn_cast<tx::AdamOp>(op)) {
       ++fused["optimizer_ops"];
       fused["optimizer_params"] += adam.getParams().size();
+    } else if (auto sgd = mlir::dyn_cast<tx::SGDOp>(op)) {
+      ++fused["optimizer_ops"];
+      fused["optimizer_params"] += sgd.getParams().size();
     }
   });
   return fused;
@@ -74,6 +78,93 @@ std::optional<NearMiss> txopt_cli::parseNearMiss(mlir::Location loc,
   return NearMiss{pattern.str(), nodeName(loc), reason.str()};
 }
 
+std::optional<TrainSummary>
+txopt_cli::describeTrainStep(mlir::ModuleOp module) {
+  using namespace mlir;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto recipe = func->getAttrOfType<DictionaryAttr>(
+        txopt::tx::kTrainStepAttrName);
+    if (!recipe)
+      continue;
+    TrainSummary train;
+    train.function = func.getName().str();
+    for (NamedAttribute entry : recipe) {
+      Attribute value = entry.getValue();
+      if (auto text = dyn_cast<StringAttr>(value))
+        train.recipe[entry.getName().str()] = text.str();
+      else if (auto number = dyn_cast<FloatAttr>(value))
+        train.recipe[entry.getName().str()] = number.getValueAsDouble();
+    }
+    double recipeDecay = 0;
+    if (auto decay = recipe.getAs<FloatAttr>("weight_decay"))
+      recipeDecay = decay.getValueAsDouble();
+    if (auto name = recipe.getAs<StringAttr>("optimizer"))
+      train.optimizer = name.str();
+    if (auto loss = recipe.getAs<StringAttr>("loss"))
+      train.loss = loss.str();
+    auto argName = [&](Value value) -> std::string {
+      if (auto arg = dyn_cast<BlockArgument>(value))
+        if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                          "tx.name"))
+          return name.str();
+      return "?";
+    };
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto role = func.getArgAttrOfType<StringAttr>(i, txopt::tx::kRoleAttrName);
+      if (!role)
+        continue;
+      if (role.getValue() == "param") {
+        ++train.trainableParams;
+        train.trainableElements +=
+            cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
+      } else if (role.getValue() != "step" && role.getValue() != "data" &&
+                 role.getValue() != "labels") {
+        ++train.stateTensors;
+      }
+    }
+    func.walk([&](Operation *op) {
+      if (auto load = dyn_cast<txopt::tx::LoadParameterOp>(op))
+        train.frozen.push_back(load.getName().str());
+      // Parameters exempt from a non-zero decay (with no decay at all,
+      // nothing is exempt).
+      auto noDecayGroup = [&](ValueRange params, APFloat decay) {
+        if (decay.isZero() && recipeDecay > 0)
+          for (Value param : params)
+            train.noDecay.push_back(argName(param));
+      };
+      if (auto adam = dyn_cast<txopt::tx::AdamOp>(op))
+        noDecayGroup(adam.getParams(), adam.getWeightDecay());
+      if (auto sgd = dyn_cast<txopt::tx::SGDOp>(op))
+        noDecayGroup(sgd.getParams(), sgd.getWeightDecay());
+    });
+    llvm::sort(train.frozen);
+    train.frozen.erase(std::unique(train.frozen.begin(), train.frozen.end()),
+                       train.frozen.end());
+    return train;
+  }
+  return std::nullopt;
+}
+
+PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
+                                              const std::string &mode) {
+  PrecisionSummary precision;
+  precision.mode = mode;
+  module.walk([&](mlir::Operation *op) {
+    if (!mlir::isa<mlir::txopt::tx::MatMulOp, mlir::txopt::tx::GemmOp>(op))
+      return;
+    auto type = mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (type.getElementType().isF32())
+      ++precision.f32Gemms;
+    else if (type.getElementType().isBF16() || type.getElementType().isF16())
+      ++precision.lowPrecisionGemms;
+  });
+  for (auto func : module.getOps<mlir::func::FuncOp>())
+    if (auto recipe = func->getAttrOfType<mlir::DictionaryAttr>(
+            mlir::txopt::tx::kTrainStepAttrName))
+      precision.lossScaling = recipe.contains("loss_scale");
+  return precision;
+}
+
 static llvm::json::Object toJson(const std::map<std::string, int64_t> &counts) {
   llvm::json::Object object;
   for (const auto &[name, count] : counts)
@@ -99,7 +190,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
   llvm::json::Array fusionsRun;
   for (const std::string &name : summary.fusionsRun)
     fusionsRun.push_back(name);
-  return llvm::json::Object{
+  llvm::json::Object report{
       {"model", summary.model},
       {"output", summary.output},
       {"emit", summary.emit},
@@ -116,6 +207,42 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
       {"warnings", std::move(warnings)},
       {"seconds", summary.seconds},
   };
+  {
+    const PrecisionSummary &p = summary.precision;
+    std::string low = p.mode == "fp32" ? "f32" : p.mode;
+    report["precision"] = llvm::json::Object{
+        {"mode", p.mode},
+        {"policy",
+         llvm::json::Object{{"tx.matmul", low},
+                            {"tx.gemm", low},
+                            {"reductions, softmax, norms and statistics", "f32"},
+                            {"loss", "f32"},
+                            {"optimizer and master weights", "f32"}}},
+        {"low_precision_gemms", p.lowPrecisionGemms},
+        {"f32_gemms", p.f32Gemms},
+        {"loss_scaling", p.lossScaling},
+    };
+  }
+  if (summary.train) {
+    const TrainSummary &train = *summary.train;
+    llvm::json::Array frozen, noDecay;
+    for (const std::string &name : train.frozen)
+      frozen.push_back(name);
+    for (const std::string &name : train.noDecay)
+      noDecay.push_back(name);
+    report["train"] = llvm::json::Object{
+        {"function", train.function},
+        {"optimizer", train.optimizer},
+        {"loss", train.loss},
+        {"recipe", llvm::json::Object(train.recipe)},
+        {"trainable_params", train.trainableParams},
+        {"trainable_elements", train.trainableElements},
+        {"state_tensors", train.stateTensors},
+        {"frozen", std::move(frozen)},
+        {"no_decay", std::move(noDecay)},
+    };
+  }
+  return report;
 }
 
 /// "matmul 13, add 19, ..." for the |limit| most frequent ops.
@@ -172,6 +299,21 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
            << "': " << miss.reason << "\n";
   } else if (summary.emit == "fused") {
     os << "  fused      nothing (--no-fuse=all)\n";
+  }
+  if (summary.train) {
+    const TrainSummary &train = *summary.train;
+    os << "  train      @" << train.function << ": " << train.optimizer
+       << " over " << train.trainableParams << " params ("
+       << llvm::format("%.2f", train.trainableElements / 1.0e6)
+       << " M elements), " << train.noDecay.size() << " without decay, "
+       << train.frozen.size() << " frozen, loss " << train.loss << "\n";
+  }
+  if (summary.precision.mode != "fp32") {
+    const PrecisionSummary &p = summary.precision;
+    os << "  precision  " << p.mode << ": " << p.lowPrecisionGemms
+       << " GEMMs in " << p.mode << ", " << p.f32Gemms
+       << " in f32; everything else f32"
+       << (p.lossScaling ? "; dynamic loss scaling" : "") << "\n";
   }
   if (info.warnings.empty()) {
     os << "  warnings   none\n";

@@ -27,6 +27,34 @@ struct NearMiss {
   std::string reason;
 };
 
+/// What `--train` built: the step function and its recipe.
+struct TrainSummary {
+  std::string function;
+  std::string optimizer;
+  std::string loss;
+  llvm::json::Object recipe; ///< the step's tx.train_step attribute
+  int64_t trainableParams = 0;
+  int64_t trainableElements = 0;
+  int64_t stateTensors = 0; ///< optimizer state arguments (moments, buffers)
+  std::vector<std::string> frozen;  ///< parameters read but not trained
+  std::vector<std::string> noDecay; ///< trained without weight decay
+};
+
+/// Describes the step function of |module| (the one with tx.train_step).
+std::optional<TrainSummary> describeTrainStep(mlir::ModuleOp module);
+
+/// The mixed-precision policy and where it applied.
+struct PrecisionSummary {
+  std::string mode;              ///< fp32, bf16, fp16
+  int64_t lowPrecisionGemms = 0; ///< matmul/gemm ops in the low type
+  int64_t f32Gemms = 0;          ///< matmul/gemm ops left in f32
+  bool lossScaling = false;
+};
+
+/// Counts the GEMMs of |module| by element type under --precision=|mode|.
+PrecisionSummary describePrecision(mlir::ModuleOp module,
+                                   const std::string &mode);
+
 /// Everything the report and the summary say about one compilation.
 struct CompileSummary {
   std::string model;
@@ -37,6 +65,8 @@ struct CompileSummary {
   std::map<std::string, int64_t> fused; ///< fused-op kind -> count
   std::vector<NearMiss> notFused;
   std::vector<std::string> fusionsRun;  ///< "norms", "optimizer"
+  std::optional<TrainSummary> train;    ///< with --train
+  PrecisionSummary precision;
   double seconds = 0.0;
 };
 

@@ -159,7 +159,26 @@ int main(int argc, char **argv) {
     pipelineOptions.fuseNorms = options.fuseNorms;
     pipelineOptions.fuseOptimizer = options.fuseOptimizer;
     pipelineOptions.explain = true; // near-misses feed the summary and report
-    txopt::buildDefaultPipeline(pm, pipelineOptions);
+    pipelineOptions.precision = options.precision;
+    if (options.train) {
+      mlir::txopt::tx::BuildTrainStepPassOptions step;
+      step.loss = options.loss;
+      step.labels = options.labels;
+      step.optimizer = options.optimizer;
+      step.lr = options.lr;
+      step.beta1 = options.beta1;
+      step.beta2 = options.beta2;
+      step.eps = options.eps;
+      step.weightDecay = options.weightDecay.value_or(-1.0);
+      step.momentum = options.momentum;
+      step.noDecay = options.noDecay.value_or("");
+      step.gradClip = options.gradClip;
+      step.freeze = options.freeze;
+      step.lossScaling = options.precision == "fp16";
+      txopt::buildTrainPipeline(pm, pipelineOptions, step);
+    } else {
+      txopt::buildDefaultPipeline(pm, pipelineOptions);
+    }
     if (options.fuseNorms)
       summary.fusionsRun.push_back("norms");
     if (options.fuseOptimizer)
@@ -176,6 +195,9 @@ int main(int argc, char **argv) {
   summary.txOps = countOps(*module);
   summary.fused = countFused(*module);
   summary.notFused = collector.takeNearMisses();
+  if (options.train)
+    summary.train = describeTrainStep(*module);
+  summary.precision = describePrecision(*module, options.precision);
   summary.seconds = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - start)
                         .count();

@@ -10,6 +10,7 @@
 #define TXOPT_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassOptions.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
 
 namespace mlir {
 class OpPassManager;
@@ -26,6 +27,11 @@ struct DefaultPipelineOptions
   Option<bool> fuseOptimizer{*this, "fuse-optimizer",
                              llvm::cl::desc("Run tx-fuse-optimizer"),
                              llvm::cl::init(true)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("GEMM precision after fusion: fp32 (none) | bf16 | fp16 "
+                     "(tx-autocast)"),
+      llvm::cl::init("fp32")};
   Option<bool> explain{*this, "explain",
                        llvm::cl::desc("Fusion passes emit a remark for every "
                                       "candidate they did not fuse"),
@@ -37,6 +43,14 @@ struct DefaultPipelineOptions
 /// another cleanup for what fusion made dead.
 void buildDefaultPipeline(OpPassManager &pm,
                           const DefaultPipelineOptions &options);
+
+/// Appends what `txopt model.onnx --train` runs: the default pipeline (so
+/// the forward's norms are fused and differentiate to fused gradients),
+/// tx-build-train-step with |step|'s options, and a final cleanup that
+/// merges the forward and recomputed norm statistics.
+void buildTrainPipeline(OpPassManager &pm,
+                        const DefaultPipelineOptions &fusion,
+                        const tx::BuildTrainStepPassOptions &step);
 
 /// Registers `txopt-default` for txopt-opt and mlir-opt plugins.
 void registerTxoptPipelines();

@@ -77,7 +77,8 @@ private:
 };
 
 /// Rounds |value| to the float type |type| (f64: unchanged; f32, f16, bf16
-/// bit-exactly, round to nearest even; other formats through APFloat).
+/// bit-exactly, round to nearest even; f8E4M3FN and f8E5M2 bit-exactly,
+/// round to nearest even, saturating to +-max; other formats through APFloat).
 double roundToType(FloatType type, double value);
 
 /// Wraps |value| to the signless integer type of |width| bits: i1 becomes

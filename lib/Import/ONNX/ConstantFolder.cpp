@@ -362,6 +362,48 @@ std::optional<Values> reduce(Operation *op, const Literal &in,
   return result;
 }
 
+/// CumSum along the op's axis, in double (floats; one rounding per result
+/// element when written) or int64 with wrap-around (integers).
+std::optional<Values> cumulativeSum(tx::CumSumOp op, const Literal &in) {
+  if (in.size() > kMaxFoldElements)
+    return std::nullopt;
+  llvm::ArrayRef<int64_t> shape = in.type.getShape();
+  int64_t axis = normalize(op.getAxis(), shape.size());
+  int64_t dim = shape[axis];
+  int64_t inner = stridesOf(shape)[axis];
+  int64_t outer = dim * inner == 0 ? 0 : in.size() / (dim * inner);
+  bool exclusive = op.getExclusive(), reverse = op.getReverse();
+  Values out;
+  if (in.isFloat)
+    out.floats.assign(in.size(), 0.0);
+  else
+    out.ints.assign(in.size(), 0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t q = 0; q < inner; ++q) {
+      double fsum = 0.0;
+      uint64_t isum = 0;
+      auto store = [&](int64_t e) {
+        if (in.isFloat)
+          out.floats[e] = fsum;
+        else
+          out.ints[e] = static_cast<int64_t>(isum);
+      };
+      for (int64_t step = 0; step < dim; ++step) {
+        int64_t e = (o * dim + (reverse ? dim - 1 - step : step)) * inner + q;
+        // Exclusive sums stop one element short: store before adding.
+        if (exclusive)
+          store(e);
+        if (in.isFloat)
+          fsum += in.f(e);
+        else
+          isum += static_cast<uint64_t>(in.i(e));
+        if (!exclusive)
+          store(e);
+      }
+    }
+  return out;
+}
+
 } // namespace
 
 FailureOr<bool>
@@ -426,6 +468,21 @@ onnx_import::evaluateOp(Operation *op, llvm::ArrayRef<DenseElementsAttr> operand
           std::optional<int64_t> r = intBinary(name, a.i(at[0]), b.i(at[1]),
                                                fmod, evalError);
           return {0, r.value_or(0)};
+        });
+  } else if (llvm::isa<tx::MaxOp, tx::MinOp>(op)) {
+    const Literal &a = lits[0], &b = lits[1];
+    bool isMax = llvm::isa<tx::MaxOp>(op);
+    values = elementwise(
+        resultType, {&a, &b}, floatResult,
+        [&](llvm::ArrayRef<int64_t> at, bool asFloat) -> std::pair<double, int64_t> {
+          if (asFloat) {
+            double x = a.f(at[0]), y = b.f(at[1]);
+            if (std::isnan(x) || std::isnan(y)) // NaN propagates (tx.max)
+              return {NAN, 0};
+            return {isMax ? (x > y ? x : y) : (x < y ? x : y), 0};
+          }
+          int64_t x = a.i(at[0]), y = b.i(at[1]);
+          return {0, isMax ? std::max(x, y) : std::min(x, y)};
         });
   } else if (llvm::isa<tx::EqualOp, tx::GreaterOrEqualOp>(op)) {
     const Literal &a = lits[0], &b = lits[1];
@@ -582,21 +639,61 @@ onnx_import::evaluateOp(Operation *op, llvm::ArrayRef<DenseElementsAttr> operand
     int64_t q = indices.type.getRank();
     llvm::SmallVector<int64_t> dataStrides = stridesOf(data.type.getShape());
     llvm::SmallVector<int64_t> indexStrides = stridesOf(indices.type.getShape());
-    values = gatherElements(data, resultType.getNumElements(), [&](int64_t e) {
-      llvm::SmallVector<int64_t> coord = unflatten(e, resultType.getShape());
-      llvm::SmallVector<int64_t> src(coord.begin(), coord.begin() + axis);
-      int64_t index = indices.i(flatten(
-          llvm::ArrayRef<int64_t>(coord).slice(axis, q), indexStrides));
-      if (index < -dim || index >= dim) {
-        if (evalError.empty())
-          evalError = "index " + std::to_string(index) +
-                      " is out of range for a dim of size " + std::to_string(dim);
-        index = 0;
-      }
-      src.push_back(index < 0 ? index + dim : index);
-      src.append(coord.begin() + axis + q, coord.end());
-      return flatten(src, dataStrides);
-    });
+    // Indices are checked before any is used: with a dim of size 0 there is
+    // no in-range fallback, and reading one would leave the data. (Results
+    // too large to fold are left to the runtime op, which reports them.)
+    bool fold = resultType.getNumElements() <= kMaxFoldElements;
+    for (int64_t i = 0; fold && i < indices.size() && evalError.empty(); ++i)
+      if (indices.i(i) < -dim || indices.i(i) >= dim)
+        evalError = "index " + std::to_string(indices.i(i)) +
+                    " is out of range for a dim of size " + std::to_string(dim);
+    if (evalError.empty())
+      values = gatherElements(data, resultType.getNumElements(), [&](int64_t e) {
+        llvm::SmallVector<int64_t> coord = unflatten(e, resultType.getShape());
+        llvm::SmallVector<int64_t> src(coord.begin(), coord.begin() + axis);
+        int64_t index = indices.i(flatten(
+            llvm::ArrayRef<int64_t>(coord).slice(axis, q), indexStrides));
+        src.push_back(index < 0 ? index + dim : index);
+        src.append(coord.begin() + axis + q, coord.end());
+        return flatten(src, dataStrides);
+      });
+  } else if (auto gatherND = llvm::dyn_cast<tx::GatherNDOp>(op)) {
+    const Literal &data = lits[0], &indices = lits[1];
+    llvm::ArrayRef<int64_t> shape = data.type.getShape();
+    int64_t batchDims = static_cast<int64_t>(gatherND.getBatchDims());
+    int64_t k = indices.type.getShape().back();
+    llvm::SmallVector<int64_t> dataStrides = stridesOf(shape);
+    // Result element e = (tuple t, offset s in the slice); the tuple's batch
+    // (the first batch_dims dims, row-major) selects a block of data.
+    int64_t slice = 1, perBatch = 1, block = 1;
+    for (int64_t d = batchDims + k; d < static_cast<int64_t>(shape.size()); ++d)
+      slice *= shape[d];
+    for (int64_t d = batchDims; d < static_cast<int64_t>(shape.size()); ++d)
+      block *= shape[d];
+    llvm::ArrayRef<int64_t> tupleDims =
+        indices.type.getShape().drop_front(batchDims).drop_back();
+    for (int64_t d : tupleDims)
+      perBatch *= d;
+    // Every index is checked before any is used, as for Gather.
+    bool fold = resultType.getNumElements() <= kMaxFoldElements;
+    for (int64_t i = 0; fold && i < indices.size() && evalError.empty(); ++i) {
+      int64_t dim = shape[batchDims + i % k], index = indices.i(i);
+      if (index < -dim || index >= dim)
+        evalError = "index " + std::to_string(index) +
+                    " is out of range for a dim of size " + std::to_string(dim);
+    }
+    if (evalError.empty())
+      values = gatherElements(data, resultType.getNumElements(), [&](int64_t e) {
+        int64_t t = e / slice;
+        int64_t flat = (t / perBatch) * block + e % slice;
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t dim = shape[batchDims + j], index = indices.i(t * k + j);
+          flat += (index < 0 ? index + dim : index) * dataStrides[batchDims + j];
+        }
+        return flat;
+      });
+  } else if (auto cumsum = llvm::dyn_cast<tx::CumSumOp>(op)) {
+    values = cumulativeSum(cumsum, lits[0]);
   } else if (auto trilu = llvm::dyn_cast<tx::TriluOp>(op)) {
     int64_t rank = resultType.getRank();
     int64_t rows = resultType.getDimSize(rank - 2), cols = resultType.getDimSize(rank - 1);

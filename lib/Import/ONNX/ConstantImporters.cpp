@@ -12,8 +12,6 @@
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 
-#include <cmath>
-
 using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::onnx_import;
@@ -79,48 +77,19 @@ LogicalResult onnx_import::importConstantOfShape(NodeImporter &n) {
   return success();
 }
 
-/// Length of ONNX Range as tx.range defines it (TxOps.td): `limit - start`
-/// in the element type, then a ceiling division (exact for integers, in f64
-/// for floats), at least 0.
+/// Length of ONNX Range: tx.range's own definition (tx::rangeLength, so the
+/// importer and the op's verifier and folder cannot disagree), bounded by
+/// the importer's element limit.
 static FailureOr<int64_t> rangeLength(NodeImporter &n, DenseElementsAttr start,
                                       DenseElementsAttr limit,
                                       DenseElementsAttr delta) {
-  if (llvm::isa<FloatType>(start.getElementType())) {
-    APFloat s = *start.getValues<APFloat>().begin();
-    APFloat l = *limit.getValues<APFloat>().begin();
-    APFloat d = *delta.getValues<APFloat>().begin();
-    if (!s.isFinite() || !l.isFinite() || !d.isFinite() || d.isZero())
-      return n.fail("needs finite start, limit and delta, and a non-zero delta");
-    APFloat diff = l;
-    diff.subtract(s, APFloat::rmNearestTiesToEven);
-    bool lost;
-    APFloat dd = d;
-    diff.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-    dd.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-    double count = std::ceil(diff.convertToDouble() / dd.convertToDouble());
-    if (!(count <= static_cast<double>(kMaxTensorElements)))
-      return n.fail("the range has more than 2^40 elements");
-    return count > 0 ? static_cast<int64_t>(count) : 0;
-  }
-  // Two extra bits hold `limit - start` and the rounding of the quotient.
-  APInt s = *start.getValues<APInt>().begin();
-  unsigned width = s.getBitWidth() + 2;
-  APInt wideStart = s.sext(width);
-  APInt wideLimit = (*limit.getValues<APInt>().begin()).sext(width);
-  APInt wideDelta = (*delta.getValues<APInt>().begin()).sext(width);
-  if (wideDelta.isZero())
-    return n.fail("needs a non-zero delta");
-  APInt diff = wideLimit - wideStart;
-  APInt quotient = diff.sdiv(wideDelta);
-  APInt remainder = diff.srem(wideDelta);
-  if (!remainder.isZero() && remainder.isNegative() == wideDelta.isNegative())
-    quotient += 1;
-  if (quotient.isNegative() || quotient.isZero())
-    return 0;
-  if (quotient.getActiveBits() > 41 ||
-      quotient.getZExtValue() > static_cast<uint64_t>(kMaxTensorElements))
+  std::string error;
+  FailureOr<int64_t> length = tx::rangeLength(start, limit, delta, error);
+  if (failed(length))
+    return n.fail(error);
+  if (*length > kMaxTensorElements)
     return n.fail("the range has more than 2^40 elements");
-  return static_cast<int64_t>(quotient.getZExtValue());
+  return *length;
 }
 
 /// Range must have constant operands: its length is the result's static

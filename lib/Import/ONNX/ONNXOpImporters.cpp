@@ -6,7 +6,7 @@
 // Slice's starts/ends/axes/steps, Split's sizes, Pad's pads) must be
 // constants after import-time folding; their opset-dependent spelling
 // (attribute before a given opset, input after) is resolved here. This file
-// holds the elementwise, linear-algebra and data-movement ops and the
+// holds the elementwise, linear-algebra, data-movement and scan ops and the
 // registry; NormLossImporters.cpp and ConstantImporters.cpp the rest.
 //
 //===----------------------------------------------------------------------===//
@@ -84,6 +84,27 @@ LogicalResult importCast(NodeImporter &n) {
                                            n.type(0).clone(elementType)));
 }
 
+/// Max / Min (opset 13+: every numeric type, one or more inputs broadcast
+/// together). tx.max / tx.min are binary, so n inputs become a chain of
+/// n - 1 ops and a single input is the result itself (see TxOps.td).
+template <typename OpTy>
+LogicalResult importVariadicMinMax(NodeImporter &n) {
+  if (n.numInputs() == 0)
+    return n.fail("expected at least one input");
+  for (unsigned i = 0; i < n.numInputs(); ++i)
+    if (!n.has(i))
+      return n.fail("input " + std::to_string(i) + " is missing");
+  Value result = n.input(0);
+  for (unsigned i = 1; i < n.numInputs(); ++i) {
+    FailureOr<Value> next = n.createOne<OpTy>({result, n.input(i)});
+    if (failed(next))
+      return failure();
+    result = *next;
+  }
+  n.setResult(0, result);
+  return success();
+}
+
 LogicalResult importWhere(NodeImporter &n) {
   if (failed(n.expectInputs(3, 3)))
     return failure();
@@ -122,6 +143,50 @@ LogicalResult importGather(NodeImporter &n) {
   return setOne(n, n.createOne<OpTy>(
                        {n.input(0), n.input(1)},
                        {n.named("axis", n.builder.getI64IntegerAttr(*axis))}));
+}
+
+/// GatherND: `batch_dims` (opset 12+; absent, i.e. 0, before) becomes the
+/// attribute of the same name; tx.gather_nd's inference checks it against
+/// the operand shapes.
+LogicalResult importGatherND(NodeImporter &n) {
+  auto batchDims = n.attrInt("batch_dims", 0);
+  if (failed(n.expectInputs(2, 2)) || failed(batchDims))
+    return failure();
+  return setOne(n, n.createOne<tx::GatherNDOp>(
+                       {n.input(0), n.input(1)},
+                       {n.named("batch_dims",
+                                n.builder.getI64IntegerAttr(*batchDims))}));
+}
+
+//===----------------------------------------------------------------------===//
+// Scans
+//===----------------------------------------------------------------------===//
+
+/// CumSum (opset 11+, f16/bf16 from 14): the axis is an input, a 0-d or
+/// one-element int32/int64 tensor, and must be constant after folding since
+/// tx.cum_sum keeps it as an attribute. `exclusive` and `reverse` are ints.
+LogicalResult importCumSum(NodeImporter &n) {
+  auto exclusive = n.attrInt("exclusive", 0);
+  auto reverse = n.attrInt("reverse", 0);
+  if (failed(n.expectInputs(2, 2)) || failed(exclusive) || failed(reverse))
+    return failure();
+  auto given = n.constantInts(1, "the axis operand");
+  if (failed(given))
+    return failure();
+  if (given->size() != 1)
+    return n.fail("the axis operand must have one element, but has " +
+                  std::to_string(given->size()));
+  auto axis = axisFor(n, given->front(), n.type(0).getRank());
+  if (failed(axis))
+    return failure();
+  Builder &b = n.builder;
+  llvm::SmallVector<NamedAttribute> attrs{
+      n.named("axis", b.getI64IntegerAttr(*axis))};
+  if (*exclusive)
+    attrs.push_back(n.named("exclusive", b.getUnitAttr()));
+  if (*reverse)
+    attrs.push_back(n.named("reverse", b.getUnitAttr()));
+  return setOne(n, n.createOne<tx::CumSumOp>({n.input(0)}, attrs, n.type(0)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -538,6 +603,8 @@ const llvm::StringMap<OpEntry> &registry() {
       {"Or", {importBinary<tx::OrOp>, 0}},
       {"Xor", {importBinary<tx::XorOp>, 0}},
       {"Not", {importUnary<tx::NotOp>, 0}},
+      {"Max", {importVariadicMinMax<tx::MaxOp>, 0}},
+      {"Min", {importVariadicMinMax<tx::MinOp>, 0}},
       {"Where", {importWhere, 0}},
       {"Sqrt", {importUnary<tx::SqrtOp>, 0}},
       {"Reciprocal", {importUnary<tx::ReciprocalOp>, 0}},
@@ -556,6 +623,7 @@ const llvm::StringMap<OpEntry> &registry() {
       {"Gemm", {importGemm, 0}},
       {"Gather", {importGather<tx::GatherOp>, 0}},
       {"GatherElements", {importGather<tx::GatherElementsOp>, 0}},
+      {"GatherND", {importGatherND, 0}},
       {"Reshape", {importReshape, 0}},
       {"Flatten", {importFlatten, 0}},
       {"Expand", {importExpand, 0}},
@@ -570,6 +638,7 @@ const llvm::StringMap<OpEntry> &registry() {
       {"ReduceMean", {importReduceMean, 0}},
       {"ReduceSum", {importReduceSum, 0}},
       {"ReduceMax", {importReduceMax, 0}},
+      {"CumSum", {importCumSum, 0}},
       {"Softmax", {importSoftmax, 0}},
       {"LayerNormalization", {importLayerNorm, 17}},
       {"RMSNormalization", {importRMSNorm, 23}},

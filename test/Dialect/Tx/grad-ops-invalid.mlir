@@ -198,3 +198,48 @@ func.func @sce_grad_weights_shape(%dl: tensor<f32>, %s: tensor<4x5xf32>, %l: ten
   %r = tx.softmax_cross_entropy_grad %dl, %s, %l, %w reduction(sum) : tensor<f32>, tensor<4x5xf32>, tensor<4xi64>, tensor<4xf32>
   return
 }
+
+// -----
+
+// gather_nd_grad (C1)
+func.func @gather_nd_grad_batch_dims(%g: tensor<2x4xf32>, %i: tensor<2x1xi64>) {
+  // expected-error @+1 {{expected batch_dims in [0, 2), but got 2}}
+  %r = tx.gather_nd_grad %g, %i batch_dims(2) : tensor<2x4xf32>, tensor<2x1xi64> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+// gather_nd_grad (C2)
+func.func @gather_nd_grad_batch_mismatch(%g: tensor<3x4xf32>, %i: tensor<3x1xi64>) {
+  // expected-error @+1 {{expected the first 1 dims of indices and data to match, but got [3, 1] and [2, 3, 4]}}
+  %r = tx.gather_nd_grad %g, %i batch_dims(1) : tensor<3x4xf32>, tensor<3x1xi64> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+// gather_nd_grad (C3)
+func.func @gather_nd_grad_tuple_length(%g: tensor<5xf32>, %i: tensor<5x3xi64>) {
+  // expected-error @+1 {{expected index tuples of length in [1, 2], but got 3}}
+  %r = tx.gather_nd_grad %g, %i batch_dims(0) : tensor<5xf32>, tensor<5x3xi64> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+// gather_nd_grad (C4): grad has the shape tx.gather_nd infers.
+func.func @gather_nd_grad_shape(%g: tensor<5x3xf32>, %i: tensor<5x1xi64>) {
+  // expected-error @+1 {{expected grad shape [5, 4], but got [5, 3]}}
+  %r = tx.gather_nd_grad %g, %i batch_dims(0) : tensor<5x3xf32>, tensor<5x1xi64> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+// gather_nd_grad (C5)
+func.func @gather_nd_grad_element_type(%g: tensor<5x4xf16>, %i: tensor<5x1xi64>) {
+  // expected-error @+1 {{expected grad element type 'f32', but got 'f16'}}
+  %r = tx.gather_nd_grad %g, %i batch_dims(0) : tensor<5x4xf16>, tensor<5x1xi64> -> tensor<3x4xf32>
+  return
+}

@@ -73,3 +73,25 @@ func.func @softmax_cross_entropy_grad_none_weighted(%dl: tensor<2x7xf32>, %s: te
   %r = tx.softmax_cross_entropy_grad %dl, %s, %l, %w reduction(none) : tensor<2x7xf32>, tensor<2x5x7xf32>, tensor<2x7xi32>, tensor<5xf32>
   return %r : tensor<2x5x7xf32>
 }
+
+// -----
+
+// Scatter-add of gathered rows back into a [2, 3, 4] table, one batch dim.
+// CHECK-LABEL: func.func @gather_nd_grad_batch_rows
+// CHECK-SAME:    %[[G:[^:]+]]: tensor<2x5x4xf32>, %[[I:[^:]+]]: tensor<2x5x1xi64>
+// CHECK:         %[[R:.+]] = tx.gather_nd_grad %[[G]], %[[I]] batch_dims(1) : tensor<2x5x4xf32>, tensor<2x5x1xi64> -> tensor<2x3x4xf32>
+// CHECK:         return %[[R]]
+func.func @gather_nd_grad_batch_rows(%g: tensor<2x5x4xf32>, %i: tensor<2x5x1xi64>) -> tensor<2x3x4xf32> {
+  %r = tx.gather_nd_grad %g, %i batch_dims(1) : tensor<2x5x4xf32>, tensor<2x5x1xi64> -> tensor<2x3x4xf32>
+  return %r : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Full tuples: one element per tuple.
+// CHECK-LABEL: func.func @gather_nd_grad_elements
+// CHECK:         tx.gather_nd_grad %{{.+}}, %{{.+}} batch_dims(0) : tensor<7xbf16>, tensor<7x2xi32> -> tensor<3x4xbf16>
+func.func @gather_nd_grad_elements(%g: tensor<7xbf16>, %i: tensor<7x2xi32>) -> tensor<3x4xbf16> {
+  %r = tx.gather_nd_grad %g, %i batch_dims(0) : tensor<7xbf16>, tensor<7x2xi32> -> tensor<3x4xbf16>
+  return %r : tensor<3x4xbf16>
+}

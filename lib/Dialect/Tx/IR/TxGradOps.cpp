@@ -1,10 +1,10 @@
 //===- TxGradOps.cpp - verifiers of the gradient-only tx ops --------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// Verifiers of tx.gather_grad, tx.gather_elements_grad, tx.slice_grad and
-// tx.softmax_cross_entropy_grad (the op classes are generated into
-// TxOps.cpp.inc). Each check names the constraint (Cn) of the op's
-// description in TxGradOps.td.
+// Verifiers of tx.gather_grad, tx.gather_elements_grad, tx.gather_nd_grad,
+// tx.slice_grad and tx.softmax_cross_entropy_grad (the op classes are
+// generated into TxOps.cpp.inc). Each check names the constraint (Cn) of the
+// op's description in TxGradOps.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,6 +85,29 @@ LogicalResult GatherElementsGradOp::verify() {
   // (C4)
   return verifySameElementType(*this, result.getElementType(),
                                grad.getElementType(), "grad");
+}
+
+//===----------------------------------------------------------------------===//
+// GatherNDGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherNDGradOp::verify() {
+  RankedTensorType result = getType();
+  ArrayRef<int64_t> grad = getGrad().getType().getShape();
+  // (C1)-(C3) are tx.gather_nd's constraints on the gathered data, which
+  // has the result's shape; its inferred shape is (C4).
+  std::string error;
+  auto expected =
+      gatherNDShape(result.getShape(), getIndices().getType().getShape(),
+                    static_cast<int64_t>(getBatchDims()), error);
+  if (failed(expected))
+    return emitOpError(error);
+  if (grad != ArrayRef<int64_t>(*expected))
+    return emitOpError("expected grad shape ")
+           << formatShape(*expected) << ", but got " << formatShape(grad);
+  // (C5)
+  return verifySameElementType(*this, result.getElementType(),
+                               getGrad().getType().getElementType(), "grad");
 }
 
 //===----------------------------------------------------------------------===//

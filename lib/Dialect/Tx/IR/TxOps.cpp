@@ -188,14 +188,10 @@ static bool isZeroScalar(DenseElementsAttr attr) {
   return (*attr.value_begin<APInt>()).isZero();
 }
 
-/// Length of a range over constant scalars, as onnxruntime computes it:
-/// `max(ceil((limit - start) / delta), 0)` with `limit - start` taken in the
-/// element type and the division in f64; exact for integers. Fails with
-/// `error` set for a zero delta, non-finite operands or a length past int64.
-static FailureOr<int64_t> rangeLength(DenseElementsAttr start,
-                                      DenseElementsAttr limit,
-                                      DenseElementsAttr delta,
-                                      std::string &error) {
+FailureOr<int64_t> tx::rangeLength(DenseElementsAttr start,
+                                   DenseElementsAttr limit,
+                                   DenseElementsAttr delta,
+                                   std::string &error) {
   if (isZeroScalar(delta)) {
     error = "expected a non-zero delta";
     return failure();
@@ -380,7 +376,19 @@ TX_ARITH_INFER(SubOp)
 TX_ARITH_INFER(MulOp)
 TX_ARITH_INFER(DivOp)
 TX_ARITH_INFER(ModOp)
+TX_ARITH_INFER(MaxOp)
+TX_ARITH_INFER(MinOp)
 #undef TX_ARITH_INFER
+
+// max(x, x) = min(x, x) = x, NaN included; the inferred result type is then
+// x's own.
+OpFoldResult MaxOp::fold(FoldAdaptor) {
+  return getLhs() == getRhs() ? getLhs() : OpFoldResult();
+}
+
+OpFoldResult MinOp::fold(FoldAdaptor) {
+  return getLhs() == getRhs() ? getLhs() : OpFoldResult();
+}
 
 LogicalResult PowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                       Adaptor adaptor,
@@ -591,6 +599,58 @@ LogicalResult GatherElementsOp::inferReturnTypes(
                         indicesType.getDimSize(d));
   inferred.push_back(
       RankedTensorType::get(indicesType.getShape(), dataType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherNDOp
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>> tx::gatherNDShape(ArrayRef<int64_t> data,
+                                                  ArrayRef<int64_t> indices,
+                                                  int64_t batchDims,
+                                                  std::string &error) {
+  int64_t r = data.size(), q = indices.size();
+  // (C1) Also guarantees both ranks are at least 1, so `k` exists.
+  if (batchDims < 0 || batchDims >= std::min(q, r)) {
+    error = "expected batch_dims in [0, " + std::to_string(std::min(q, r)) +
+            "), but got " + std::to_string(batchDims);
+    return failure();
+  }
+  // (C2)
+  if (indices.take_front(batchDims) != data.take_front(batchDims)) {
+    error = "expected the first " + std::to_string(batchDims) +
+            " dims of indices and data to match, but got " +
+            formatShape(indices) + " and " + formatShape(data);
+    return failure();
+  }
+  // (C3)
+  int64_t k = indices.back();
+  if (k < 1 || k > r - batchDims) {
+    error = "expected index tuples of length in [1, " +
+            std::to_string(r - batchDims) + "], but got " + std::to_string(k);
+    return failure();
+  }
+  SmallVector<int64_t> shape(indices.drop_back());
+  llvm::append_range(shape, data.drop_front(batchDims + k));
+  return shape;
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  if (failed(checkStaticOperands(loc, adaptor.getOperands())))
+    return failure();
+  auto dataType = tensorType(adaptor.getData());
+  std::string error;
+  auto shape =
+      gatherNDShape(dataType.getShape(),
+                    tensorType(adaptor.getIndices()).getShape(),
+                    static_cast<int64_t>(adaptor.getBatchDims()), error);
+  if (failed(shape))
+    return inferError(loc, error);
+  inferred.push_back(RankedTensorType::get(*shape, dataType.getElementType()));
   return success();
 }
 
@@ -984,6 +1044,31 @@ TX_REDUCE_INFER(ReduceMeanOp)
 TX_REDUCE_INFER(ReduceSumOp)
 TX_REDUCE_INFER(ReduceMaxOp)
 #undef TX_REDUCE_INFER
+
+LogicalResult CumSumOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  // ONNX CumSum is defined for rank >= 1 only; say so rather than report
+  // that no axis fits in [0, 0).
+  if (rank == 0)
+    return emitOpError("expected an input of rank at least 1");
+  int64_t axis = getAxis();
+  if (failed(normalizeAxis(axis, rank)))
+    return emitOpError("expected axis in [")
+           << -rank << ", " << rank << "), but got " << axis;
+  return success();
+}
+
+OpFoldResult CumSumOp::fold(FoldAdaptor) {
+  auto type = getInput().getType();
+  auto axis = normalizeAxis(getAxis(), type.getRank());
+  if (failed(axis) || type.getDimSize(*axis) != 1)
+    return {};
+  if (!getExclusive())
+    return getInput();
+  // Every exclusive sum is empty.
+  Builder builder(getContext());
+  return builder.getZeroAttr(type);
+}
 
 //===----------------------------------------------------------------------===//
 // SoftmaxOp / LayerNormalizationOp / RMSNormalizationOp

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -291,6 +292,34 @@ LogicalResult rule(RuleContext &c, WhereOp op) {
   return success();
 }
 
+// d max(a, b) = (g * w, g * (1 - w)), w = a > b ? 1 : (a == b ? 0.5 : 0);
+// min the same with a < b. The selected operand gets g; tied operands split
+// it equally (torch.maximum's convention, and tx.reduce_max's rule), so the
+// two gradients always sum to g. Each is summed over its broadcast dims.
+template <typename OpTy>
+LogicalResult minMaxRule(RuleContext &c, OpTy op) {
+  ImplicitLocOpBuilder &b = c.b;
+  Value lhs = op.getLhs(), rhs = op.getRhs();
+  Type type = elementTypeOf(op.getResult());
+  Value selected;
+  if constexpr (std::is_same_v<OpTy, MaxOp>)
+    selected = GreaterOp::create(b, lhs, rhs);
+  else
+    selected = LessOp::create(b, lhs, rhs);
+  Value tied = EqualOp::create(b, lhs, rhs);
+  Value tieShare = WhereOp::create(b, tied, scalar(b, type, 0.5),
+                                   scalar(b, type, 0.0));
+  Value w = WhereOp::create(b, selected, scalar(b, type, 1.0), tieShare);
+  if (c.wants(0))
+    c.set(0, sumToType(b, mul(b, c.g(), w), lhs));
+  if (c.wants(1))
+    c.set(1, sumToType(b, mul(b, c.g(), sub(b, scalar(b, type, 1.0), w)), rhs));
+  return success();
+}
+
+LogicalResult rule(RuleContext &c, MaxOp op) { return minMaxRule(c, op); }
+LogicalResult rule(RuleContext &c, MinOp op) { return minMaxRule(c, op); }
+
 //===----------------------------------------------------------------------===//
 // Elementwise unary
 //===----------------------------------------------------------------------===//
@@ -495,6 +524,14 @@ LogicalResult rule(RuleContext &c, GatherElementsOp op) {
   return success();
 }
 
+// d gather_nd(data, idx) = scatter-add of g's slices into zeros at the index
+// tuples (tx.gather_nd_grad)
+LogicalResult rule(RuleContext &c, GatherNDOp op) {
+  c.set(0, GatherNDGradOp::create(c.b, op.getData().getType(), c.g(),
+                                  op.getIndices(), op.getBatchDimsAttr()));
+  return success();
+}
+
 // d reshape / squeeze / unsqueeze (x) = reshape(g) to x's shape
 LogicalResult reshapeRule(RuleContext &c, Operation *op) {
   c.set(0, reshape(c.b, c.g(), tensorTypeOf(op->getOperand(0)).getShape()));
@@ -669,6 +706,17 @@ LogicalResult rule(RuleContext &c, ReduceMaxOp op) {
   return success();
 }
 
+// d cum_sum(x) = cum_sum(g) in the other direction, same exclusivity:
+// y[i] sums x[j] over j <= i, so x[j] reaches every y[i] with i >= j, whose
+// gradients the reversed scan sums (strictly, j < i and i > j, when
+// exclusive).
+LogicalResult rule(RuleContext &c, CumSumOp op) {
+  c.set(0, CumSumOp::create(c.b, c.g(), op.getAxisAttr(), op.getExclusiveAttr(),
+                            op.getReverse() ? UnitAttr()
+                                            : c.b.getUnitAttr()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax, normalization, loss
 //===----------------------------------------------------------------------===//
@@ -834,12 +882,13 @@ LogicalResult rule(RuleContext &c, SoftmaxCrossEntropyLossOp op) {
 //===----------------------------------------------------------------------===//
 
 bool tx::hasGradientRule(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, SqrtOp, ReciprocalOp,
-             NegOp, ErfOp, TanhOp, SigmoidOp, ReluOp, ExpOp, LogOp, SinOp,
-             CosOp, IdentityOp, CastOp, TriluOp, DropoutOp, MatMulOp, GemmOp,
-             GatherOp, GatherElementsOp, ReshapeOp, SqueezeOp, UnsqueezeOp,
-             ExpandOp, TransposeOp, SliceOp, ConcatOp, SplitOp, PadOp,
-             ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SoftmaxOp,
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp, SqrtOp,
+             ReciprocalOp, NegOp, ErfOp, TanhOp, SigmoidOp, ReluOp, ExpOp,
+             LogOp, SinOp, CosOp, IdentityOp, CastOp, TriluOp, DropoutOp,
+             MatMulOp, GemmOp, GatherOp, GatherElementsOp, GatherNDOp,
+             ReshapeOp, SqueezeOp, UnsqueezeOp, ExpandOp, TransposeOp, SliceOp,
+             ConcatOp, SplitOp, PadOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+             CumSumOp, SoftmaxOp,
              LayerNormalizationOp, RMSNormalizationOp, LayerNormOp, RMSNormOp,
              SoftmaxCrossEntropyLossOp>(op);
 }
@@ -855,12 +904,13 @@ LogicalResult tx::buildOperandGradients(OpBuilder &builder, Operation *op,
   RuleContext context{b, op, resultGrads, needed, operandGrads};
   LogicalResult result =
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
-          .Case<AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, SqrtOp,
-                ReciprocalOp, NegOp, ErfOp, TanhOp, SigmoidOp, ReluOp, ExpOp,
-                LogOp, SinOp, CosOp, IdentityOp, CastOp, TriluOp, DropoutOp,
-                MatMulOp, GemmOp, GatherOp, GatherElementsOp, ExpandOp,
-                TransposeOp, SliceOp, ConcatOp, SplitOp, PadOp, ReduceSumOp,
-                ReduceMeanOp, ReduceMaxOp, SoftmaxOp, LayerNormalizationOp,
+          .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp,
+                SqrtOp, ReciprocalOp, NegOp, ErfOp, TanhOp, SigmoidOp, ReluOp,
+                ExpOp, LogOp, SinOp, CosOp, IdentityOp, CastOp, TriluOp,
+                DropoutOp, MatMulOp, GemmOp, GatherOp, GatherElementsOp,
+                GatherNDOp, ExpandOp, TransposeOp, SliceOp, ConcatOp, SplitOp,
+                PadOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, CumSumOp,
+                SoftmaxOp, LayerNormalizationOp,
                 RMSNormalizationOp, LayerNormOp, RMSNormOp,
                 SoftmaxCrossEntropyLossOp>(
               [&](auto typed) { return rule(context, typed); })

@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/Support/Format.h"
 
 #include <cmath>
 
@@ -131,4 +132,59 @@ void tx::flattenProduct(Value value, ProductTerms &terms, bool inNum,
     return;
   }
   (inNum ? terms.num : terms.den).push_back(value);
+}
+
+bool tx::flattenSumOperands(Value sum, ProductTerms &lhs, ProductTerms &rhs,
+                            function_ref<bool(Value)> descendScalar) {
+  auto add = sum.getDefiningOp<AddOp>();
+  if (!add)
+    return false;
+  flattenProduct(add.getLhs(), lhs, /*inNum=*/true, descendScalar);
+  flattenProduct(add.getRhs(), rhs, /*inNum=*/true, descendScalar);
+  return true;
+}
+
+int64_t tx::getNumElements(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.hasStaticShape() ? type.getNumElements() : -1;
+}
+
+std::string tx::formatNumber(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.7g", value);
+  return text;
+}
+
+std::string tx::quoteType(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "'" << type << "'";
+  return text;
+}
+
+Operation *
+tx::findEscapingIntermediate(const llvm::SetVector<Operation *> &ops,
+                             ArrayRef<Value> inputs,
+                             ArrayRef<Operation *> outputs,
+                             llvm::SmallPtrSetImpl<Operation *> &dependent) {
+  SmallVector<Operation *> sorted(ops.begin(), ops.end());
+  llvm::sort(sorted,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  dependent.clear();
+  for (Operation *op : sorted) {
+    bool depends = llvm::any_of(op->getOperands(), [&](Value x) {
+      return llvm::is_contained(inputs, x) ||
+             (x.getDefiningOp() && dependent.contains(x.getDefiningOp()));
+    });
+    if (depends)
+      dependent.insert(op);
+  }
+  for (Operation *op : sorted) {
+    if (!dependent.contains(op) || llvm::is_contained(outputs, op))
+      continue;
+    for (Operation *user : op->getUsers())
+      if (!ops.contains(user))
+        return op;
+  }
+  return nullptr;
 }

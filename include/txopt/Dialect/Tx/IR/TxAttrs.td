@@ -1,7 +1,7 @@
 //===- TxAttrs.td - tx dialect attributes -------------------*- tablegen -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// Enumerations the tx ops carry as attributes.
+// Enumerations the tx ops carry as attributes, and the FP8 recipe.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,5 +43,87 @@ def Tx_EpsilonPlacement : I32EnumAttr<"EpsilonPlacement",
   let genSpecializedAttr = 0;
 }
 def Tx_EpsilonPlacementAttr : EnumAttr<Tx_Dialect, Tx_EpsilonPlacement, "epsilon_placement">;
+
+//===----------------------------------------------------------------------===//
+// FP8 recipe (TxPrecisionOps.td)
+//===----------------------------------------------------------------------===//
+
+def Tx_FP8ScalingKind : I32EnumAttr<"FP8ScalingKind",
+    "how an FP8 scale is derived", [
+    I32EnumAttrCase<"delayed", 0>, I32EnumAttrCase<"current", 1>]> {
+  let cppNamespace = "::mlir::txopt::tx";
+  let genSpecializedAttr = 0;
+}
+
+def Tx_FP8Format : I32EnumAttr<"FP8Format", "which FP8 types a recipe uses", [
+    I32EnumAttrCase<"hybrid", 0>, I32EnumAttrCase<"e4m3", 1>]> {
+  let cppNamespace = "::mlir::txopt::tx";
+  let genSpecializedAttr = 0;
+}
+
+def Tx_AmaxCompute : I32EnumAttr<"AmaxCompute",
+    "which amax of the history a delayed scale is derived from", [
+    I32EnumAttrCase<"max", 0>, I32EnumAttrCase<"most_recent", 1>]> {
+  let cppNamespace = "::mlir::txopt::tx";
+  let genSpecializedAttr = 0;
+}
+
+def Tx_FP8RecipeAttr : AttrDef<Tx_Dialect, "FP8Recipe"> {
+  let mnemonic = "fp8_recipe";
+  let summary = "An FP8 scaling recipe (Transformer Engine's DelayedScaling / Float8CurrentScaling)";
+  let description = [{
+    How the per-tensor scales of FP8 casts are derived. The FP8 insertion
+    pass puts one recipe on every scaling op it creates, so the IR records
+    the recipe it was compiled with.
+
+    * `delayed` (TE's `DelayedScaling`): the scale a cast uses was computed
+      at the end of the previous step from a window of `history` amaxes
+      (`amax = max` over the window, or `most_recent`, the newest amax
+      only), with `margin` binades of headroom: `scale = fp8_max / amax /
+      2^margin`. See `tx.fp8_scale_update`.
+    * `current` (TE's `Float8CurrentScaling`): the scale comes from the amax
+      of the tensor being cast, in the same step (`tx.fp8_current_scale`).
+      It takes only `format`.
+
+    `format = hybrid` (TE's `Format.HYBRID`, the default) casts forward
+    tensors (activations, weights) to `f8E4M3FN` (max 448) and gradients to
+    `f8E5M2` (max 57344, more range, less precision); `format = e4m3` uses
+    `f8E4M3FN` everywhere. Defaults are TE's: `format = hybrid`,
+    `history = 1024`, `amax = max`, `margin = 0`; omitted keys take them,
+    and the printer writes every key that applies.
+
+    ```mlir
+    #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
+    #tx.fp8_recipe<current, format = e4m3>
+    ```
+  }];
+  // history and margin only mean something for delayed scaling; a current
+  // recipe stores history = 0, amax = max, margin = 0 (the verifier holds
+  // it to that) so that two equal recipes are one attribute.
+  let parameters = (ins EnumParameter<Tx_FP8ScalingKind>:$kind,
+                        EnumParameter<Tx_FP8Format>:$format,
+                        "int64_t":$historyLength,
+                        EnumParameter<Tx_AmaxCompute>:$amaxCompute,
+                        "int64_t":$margin);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static FP8RecipeAttr getDelayed(::mlir::MLIRContext *context,
+                                    FP8Format format, int64_t historyLength,
+                                    AmaxCompute amaxCompute, int64_t margin) {
+      return get(context, FP8ScalingKind::delayed, format, historyLength,
+                 amaxCompute, margin);
+    }
+    static FP8RecipeAttr getCurrent(::mlir::MLIRContext *context,
+                                    FP8Format format) {
+      return get(context, FP8ScalingKind::current, format, 0, AmaxCompute::max,
+                 0);
+    }
+    bool isDelayed() const { return getKind() == FP8ScalingKind::delayed; }
+    /// Whether FP8 type |type| is one this recipe's format uses: both OCP
+    /// types under hybrid, f8E4M3FN only under e4m3.
+    bool allowsType(::mlir::Type type) const;
+  }];
+}
 
 #endif // TXOPT_DIALECT_TX_IR_TXATTRS_TD

@@ -90,6 +90,49 @@ def Tx_GatherElementsGradOp : Tx_Op<"gather_elements_grad", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// GatherNDGradOp
+//===----------------------------------------------------------------------===//
+
+def Tx_GatherNDGradOp : Tx_Op<"gather_nd_grad", [Pure]> {
+  let summary = "Adjoint of tx.gather_nd: scatter-add slices into a zero tensor";
+  let description = [{
+    The gradient of `tx.gather_nd %data, %indices {batch_dims}` with respect
+    to `data` (ONNX ScatterND with `reduction = add` into zeros, extended to
+    batch dims). With `b = batch_dims`, `k = shape(indices)[-1]`, `a`
+    spanning the batch dims, `i` the other dims of `indices` but the last
+    and `s` the dims of `result` after `b + k`:
+
+    ```
+    result = 0
+    for every (a..., i..., s...):
+      result[a..., indices[a..., i..., :] (each + its dim if negative), s...]
+          += grad[a..., i..., s...]
+    ```
+
+    Slices addressed by several index tuples receive the sum of their
+    gradients. The result type is that of the gathered `data`.
+
+    Constraints: (C1) `0 <= b < min(rank(indices), rank(result))`;
+    (C2) `shape(indices)[:b] == shape(result)[:b]`; (C3)
+    `1 <= k <= rank(result) - b`; (C4) `grad` has shape
+    `shape(indices)[:-1] ++ shape(result)[b + k:]` (the shape
+    `tx.gather_nd` infers); (C5) `grad` and `result` have one element type.
+
+    ```mlir
+    %dx = tx.gather_nd_grad %dy, %idx batch_dims(1) : tensor<2x5x4xf32>, tensor<2x5x1xi64> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$grad, Tx_IndexTensor:$indices,
+                       I64Attr:$batch_dims);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices `batch_dims` `(` $batch_dims `)` attr-dict
+    `:` type($grad) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // SliceGradOp
 //===----------------------------------------------------------------------===//
 

@@ -9,6 +9,7 @@
 #define TXOPT_DIALECT_TX_IR_TXOPS_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -40,6 +41,26 @@ FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
 /// Formats a shape as `[2, 32, 128]` for diagnostics.
 std::string formatShape(ArrayRef<int64_t> shape);
+
+/// Result shape of `tx.gather_nd` for operands of shapes |data| and
+/// |indices| and |batchDims|: `shape(indices)[:-1] ++ shape(data)[b + k:]`.
+/// Fails with |error| set (an "expected ..." sentence) when constraints
+/// (C1)-(C3) of the op's description do not hold. tx.gather_nd_grad checks
+/// its operands with it too.
+FailureOr<SmallVector<int64_t>> gatherNDShape(ArrayRef<int64_t> data,
+                                              ArrayRef<int64_t> indices,
+                                              int64_t batchDims,
+                                              std::string &error);
+
+/// Length of `tx.range` over the constant scalars |start|, |limit| and
+/// |delta| (one element type), as onnxruntime computes it:
+/// `max(ceil((limit - start) / delta), 0)` with `limit - start` taken in the
+/// element type and the division in f64; exact for integers (computed in
+/// APInt two bits wider than the element type). Fails with |error| set for a
+/// zero delta, non-finite float operands or a length past int64. The ONNX
+/// importer applies its own, smaller element bound on top.
+FailureOr<int64_t> rangeLength(DenseElementsAttr start, DenseElementsAttr limit,
+                               DenseElementsAttr delta, std::string &error);
 
 } // namespace mlir::txopt::tx
 

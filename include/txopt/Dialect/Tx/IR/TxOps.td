@@ -201,6 +201,38 @@ def Tx_ModOp : Tx_BroadcastBinaryOp<"mod", Tx_NumericTensor> {
   let hasVerifier = 1;
 }
 
+// Binary rather than variadic like ONNX: one broadcast per op keeps these in
+// the Tx_BroadcastBinaryOp family (shared inference, executor kernel and a
+// gradient rule that only has two operands to route to). The importer turns
+// an N-ary Max/Min into a chain.
+class Tx_MinMaxOp<string mnemonic, string onnxName, string fn, string pick>
+    : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor> {
+  let summary = "ONNX " # onnxName # ": elementwise " # fn # " with numpy broadcasting";
+  let description = [{
+    `result = }] # fn # [{(lhs, rhs)` elementwise after broadcasting, i.e.
+    `}] # pick # [{`; a NaN in either operand gives NaN
+    (onnxruntime's behaviour). Operands have one element type, which the
+    result keeps.
+
+    ONNX }] # onnxName # [{ is variadic (opset 13+: any numeric type, 1 or
+    more inputs, all broadcast together). The importer maps one input to
+    that input and `n` inputs to a left-to-right chain of `n - 1` binary
+    ops, `}] # mnemonic # [{(}] # mnemonic # [{(a, b), c)`: the function is
+    associative and commutative, and broadcasting pairwise gives the same
+    shape as broadcasting all inputs at once.
+
+    Folds `}] # mnemonic # [{(x, x)` to `x`.
+
+    ```mlir
+    %y = tx.}] # mnemonic # [{ %a, %b : tensor<2x1x32x1xi64>, tensor<1x1x1x32xi64>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Tx_MaxOp : Tx_MinMaxOp<"max", "Max", "max", "lhs > rhs ? lhs : rhs">;
+def Tx_MinOp : Tx_MinMaxOp<"min", "Min", "min", "lhs < rhs ? lhs : rhs">;
+
 class Tx_CompareOp<string mnemonic, string onnxName, string formula>
     : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor> {
   let summary = "ONNX " # onnxName # ": " # formula # " with numpy broadcasting";
@@ -436,6 +468,40 @@ def Tx_GatherElementsOp : Tx_Op<"gather_elements",
   let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
 }
 
+def Tx_GatherNDOp : Tx_Op<"gather_nd", [Pure, Tx_InferTypeOpAdaptor]> {
+  let summary = "ONNX GatherND: take slices addressed by index tuples";
+  let description = [{
+    With `r = rank(data)`, `q = rank(indices)`, `b = batch_dims` and
+    `k = shape(indices)[q - 1]`: the first `b` dims are batch dims that
+    `data` and `indices` share, and each innermost row of `indices` is a
+    tuple of `k` indices into dims `[b, b + k)` of `data`, which selects the
+    slice over the dims after them:
+
+    ```
+    result[a..., i..., s...] =
+        data[a..., indices[a..., i..., 0], .., indices[a..., i..., k - 1], s...]
+    shape(result) = shape(indices)[:q - 1] ++ shape(data)[b + k:]
+    ```
+
+    where `a` spans the `b` batch dims, `i` the other dims of `indices` but
+    the last and `s` the dims of `data` after `b + k`. Negative indices
+    count from the end of their dim; an index out of range is an error when
+    the op runs (or is folded).
+
+    Constraints, checked by result-type inference: (C1) `0 <= b < min(q, r)`
+    (so both ranks are at least 1); (C2) `shape(indices)[:b] ==
+    shape(data)[:b]`; (C3) `1 <= k <= r - b`.
+
+    ```mlir
+    %y = tx.gather_nd %data, %idx {batch_dims = 1} : tensor<2x3x4xf32>, tensor<2x5x1xi64>
+    ```
+  }];
+  let arguments = (ins Tx_Tensor:$data, Tx_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Tx_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
+}
+
 def Tx_ReshapeOp : Tx_Op<"reshape", [Pure]> {
   let summary = "ONNX Reshape to the static result type";
   let description = [{
@@ -603,7 +669,7 @@ def Tx_PadOp : Tx_Op<"pad", [Pure, Tx_InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
-// Reductions and normalization
+// Reductions, scans and normalization
 //===----------------------------------------------------------------------===//
 
 class Tx_ReduceOp<string mnemonic, string formula>
@@ -627,6 +693,41 @@ class Tx_ReduceOp<string mnemonic, string formula>
 def Tx_ReduceMeanOp : Tx_ReduceOp<"reduce_mean", "ReduceMean">;
 def Tx_ReduceSumOp : Tx_ReduceOp<"reduce_sum", "ReduceSum">;
 def Tx_ReduceMaxOp : Tx_ReduceOp<"reduce_max", "ReduceMax">;
+
+def Tx_CumSumOp : Tx_Op<"cum_sum", [Pure, SameOperandsAndResultType]> {
+  let summary = "ONNX CumSum: running sum along one axis";
+  let description = [{
+    With `n = dim(input, axis)` (a negative `axis` counts from the end), for
+    every position `i` along `axis`:
+
+    ```
+    result[.., i, ..] = sum of input[.., j, ..] over j in
+        [0, i]   default              [0, i)   exclusive
+        [i, n)   reverse              (i, n)   exclusive reverse
+    ```
+
+    (an empty sum is 0). Integer sums wrap around; float sums accumulate in
+    at least f32. ONNX passes `axis` as a 0-d or one-element input tensor;
+    the importer requires it to be constant and stores it here, as it does
+    reduction axes, so the scan's layout is known to every later pass.
+
+    Folds when `dim(input, axis) == 1`: each sum then holds the element
+    itself, or nothing when `exclusive`, so the result is `input` or zeros.
+
+    ```mlir
+    %c = tx.cum_sum %mask axis(1) : tensor<2x32xi64>
+    %r = tx.cum_sum %x axis(-1) exclusive reverse : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Tx_NumericTensor:$input, I64Attr:$axis,
+                       UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs Tx_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `(` $axis `)` (`exclusive` $exclusive^)? (`reverse` $reverse^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
 
 def Tx_SoftmaxOp : Tx_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let summary = "ONNX Softmax (opset 13+) along one axis";
@@ -742,5 +843,6 @@ def Tx_DropoutOp : Tx_Op<"dropout", [SameOperandsAndResultType]> {
 include "txopt/Dialect/Tx/IR/TxNormOps.td"
 include "txopt/Dialect/Tx/IR/TxOptimOps.td"
 include "txopt/Dialect/Tx/IR/TxGradOps.td"
+include "txopt/Dialect/Tx/IR/TxPrecisionOps.td"
 
 #endif // TXOPT_DIALECT_TX_IR_TXOPS_TD

@@ -2,7 +2,8 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 // Multi-tensor optimizer updates: tx.adam (created by tx-fuse-optimizer,
-// imported from ai.onnx.preview.training.Adam) and tx.sgd.
+// imported from ai.onnx.preview.training.Adam) and tx.sgd (created by
+// tx-fuse-optimizer from torch.optim.SGD exports).
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,6 +13,142 @@ include "mlir/Pass/PassBase.td"
 
 // Passes are added below, one `def` each, in alphabetical order.
 
+def AutocastPass : Pass<"tx-autocast", "::mlir::func::FuncOp"> {
+  let summary = "Run matrix products in bf16 or fp16 (the --precision policy)";
+  let description = [{
+    The per-op mixed-precision policy of `txopt --precision=bf16|fp16`:
+
+    | ops | precision |
+    |---|---|
+    | `tx.matmul`, `tx.gemm` | the low type (operands cast, result cast back to f32) |
+    | everything else: reductions, softmax, norms and their statistics, the loss, the optimizer | f32 |
+
+    Every f32 `tx.matmul` / `tx.gemm` gets its operands cast to the low type,
+    runs there (accumulating in f32 or better: the reference executor
+    accumulates in double and rounds the result once, as cuBLAS does with an
+    f32 compute type) and its result is cast back to f32 for its users:
+
+    ```mlir
+    %y = tx.matmul %x, %w : tensor<64x128xf32>, tensor<128x384xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %xl = tx.cast %x : tensor<64x128xf32> to tensor<64x128xbf16>
+    %wl = tx.cast %w : tensor<128x384xf32> to tensor<128x384xbf16>
+    %yl = tx.matmul %xl, %wl : tensor<64x128xbf16>, tensor<128x384xbf16>
+    %y  = tx.cast %yl : tensor<64x384xbf16> to tensor<64x384xf32>
+    ```
+
+    This is `torch.autocast`'s list for these ops, with one difference: the
+    result is widened right away instead of when a later op needs f32, so no
+    other op ever sees a low-precision value. Run it on the forward before
+    `tx-build-train-step`: the matmul gradient rules then run the backward
+    GEMMs in the low type too, and the casts differentiate to casts, so the
+    f32 master weights receive f32 gradients. GEMMs that are not f32 are
+    left alone.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "The GEMM type: bf16 | fp16">,
+  ];
+}
+
+def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
+  let summary = "Replace a forward + loss function with one pure training step";
+  let description = [{
+    What `txopt model.onnx --train` runs. The forward function's result #0
+    is the loss (`loss=output`), or logits `[..., C]` to which
+    `loss=cross-entropy` appends torch's mean token cross-entropy
+    (`ignore_index = -100`) against the integer argument named `labels`
+    (created, i64, when the function has none). The function is replaced by
+
+    ```mlir
+    func.func @train_step(params..., state..., %step, batch...)
+        -> (new params..., new state..., new step, loss, grad_norm)
+        attributes {tx.train_step = {optimizer = "adamw", lr = ..., ...}}
+    ```
+
+    * the gradient of the loss with respect to every trainable parameter
+      (tx-differentiate's rules, inlined);
+    * `grad_norm`, the global L2 norm of all gradients, before clipping;
+      with `grad-clip=c > 0` every gradient is scaled by
+      `min(1, c / (grad_norm + 1e-6))` (`torch.nn.utils.clip_grad_norm_`);
+    * `step + 1`, then the optimizer as fused multi-tensor ops: one
+      `tx.adam` (`adamw` decoupled or `adam` L2 decay, bias-corrected, eps
+      outside the root: torch.optim.AdamW / Adam) or `tx.sgd`
+      (torch.optim.SGD, dampening 0) per weight-decay group.
+
+    Arguments carry `tx.name` and `tx.role`: `param` (also `tx.parameter =
+    @name`, whose value is the initial one), `exp_avg` / `exp_avg_sq` /
+    `momentum_buffer` and `step` (also `tx.init`, their splat initial
+    value, 0), `data` / `labels` (the batch; `labels` when the value reaches
+    a cross-entropy's labels). Each result that feeds the next step carries
+    `tx.next = i`, the index of the argument it replaces, so a driver runs
+    N steps without knowing the optimizer (`txopt-run --steps`).
+
+    Parameters matching `freeze` (a POSIX extended regex searched in the
+    name) are marked `frozen` and stay `tx.load_parameter` reads. Weight
+    decay skips parameters matching `no-decay`, by default those of rank
+    < 2 (biases, norm weights: the nanoGPT / llm.c convention); the default
+    decay is PyTorch's (AdamW 0.01, Adam and SGD 0). SGD without momentum
+    keeps no buffers. Parameters must be f32 (the optimizer keeps f32
+    master weights). The forward function is removed; errors (no trainable
+    parameter, bad regex, labels of the wrong shape, an op without a
+    gradient rule, ...) are reported at the function or the op.
+
+    With `loss-scaling` (what `--precision=fp16` sets), the step carries
+    GradScaler's state as two more arguments, `loss_scale` (initially
+    `loss-scale`, 65536) and `growth_tracker` (0): the loss is multiplied
+    by the scale before differentiation, every gradient divided by it, and
+    one finite check covers all of them (`sum(g - g)` over every gradient
+    is 0 exactly when all are finite). When one is not, the optimizer's
+    results are discarded with `tx.where`, so parameters, moments and the
+    step counter keep their bit patterns, the scale halves and the tracker
+    resets; otherwise the tracker counts up and the scale doubles after
+    `loss-scale-interval` (2000) clean steps. The returned loss is the
+    unscaled one; a result `skipped` (i1) says whether the step was skipped.
+
+    Run tx-fuse-norms first: the fused norms then differentiate to
+    `tx.layer_norm_grad` / `tx.rms_norm_grad`.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Forward function (default: main, else the only public one)">,
+    Option<"stepName", "name", "std::string", /*default=*/"\"train_step\"",
+           "Name of the step function">,
+    Option<"loss", "loss", "std::string", /*default=*/"\"output\"",
+           "output (result #0 is the loss) | cross-entropy (result #0 is logits)">,
+    Option<"labels", "labels", "std::string", /*default=*/"\"labels\"",
+           "Argument holding the labels under loss=cross-entropy">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw | adam | sgd">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1",
+           "Weight decay (negative: PyTorch's default of the optimizer)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0", "SGD momentum">,
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"\"\"",
+           "Regex of parameters without weight decay (default: rank < 2)">,
+    Option<"gradClip", "grad-clip", "double", /*default=*/"0",
+           "Clip gradients to this global L2 norm (0: off)">,
+    Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
+           "Regex of parameters not trained">,
+    Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
+           "Dynamic loss scaling (GradScaler semantics), for fp16">,
+    Option<"initialLossScale", "loss-scale", "double", /*default=*/"65536.0",
+           "Initial loss scale">,
+    Option<"lossScaleInterval", "loss-scale-interval", "int64_t",
+           /*default=*/"2000", "Clean steps before the scale doubles">,
+  ];
+}
+
 def DifferentiatePass : Pass<"tx-differentiate", "::mlir::ModuleOp"> {
   let summary = "Build the reverse-mode gradient function of every loss function";
   let description = [{
@@ -178,14 +314,16 @@ def FuseNormsPass : Pass<"tx-fuse-norms", "::mlir::func::FuncOp"> {
 }
 
 def FuseOptimizerPass : Pass<"tx-fuse-optimizer", "::mlir::func::FuncOp"> {
-  let summary = "Fuse per-parameter Adam / AdamW update chains into multi-tensor tx.adam ops";
+  let summary = "Fuse per-parameter Adam / AdamW / SGD update chains into multi-tensor tx.adam / tx.sgd ops";
   let description = [{
-    Finds every per-parameter Adam or AdamW update written out in primitive
-    ops (what torch.onnx exports for an optimizer step, see
-    `adamw_step_op17.onnx`) and replaces all of them in a function with one
-    `tx.adam` per group of equal hyper-parameters. Existing `tx.adam` ops
-    (the importer's translation of `ai.onnx.preview.training.Adam`, or an
-    earlier run) with equal hyper-parameters are merged into the same op.
+    Finds every per-parameter Adam, AdamW or SGD update written out in
+    primitive ops (what torch.onnx exports for an optimizer step, see
+    `adamw_step_op17.onnx`, `sgd_groups_op17.onnx`) and replaces all of
+    them in a function with one `tx.adam` or `tx.sgd` per group of equal
+    hyper-parameters. Existing `tx.adam` / `tx.sgd` ops (the importer's
+    translation of `ai.onnx.preview.training.Adam`, the training-step
+    builder's, or an earlier run's) with equal hyper-parameters are merged
+    into the same op.
 
     Before (one parameter, PyTorch AdamW as exported by TorchScript, opset 17;
     operands nested and types elided for brevity):
@@ -214,9 +352,10 @@ def FuseOptimizerPass : Pass<"tx-fuse-optimizer", "::mlir::func::FuncOp"> {
         : tensor<64x32xf32>, tensor<32xf32>
     ```
 
-    A chain is anchored on the parameter update `p1 = P - U` (or `P + U`
-    with a negated `U`). Products and quotients are flattened, so operand
-    order, association and where the scalars sit do not matter. Recognized:
+    **Adam.** A chain is anchored on the parameter update `p1 = P - U` (or
+    `P + U` with a negated `U`). Products and quotients are flattened, so
+    operand order, association and where the scalars sit do not matter.
+    Recognized:
 
     * decoupled decay (AdamW) `P = p * (1 - lr*wd)`, `P = p - lr*wd*p`, or
       with a constant lr their folded forms; L2 decay (Adam) `g' = g + wd*p`
@@ -227,10 +366,37 @@ def FuseOptimizerPass : Pass<"tx-fuse-optimizer", "::mlir::func::FuncOp"> {
       constant, applied as `m1 / bc1` or as PyTorch's
       `step_size = lr / bc1`; `v1 / bc2` under the root or
       `sqrt(v1) / sqrt(bc2)`; both or neither;
+    * bias corrections of a constant step folded into constants (what
+      exporters and the canonicalizer make of `1 - b^10`), see below;
     * `eps` outside (`sqrt(vh) + eps`) or inside (`sqrt(vh + eps)`) the
       root, `Sqrt` or `Pow(., 0.5)`, `Div` or `Mul(., Reciprocal(.))`.
 
-    Preconditions (each failing one is a near miss, reported as a remark
+    Folded bias corrections. With a constant step the corrections arrive as
+    constant factors: `1 / (1 - b1^t)` on the update (merged with lr when lr
+    is a constant too) and `1 / (1 - b2^t)` on v1 under the root (or its
+    square root on `sqrt(v1)`). They fuse only when one integer step
+    `t` in [1, 2^24] reproduces them: `c = 1 - b^t` to f32 rounding, the
+    bound being `b^t * (t * 2^-24 + 2^-22) + c * 2^-22`, i.e. the
+    exporter's beta may be the unrounded one (0.999 rather than its f32
+    value, 2^-24 relative away, raised to the t) and `b^t` and `c` may carry
+    a few f32 ulps. With lr a value, both factors must match the same `t`
+    (two equations, one unknown); with lr a constant, the update's factor
+    `lr / (1 - b1^t)` cannot be split, so the second moment's factor alone
+    gives `t` and lr is that factor times `1 - b1^t` as tx.adam computes
+    it. Either way tx.adam then recomputes exactly the folded constants (to
+    the bound above), so the rewrite is exact up to f32 rounding. A factor
+    that is `1 - b^t` of no integer step (0.0095 for b = 0.999 lies between
+    t = 9 and 10), or factors of two different steps, do not fuse: they are
+    near misses. For realistic steps the bound admits one integer (the
+    neighbours differ by `b^t (1 - b)`); once `b^t` nears f32 resolution
+    (e.g. `b2 = 0.999` beyond a few thousand steps) neighbouring steps give
+    the same constants and the smallest is used: they are interchangeable.
+    `lr` and the step become `tx.constant` operands. With a constant lr
+    and no factor on v1, any factor on the update is taken as lr, without
+    bias correction: whatever the exporter meant, tx.adam then computes the
+    same numbers.
+
+    Adam preconditions (each failing one is a near miss, reported as a remark
     `not fused: adam: <reason>` at the anchor under `explain=true`):
     b1, b2, eps, wd are constants with c1 = 1 - b1 and c2 = 1 - b2 (to f32
     rounding), b in [0, 1), eps >= 0, wd >= 0; both bias corrections use
@@ -240,20 +406,52 @@ def FuseOptimizerPass : Pass<"tx-fuse-optimizer", "::mlir::func::FuncOp"> {
     m, new v and new p has a user outside the chain (fusing would compute it
     twice). Scalar-only parts (bias corrections, lr*wd) may be shared.
 
-    Grouping: chains join one `tx.adam` when mode, betas, eps and its
-    placement, wd, bias correction, lr and step agree (lr/step: the same
+    **SGD** (torch.optim.SGD, `_single_tensor_sgd` as exported). Anchored on
+    `p1 = p - lr * d` (or `p + (-lr) * d`), with lr a constant (torch reads
+    it with `.item()`) or a 0-d f32 value:
+
+    * plain: `d = g'` (`tx.sgd` with momentum 0; the buffer operand is
+      zeros, which momentum 0 never reads);
+    * momentum: `d = b1`, `b1 = momentum * b + (1 - dampening) * g'`;
+    * nesterov: `d = g' + momentum * b1`, the same b1 and momentum;
+    * `g' = g + wd * p` (L2 decay) or `g' = g`.
+
+    Gate: p is a function argument or a `tx.load_parameter`, p1 is returned
+    and the step is scaled (`p - d` alone is a subtraction, lr = 1 is not
+    recognized), so that a residual or a centring in a forward graph is not
+    read as a step and gets no remark. In the buffer update the gradient is
+    the term that is also the nesterov term, else the one with L2 decay,
+    else the one with coefficient 1 (dampening 0), else the right operand;
+    the last two only name the state, as swapping b and g' gives the same
+    b1. Near misses (`not fused: sgd: <reason>`): momentum, dampening or wd
+    not constants; momentum outside (0, 1) (a coefficient of 1 is also what
+    a sum of two gradients looks like); `1 - dampening` outside (0, 1]; a
+    nesterov term with another momentum, or with dampening (torch refuses
+    it); p, g, b and the results not of one f32 type; an intermediate
+    (`momentum * b`, `g + wd*p`, ...) with a user outside the chain.
+
+    Grouping: chains join one op when the kind and all hyper-parameters
+    agree (Adam: mode, betas, eps and its placement, wd, bias correction, lr
+    and step; SGD: momentum, dampening, nesterov, wd, lr; lr/step: the same
     value, or constants equal in value), and when the op can be placed
     after all of its operands and before every user of its results (two
     consecutive steps of one parameter never merge). Otherwise they become
-    separate `tx.adam` ops; that is not a failure. Each `tx.adam` is placed
-    right after its last operand definition; a constant lr or step becomes a
-    `tx.constant` operand. A lone existing `tx.adam` is left as it is.
+    separate ops; that is not a failure. Each fused op is placed right after
+    its last operand definition; a constant lr or step becomes a
+    `tx.constant` operand. A lone existing `tx.adam` / `tx.sgd` is left as
+    it is.
 
-    Not handled: AMSGrad, Adamax, NAdam/RAdam, maximize, per-parameter
-    (tensor-valued) learning rates, decay applied after the update (ONNX
-    Adam's `norm_coefficient_post`), mixed-precision state, and chains in
-    the `epsilon_hat` form (`lr * sqrt(bc2) / bc1 * m / (sqrt(v) + eps)`,
-    TF/Keras); an existing `tx.adam` with that placement still merges.
+    Not handled: AMSGrad, Adamax, NAdam/RAdam, maximize (an ascent `p + lr
+    * g`), per-parameter (tensor-valued) learning rates, decay applied after
+    the update (ONNX Adam's `norm_coefficient_post`), mixed-precision state,
+    chains in the `epsilon_hat` form (`lr * sqrt(bc2) / bc1 * m /
+    (sqrt(v) + eps)`, TF/Keras; with a constant lr and step it fuses as the
+    unbiased update above; an existing `tx.adam` with that placement still
+    merges), lerp written as `where(true, ...)` (the dynamo exporter's
+    decomposition of torch's in-place `lerp_`, left for a `tx.where`
+    folder). SGD's first step (torch sets `b1 = g'`, there is no old
+    buffer) fuses as plain SGD with the returned buffer left as it is;
+    with weight decay `g'` is returned too, an escaping intermediate.
 
     This is a function-level rewrite rather than greedy patterns: grouping
     needs every chain of the function at once.
@@ -261,11 +459,11 @@ def FuseOptimizerPass : Pass<"tx-fuse-optimizer", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
   let options = [
     Option<"explain", "explain", "bool", /*default=*/"false",
-           "Emit a remark for every Adam candidate that was not fused, with the reason">,
+           "Emit a remark for every Adam or SGD candidate that was not fused, with the reason">,
   ];
   let statistics = [
-    Statistic<"numParams", "num-params", "Number of parameters updated by created tx.adam ops">,
-    Statistic<"numOps", "num-ops", "Number of tx.adam ops created">,
+    Statistic<"numParams", "num-params", "Number of parameters updated by created tx.adam / tx.sgd ops">,
+    Statistic<"numOps", "num-ops", "Number of tx.adam / tx.sgd ops created">,
   ];
 }
 

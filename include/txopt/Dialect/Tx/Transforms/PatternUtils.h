@@ -11,12 +11,14 @@
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
-#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
+#include <string>
 
 namespace mlir::txopt::tx {
 
@@ -79,6 +81,37 @@ void flattenProduct(Value value, ProductTerms &terms, bool inNum = true,
 
 /// True when |value| is tx.sqrt(x) or tx.pow(x, 0.5); sets |radicand| to x.
 bool isSqrtLike(Value value, Value *radicand = nullptr);
+
+/// The two operands of the tx.add defining |sum|, each read as a product
+/// (flattenProduct; a one-element value is looked through only when
+/// |descendScalar| returns true, by default never); false when |sum| is not
+/// defined by a tx.add.
+bool flattenSumOperands(
+    Value sum, ProductTerms &lhs, ProductTerms &rhs,
+    llvm::function_ref<bool(Value)> descendScalar = [](Value) {
+      return false;
+    });
+
+/// The number of elements of |value|'s statically shaped tensor type, or -1.
+int64_t getNumElements(Value value);
+
+/// |value| with 7 significant digits, so that an f32 hyper-parameter such as
+/// 0.9 reads `0.9` in a remark.
+std::string formatNumber(double value);
+
+/// |type| in quotes, the way diagnostics name IR entities: 'tensor<8xf32>'.
+std::string quoteType(Type type);
+
+/// For a chain |ops| whose results |outputs| replace: the first op of |ops|
+/// (in block order) that depends on one of |inputs| through |ops|, is not
+/// one of |outputs|, and has a user outside |ops|, or null. Fusing such a
+/// chain would compute that intermediate twice. |dependent| receives every
+/// op of |ops| that depends on |inputs|. All of |ops| must be in one block.
+Operation *
+findEscapingIntermediate(const llvm::SetVector<Operation *> &ops,
+                         llvm::ArrayRef<Value> inputs,
+                         llvm::ArrayRef<Operation *> outputs,
+                         llvm::SmallPtrSetImpl<Operation *> &dependent);
 
 } // namespace mlir::txopt::tx
 

@@ -1,0 +1,95 @@
+//===- TrainStep.h - build a training step from a forward + loss -*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The C++ entry point behind tx-build-train-step (`txopt --train`), and the
+// attribute names that describe a step function to the tools that run it
+// (txopt-run --steps, the GPU runtime).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_DIALECT_TX_TRANSFORMS_TRAINSTEP_H
+#define TXOPT_DIALECT_TX_TRANSFORMS_TRAINSTEP_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::txopt::tx {
+
+enum class OptimizerKind { AdamW, Adam, SGD };
+enum class LossKind {
+  /// The forward's result #0 is already a scalar loss.
+  Output,
+  /// The forward's result #0 is logits [..., C]; mean token cross-entropy
+  /// against integer labels is appended.
+  CrossEntropy,
+};
+
+std::optional<OptimizerKind> parseOptimizerKind(StringRef text);
+std::optional<LossKind> parseLossKind(StringRef text);
+
+struct TrainStepOptions {
+  /// The forward function; empty: `main`, else the only public function.
+  std::string function;
+  LossKind loss = LossKind::Output;
+  /// Under CrossEntropy: the argument (tx.name) holding the labels; created
+  /// (i64, the logits' shape without the class dim) when there is none.
+  std::string labels = "labels";
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  /// Unset: PyTorch's default of the optimizer (AdamW 0.01, Adam/SGD 0).
+  std::optional<double> weightDecay;
+  /// SGD only.
+  double momentum = 0.0;
+  /// Parameters (by name, POSIX extended regex, searched) that get no
+  /// weight decay. Unset: those of rank < 2, i.e. biases and norm weights
+  /// (the nanoGPT / llm.c convention).
+  std::optional<std::string> noDecay;
+  /// Clip gradients to this global L2 norm first; <= 0 disables clipping.
+  double gradClip = 0.0;
+  /// Parameters (by name, regex, searched) that are not trained.
+  std::string freeze;
+  /// Dynamic loss scaling (torch.cuda.amp.GradScaler), for fp16 GEMMs: the
+  /// loss is multiplied by a scale (state, initially |initialLossScale|)
+  /// before differentiation and the gradients divided by it; when any
+  /// gradient is not finite the step is skipped (parameters, state and the
+  /// step counter keep their bit patterns) and the scale halves, and after
+  /// |lossScaleInterval| clean steps in a row it doubles.
+  bool lossScaling = false;
+  double initialLossScale = 65536.0;
+  int64_t lossScaleInterval = 2000;
+  /// Name of the step function.
+  std::string name = "train_step";
+};
+
+/// Replaces |module|'s forward function with one pure step function
+///
+///   @train_step(params..., optimizer state..., step, batch...)
+///       -> (new params..., new state..., new step, loss, grad_norm)
+///
+/// built from the forward's gradient (Autodiff.h), optional clipping and the
+/// optimizer as fused multi-tensor ops (tx.adam / tx.sgd, one per weight-
+/// decay group). Arguments carry `tx.name` and `tx.role` ("param", "exp_avg",
+/// "exp_avg_sq", "momentum_buffer", "step", "data"); parameters also
+/// `tx.parameter = @name` (their initial value), state `tx.init` (a splat
+/// initial value). Results that feed the next step carry `tx.next = i` (the
+/// argument they replace). The function carries `tx.train_step` with the
+/// recipe. Frozen parameters stay `tx.load_parameter` reads. On failure an
+/// error has been emitted and |module| is unchanged except for the `frozen`
+/// marks of matched parameters.
+FailureOr<func::FuncOp> buildTrainStep(ModuleOp module,
+                                       const TrainStepOptions &options);
+
+/// Attribute names of the step-function contract above.
+inline constexpr StringLiteral kTrainStepAttrName = "tx.train_step";
+inline constexpr StringLiteral kRoleAttrName = "tx.role";
+inline constexpr StringLiteral kInitAttrName = "tx.init";
+inline constexpr StringLiteral kNextAttrName = "tx.next";
+
+} // namespace mlir::txopt::tx
+
+#endif // TXOPT_DIALECT_TX_TRANSFORMS_TRAINSTEP_H

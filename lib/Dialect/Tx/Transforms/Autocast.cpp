@@ -1,0 +1,84 @@
+//===- Autocast.cpp - tx-autocast: GEMMs in bf16 / fp16 -------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The mixed-precision policy of `txopt --precision`: matrix products run in
+// the low-precision type, everything else (reductions, softmax, norm
+// statistics, the loss, the optimizer) stays f32. Run on the forward before
+// tx-build-train-step: the gradient rules then give the backward GEMMs the
+// same precision, and the casts differentiate to casts, so gradients reach
+// the f32 master weights in f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::txopt::tx {
+#define GEN_PASS_DEF_AUTOCASTPASS
+#include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
+} // namespace mlir::txopt::tx
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::tx;
+
+namespace {
+
+bool isF32Tensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getElementType().isF32();
+}
+
+Type withElementType(Type type, Type element) {
+  return RankedTensorType::get(cast<RankedTensorType>(type).getShape(), element);
+}
+
+struct AutocastPass : tx::impl::AutocastPassBase<AutocastPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    Type low;
+    if (precision == "bf16")
+      low = BFloat16Type::get(&getContext());
+    else if (precision == "fp16")
+      low = Float16Type::get(&getContext());
+    if (!low) {
+      emitError(func.getLoc(), "expected precision=bf16|fp16, but got '")
+          << precision << "'";
+      return signalPassFailure();
+    }
+    SmallVector<Operation *> gemms;
+    func.walk([&](Operation *op) {
+      if (isa<MatMulOp, GemmOp>(op) &&
+          llvm::all_of(op->getOperandTypes(), isF32Tensor) &&
+          isF32Tensor(op->getResult(0).getType()))
+        gemms.push_back(op);
+    });
+    OpBuilder builder(&getContext());
+    for (Operation *op : gemms) {
+      builder.setInsertionPoint(op);
+      // Cast each operand once per GEMM; CSE merges casts of a value that
+      // several GEMMs read (a weight used forward and backward).
+      SmallVector<Value> operands;
+      for (Value operand : op->getOperands())
+        operands.push_back(CastOp::create(builder, op->getLoc(),
+                                          withElementType(operand.getType(), low),
+                                          operand));
+      OperationState state(op->getLoc(), op->getName());
+      state.addOperands(operands);
+      state.addAttributes(op->getAttrs());
+      state.addTypes(withElementType(op->getResult(0).getType(), low));
+      Operation *lowered = builder.create(state);
+      Value back = CastOp::create(builder, op->getLoc(),
+                                  op->getResult(0).getType(),
+                                  lowered->getResult(0));
+      op->getResult(0).replaceAllUsesWith(back);
+      op->erase();
+    }
+  }
+};
+
+} // namespace

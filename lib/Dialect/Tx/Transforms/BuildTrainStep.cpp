@@ -1,0 +1,699 @@
+//===- BuildTrainStep.cpp - tx-build-train-step: forward -> training step -===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Turns a forward function (loss, or logits plus --loss=cross-entropy) into
+// one pure training step: the gradient function of Autodiff.h is inlined,
+// followed by the global gradient norm, optional clipping and the optimizer
+// as fused multi-tensor ops. All state (parameters, moments, the step
+// counter) is arguments and results, so the step is a function of its
+// inputs that any executor (the CPU reference, the GPU runtime) can repeat.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/Autodiff.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
+#include "txopt/Dialect/Tx/Transforms/TrainStep.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Regex.h"
+
+#include <cmath>
+
+namespace mlir::txopt::tx {
+#define GEN_PASS_DEF_BUILDTRAINSTEPPASS
+#include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
+} // namespace mlir::txopt::tx
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::tx;
+
+std::optional<OptimizerKind> tx::parseOptimizerKind(StringRef text) {
+  if (text == "adamw")
+    return OptimizerKind::AdamW;
+  if (text == "adam")
+    return OptimizerKind::Adam;
+  if (text == "sgd")
+    return OptimizerKind::SGD;
+  return std::nullopt;
+}
+
+std::optional<LossKind> tx::parseLossKind(StringRef text) {
+  if (text == "output" || text.empty())
+    return LossKind::Output;
+  if (text == "cross-entropy")
+    return LossKind::CrossEntropy;
+  return std::nullopt;
+}
+
+namespace {
+
+RankedTensorType f32Scalar(MLIRContext *context) {
+  return RankedTensorType::get({}, Float32Type::get(context));
+}
+
+Value f32Constant(ImplicitLocOpBuilder &b, double value) {
+  auto type = f32Scalar(b.getContext());
+  return ConstantOp::create(
+      b, cast<ElementsAttr>(DenseElementsAttr::get(
+             type, ArrayRef<Attribute>{b.getF32FloatAttr(value)})));
+}
+
+/// The forward function the options name, or the one a user means.
+FailureOr<func::FuncOp> findForward(ModuleOp module,
+                                    const TrainStepOptions &options) {
+  if (!options.function.empty()) {
+    auto func = module.lookupSymbol<func::FuncOp>(options.function);
+    if (!func || func.isExternal())
+      return emitError(module.getLoc(), "expected a function named '@")
+             << options.function << "' with a body to train";
+    return func;
+  }
+  if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+    if (!main.isExternal())
+      return main;
+  func::FuncOp only;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || !func.isPublic())
+      continue;
+    if (only)
+      return emitError(module.getLoc(),
+                       "expected one public function to train, but found '@")
+             << only.getName() << "' and '@" << func.getName()
+             << "' (name one with function=)";
+    only = func;
+  }
+  if (!only)
+    return emitError(module.getLoc(), "expected a function to train");
+  return only;
+}
+
+/// A copy of |forward| named |name| that returns the mean cross-entropy of
+/// its result #0 (logits [..., C]) against integer labels: the argument
+/// called |labels|, or a new trailing i64 argument of that name.
+FailureOr<func::FuncOp> appendCrossEntropy(func::FuncOp forward,
+                                           StringRef labels, StringRef name) {
+  if (forward.getNumResults() == 0)
+    return emitError(forward.getLoc(), "--loss=cross-entropy expects logits "
+                                       "as result #0, but the function has no "
+                                       "results");
+  auto logitsType = dyn_cast<RankedTensorType>(forward.getResultTypes()[0]);
+  if (!logitsType || !isa<FloatType>(logitsType.getElementType()) ||
+      logitsType.getRank() < 2 || !logitsType.hasStaticShape())
+    return emitError(forward.getLoc(),
+                     "--loss=cross-entropy expects result #0 to be static "
+                     "float logits [..., classes] of rank >= 2, but got ")
+           << forward.getResultTypes()[0];
+  ArrayRef<int64_t> logitsShape = logitsType.getShape();
+  int64_t classes = logitsShape.back();
+  SmallVector<int64_t> labelShape(logitsShape.drop_back());
+  int64_t rows = 1;
+  for (int64_t d : labelShape)
+    rows *= d;
+
+  OpBuilder builder(forward);
+  auto loss = cast<func::FuncOp>(builder.clone(*forward));
+  loss.setSymName(name);
+  loss.setPrivate();
+
+  // The labels argument: an existing integer argument of the right shape,
+  // or a new one.
+  std::optional<unsigned> labelIndex;
+  for (unsigned i = 0; i < loss.getNumArguments(); ++i)
+    if (auto argName = loss.getArgAttrOfType<StringAttr>(i, "tx.name"))
+      if (argName.getValue() == labels)
+        labelIndex = i;
+  Block &body = loss.getBody().front();
+  if (labelIndex) {
+    auto type = dyn_cast<RankedTensorType>(loss.getArgument(*labelIndex).getType());
+    if (!type || !type.getElementType().isSignlessInteger() ||
+        type.getShape() != ArrayRef<int64_t>(labelShape)) {
+      loss.erase();
+      return emitError(forward.getLoc(), "labels '")
+             << labels << "' must be an integer tensor of shape ["
+             << labelShape << "] to match logits " << logitsType
+             << ", but has type " << forward.getArgument(*labelIndex).getType();
+    }
+  } else {
+    labelIndex = loss.getNumArguments();
+    auto type = RankedTensorType::get(labelShape,
+                                      IntegerType::get(forward.getContext(), 64));
+    if (failed(loss.insertArgument(
+            *labelIndex, type,
+            builder.getDictionaryAttr(
+                builder.getNamedAttr("tx.name", builder.getStringAttr(labels))),
+            forward.getLoc()))) {
+      loss.erase();
+      return emitError(forward.getLoc(), "cannot add the labels argument");
+    }
+  }
+
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  ImplicitLocOpBuilder b(ret.getLoc(), ret);
+  Value scores = ret.getOperand(0);
+  Value target = loss.getArgument(*labelIndex);
+  if (logitsType.getRank() > 2) {
+    scores = ReshapeOp::create(
+        b, RankedTensorType::get({rows, classes}, logitsType.getElementType()),
+        scores);
+    target = ReshapeOp::create(
+        b,
+        RankedTensorType::get(
+            {rows}, cast<RankedTensorType>(target.getType()).getElementType()),
+        target);
+  }
+  // ignore_index = -100 is torch.nn.functional.cross_entropy's default.
+  Value value = SoftmaxCrossEntropyLossOp::create(
+      b, RankedTensorType::get({}, logitsType.getElementType()), scores, target,
+      /*weights=*/Value(), LossReduction::mean, b.getI64IntegerAttr(-100));
+  func::ReturnOp::create(b, ValueRange{value});
+  ret.erase();
+  loss.setFunctionType(FunctionType::get(
+      forward.getContext(), body.getArgumentTypes(), {value.getType()}));
+  loss.setAllResultAttrs(ArrayRef<DictionaryAttr>{builder.getDictionaryAttr(
+      builder.getNamedAttr("tx.name", builder.getStringAttr("loss")))});
+  return loss;
+}
+
+/// A copy of |loss| named |name| with a trailing 0-d f32 argument
+/// `loss_scale` that returns `loss * loss_scale` (in f32).
+FailureOr<func::FuncOp> appendLossScale(func::FuncOp loss, StringRef name) {
+  OpBuilder builder(loss);
+  auto scaled = cast<func::FuncOp>(builder.clone(*loss));
+  scaled.setSymName(name);
+  scaled.setPrivate();
+  MLIRContext *context = loss.getContext();
+  unsigned index = scaled.getNumArguments();
+  if (failed(scaled.insertArgument(
+          index, f32Scalar(context),
+          builder.getDictionaryAttr(builder.getNamedAttr(
+              "tx.name", builder.getStringAttr("loss_scale"))),
+          loss.getLoc()))) {
+    scaled.erase();
+    return emitError(loss.getLoc(), "cannot add the loss scale argument");
+  }
+  Block &body = scaled.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  ImplicitLocOpBuilder b(ret.getLoc(), ret);
+  Value value = ret.getOperand(0);
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType())) {
+    scaled.erase();
+    return emitError(loss.getLoc(),
+                     "expected result #0 to be a scalar floating-point loss "
+                     "(0-d tensor), but got ")
+           << value.getType();
+  }
+  if (!type.getElementType().isF32())
+    value = CastOp::create(b, f32Scalar(context), value);
+  SmallVector<Value> results(ret.getOperands());
+  results[0] = MulOp::create(b, value, scaled.getArgument(index));
+  func::ReturnOp::create(b, results);
+  ret.erase();
+  scaled.setFunctionType(FunctionType::get(
+      context, body.getArgumentTypes(), ValueRange(results).getTypes()));
+  return scaled;
+}
+
+/// True when |value| reaches the labels operand of a cross-entropy op
+/// through integer values only (reshapes, slices, casts of the labels; an
+/// embedding lookup of token ids yields floats and stops the walk).
+bool feedsLabels(Value value) {
+  auto isInteger = [](Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && isa<IntegerType>(type.getElementType());
+  };
+  SmallVector<Value> worklist{value};
+  llvm::DenseSet<Value> seen{value};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto loss = dyn_cast<SoftmaxCrossEntropyLossOp>(user))
+        if (use.get() == loss.getLabels())
+          return true;
+      if (auto grad = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
+        if (use.get() == grad.getLabels())
+          return true;
+      for (Value result : user->getResults())
+        if (isInteger(result) && seen.insert(result).second)
+          worklist.push_back(result);
+    }
+  }
+  return false;
+}
+
+struct StepArg {
+  Type type;
+  NamedAttrList attrs;
+  Location loc;
+};
+
+} // namespace
+
+FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
+                                           const TrainStepOptions &options) {
+  MLIRContext *context = module.getContext();
+  FailureOr<func::FuncOp> found = findForward(module, options);
+  if (failed(found))
+    return failure();
+  func::FuncOp forward = *found;
+  Location loc = forward.getLoc();
+  if (module.lookupSymbol(options.name))
+    return emitError(loc, "expected no symbol named '@")
+           << options.name << "' yet, but one exists";
+  if (!(options.lr > 0))
+    return emitError(loc, "expected lr > 0, but got ") << options.lr;
+  if (!(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 &&
+        options.beta2 < 1))
+    return emitError(loc, "expected betas in [0, 1), but got ")
+           << options.beta1 << ", " << options.beta2;
+  if (!(options.epsilon >= 0))
+    return emitError(loc, "expected eps >= 0, but got ") << options.epsilon;
+  double weightDecay = options.weightDecay.value_or(
+      options.optimizer == OptimizerKind::AdamW ? 0.01 : 0.0);
+  if (!(weightDecay >= 0))
+    return emitError(loc, "expected weight decay >= 0, but got ") << weightDecay;
+  if (!(options.momentum >= 0 && options.momentum < 1))
+    return emitError(loc, "expected momentum in [0, 1), but got ")
+           << options.momentum;
+
+  if (options.lossScaling &&
+      !(options.initialLossScale > 0 && std::isfinite(options.initialLossScale) &&
+        options.lossScaleInterval > 0))
+    return emitError(loc, "expected a finite loss scale > 0 and an interval "
+                          "> 0, but got ")
+           << options.initialLossScale << " and " << options.lossScaleInterval;
+
+  std::string regexError;
+  llvm::Regex freeze(options.freeze, llvm::Regex::NoFlags);
+  if (!options.freeze.empty() && !freeze.isValid(regexError))
+    return emitError(loc, "invalid --freeze regex '")
+           << options.freeze << "': " << regexError;
+  std::optional<llvm::Regex> noDecay;
+  if (options.noDecay) {
+    noDecay.emplace(*options.noDecay, llvm::Regex::NoFlags);
+    if (!noDecay->isValid(regexError))
+      return emitError(loc, "invalid --no-decay regex '")
+             << *options.noDecay << "': " << regexError;
+  }
+
+  // Freezing is a property of the parameter: autodiff then treats it as a
+  // constant and it keeps its tx.load_parameter read.
+  if (!options.freeze.empty())
+    for (ParameterOp param : module.getOps<ParameterOp>())
+      if (freeze.match(param.getSymName()))
+        param.setFrozen(true);
+
+  // The loss function: the forward itself, or a copy with cross-entropy.
+  func::FuncOp lossFunc = forward;
+  if (options.loss == LossKind::CrossEntropy) {
+    FailureOr<func::FuncOp> withLoss = appendCrossEntropy(
+        forward, options.labels, options.name + "_loss");
+    if (failed(withLoss))
+      return failure();
+    lossFunc = *withLoss;
+  }
+  func::FuncOp unscaledLossFunc = lossFunc;
+  if (options.lossScaling) {
+    FailureOr<func::FuncOp> scaled =
+        appendLossScale(lossFunc, options.name + "_scaled_loss");
+    if (failed(scaled)) {
+      if (lossFunc != forward)
+        lossFunc.erase();
+      return failure();
+    }
+    lossFunc = *scaled;
+  }
+  auto eraseTemporaries = [&](func::FuncOp grad) {
+    if (grad)
+      grad.erase();
+    if (lossFunc != forward)
+      lossFunc.erase();
+    if (unscaledLossFunc != forward && unscaledLossFunc != lossFunc)
+      unscaledLossFunc.erase();
+  };
+
+  GradientOptions gradOptions;
+  gradOptions.wrt = GradientWrt::Params;
+  gradOptions.name = options.name + "_grad";
+  FailureOr<func::FuncOp> gradResult = buildGradientFunction(lossFunc, gradOptions);
+  if (failed(gradResult)) {
+    eraseTemporaries({});
+    return failure();
+  }
+  func::FuncOp gradFunc = *gradResult;
+  // The loss function's arguments: the batch, then (with loss scaling) the
+  // scale appended by appendLossScale.
+  unsigned numData = lossFunc.getNumArguments();
+  unsigned numBatch = numData - (options.lossScaling ? 1 : 0);
+  unsigned numParams = gradFunc.getNumArguments() - numData;
+  if (numParams == 0) {
+    eraseTemporaries(gradFunc);
+    return emitError(loc, "nothing to train: the loss reads no trainable "
+                          "parameter (all frozen, or none)");
+  }
+
+  // Parameters, with their names and weight-decay group.
+  SmallVector<StringAttr> paramNames;
+  SmallVector<bool> decays;
+  for (unsigned i = 0; i < numParams; ++i) {
+    BlockArgument arg = gradFunc.getArgument(numData + i);
+    auto name = gradFunc.getArgAttrOfType<StringAttr>(numData + i, "tx.name");
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!type.getElementType().isF32()) {
+      eraseTemporaries(gradFunc);
+      return emitError(arg.getLoc(), "parameter '")
+             << name.getValue() << "' has type " << type
+             << "; training needs f32 parameters (the optimizer keeps f32 "
+                "master weights)";
+    }
+    paramNames.push_back(name);
+    bool exempt = noDecay ? noDecay->match(name.getValue()) : type.getRank() < 2;
+    decays.push_back(weightDecay > 0 && !exempt);
+  }
+
+  // The step function's signature.
+  OpBuilder builder(context);
+  auto zeroInit = builder.getNamedAttr(kInitAttrName, builder.getF32FloatAttr(0));
+  auto named = [&](StringRef key, StringRef value) {
+    return builder.getNamedAttr(key, builder.getStringAttr(value));
+  };
+  SmallVector<StepArg> args;
+  for (unsigned i = 0; i < numParams; ++i) {
+    NamedAttrList attrs(gradFunc.getArgAttrDict(numData + i));
+    attrs.append(named(kRoleAttrName, "param"));
+    args.push_back({gradFunc.getArgument(numData + i).getType(), attrs,
+                    gradFunc.getArgument(numData + i).getLoc()});
+  }
+  SmallVector<StringRef> stateRoles;
+  if (options.optimizer == OptimizerKind::SGD) {
+    if (options.momentum > 0)
+      stateRoles.push_back("momentum_buffer");
+  } else {
+    stateRoles = {"exp_avg", "exp_avg_sq"};
+  }
+  for (StringRef role : stateRoles)
+    for (unsigned i = 0; i < numParams; ++i) {
+      NamedAttrList attrs;
+      attrs.append(named("tx.name", (paramNames[i].getValue() + "." + role).str()));
+      attrs.append(named(kRoleAttrName, role));
+      attrs.append(zeroInit);
+      args.push_back({args[i].type, attrs, args[i].loc});
+    }
+  auto addScalarState = [&](StringRef name, double init) {
+    NamedAttrList attrs;
+    attrs.append(named("tx.name", name));
+    attrs.append(named(kRoleAttrName, name));
+    attrs.append(builder.getNamedAttr(kInitAttrName, builder.getF32FloatAttr(init)));
+    args.push_back({f32Scalar(context), attrs, loc});
+    return static_cast<unsigned>(args.size() - 1);
+  };
+  unsigned stepIndex = addScalarState("step", 0.0);
+  unsigned scaleIndex = 0, trackerIndex = 0;
+  if (options.lossScaling) {
+    scaleIndex = addScalarState("loss_scale", options.initialLossScale);
+    trackerIndex = addScalarState("growth_tracker", 0.0);
+  }
+  unsigned dataIndex = args.size();
+  for (unsigned i = 0; i < numBatch; ++i) {
+    NamedAttrList attrs(lossFunc.getArgAttrDict(i));
+    bool isLabels = feedsLabels(gradFunc.getArgument(i));
+    attrs.append(named(kRoleAttrName, isLabels ? "labels" : "data"));
+    args.push_back({lossFunc.getArgument(i).getType(), attrs,
+                    lossFunc.getArgument(i).getLoc()});
+  }
+
+  builder.setInsertionPoint(forward);
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  for (const StepArg &arg : args) {
+    argTypes.push_back(arg.type);
+    argLocs.push_back(arg.loc);
+  }
+  auto step = func::FuncOp::create(builder, loc, options.name,
+                                   FunctionType::get(context, argTypes, {}));
+  Block *entry = builder.createBlock(&step.getBody(), {}, argTypes, argLocs);
+
+  // Inline the gradient function.
+  IRMapping mapping;
+  for (unsigned i = 0; i < numBatch; ++i)
+    mapping.map(gradFunc.getArgument(i), entry->getArgument(dataIndex + i));
+  if (options.lossScaling)
+    mapping.map(gradFunc.getArgument(numBatch), entry->getArgument(scaleIndex));
+  for (unsigned i = 0; i < numParams; ++i)
+    mapping.map(gradFunc.getArgument(numData + i), entry->getArgument(i));
+  builder.setInsertionPointToEnd(entry);
+  Block &gradBody = gradFunc.getBody().front();
+  for (Operation &op : gradBody.without_terminator())
+    builder.clone(op, mapping);
+  Operation *gradReturn = gradBody.getTerminator();
+  Value lossValue = mapping.lookup(gradReturn->getOperand(0));
+  SmallVector<Value> grads;
+  for (unsigned i = 0; i < numParams; ++i)
+    grads.push_back(mapping.lookup(gradReturn->getOperand(1 + i)));
+
+  ImplicitLocOpBuilder b(loc, builder);
+  Value skipped;
+  if (options.lossScaling) {
+    // Unscale (dividing by a power of two is exact), then one finite check
+    // over every gradient: g - g is 0 for finite g and NaN otherwise.
+    Value scale = entry->getArgument(scaleIndex);
+    lossValue = DivOp::create(b, lossValue, scale);
+    Value total;
+    for (Value &grad : grads) {
+      grad = DivOp::create(b, grad, scale);
+      Value partial = ReduceSumOp::create(b, SubOp::create(b, grad, grad),
+                                          b.getDenseI64ArrayAttr({}), nullptr);
+      total = total ? AddOp::create(b, total, partial) : partial;
+    }
+    skipped = IsNaNOp::create(
+        b, RankedTensorType::get({}, b.getI1Type()), total);
+  }
+  // Global L2 norm of all gradients, reported before clipping (as
+  // torch.nn.utils.clip_grad_norm_ returns it).
+  Value sumOfSquares;
+  for (Value grad : grads) {
+    Value square = MulOp::create(b, grad, grad);
+    Value partial = ReduceSumOp::create(b, square, b.getDenseI64ArrayAttr({}),
+                                        /*keep_dims=*/nullptr);
+    sumOfSquares = sumOfSquares ? AddOp::create(b, sumOfSquares, partial)
+                                : partial;
+  }
+  Value gradNorm = SqrtOp::create(b, sumOfSquares);
+  if (options.gradClip > 0) {
+    // torch: coef = max_norm / (norm + 1e-6), applied when below 1.
+    Value one = f32Constant(b, 1.0);
+    Value coef = DivOp::create(
+        b, f32Constant(b, options.gradClip),
+        AddOp::create(b, gradNorm, f32Constant(b, 1e-6)));
+    Value clipped = WhereOp::create(b, LessOp::create(b, coef, one), coef, one);
+    for (Value &grad : grads)
+      grad = MulOp::create(b, grad, clipped);
+  }
+  Value newStep = AddOp::create(b, entry->getArgument(stepIndex),
+                                f32Constant(b, 1.0));
+  Value lr = f32Constant(b, options.lr);
+
+  // The optimizer: one fused op per weight-decay group (decayed first).
+  SmallVector<Value> newParams(numParams), newState(stateRoles.size() * numParams);
+  for (bool decayGroup : {true, false}) {
+    SmallVector<unsigned> members;
+    for (unsigned i = 0; i < numParams; ++i)
+      if (decays[i] == decayGroup)
+        members.push_back(i);
+    if (members.empty())
+      continue;
+    auto pick = [&](auto get) {
+      SmallVector<Value> values;
+      for (unsigned i : members)
+        values.push_back(get(i));
+      return values;
+    };
+    SmallVector<Value> params = pick([&](unsigned i) { return entry->getArgument(i); });
+    SmallVector<Value> groupGrads = pick([&](unsigned i) { return grads[i]; });
+    SmallVector<Type> types = llvm::to_vector(ValueRange(params).getTypes());
+    APFloat groupDecay(static_cast<float>(decayGroup ? weightDecay : 0.0));
+    if (options.optimizer == OptimizerKind::SGD) {
+      SmallVector<Value> buffers = pick([&](unsigned i) -> Value {
+        if (options.momentum > 0)
+          return entry->getArgument(numParams + i);
+        return ConstantOp::create(
+            b, cast<ElementsAttr>(b.getZeroAttr(grads[i].getType())));
+      });
+      auto sgd = SGDOp::create(b, types, types, params, groupGrads, buffers, lr,
+                               APFloat(static_cast<float>(options.momentum)),
+                               APFloat(0.0f), groupDecay, /*nesterov=*/false);
+      for (auto [k, i] : llvm::enumerate(members)) {
+        newParams[i] = sgd.getNewParams()[k];
+        if (options.momentum > 0)
+          newState[i] = sgd.getNewMomentumBuffer()[k];
+      }
+      continue;
+    }
+    SmallVector<Value> expAvg =
+        pick([&](unsigned i) { return entry->getArgument(numParams + i); });
+    SmallVector<Value> expAvgSq =
+        pick([&](unsigned i) { return entry->getArgument(2 * numParams + i); });
+    auto adam = AdamOp::create(
+        b, types, types, types, params, groupGrads, expAvg, expAvgSq, lr,
+        newStep,
+        options.optimizer == OptimizerKind::AdamW ? AdamMode::adamw
+                                                  : AdamMode::adam,
+        APFloat(static_cast<float>(options.beta1)),
+        APFloat(static_cast<float>(options.beta2)),
+        APFloat(static_cast<float>(options.epsilon)),
+        EpsilonPlacement::outside_sqrt, groupDecay, /*bias_correction=*/true);
+    for (auto [k, i] : llvm::enumerate(members)) {
+      newParams[i] = adam.getNewParams()[k];
+      newState[i] = adam.getNewExpAvg()[k];
+      newState[numParams + i] = adam.getNewExpAvgSq()[k];
+    }
+  }
+
+  if (skipped) {
+    // A skipped step keeps every bit of the state it was given.
+    auto keepIfSkipped = [&](Value next, unsigned argIndex) {
+      return WhereOp::create(b, skipped, entry->getArgument(argIndex), next)
+          .getResult();
+    };
+    for (unsigned i = 0; i < numParams; ++i)
+      newParams[i] = keepIfSkipped(newParams[i], i);
+    for (unsigned i = 0; i < newState.size(); ++i)
+      newState[i] = keepIfSkipped(newState[i], numParams + i);
+    newStep = keepIfSkipped(newStep, stepIndex);
+  }
+
+  // Results: next state (each naming the argument it replaces), loss, norm.
+  SmallVector<Value> results;
+  SmallVector<Attribute> resultAttrs;
+  auto carry = [&](Value value, unsigned argIndex) {
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("tx.name",
+                              args[argIndex].attrs.get("tx.name")),
+         builder.getNamedAttr(kNextAttrName,
+                              builder.getI64IntegerAttr(argIndex))}));
+  };
+  for (unsigned i = 0; i < numParams; ++i)
+    carry(newParams[i], i);
+  for (unsigned i = 0; i < newState.size(); ++i)
+    carry(newState[i], numParams + i);
+  carry(newStep, stepIndex);
+  if (skipped) {
+    // GradScaler.update(): back off on a skipped step, grow after
+    // `interval` clean steps in a row.
+    Value scale = entry->getArgument(scaleIndex);
+    Value tracker = entry->getArgument(trackerIndex);
+    Value zero = f32Constant(b, 0.0);
+    Value counted = WhereOp::create(
+        b, skipped, zero, AddOp::create(b, tracker, f32Constant(b, 1.0)));
+    Value grow = GreaterOrEqualOp::create(
+        b, RankedTensorType::get({}, b.getI1Type()), counted,
+        f32Constant(b, static_cast<double>(options.lossScaleInterval)));
+    Value grown = WhereOp::create(
+        b, grow, MulOp::create(b, scale, f32Constant(b, 2.0)), scale);
+    Value newScale = WhereOp::create(
+        b, skipped, MulOp::create(b, scale, f32Constant(b, 0.5)), grown);
+    Value newTracker = WhereOp::create(b, grow, zero, counted);
+    carry(newScale, scaleIndex);
+    carry(newTracker, trackerIndex);
+  }
+  results.push_back(lossValue);
+  resultAttrs.push_back(builder.getDictionaryAttr(named("tx.name", "loss")));
+  results.push_back(gradNorm);
+  resultAttrs.push_back(
+      builder.getDictionaryAttr(named("tx.name", "grad_norm")));
+  if (skipped) {
+    results.push_back(skipped);
+    resultAttrs.push_back(builder.getDictionaryAttr(named("tx.name", "skipped")));
+  }
+  func::ReturnOp::create(b, results);
+  step.setFunctionType(
+      FunctionType::get(context, argTypes, ValueRange(results).getTypes()));
+  SmallVector<Attribute> argAttrs;
+  for (const StepArg &arg : args)
+    argAttrs.push_back(arg.attrs.getDictionary(context));
+  step.setAllArgAttrs(argAttrs);
+  step.setAllResultAttrs(resultAttrs);
+
+  // The recipe, for reports and for whoever reads the IR.
+  StringRef optimizerName = options.optimizer == OptimizerKind::AdamW ? "adamw"
+                            : options.optimizer == OptimizerKind::Adam ? "adam"
+                                                                       : "sgd";
+  NamedAttrList recipe;
+  recipe.append(named("optimizer", optimizerName));
+  recipe.append("lr", builder.getF64FloatAttr(options.lr));
+  if (options.optimizer == OptimizerKind::SGD) {
+    recipe.append("momentum", builder.getF64FloatAttr(options.momentum));
+  } else {
+    recipe.append("beta1", builder.getF64FloatAttr(options.beta1));
+    recipe.append("beta2", builder.getF64FloatAttr(options.beta2));
+    recipe.append("eps", builder.getF64FloatAttr(options.epsilon));
+  }
+  recipe.append("weight_decay", builder.getF64FloatAttr(weightDecay));
+  recipe.append("grad_clip", builder.getF64FloatAttr(std::max(0.0, options.gradClip)));
+  recipe.append("loss", builder.getStringAttr(
+                            options.loss == LossKind::CrossEntropy
+                                ? "cross-entropy"
+                                : "output"));
+  recipe.append("forward", builder.getStringAttr(forward.getName()));
+  if (options.lossScaling) {
+    recipe.append("loss_scale", builder.getF64FloatAttr(options.initialLossScale));
+    recipe.append("loss_scale_interval",
+                  builder.getI64IntegerAttr(options.lossScaleInterval));
+  }
+  step->setAttr(kTrainStepAttrName, recipe.getDictionary(context));
+
+  eraseTemporaries(gradFunc);
+  forward.erase();
+  return step;
+}
+
+namespace {
+struct BuildTrainStepPass
+    : tx::impl::BuildTrainStepPassBase<BuildTrainStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    TrainStepOptions options;
+    options.function = function;
+    options.name = stepName;
+    options.labels = labels;
+    options.lr = lr;
+    options.beta1 = beta1;
+    options.beta2 = beta2;
+    options.epsilon = eps;
+    options.momentum = momentum;
+    options.gradClip = gradClip;
+    options.freeze = freeze;
+    options.lossScaling = lossScaling;
+    options.initialLossScale = initialLossScale;
+    options.lossScaleInterval = lossScaleInterval;
+    if (weightDecay >= 0)
+      options.weightDecay = weightDecay;
+    if (!noDecay.empty())
+      options.noDecay = noDecay;
+    std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
+    std::optional<LossKind> lossKind = parseLossKind(loss);
+    if (!kind) {
+      emitError(module.getLoc(), "expected optimizer=adamw|adam|sgd, but got '")
+          << optimizer << "'";
+      return signalPassFailure();
+    }
+    if (!lossKind) {
+      emitError(module.getLoc(), "expected loss=output|cross-entropy, but got '")
+          << loss << "'";
+      return signalPassFailure();
+    }
+    options.optimizer = *kind;
+    options.loss = *lossKind;
+    if (failed(buildTrainStep(module, options)))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,180 @@
+//===- PrecisionOps.cpp - FP8 amax, casts, scale updates and GEMM ---------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The FP8 scaling ops of TxPrecisionOps.td, evaluated exactly as their
+// descriptions state. Intermediate f32 roundings are explicit (TE's kernels
+// round the scaled value to f32 before the FP8 conversion, and compute
+// scales in f32); the final rounding to the result type, saturating for
+// FP8, is the executor's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Reference/FloatFormats.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::reference;
+
+namespace {
+
+/// Largest finite value of the FP8 type a scale casts to.
+double fp8Max(Type type) {
+  return isa<Float8E5M2Type>(type) ? kFloat8E5M2.maxFinite
+                                   : kFloat8E4M3FN.maxFinite;
+}
+
+/// What TE stores when the computed scale overflows f32: the f32 maximum, so
+/// the cast still scales up as far as it can instead of producing inf * 0.
+double clampInfiniteScale(double scale) {
+  return std::isinf(scale)
+             ? static_cast<double>(std::numeric_limits<float>::max())
+             : scale;
+}
+
+Tensor evalAmax(Operation *op, const Tensor &input) {
+  Tensor result = makeResult(op);
+  double amax = 0.0;
+  for (double v : input.floats()) {
+    if (std::isnan(v)) {
+      amax = std::numeric_limits<double>::quiet_NaN();
+      break;
+    }
+    amax = std::max(amax, std::fabs(v));
+  }
+  result.floats()[0] = amax;
+  return result;
+}
+
+/// quantize and dequantize: x * s rounded to f32; the executor then rounds
+/// to the result type (saturating FP8, or bf16/f16/f32).
+Tensor evalScaledCast(Operation *op, const Tensor &input, double factor,
+                      const ExecutorOptions &options) {
+  Type f32 = Float32Type::get(op->getContext());
+  Tensor result = makeResult(op);
+  for (int64_t i = 0, n = result.getNumElements(); i < n; ++i)
+    result.floats()[i] = roundUnlessF64(f32, input.floats()[i] * factor, options);
+  return result;
+}
+
+void evalScaleUpdate(tx::FP8ScaleUpdateOp op, llvm::ArrayRef<const Tensor *> in,
+                     const ExecutorOptions &options,
+                     llvm::SmallVectorImpl<Tensor> &results) {
+  Type f32 = Float32Type::get(op.getContext());
+  auto r32 = [&](double v) { return roundUnlessF64(f32, v, options); };
+  const std::vector<double> &history = in[0]->floats();
+  double scale = in[1]->floats()[0];
+  double newAmax = in[2]->floats()[0];
+  tx::FP8RecipeAttr recipe = op.getRecipe();
+
+  // Newest first: the new amax enters slot 0, the oldest entry drops.
+  Tensor newHistory = makeResult(op, 0);
+  std::vector<double> &rolled = newHistory.floats();
+  rolled[0] = newAmax;
+  for (size_t i = 1; i < rolled.size(); ++i)
+    rolled[i] = history[i - 1];
+
+  double amax = newAmax;
+  if (recipe.getAmaxCompute() == tx::AmaxCompute::max) {
+    // TE's fmaxf reduction from 0: NaN entries are skipped.
+    amax = 0.0;
+    for (double v : rolled)
+      if (!std::isnan(v))
+        amax = std::max(amax, v);
+  }
+  // fp8_max * 2^-margin in f32. ldexp takes an int; every margin past 4096
+  // underflows to 0 just as that one does.
+  int margin = static_cast<int>(std::min<int64_t>(recipe.getMargin(), 4096));
+  double scaledMax = r32(std::ldexp(fp8Max(op.getFp8Type()), -margin));
+  double newScale = (std::isfinite(amax) && amax > 0.0) ? r32(scaledMax / amax)
+                                                        : scale;
+  newScale = clampInfiniteScale(newScale);
+
+  Tensor scaleOut = makeResult(op, 1), scaleInvOut = makeResult(op, 2);
+  scaleOut.floats()[0] = newScale;
+  scaleInvOut.floats()[0] = r32(1.0 / newScale);
+  results.push_back(std::move(newHistory));
+  results.push_back(std::move(scaleOut));
+  results.push_back(std::move(scaleInvOut));
+}
+
+void evalCurrentScale(tx::FP8CurrentScaleOp op, const Tensor &amaxTensor,
+                      const ExecutorOptions &options,
+                      llvm::SmallVectorImpl<Tensor> &results) {
+  Type f32 = Float32Type::get(op.getContext());
+  auto r32 = [&](double v) { return roundUnlessF64(f32, v, options); };
+  double amax = amaxTensor.floats()[0];
+  double scale = (std::isfinite(amax) && amax > 0.0)
+                     ? r32(fp8Max(op.getFp8Type()) / amax)
+                     : 1.0;
+  scale = clampInfiniteScale(scale);
+  Tensor scaleOut = makeResult(op, 0), scaleInvOut = makeResult(op, 1);
+  scaleOut.floats()[0] = scale;
+  scaleInvOut.floats()[0] = r32(1.0 / scale);
+  results.push_back(std::move(scaleOut));
+  results.push_back(std::move(scaleInvOut));
+}
+
+/// Batched i-k-j loops as in LinalgOps.cpp: FP8 products are exact in
+/// double, the sum is accumulated in double and scaled once at the end.
+Tensor evalFP8Matmul(Operation *op, const Tensor &lhs, const Tensor &rhs,
+                     double lhsScaleInv, double rhsScaleInv) {
+  Tensor result = makeResult(op);
+  llvm::ArrayRef<int64_t> ls = lhs.getShape(), rs = rhs.getShape();
+  int64_t m = ls[ls.size() - 2], k = ls.back(), n = rs.back();
+  llvm::ArrayRef<int64_t> lb = ls.drop_back(2), rb = rs.drop_back(2);
+  llvm::SmallVector<int64_t> batch = *tx::broadcastShapes(lb, rb);
+  std::vector<int64_t> lIndex = broadcastIndices(lb, batch);
+  std::vector<int64_t> rIndex = broadcastIndices(rb, batch);
+  const double *a = lhs.floats().data(), *b = rhs.floats().data();
+  double *out = result.floats().data();
+  for (size_t bi = 0; bi < lIndex.size(); ++bi) {
+    const double *ab = a + lIndex[bi] * m * k, *bb = b + rIndex[bi] * k * n;
+    double *ob = out + bi * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk) {
+        double av = ab[i * k + kk];
+        for (int64_t j = 0; j < n; ++j)
+          ob[i * n + j] += av * bb[kk * n + j];
+      }
+  }
+  for (double &v : result.floats())
+    v = v * lhsScaleInv * rhsScaleInv;
+  return result;
+}
+
+} // namespace
+
+llvm::Expected<bool> mlir::txopt::reference::evalPrecisionOp(Operation *op,
+                                                             const KernelArgs &args) {
+  auto &in = args.operands;
+  auto &results = args.results;
+  if (isa<tx::AmaxOp>(op)) {
+    results.push_back(evalAmax(op, *in[0]));
+    return true;
+  }
+  if (isa<tx::QuantizeOp, tx::DequantizeOp>(op)) {
+    results.push_back(
+        evalScaledCast(op, *in[0], in[1]->floats()[0], args.options));
+    return true;
+  }
+  if (auto update = dyn_cast<tx::FP8ScaleUpdateOp>(op)) {
+    evalScaleUpdate(update, in, args.options, results);
+    return true;
+  }
+  if (auto current = dyn_cast<tx::FP8CurrentScaleOp>(op)) {
+    evalCurrentScale(current, *in[0], args.options, results);
+    return true;
+  }
+  if (isa<tx::FP8MatmulOp>(op)) {
+    results.push_back(evalFP8Matmul(op, *in[0], *in[1], in[2]->floats()[0],
+                                    in[3]->floats()[0]));
+    return true;
+  }
+  return false;
+}

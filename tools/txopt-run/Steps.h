@@ -1,0 +1,51 @@
+//===- Steps.h - txopt-run --steps: repeat a training step ------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Runs a step function built by tx-build-train-step N times on the
+// reference executor, feeding each result marked `tx.next = i` back into
+// argument i, and prints one line per step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_TOOLS_TXOPT_RUN_STEPS_H
+#define TXOPT_TOOLS_TXOPT_RUN_STEPS_H
+
+#include "txopt/Reference/Executor.h"
+#include "txopt/Reference/Tensor.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace txopt_run {
+
+struct StepOptions {
+  int64_t steps = 1;
+  /// Token file: .npy (1-D integers) or llm.c's .bin (uint16 tokens after a
+  /// 256 x int32 header). Unset: one seeded random batch, reused every step.
+  std::optional<std::string> dataPath;
+  uint64_t seed = 0;
+  /// Write the final state (every `tx.next` result) and the last loss here.
+  std::optional<std::string> outputDir;
+};
+
+/// Runs |func| |options.steps| times. |given| holds the values of `--input`
+/// arguments (they override initial values and fix batch arguments); every
+/// other argument starts from its `tx.parameter`'s value, its `tx.init`
+/// splat, a window of the token file, or a seeded random batch. A NaN or
+/// infinite loss or gradient norm stops the run with an error naming the
+/// step. Prints `step N  loss L  grad_norm G` per step to |os|.
+llvm::Error runSteps(mlir::txopt::reference::Executor &executor,
+                     mlir::func::FuncOp func,
+                     std::vector<std::optional<mlir::txopt::reference::Tensor>> given,
+                     const StepOptions &options, llvm::raw_ostream &os);
+
+/// The step function of |module|: the one marked `tx.train_step`.
+mlir::func::FuncOp findStepFunction(mlir::ModuleOp module);
+
+} // namespace txopt_run
+
+#endif // TXOPT_TOOLS_TXOPT_RUN_STEPS_H
