@@ -44,11 +44,14 @@ void txopt::buildDefaultPipeline(OpPassManager &pm,
   }
 }
 
-void txopt::buildTrainPipeline(OpPassManager &pm,
-                               const DefaultPipelineOptions &fusion,
-                               const tx::BuildTrainStepPassOptions &step) {
+void txopt::buildTrainPipeline(
+    OpPassManager &pm, const DefaultPipelineOptions &fusion,
+    const tx::BuildTrainStepPassOptions &step,
+    const std::optional<tx::InsertFP8PassOptions> &fp8) {
   buildDefaultPipeline(pm, fusion);
   pm.addPass(tx::createBuildTrainStepPass(step));
+  if (fp8)
+    pm.addPass(tx::createInsertFP8Pass(*fp8));
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());

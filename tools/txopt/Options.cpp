@@ -55,7 +55,21 @@ OPTIONS:
                           that type, everything else in f32 (see --report);
                           fp16 under --train adds dynamic loss scaling
                           (GradScaler: scale 2^16, x2 after 2000 clean steps,
-                          x0.5 and a skipped step on inf/NaN).
+                          x0.5 and a skipped step on inf/NaN). fp8 (needs
+                          --train): GEMMs in bf16, then every eligible one
+                          in FP8 with Transformer Engine's scaling as state
+                          of the step (options below; --report lists each
+                          GEMM kept in bf16 and why).
+  --fp8-recipe=KIND       delayed (default) or current scaling.
+  --fp8-format=KIND       hybrid (default: E4M3 forward, E5M2 gradients) or
+                          e4m3.
+  --fp8-history=N         Delayed scaling: amax history length (1024).
+  --fp8-amax=KIND         Delayed scaling: max (default) or most_recent.
+  --fp8-margin=N          Delayed scaling: binades of headroom (0).
+  --fp8-exclude=REGEX     GEMMs (by ONNX node name) kept in bf16; default:
+                          the first and last forward GEMM.
+  --target=sm_XY          GPU architecture (default sm_90); below sm_89 no
+                          GEMM can use FP8 (reported).
   --print-locations       Keep ONNX node names as locations in the output.
   -v, --verbose           Print a longer summary, with every near-miss.
   -q, --quiet             Print no summary.
@@ -196,6 +210,67 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
   return !error.empty();
 }
 
+/// The FP8 recipe options. Returns true when argv[i] was one of them (with
+/// |error| set when its value is bad).
+static bool parseFP8Option(int argc, char **argv, int &i, Options &options,
+                           std::string &error) {
+  std::string value;
+  std::string flag = argv[i];
+  flag = flag.substr(0, flag.find('='));
+  auto oneOf = [&](std::string &out, std::initializer_list<const char *> allowed) {
+    std::string expected;
+    bool ok = false;
+    for (const char *a : allowed) {
+      ok |= value == a;
+      expected += (expected.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!ok)
+      error = "bad " + flag + " '" + value + "' (expected one of " + expected + ")";
+    out = value;
+    options.fp8Flags.push_back(flag);
+    return true;
+  };
+  auto count = [&](int64_t &out, int64_t min) {
+    char *end = nullptr;
+    errno = 0;
+    long long n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || errno || *end || n < min || n > (1 << 20))
+      error = "bad " + flag + " '" + value + "' (expected an integer >= " +
+              std::to_string(min) + ")";
+    out = n;
+    options.fp8Flags.push_back(flag);
+    return true;
+  };
+  if (takeValue(argc, argv, i, "fp8-recipe", value, error))
+    return oneOf(options.fp8Scaling, {"delayed", "current"});
+  if (takeValue(argc, argv, i, "fp8-format", value, error))
+    return oneOf(options.fp8Format, {"hybrid", "e4m3"});
+  if (takeValue(argc, argv, i, "fp8-amax", value, error))
+    return oneOf(options.fp8Amax, {"max", "most_recent"});
+  if (takeValue(argc, argv, i, "fp8-history", value, error))
+    return count(options.fp8History, 1);
+  if (takeValue(argc, argv, i, "fp8-margin", value, error))
+    return count(options.fp8Margin, 0);
+  if (takeValue(argc, argv, i, "fp8-exclude", value, error)) {
+    options.fp8Exclude = value;
+    if (value.empty())
+      error = "option '--fp8-exclude' needs a regex";
+    options.fp8Flags.push_back(flag);
+    return true;
+  }
+  if (takeValue(argc, argv, i, "target", value, error)) {
+    int sm = 0;
+    if (value.rfind("sm_", 0) != 0 || value.size() < 4 ||
+        value.find_first_not_of("0123456789", 3) != std::string::npos ||
+        (sm = std::atoi(value.c_str() + 3)) <= 0)
+      error = "bad --target '" + value + "' (expected sm_XY, e.g. sm_90)";
+    options.target = value;
+    options.fp8Flags.push_back(flag);
+    return true;
+  }
+  return !error.empty();
+}
+
 bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
                              std::string &error) {
   for (int i = 1; i < argc; ++i) {
@@ -264,12 +339,16 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       if (!error.empty())
         return false;
     } else if (takeValue(argc, argv, i, "precision", value, error)) {
-      if (value != "fp32" && value != "bf16" && value != "fp16") {
+      if (value != "fp32" && value != "bf16" && value != "fp16" &&
+          value != "fp8") {
         error = "unknown --precision '" + value +
-                "' (expected fp32, bf16 or fp16)";
+                "' (expected fp32, bf16, fp16 or fp8)";
         return false;
       }
       options.precision = value;
+    } else if (parseFP8Option(argc, argv, i, options, error)) {
+      if (!error.empty())
+        return false;
     } else if (takeValue(argc, argv, i, "report", value, error)) {
       if (value.empty()) {
         error = "option '--report' needs a file name";
@@ -293,6 +372,15 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
     return false;
   if (!options.train && !options.trainFlags.empty()) {
     error = "option '" + options.trainFlags.front() + "' needs --train";
+    return false;
+  }
+  if (options.precision != "fp8" && !options.fp8Flags.empty()) {
+    error = "option '" + options.fp8Flags.front() + "' needs --precision=fp8";
+    return false;
+  }
+  if (options.precision == "fp8" && !options.train) {
+    error = "--precision=fp8 needs --train (the FP8 scaling state lives in "
+            "the training step)";
     return false;
   }
   if (options.precision != "fp32" && options.emit == EmitKind::Imported) {

@@ -48,6 +48,15 @@ struct Options {
   /// --precision: fp32 (default), bf16, fp16 (with dynamic loss scaling
   /// under --train) or fp8.
   std::string precision = "fp32";
+  /// --precision=fp8: the recipe (tx-insert-fp8's options).
+  std::string fp8Scaling = "delayed";
+  std::string fp8Format = "hybrid";
+  int64_t fp8History = 1024;
+  std::string fp8Amax = "max";
+  int64_t fp8Margin = 0;
+  std::string fp8Exclude;
+  std::string target = "sm_90";
+  std::vector<std::string> fp8Flags;
   bool showHelp = false;
   bool showVersion = false;
 };

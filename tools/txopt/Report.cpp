@@ -150,6 +150,8 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
   PrecisionSummary precision;
   precision.mode = mode;
   module.walk([&](mlir::Operation *op) {
+    if (mlir::isa<mlir::txopt::tx::FP8MatmulOp>(op))
+      ++precision.fp8Gemms;
     if (!mlir::isa<mlir::txopt::tx::MatMulOp, mlir::txopt::tx::GemmOp>(op))
       return;
     auto type = mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType());
@@ -160,8 +162,17 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
   });
   for (auto func : module.getOps<mlir::func::FuncOp>())
     if (auto recipe = func->getAttrOfType<mlir::DictionaryAttr>(
-            mlir::txopt::tx::kTrainStepAttrName))
+            mlir::txopt::tx::kTrainStepAttrName)) {
       precision.lossScaling = recipe.contains("loss_scale");
+      if (mlir::Attribute fp8 = recipe.get("fp8")) {
+        llvm::raw_string_ostream os(precision.fp8Recipe);
+        fp8.print(os);
+      }
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        if (auto role = func.getArgAttrOfType<mlir::StringAttr>(
+                i, mlir::txopt::tx::kRoleAttrName))
+          precision.fp8StateTensors += role.getValue().starts_with("fp8_");
+    }
   return precision;
 }
 
@@ -209,12 +220,14 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
   };
   {
     const PrecisionSummary &p = summary.precision;
-    std::string low = p.mode == "fp32" ? "f32" : p.mode;
+    std::string low = p.mode == "fp32" ? "f32"
+                      : p.mode == "fp8"  ? "fp8 where eligible, else bf16"
+                                         : p.mode;
     report["precision"] = llvm::json::Object{
         {"mode", p.mode},
         {"policy",
          llvm::json::Object{{"tx.matmul", low},
-                            {"tx.gemm", low},
+                            {"tx.gemm", p.mode == "fp8" ? "bf16" : low},
                             {"reductions, softmax, norms and statistics", "f32"},
                             {"loss", "f32"},
                             {"optimizer and master weights", "f32"}}},
@@ -222,6 +235,13 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
         {"f32_gemms", p.f32Gemms},
         {"loss_scaling", p.lossScaling},
     };
+    if (p.mode == "fp8")
+      report["fp8"] = llvm::json::Object{
+          {"recipe", p.fp8Recipe},
+          {"fp8_gemms", p.fp8Gemms},
+          {"bf16_gemms", p.lowPrecisionGemms},
+          {"state_tensors", p.fp8StateTensors},
+      };
   }
   if (summary.train) {
     const TrainSummary &train = *summary.train;
@@ -310,9 +330,14 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
   }
   if (summary.precision.mode != "fp32") {
     const PrecisionSummary &p = summary.precision;
-    os << "  precision  " << p.mode << ": " << p.lowPrecisionGemms
-       << " GEMMs in " << p.mode << ", " << p.f32Gemms
-       << " in f32; everything else f32"
+    os << "  precision  " << p.mode << ": ";
+    if (p.mode == "fp8")
+      os << p.fp8Gemms << " GEMMs in fp8 (" << p.fp8StateTensors
+         << " scaling state tensors), " << p.lowPrecisionGemms
+         << " in bf16 (see warnings), ";
+    else
+      os << p.lowPrecisionGemms << " GEMMs in " << p.mode << ", ";
+    os << p.f32Gemms << " in f32; everything else f32"
        << (p.lossScaling ? "; dynamic loss scaling" : "") << "\n";
   }
   if (info.warnings.empty()) {

@@ -49,6 +49,9 @@ struct PrecisionSummary {
   int64_t lowPrecisionGemms = 0; ///< matmul/gemm ops in the low type
   int64_t f32Gemms = 0;          ///< matmul/gemm ops left in f32
   bool lossScaling = false;
+  int64_t fp8Gemms = 0;        ///< tx.fp8_matmul ops
+  int64_t fp8StateTensors = 0; ///< amax histories, scales, scale_invs
+  std::string fp8Recipe;       ///< the #tx.fp8_recipe, printed
 };
 
 /// Counts the GEMMs of |module| by element type under --precision=|mode|.

@@ -159,7 +159,9 @@ int main(int argc, char **argv) {
     pipelineOptions.fuseNorms = options.fuseNorms;
     pipelineOptions.fuseOptimizer = options.fuseOptimizer;
     pipelineOptions.explain = true; // near-misses feed the summary and report
-    pipelineOptions.precision = options.precision;
+    // FP8 runs the GEMMs it cannot convert in bf16.
+    pipelineOptions.precision =
+        options.precision == "fp8" ? "bf16" : options.precision;
     if (options.train) {
       mlir::txopt::tx::BuildTrainStepPassOptions step;
       step.loss = options.loss;
@@ -175,7 +177,19 @@ int main(int argc, char **argv) {
       step.gradClip = options.gradClip;
       step.freeze = options.freeze;
       step.lossScaling = options.precision == "fp16";
-      txopt::buildTrainPipeline(pm, pipelineOptions, step);
+      std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8;
+      if (options.precision == "fp8") {
+        fp8.emplace();
+        fp8->scaling = options.fp8Scaling;
+        fp8->format = options.fp8Format;
+        fp8->history = options.fp8History;
+        fp8->amax = options.fp8Amax;
+        fp8->margin = options.fp8Margin;
+        fp8->exclude = options.fp8Exclude;
+        fp8->target = options.target;
+        fp8->explain = true;
+      }
+      txopt::buildTrainPipeline(pm, pipelineOptions, step, fp8);
     } else {
       txopt::buildDefaultPipeline(pm, pipelineOptions);
     }
@@ -195,6 +209,11 @@ int main(int argc, char **argv) {
   summary.txOps = countOps(*module);
   summary.fused = countFused(*module);
   summary.notFused = collector.takeNearMisses();
+  // A GEMM that cannot use FP8 is worth a warning, not just a report row.
+  for (const NearMiss &miss : summary.notFused)
+    if (miss.pattern == "fp8")
+      summary.import.warnings.push_back("GEMM '" + miss.node +
+                                        "' stays bf16: " + miss.reason);
   if (options.train)
     summary.train = describeTrainStep(*module);
   summary.precision = describePrecision(*module, options.precision);

@@ -10,6 +10,8 @@
 #define TXOPT_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassOptions.h"
+
+#include <optional>
 #include "txopt/Dialect/Tx/Transforms/Passes.h"
 
 namespace mlir {
@@ -46,11 +48,13 @@ void buildDefaultPipeline(OpPassManager &pm,
 
 /// Appends what `txopt model.onnx --train` runs: the default pipeline (so
 /// the forward's norms are fused and differentiate to fused gradients),
-/// tx-build-train-step with |step|'s options, and a final cleanup that
+/// tx-build-train-step with |step|'s options, tx-insert-fp8 when |fp8| is
+/// set (right after, as it needs the seed marker), and a final cleanup that
 /// merges the forward and recomputed norm statistics.
-void buildTrainPipeline(OpPassManager &pm,
-                        const DefaultPipelineOptions &fusion,
-                        const tx::BuildTrainStepPassOptions &step);
+void buildTrainPipeline(
+    OpPassManager &pm, const DefaultPipelineOptions &fusion,
+    const tx::BuildTrainStepPassOptions &step,
+    const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt);
 
 /// Registers `txopt-default` for txopt-opt and mlir-opt plugins.
 void registerTxoptPipelines();

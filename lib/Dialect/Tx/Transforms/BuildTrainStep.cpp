@@ -340,6 +340,7 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   GradientOptions gradOptions;
   gradOptions.wrt = GradientWrt::Params;
   gradOptions.name = options.name + "_grad";
+  gradOptions.markSeed = true; // for tx-insert-fp8, which runs next
   FailureOr<func::FuncOp> gradResult = buildGradientFunction(lossFunc, gradOptions);
   if (failed(gradResult)) {
     eraseTemporaries({});
@@ -516,7 +517,7 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
     SmallVector<Value> params = pick([&](unsigned i) { return entry->getArgument(i); });
     SmallVector<Value> groupGrads = pick([&](unsigned i) { return grads[i]; });
     SmallVector<Type> types = llvm::to_vector(ValueRange(params).getTypes());
-    APFloat groupDecay(static_cast<float>(decayGroup ? weightDecay : 0.0));
+    APFloat groupDecay(decayGroup ? weightDecay : 0.0);
     if (options.optimizer == OptimizerKind::SGD) {
       SmallVector<Value> buffers = pick([&](unsigned i) -> Value {
         if (options.momentum > 0)
@@ -525,8 +526,8 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
             b, cast<ElementsAttr>(b.getZeroAttr(grads[i].getType())));
       });
       auto sgd = SGDOp::create(b, types, types, params, groupGrads, buffers, lr,
-                               APFloat(static_cast<float>(options.momentum)),
-                               APFloat(0.0f), groupDecay, /*nesterov=*/false);
+                               APFloat(options.momentum), APFloat(0.0),
+                               groupDecay, /*nesterov=*/false);
       for (auto [k, i] : llvm::enumerate(members)) {
         newParams[i] = sgd.getNewParams()[k];
         if (options.momentum > 0)
@@ -543,9 +544,8 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
         newStep,
         options.optimizer == OptimizerKind::AdamW ? AdamMode::adamw
                                                   : AdamMode::adam,
-        APFloat(static_cast<float>(options.beta1)),
-        APFloat(static_cast<float>(options.beta2)),
-        APFloat(static_cast<float>(options.epsilon)),
+        APFloat(options.beta1), APFloat(options.beta2),
+        APFloat(options.epsilon),
         EpsilonPlacement::outside_sqrt, groupDecay, /*bias_correction=*/true);
     for (auto [k, i] : llvm::enumerate(members)) {
       newParams[i] = adam.getNewParams()[k];

@@ -191,8 +191,11 @@ tx::buildGradientFunction(func::FuncOp forward,
     auto one = DenseElementsAttr::get(
         lossTensor,
         ArrayRef<Attribute>{FloatAttr::get(lossTensor.getElementType(), 1.0)});
-    grads[loss] = ConstantOp::create(builder, forwardReturn->getLoc(),
-                                     cast<ElementsAttr>(one));
+    auto seed = ConstantOp::create(builder, forwardReturn->getLoc(),
+                                   cast<ElementsAttr>(one));
+    if (options.markSeed)
+      seed->setAttr(kGradSeedAttrName, builder.getUnitAttr());
+    grads[loss] = seed;
   }
   for (Operation *op : llvm::reverse(active)) {
     SmallVector<Value> resultGrads;

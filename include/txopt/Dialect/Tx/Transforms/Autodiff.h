@@ -37,6 +37,11 @@ struct GradientOptions {
   GradientWrt wrt = GradientWrt::Params;
   /// Name of the new function; empty means `<forward>_grad`.
   std::string name;
+  /// Put `tx.grad_seed` on the constant that seeds the reverse sweep (dL/dL
+  /// = 1), so a later pass (tx-insert-fp8) can tell gradients, the values
+  /// that depend on it, from forward values. Cleanup passes may merge or
+  /// drop the marker: it is for the pass right after.
+  bool markSeed = false;
 };
 
 /// Builds the gradient function of |forward| (whose result #0 must be a
@@ -59,6 +64,8 @@ buildGradientFunction(func::FuncOp forward,
 inline constexpr StringLiteral kGradOfAttrName = "tx.grad_of";
 /// Name of the argument attribute naming the parameter an argument holds.
 inline constexpr StringLiteral kParameterAttrName = "tx.parameter";
+/// The marker of GradientOptions::markSeed.
+inline constexpr StringLiteral kGradSeedAttrName = "tx.grad_seed";
 
 //===----------------------------------------------------------------------===//
 // Per-op gradient rules (GradientRules.cpp)

@@ -467,4 +467,70 @@ def FuseOptimizerPass : Pass<"tx-fuse-optimizer", "::mlir::func::FuncOp"> {
   ];
 }
 
+def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
+  let summary = "Turn the eligible GEMMs of a training step into FP8 GEMMs with scaling state";
+  let description = [{
+    Transformer Engine's FP8 recipe, as IR, on the step function built by
+    `tx-build-train-step` (run right after it: the pass tells gradients from
+    forward values by the `tx.grad_seed` marker that step building leaves on
+    the reverse sweep's seed, and removes it). Every eligible `tx.matmul`
+    (forward, and the dgrad/wgrad GEMMs autodiff derived from it) becomes a
+    `tx.fp8_matmul` of scaled, saturating casts of its operands:
+
+    * operand types: `format=hybrid` (default) casts activations and
+      weights to `f8E4M3FN` and gradients (values that depend on the seed)
+      to `f8E5M2`; `format=e4m3` uses `f8E4M3FN` for all;
+    * `scaling=delayed` (default; `history`, default 1024, `amax=max|
+      most_recent`, `margin`, default 0): each cast tensor gets three state
+      arguments, `<node>.<lhs|rhs>.fp8_<k>.amax_history` (`tensor<Lxf32>`,
+      init 0), `.scale` and `.scale_inv` (init 1), with `tx.role`
+      `fp8_amax_history` / `fp8_scale` / `fp8_scale_inv`. The cast uses the
+      scale from the previous step; `tx.amax` of the tensor and
+      `tx.fp8_scale_update` produce the next history, scale and scale_inv,
+      returned with `tx.next` (TE's `amax_and_scale_update`, in the same
+      step);
+    * `scaling=current`: the scale comes from the tensor's own amax
+      (`tx.fp8_current_scale`); no state.
+
+    A tensor read by several GEMMs (a weight in its forward and dgrad GEMMs)
+    is cast once. The output keeps the GEMM's type (bf16 after tx-autocast).
+
+    Eligibility is decided here and nowhere else; a GEMM that stays in its
+    precision gets a remark `not fused: fp8: <reason>` (under
+    `explain=true`; `txopt --report` lists them):
+
+    * `target=sm_XY` below sm_89 (no FP8 tensor cores): every GEMM;
+    * excluded: by default the first and the last forward GEMM (the
+      embedding side and the LM head, as TE practice keeps them in higher
+      precision) and the backward GEMMs of the same ONNX node; with
+      `exclude=REGEX`, the GEMMs whose ONNX node name matches instead;
+    * M, K or N not a multiple of 16 (cuBLASLt's FP8 requirement), rank < 2
+      operands, or two gradient operands (no E5M2 x E5M2 GEMM).
+
+    When at least one GEMM is converted, the step's `tx.train_step` recipe
+    gains `fp8 = #tx.fp8_recipe<...>`. `tx.gemm` (bias epilogue) is not
+    converted yet: it stays in its precision, with a remark saying so.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+  let options = [
+    Option<"scaling", "scaling", "std::string", /*default=*/"\"delayed\"",
+           "delayed | current">,
+    Option<"format", "format", "std::string", /*default=*/"\"hybrid\"",
+           "hybrid (E4M3 forward, E5M2 gradients) | e4m3">,
+    Option<"history", "history", "int64_t", /*default=*/"1024",
+           "Amax history length (delayed)">,
+    Option<"amax", "amax", "std::string", /*default=*/"\"max\"",
+           "max | most_recent (delayed)">,
+    Option<"margin", "margin", "int64_t", /*default=*/"0",
+           "Binades of headroom (delayed)">,
+    Option<"exclude", "exclude", "std::string", /*default=*/"\"\"",
+           "Regex of ONNX node names whose GEMMs stay in higher precision "
+           "(default: the first and last forward GEMM)">,
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
+           "GPU architecture; below sm_89 nothing is converted">,
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Emit a remark for every GEMM left in higher precision, with the reason">,
+  ];
+}
+
 #endif // TXOPT_DIALECT_TX_TRANSFORMS_PASSES_TD

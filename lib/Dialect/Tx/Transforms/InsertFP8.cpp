@@ -1,0 +1,345 @@
+//===- InsertFP8.cpp - tx-insert-fp8: FP8 GEMMs with scaling state --------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Transformer Engine's FP8 recipe as IR. Every eligible GEMM of a training
+// step becomes a tx.fp8_matmul of scaled, saturating casts of its operands;
+// the scaling state (amax history, scale, scale_inv per cast tensor) is
+// arguments and results of the step, updated in the same step. Which GEMMs
+// are eligible is decided here, at compile time, and every GEMM left in
+// higher precision gets a remark with the reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/Autodiff.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
+#include "txopt/Dialect/Tx/Transforms/PatternUtils.h"
+#include "txopt/Dialect/Tx/Transforms/TrainStep.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Regex.h"
+
+namespace mlir::txopt::tx {
+#define GEN_PASS_DEF_INSERTFP8PASS
+#include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
+} // namespace mlir::txopt::tx
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::tx;
+
+namespace {
+
+/// The name a user knows a GEMM by: its ONNX node (location), shared by
+/// the forward GEMM and the backward GEMMs autodiff derived from it.
+std::string gemmName(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(part))
+        return name.getName().str();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return text;
+}
+
+/// Values that depend on the reverse sweep's seed: the gradients, which
+/// the hybrid format casts to E5M2.
+llvm::DenseSet<Value> gradientValues(func::FuncOp func) {
+  llvm::DenseSet<Value> grads;
+  func.walk([&](Operation *op) {
+    bool fromSeed = op->hasAttr(kGradSeedAttrName) ||
+                    llvm::any_of(op->getOperands(),
+                                 [&](Value v) { return grads.contains(v); });
+    if (fromSeed)
+      grads.insert(op->result_begin(), op->result_end());
+  });
+  return grads;
+}
+
+struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+
+    std::optional<FP8RecipeAttr> recipe = buildRecipe(module);
+    if (!recipe)
+      return signalPassFailure();
+    std::optional<int> sm = parseTarget(module);
+    if (!sm)
+      return signalPassFailure();
+    std::string regexError;
+    llvm::Regex excludeRegex(exclude);
+    if (!exclude.empty() && !excludeRegex.isValid(regexError)) {
+      emitError(module.getLoc(), "invalid exclude regex '")
+          << exclude << "': " << regexError;
+      return signalPassFailure();
+    }
+
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+      if (func->hasAttr(kTrainStepAttrName) && !func.isExternal())
+        if (failed(insertInto(func, *recipe, *sm,
+                              exclude.empty() ? nullptr : &excludeRegex)))
+          return signalPassFailure();
+    // The seed marker has served its purpose.
+    module.walk([](Operation *op) { op->removeAttr(kGradSeedAttrName); });
+    (void)context;
+  }
+
+  std::optional<FP8RecipeAttr> buildRecipe(ModuleOp module) {
+    MLIRContext *context = &getContext();
+    FP8Format fmt;
+    if (format == "hybrid")
+      fmt = FP8Format::hybrid;
+    else if (format == "e4m3")
+      fmt = FP8Format::e4m3;
+    else {
+      emitError(module.getLoc(), "expected format=hybrid|e4m3, but got '")
+          << format << "'";
+      return std::nullopt;
+    }
+    if (scaling == "current")
+      return FP8RecipeAttr::getCurrent(context, fmt);
+    if (scaling != "delayed") {
+      emitError(module.getLoc(), "expected scaling=delayed|current, but got '")
+          << scaling << "'";
+      return std::nullopt;
+    }
+    AmaxCompute compute;
+    if (amax == "max")
+      compute = AmaxCompute::max;
+    else if (amax == "most_recent")
+      compute = AmaxCompute::most_recent;
+    else {
+      emitError(module.getLoc(), "expected amax=max|most_recent, but got '")
+          << amax << "'";
+      return std::nullopt;
+    }
+    if (history < 1 || margin < 0) {
+      emitError(module.getLoc(), "expected history >= 1 and margin >= 0, but "
+                                 "got ")
+          << static_cast<int64_t>(history) << " and "
+          << static_cast<int64_t>(margin);
+      return std::nullopt;
+    }
+    return FP8RecipeAttr::getDelayed(context, fmt, history, compute, margin);
+  }
+
+  std::optional<int> parseTarget(ModuleOp module) {
+    StringRef text = target;
+    int sm = 0;
+    if (!text.consume_front("sm_") || text.getAsInteger(10, sm) || sm <= 0) {
+      emitError(module.getLoc(), "expected target=sm_XY (e.g. sm_90), but got '")
+          << target << "'";
+      return std::nullopt;
+    }
+    return sm;
+  }
+
+  /// Why |op| stays in its precision, or "" when it becomes an FP8 GEMM.
+  std::string whyNot(MatMulOp op, int sm, const llvm::DenseSet<Value> &grads,
+                     bool excluded, bool byRegex) {
+    if (sm < 89)
+      return "target sm_" + std::to_string(sm) +
+             " has no FP8 tensor cores (sm_89 or newer needed)";
+    if (excluded)
+      return byRegex ? "excluded by the exclude regex (--fp8-exclude)"
+                     : "excluded: the first or last forward GEMM (embedding "
+                       "side or LM head; the --fp8-exclude default)";
+    auto lhs = cast<RankedTensorType>(op.getLhs().getType());
+    auto rhs = cast<RankedTensorType>(op.getRhs().getType());
+    if (lhs.getRank() < 2 || rhs.getRank() < 2)
+      return "a matrix-vector product (FP8 GEMMs need rank >= 2 operands)";
+    int64_t m = lhs.getDimSize(lhs.getRank() - 2);
+    int64_t k = lhs.getDimSize(lhs.getRank() - 1);
+    int64_t n = rhs.getDimSize(rhs.getRank() - 1);
+    if (m % 16 || k % 16 || n % 16)
+      return "dims M=" + std::to_string(m) + " K=" + std::to_string(k) +
+             " N=" + std::to_string(n) +
+             " are not all multiples of 16 (cuBLASLt FP8 requirement)";
+    if (grads.contains(op.getLhs()) && grads.contains(op.getRhs()))
+      return "both operands are gradients (no E5M2 x E5M2 GEMM)";
+    return "";
+  }
+
+  LogicalResult insertInto(func::FuncOp func, FP8RecipeAttr recipe, int sm,
+                           llvm::Regex *excludeRegex) {
+    llvm::DenseSet<Value> grads = gradientValues(func);
+    SmallVector<MatMulOp> gemms;
+    func.walk([&](MatMulOp op) {
+      if (isa<FloatType>(getElementTypeOrSelf(op.getType())))
+        gemms.push_back(op);
+    });
+
+    // The default exclusion (TE practice): the first and the last forward
+    // GEMM (embedding-side and LM head), and the backward GEMMs derived
+    // from them (same ONNX node).
+    llvm::StringSet<> excludedNames;
+    if (!excludeRegex) {
+      SmallVector<MatMulOp> forward;
+      for (MatMulOp op : gemms)
+        if (!grads.contains(op.getResult()))
+          forward.push_back(op);
+      if (!forward.empty()) {
+        excludedNames.insert(gemmName(forward.front()));
+        excludedNames.insert(gemmName(forward.back()));
+      }
+    }
+
+    Type e4m3 = Float8E4M3FNType::get(func.getContext());
+    Type e5m2 = Float8E5M2Type::get(func.getContext());
+    bool hybrid = recipe.getFormat() == FP8Format::hybrid;
+    OpBuilder builder(func.getContext());
+    Block &entry = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    SmallVector<Value> newResults(ret.getOperands());
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      resultAttrs.push_back(func.getResultAttrDict(i)
+                                ? func.getResultAttrDict(i)
+                                : builder.getDictionaryAttr({}));
+    // One cast (and one scaling state) per tensor, however many GEMMs read it.
+    struct Cast {
+      Value quantized, scaleInv;
+    };
+    llvm::DenseMap<std::pair<Value, Type>, Cast> casts;
+    unsigned numCasts = 0;
+    auto scalarType = RankedTensorType::get({}, builder.getF32Type());
+
+    auto addState = [&](Type type, StringRef name, StringRef role,
+                        double init) -> BlockArgument {
+      unsigned index = func.getNumArguments();
+      NamedAttrList attrs;
+      attrs.append("tx.name", builder.getStringAttr(name));
+      attrs.append(kRoleAttrName, builder.getStringAttr(role));
+      attrs.append(kInitAttrName, builder.getF32FloatAttr(init));
+      if (failed(func.insertArgument(index, type,
+                                     attrs.getDictionary(func.getContext()),
+                                     func.getLoc())))
+        return {};
+      return func.getArgument(index);
+    };
+    auto carry = [&](Value value, BlockArgument arg) {
+      newResults.push_back(value);
+      resultAttrs.push_back(builder.getDictionaryAttr(
+          {builder.getNamedAttr("tx.name", func.getArgAttr(arg.getArgNumber(),
+                                                           "tx.name")),
+           builder.getNamedAttr(kNextAttrName, builder.getI64IntegerAttr(
+                                                   arg.getArgNumber()))}));
+    };
+
+    auto castOf = [&](Value value, Type fp8, Operation *user,
+                      StringRef what) -> FailureOr<Cast> {
+      auto key = std::make_pair(value, fp8);
+      if (auto it = casts.find(key); it != casts.end())
+        return it->second;
+      // Cast where the value is defined, so every GEMM reading it can use it.
+      if (auto arg = dyn_cast<BlockArgument>(value))
+        builder.setInsertionPointToStart(&entry);
+      else
+        builder.setInsertionPointAfter(value.getDefiningOp());
+      ImplicitLocOpBuilder b(user->getLoc(), builder);
+      Value amaxValue = AmaxOp::create(b, value);
+      auto type = cast<RankedTensorType>(value.getType());
+      auto fp8Type = RankedTensorType::get(type.getShape(), fp8);
+      Cast result;
+      if (recipe.isDelayed()) {
+        // Named after the first GEMM that reads the tensor; the counter
+        // keeps the forward and backward GEMMs of one node apart.
+        std::string base = (gemmName(user) + "." + what).str();
+        std::string suffix = ".fp8_" + std::to_string(numCasts);
+        BlockArgument historyArg = addState(
+            RankedTensorType::get({recipe.getHistoryLength()},
+                                  builder.getF32Type()),
+            base + suffix + ".amax_history", "fp8_amax_history", 0.0);
+        BlockArgument scaleArg =
+            addState(scalarType, base + suffix + ".scale", "fp8_scale", 1.0);
+        BlockArgument scaleInvArg = addState(
+            scalarType, base + suffix + ".scale_inv", "fp8_scale_inv", 1.0);
+        if (!historyArg || !scaleArg || !scaleInvArg)
+          return emitError(func.getLoc(), "cannot add FP8 state arguments");
+        // TE's delayed scaling: cast with the scale derived at the end of
+        // the previous step; derive the next one from this step's amax.
+        result.quantized = QuantizeOp::create(b, fp8Type, value, scaleArg);
+        result.scaleInv = scaleInvArg;
+        auto update = FP8ScaleUpdateOp::create(
+            b, historyArg.getType(), scalarType, scalarType, historyArg,
+            scaleArg, amaxValue, recipe, TypeAttr::get(fp8));
+        carry(update.getNewAmaxHistory(), historyArg);
+        carry(update.getNewScale(), scaleArg);
+        carry(update.getNewScaleInv(), scaleInvArg);
+      } else {
+        auto current = FP8CurrentScaleOp::create(b, scalarType, scalarType,
+                                                 amaxValue, recipe,
+                                                 TypeAttr::get(fp8));
+        result.quantized =
+            QuantizeOp::create(b, fp8Type, value, current.getScale());
+        result.scaleInv = current.getScaleInv();
+      }
+      ++numCasts;
+      casts[key] = result;
+      return result;
+    };
+
+    // Say so for the GEMMs this pass does not convert yet, too.
+    if (explain)
+      func.walk([&](GemmOp op) {
+        reportNearMiss(op, "fp8",
+                       "tx.gemm (with its bias epilogue) is not converted to "
+                       "FP8 yet");
+      });
+    unsigned converted = 0;
+    for (MatMulOp op : gemms) {
+      std::string name = gemmName(op);
+      bool excluded = excludeRegex ? excludeRegex->match(name)
+                                   : excludedNames.contains(name);
+      std::string reason = whyNot(op, sm, grads, excluded, excludeRegex);
+      if (!reason.empty()) {
+        if (explain)
+          reportNearMiss(op, "fp8", reason);
+        continue;
+      }
+      auto typeFor = [&](Value v) {
+        return hybrid && grads.contains(v) ? e5m2 : e4m3;
+      };
+      FailureOr<Cast> lhs = castOf(op.getLhs(), typeFor(op.getLhs()), op, "lhs");
+      if (failed(lhs))
+        return failure();
+      FailureOr<Cast> rhs = castOf(op.getRhs(), typeFor(op.getRhs()), op, "rhs");
+      if (failed(rhs))
+        return failure();
+      builder.setInsertionPoint(op);
+      auto fp8 = FP8MatmulOp::create(builder, op.getLoc(), op.getType(),
+                                     lhs->quantized, rhs->quantized,
+                                     lhs->scaleInv, rhs->scaleInv);
+      op.getResult().replaceAllUsesWith(fp8.getResult());
+      op.erase();
+      ++converted;
+    }
+
+    builder.setInsertionPoint(ret);
+    func::ReturnOp::create(builder, ret.getLoc(), newResults);
+    ret.erase();
+    func.setFunctionType(FunctionType::get(
+        func.getContext(), entry.getArgumentTypes(),
+        ValueRange(newResults).getTypes()));
+    func.setAllResultAttrs(resultAttrs);
+    if (converted) {
+      NamedAttrList stepRecipe(
+          func->getAttrOfType<DictionaryAttr>(kTrainStepAttrName));
+      stepRecipe.set("fp8", recipe);
+      func->setAttr(kTrainStepAttrName,
+                    stepRecipe.getDictionary(func.getContext()));
+    }
+    return success();
+  }
+};
+
+} // namespace

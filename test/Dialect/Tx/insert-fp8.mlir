@@ -1,0 +1,103 @@
+// RUN: txopt-opt %s --split-input-file --mlir-print-debuginfo --mlir-pretty-debuginfo --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8)' | FileCheck %s
+// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{format=e4m3 history=16 amax=most_recent margin=1})' | FileCheck %s --check-prefix=E4M3
+// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{scaling=current})' | FileCheck %s --check-prefix=CURRENT
+// RUN: txopt-opt %s --split-input-file --mlir-print-debuginfo --mlir-pretty-debuginfo --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{exclude=^middle$})' | FileCheck %s --check-prefix=EXCLUDE
+// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{explain=1})' 2>&1 | FileCheck %s --check-prefix=EXPLAIN
+// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{exclude=^none$ explain=1})' 2>&1 | FileCheck %s --check-prefix=DIMS
+// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{target=sm_80 explain=1})' 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{format=e5m2})' 2>&1 | FileCheck %s --check-prefix=BADFORMAT
+// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{target=hopper})' 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{history=0})' 2>&1 | FileCheck %s --check-prefix=BADHISTORY
+
+// Three GEMMs in a row. By default the first and last forward GEMM (and the
+// backward GEMMs of the same node) stay as they are; the middle one and its
+// dgrad and wgrad become FP8 GEMMs. The numbers of these ops are checked by
+// test/Reference/fp8-scaling.mlir and test/Training/precision-curves.test.
+
+// BADFORMAT: error: expected format=hybrid|e4m3, but got 'e5m2'
+// BADTARGET: error: expected target=sm_XY (e.g. sm_90), but got 'hopper'
+// BADHISTORY: error: expected history >= 1 and margin >= 0, but got 0 and 0
+
+// Delayed scaling, hybrid: weights and activations E4M3, the gradient E5M2;
+// each cast tensor has history, scale and scale_inv state, updated in the
+// step and returned with tx.next. The weight is cast once per use as an
+// operand: w2 forward, w2^T in dgrad.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME:    tensor<1024xf32> {tx.init = 0.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.amax_history", tx.role = "fp8_amax_history"}
+// CHECK-SAME:    tensor<f32> {tx.init = 1.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.scale", tx.role = "fp8_scale"}
+// CHECK-SAME:    tensor<f32> {tx.init = 1.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.scale_inv", tx.role = "fp8_scale_inv"}
+// CHECK-SAME:    tensor<1024xf32> {tx.name = "middle.lhs.fp8_0.amax_history", tx.next = [[H:[0-9]+]] : i64}
+// CHECK-SAME:    fp8 = #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
+// CHECK:         %[[AW:.+]] = tx.amax %[[W2:arg1]] : tensor<16x16xf32>
+// CHECK:         %[[QW:.+]] = tx.quantize %[[W2]], %[[SW:.+]] : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
+// CHECK:         tx.fp8_scale_update %{{.+}}, %[[SW]], %[[AW]] : tensor<1024xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
+// CHECK:         tx.matmul {{.*}} "first"
+// CHECK:         tx.quantize %{{.+}} : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
+// CHECK:         tx.fp8_matmul %{{.+}}, %[[QW]] scale_inv(%{{.+}}, %{{.+}}) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
+// CHECK:         tx.matmul {{.*}} "last"
+// CHECK:         %[[QG:.+]] = tx.quantize %{{.+}} : tensor<16x16xf32> to tensor<16x16xf8E5M2>
+// CHECK:         tx.fp8_scale_update {{.*}} for f8E5M2
+// CHECK:         tx.fp8_matmul %[[QG]], %{{.+}} scale_inv({{.*}}) : tensor<16x16xf8E5M2>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
+// CHECK:         tx.fp8_matmul %{{.+}}, %[[QG]] scale_inv({{.*}}) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E5M2> -> tensor<16x16xf32> "middle"
+// CHECK-NOT:     tx.fp8_matmul
+// CHECK-NOT:     tx.grad_seed
+
+// e4m3 everywhere, and the recipe's options on every update.
+// E4M3-LABEL: func.func @train_step(
+// E4M3-SAME:    tensor<16xf32> {tx.init = 0.000000e+00 : f32
+// E4M3-NOT:     f8E5M2
+// E4M3:         tx.fp8_scale_update {{.*}} : tensor<16xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = e4m3, history = 16, amax = most_recent, margin = 1>
+// E4M3-NOT:     f8E5M2
+
+// Current scaling: the scale comes from this step's amax; no state.
+// CURRENT-LABEL: func.func @train_step(
+// CURRENT-NOT:   fp8_scale
+// CURRENT:       %[[A:.+]] = tx.amax
+// CURRENT:       %[[S:.+]], %[[SI:.+]] = tx.fp8_current_scale %[[A]] for f8E4M3FN #tx.fp8_recipe<current, format = hybrid>
+// CURRENT:       tx.quantize %{{.+}}, %[[S]]
+// CURRENT-NOT:   tx.fp8_scale_update
+
+// exclude= replaces the default: now first and last are converted, middle not.
+// EXCLUDE-LABEL: func.func @train_step(
+// EXCLUDE:       tx.fp8_matmul {{.*}} "first"
+// EXCLUDE:       tx.matmul {{.*}} "middle"
+// EXCLUDE:       tx.fp8_matmul {{.*}} "last"
+
+// Every GEMM left alone says why.
+// EXPLAIN-DAG: remark: loc("first"): not fused: fp8: excluded: the first or last forward GEMM
+// EXPLAIN-DAG: remark: loc("last"): not fused: fp8: excluded: the first or last forward GEMM
+// DIMS-DAG: remark: loc("odd"): not fused: fp8: dims M=10 K=32 N=16 are not all multiples of 16 (cuBLASLt FP8 requirement)
+// DIMS-DAG: remark: loc("with_bias"): not fused: fp8: tx.gemm (with its bias epilogue) is not converted to FP8 yet
+// SM80-DAG: remark: loc("middle"): not fused: fp8: target sm_80 has no FP8 tensor cores (sm_89 or newer needed)
+// SM80-NOT: tx.fp8_matmul
+tx.parameter @w1 = dense<0.5> : tensor<32x16xf32>
+tx.parameter @w2 = dense<0.25> : tensor<16x16xf32>
+tx.parameter @w3 = dense<0.125> : tensor<16x16xf32>
+func.func @main(%x: tensor<16x32xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
+  %w1 = tx.load_parameter @w1 : tensor<32x16xf32>
+  %w2 = tx.load_parameter @w2 : tensor<16x16xf32>
+  %w3 = tx.load_parameter @w3 : tensor<16x16xf32>
+  %h1 = tx.matmul %x, %w1 : tensor<16x32xf32>, tensor<32x16xf32> loc("first")
+  %a1 = tx.relu %h1 : tensor<16x16xf32>
+  %h2 = tx.matmul %a1, %w2 : tensor<16x16xf32>, tensor<16x16xf32> loc("middle")
+  %h3 = tx.matmul %h2, %w3 : tensor<16x16xf32>, tensor<16x16xf32> loc("last")
+  %sq = tx.mul %h3, %h3 : tensor<16x16xf32>, tensor<16x16xf32>
+  %l = tx.reduce_mean %sq axes [] : tensor<16x16xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Shapes cuBLASLt cannot run in FP8, and Gemm, stay as they are.
+tx.parameter @v = dense<0.5> : tensor<32x16xf32>
+tx.parameter @u = dense<0.5> : tensor<16x16xf32>
+tx.parameter @c = dense<0.5> : tensor<16xf32>
+func.func @main(%x: tensor<10x32xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
+  %v = tx.load_parameter @v : tensor<32x16xf32>
+  %u = tx.load_parameter @u : tensor<16x16xf32>
+  %c = tx.load_parameter @c : tensor<16xf32>
+  %h = tx.matmul %x, %v : tensor<10x32xf32>, tensor<32x16xf32> loc("odd")
+  %g = tx.gemm %h, %u, %c : tensor<10x16xf32>, tensor<16x16xf32>, tensor<16xf32> loc("with_bias")
+  %l = tx.reduce_sum %g axes [] : tensor<10x16xf32>
+  return %l : tensor<f32>
+}

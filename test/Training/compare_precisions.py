@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Trains one model for N steps at several --precision settings on the same
+token stream (txopt --train, txopt-run --steps --data, all emulated
+bit-exactly on the CPU reference executor) and checks that each loss curve
+ends within --tolerance (relative) of the f32 one: the mean loss over the
+last --window steps is compared, since single steps are noisy.
+
+compare_precisions.py --model M.onnx --data T.npy --txopt BIN --txopt-run BIN
+    --work DIR [--steps 200] [--precisions bf16,fp8] [--tolerance 0.02]"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--txopt", required=True)
+    ap.add_argument("--txopt-run", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--window", type=int, default=20)
+    ap.add_argument("--precisions", default="bf16,fp8")
+    ap.add_argument("--tolerance", type=float, default=0.02)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    modes = ["fp32"] + [p for p in args.precisions.split(",") if p]
+
+    def train(mode):
+        step = os.path.join(args.work, mode + ".mlir")
+        subprocess.run([args.txopt, args.model, "--train", "--precision=" + mode,
+                        "-q", "-o", step], check=True)
+        out = subprocess.run([args.txopt_run, step, "--steps", str(args.steps),
+                              "--data", args.data], check=True,
+                             capture_output=True, text=True).stdout
+        return [float(x) for x in re.findall(r"^step \d+  loss (\S+)", out, re.M)]
+
+    with ThreadPoolExecutor(len(modes)) as pool:
+        curves = dict(zip(modes, pool.map(train, modes)))
+    tail = {m: sum(c[-args.window:]) / args.window for m, c in curves.items()}
+    ok = True
+    for mode in modes:
+        rel = abs(tail[mode] - tail["fp32"]) / tail["fp32"]
+        good = len(curves[mode]) == args.steps and rel <= args.tolerance
+        ok &= good
+        print("%-5s loss %.4f -> %.4f (mean of last %d steps), vs f32 %+.2f%% %s" % (
+            mode, curves[mode][0], tail[mode], args.window, 100 * rel,
+            "ok" if good else "FAILED"))
+    print("precision curves: %s" % ("ok" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

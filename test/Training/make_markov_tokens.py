@@ -1,0 +1,20 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Writes a 1-D int64 .npy token stream from a seeded Markov chain over
+VOCAB tokens in which each token has 4 equally likely successors: a model
+can learn it, but not below ln 4, so the loss of a short training run stays
+well above 0 and can be compared between precisions.
+make_markov_tokens.py OUT.npy COUNT VOCAB"""
+import sys
+
+import numpy as np
+
+path, count, vocab = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(0)
+successors = rng.integers(0, vocab, size=(vocab, 4))
+tokens = np.empty(count, dtype=np.int64)
+tokens[0] = 0
+choices = rng.integers(0, 4, size=count)
+for i in range(1, count):
+    tokens[i] = successors[tokens[i - 1], choices[i]]
+np.save(path, tokens)
