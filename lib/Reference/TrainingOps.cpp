@@ -2,11 +2,14 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 // The training ops the fusion passes and autodiff create (TxNormOps.td,
-// TxOptimOps.td: tx.layer_norm, tx.rms_norm, their *_grad, tx.adam, tx.sgd). The norms compute their statistics and sums in double and
-// round each result once (mean/rstd to f32, the rest to their element
-// types), like the ONNX norms in ReductionOps.cpp. tx.adam and tx.sgd follow
-// their own contract instead: every line of the formula is rounded to f32 in
-// the order written, so fused kernels can be checked against exactly that.
+// TxOptimOps.td: tx.layer_norm, tx.rms_norm, their *_grad, tx.adam,
+// tx.sgd). The norms compute their statistics and sums in double and round
+// each result once (mean/rstd to f32, the rest to their element types), like
+// the ONNX norms in ReductionOps.cpp. tx.adam and tx.sgd follow their own
+// contract instead: scalars computed in double from the f64 hyper-parameters
+// and rounded to f32 once (as PyTorch does), then every line of the formula
+// rounded to f32 in the order written, so fused kernels can be checked
+// against exactly that.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,29 +109,39 @@ void evalNormBackward(Operation *op, llvm::ArrayRef<const Tensor *> in,
     results.push_back(std::move(dbeta));
 }
 
+/// tx.adam: the scalars as PyTorch forms them (in double from the f64
+/// attributes and the f32 lr and step, rounded to f32 once), then every
+/// line of the formula rounded to the parameter's type in the order written.
 void evalAdam(tx::AdamOp op, llvm::ArrayRef<const Tensor *> in,
               const ExecutorOptions &options,
               llvm::SmallVectorImpl<Tensor> &results) {
   unsigned n = op.getNumParams();
   Type f32 = Float32Type::get(op.getContext());
   auto r32 = [&](double v) { return roundUnlessF64(f32, v, options); };
-  double beta1 = op.getBeta1().convertToFloat();
-  double beta2 = op.getBeta2().convertToFloat();
-  double eps = op.getEpsilon().convertToFloat();
-  double wd = op.getWeightDecay().convertToFloat();
+  double beta1 = op.getBeta1().convertToDouble();
+  double beta2 = op.getBeta2().convertToDouble();
+  double eps = op.getEpsilon().convertToDouble();
+  double wd = op.getWeightDecay().convertToDouble();
   double lr = in[4 * n]->floats()[0];
   bool adamw = op.getMode() == tx::AdamMode::adamw;
-  bool outside = op.getEpsilonPlacement() == tx::EpsilonPlacement::outside_sqrt;
+  tx::EpsilonPlacement placement = op.getEpsilonPlacement();
   bool correct = op.getBiasCorrection();
-  // Scalars computed once, in f32.
+  // PyTorch multiplies by f32(beta) but forms `1 - beta` (and `1 - beta^t`)
+  // from the double: f32(1 - 0.999) = 0.001, where 1 - f32(0.999) would be
+  // 0.00099998713.
+  double b1 = r32(beta1), b2 = r32(beta2), wdL2 = r32(wd);
   double oneMinusBeta1 = r32(1.0 - beta1), oneMinusBeta2 = r32(1.0 - beta2);
   double lrWd = r32(lr * wd);
-  double bc1 = 1.0, bc2 = 1.0;
+  double bc1 = 1.0, bc2 = 1.0, epsTerm = r32(eps);
   if (correct) {
     double step = in[4 * n + 1]->floats()[0];
-    bc1 = r32(1.0 - r32(std::pow(beta1, step)));
-    bc2 = r32(1.0 - r32(std::pow(beta2, step)));
+    double power2 = std::pow(beta2, step);
+    bc1 = r32(1.0 - std::pow(beta1, step));
+    bc2 = r32(1.0 - power2);
+    if (placement == tx::EpsilonPlacement::epsilon_hat)
+      epsTerm = r32(eps / std::sqrt(1.0 - power2)); // epsilon * c2
   }
+  bool inside = placement == tx::EpsilonPlacement::inside_sqrt;
   llvm::SmallVector<Tensor> newParams, newM, newV;
   for (unsigned i = 0; i < n; ++i) {
     const Tensor &p = *in[i], &g = *in[n + i], &m = *in[2 * n + i],
@@ -140,12 +153,13 @@ void evalAdam(tx::AdamOp op, llvm::ArrayRef<const Tensor *> in,
     for (int64_t k = 0, e = p.getNumElements(); k < e; ++k) {
       double pk = p.floats()[k], gk = g.floats()[k];
       if (!adamw)
-        gk = rt(gk + rt(wd * pk));
-      double mk = rt(rt(beta1 * m.floats()[k]) + rt(oneMinusBeta1 * gk));
-      double vk = rt(rt(beta2 * v.floats()[k]) + rt(rt(oneMinusBeta2 * gk) * gk));
+        gk = rt(gk + rt(wdL2 * pk));
+      double mk = rt(rt(b1 * m.floats()[k]) + rt(oneMinusBeta1 * gk));
+      double vk = rt(rt(b2 * v.floats()[k]) + rt(rt(oneMinusBeta2 * gk) * gk));
       double mHat = correct ? rt(mk / bc1) : mk;
       double vHat = correct ? rt(vk / bc2) : vk;
-      double den = outside ? rt(rt(std::sqrt(vHat)) + eps) : rt(std::sqrt(rt(vHat + eps)));
+      double den = inside ? rt(std::sqrt(rt(vHat + epsTerm)))
+                          : rt(rt(std::sqrt(vHat)) + epsTerm);
       double pd = adamw ? rt(pk - rt(lrWd * pk)) : pk;
       np.floats()[k] = rt(pd - rt(rt(lr * mHat) / den));
       nm.floats()[k] = mk;
@@ -160,16 +174,19 @@ void evalAdam(tx::AdamOp op, llvm::ArrayRef<const Tensor *> in,
       results.push_back(std::move(t));
 }
 
-/// tx.sgd, every line rounded to the parameter's type as written.
+/// tx.sgd: momentum, weight_decay and 1 - dampening rounded to f32 once
+/// from their doubles (torch.optim.SGD's scalars), then every line rounded
+/// to the parameter's type as written.
 void evalSGD(tx::SGDOp op, llvm::ArrayRef<const Tensor *> in,
              const ExecutorOptions &options,
              llvm::SmallVectorImpl<Tensor> &results) {
   unsigned n = op.getNumParams();
   Type f32 = Float32Type::get(op.getContext());
-  double momentum = op.getMomentum().convertToFloat();
-  double wd = op.getWeightDecay().convertToFloat();
-  double oneMinusDampening =
-      roundUnlessF64(f32, 1.0 - op.getDampening().convertToFloat(), options);
+  auto r32 = [&](double v) { return roundUnlessF64(f32, v, options); };
+  bool hasMomentum = !op.getMomentum().isZero();
+  double momentum = r32(op.getMomentum().convertToDouble());
+  double wd = r32(op.getWeightDecay().convertToDouble());
+  double oneMinusDampening = r32(1.0 - op.getDampening().convertToDouble());
   double lr = in[3 * n]->floats()[0];
   bool nesterov = op.getNesterov();
   llvm::SmallVector<Tensor> newParams, newBuffers;
@@ -182,7 +199,7 @@ void evalSGD(tx::SGDOp op, llvm::ArrayRef<const Tensor *> in,
       double pk = p.floats()[k];
       double gk = rt(g.floats()[k] + rt(wd * pk));
       double bk = b.floats()[k], dk = gk;
-      if (momentum != 0.0) {
+      if (hasMomentum) {
         bk = rt(rt(momentum * bk) + rt(oneMinusDampening * gk));
         dk = nesterov ? rt(gk + rt(momentum * bk)) : bk;
       }

@@ -7,6 +7,7 @@ every output: max |fused - unfused| / max(|unfused|, tiny) must be at most
 per output and exits 1 on any mismatch.
 """
 import argparse
+import fnmatch
 import os
 import subprocess
 import sys
@@ -22,16 +23,33 @@ ap.add_argument("--txopt-run", default="txopt-run")
 ap.add_argument("--seed", type=int, default=1234)
 ap.add_argument("--rtol", type=float, default=1e-6)
 ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                help="fill input NAME with VALUE instead (e.g. a realistic lr)")
+                help="fill input NAME (an fnmatch pattern) with VALUE instead "
+                     "(e.g. a realistic lr)")
+ap.add_argument("--scale", action="append", default=[], metavar="NAME=FACTOR",
+                help="multiply the random values of input NAME (an fnmatch "
+                     "pattern) by FACTOR (e.g. 1e-4 for Adam's second moment)")
 args = ap.parse_args()
-fixed = {name: float(value) for name, value in (s.split("=", 1) for s in args.set)}
+
+
+def patterns(flags):
+    return [(name, float(value)) for name, value in (s.split("=", 1) for s in flags)]
+
+
+def lookup(table, name):
+    return next((value for pattern, value in table if fnmatch.fnmatchcase(name, pattern)), None)
+
+
+fixed, scaled = patterns(args.set), patterns(args.scale)
 
 work = tempfile.mkdtemp(prefix="compare_fused_")
 
 # Inputs from the ONNX graph: token ids by the shared models' recipe
 # ((7*i + 3) mod 512), floats uniform in [0.1, 1) so that optimizer state
 # such as the second moment is positive, as it is in training; --set fixes
-# an input where that range is unrealistic (an Adam lr of 0.5).
+# an input where that range is unrealistic (an Adam lr of 0.5, a step of
+# 0.7) and --scale shrinks one (a second moment of 0.5 with gradients of
+# 0.5), for the held-out recipe's magnitudes (lr 1e-3, step 10, g ~ 0.1,
+# m ~ 0.01, v ~ 1e-4).
 rng = np.random.default_rng(args.seed)
 dtypes = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
           onnx.TensorProto.INT32: np.int32}
@@ -40,12 +58,13 @@ for value in onnx.load(args.model, load_external_data=False).graph.input:
     tensor = value.type.tensor_type
     shape = [d.dim_value for d in tensor.shape.dim]
     dtype = dtypes[tensor.elem_type]
-    if value.name in fixed:
-        data = np.full(shape, fixed[value.name], dtype=dtype)
+    if lookup(fixed, value.name) is not None:
+        data = np.full(shape, lookup(fixed, value.name), dtype=dtype)
     elif np.issubdtype(dtype, np.integer):
         data = ((7 * np.arange(int(np.prod(shape))) + 3) % 512).reshape(shape).astype(dtype)
     else:
-        data = rng.uniform(0.1, 1.0, size=shape).astype(dtype)
+        data = rng.uniform(0.1, 1.0, size=shape)
+        data = (data * (lookup(scaled, value.name) or 1.0)).astype(dtype)
     path = os.path.join(work, f"input{len(input_flags)}.npy")
     np.save(path, data)
     input_flags += ["--input", f"{value.name}={path}"]

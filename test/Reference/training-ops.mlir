@@ -1,6 +1,7 @@
 // RUN: txopt-run %s --function layer_norm_and_grad | FileCheck %s --check-prefix=LN
 // RUN: txopt-run %s --function rms_norm_and_grad | FileCheck %s --check-prefix=RMS
 // RUN: txopt-run %s --function adamw_step | FileCheck %s --check-prefix=ADAM
+// RUN: txopt-run %s --function adam_l2_epsilon_hat_step | FileCheck %s --check-prefix=L2HAT
 // RUN: txopt-run %s --function scatter_grads | FileCheck %s --check-prefix=SCATTER
 // RUN: txopt-run %s --function cross_entropy_grad | FileCheck %s --check-prefix=XENT
 // RUN: txopt-run %s --function sgd_nesterov_step | FileCheck %s --check-prefix=SGD
@@ -40,10 +41,13 @@ func.func @rms_norm_and_grad() -> (tensor<2x4xf32> {tx.name = "y"}, tensor<2x1xf
   return %y, %rstd, %dx, %dg : tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x4xf32>, tensor<4xf32>
 }
 
-// One AdamW step (torch.optim.AdamW numerics, every line rounded to f32).
+// One AdamW step (torch.optim.AdamW numerics: scalars such as 1 - beta2
+// formed in double from the f64 attributes and rounded once, then every
+// line rounded to f32). v[1] = f32(1 - 0.999) * 0.2^2 = 4.0e-05; from the
+// f32 beta it would be 3.9999486e-05.
 // ADAM: p: tensor<4xf32> = [0.999869168, -1.99934113, 0.500176907, 2.99987578]
-// ADAM: m: tensor<4xf32> = [0.0190000013, -0.0200000051, -0.0899999961, 0.330000043]
-// ADAM: v: tensor<4xf32> = [0.00100899988, 3.9999486e-05, 0.00999000017, 0.501749992]
+// ADAM: m: tensor<4xf32> = [0.0190000013, -0.0200000014, -0.0899999961, 0.329999983]
+// ADAM: v: tensor<4xf32> = [0.001009, 4.00000026e-05, 0.00999000017, 0.501749992]
 func.func @adamw_step() -> (tensor<4xf32> {tx.name = "p"}, tensor<4xf32> {tx.name = "m"}, tensor<4xf32> {tx.name = "v"}) {
   %p = tx.constant dense<[1.0, -2.0, 0.5, 3.0]> : tensor<4xf32>
   %g = tx.constant dense<[0.1, -0.2, 0.0, 1.5]> : tensor<4xf32>
@@ -52,8 +56,26 @@ func.func @adamw_step() -> (tensor<4xf32> {tx.name = "p"}, tensor<4xf32> {tx.nam
   %lr = tx.constant dense<1.0e-03> : tensor<f32>
   %t = tx.constant dense<3.0> : tensor<f32>
   %np, %nm, %nv = tx.adam adamw params(%p) grads(%g) exp_avg(%m) exp_avg_sq(%v)
-      lr(%lr) step(%t) betas(9.000000e-01, 9.990000e-01)
-      eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<4xf32>
+      lr(%lr) step(%t) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt)
+      weight_decay(0.01) : tensor<4xf32>
+  return %np, %nm, %nv : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// Adam with L2 decay and ONNX's epsilon placement: den = sqrt(v^) +
+// f32(eps / sqrt(1 - beta2^t)).
+// L2HAT: p: tensor<4xf32> = [0.994375706, -1.99275649, 0.50627178, 2.99632454]
+// L2HAT: m: tensor<4xf32> = [0.029000001, -0.0400000028, -0.0849999934, 0.359999985]
+// L2HAT: v: tensor<4xf32> = [0.00139000011, 0.00160000008, 0.00992500037, 0.527400017]
+func.func @adam_l2_epsilon_hat_step() -> (tensor<4xf32> {tx.name = "p"}, tensor<4xf32> {tx.name = "m"}, tensor<4xf32> {tx.name = "v"}) {
+  %p = tx.constant dense<[1.0, -2.0, 0.5, 3.0]> : tensor<4xf32>
+  %g = tx.constant dense<[0.1, -0.2, 0.0, 1.5]> : tensor<4xf32>
+  %m = tx.constant dense<[0.01, 0.0, -0.1, 0.2]> : tensor<4xf32>
+  %v = tx.constant dense<[0.001, 0.0, 0.01, 0.5]> : tensor<4xf32>
+  %lr = tx.constant dense<1.0e-02> : tensor<f32>
+  %t = tx.constant dense<2.0> : tensor<f32>
+  %np, %nm, %nv = tx.adam adam params(%p) grads(%g) exp_avg(%m) exp_avg_sq(%v)
+      lr(%lr) step(%t) betas(0.9, 0.99) eps(0.001, epsilon_hat)
+      weight_decay(0.1) : tensor<4xf32>
   return %np, %nm, %nv : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 

@@ -38,25 +38,32 @@ def run(cmd):
 f32 = np.float32
 
 
-def adamw_f32(p, g, m, v, t, wd, lr=None):
+def adamw_f32(p, g, m, v, t, wd):
     """One AdamW step in float32 arithmetic, one rounding per operation, in
     the order tx.adam documents (TxOptimOps.td). numpy's float32 +, -, *, /
     and sqrt are correctly rounded, so this is bit-exact wherever the
     executor is: needed because Adam turns gradient noise into steps of size
     lr (a key bias has an exact gradient of 0 and a noise gradient of 1e-9),
-    so a one-ulp difference would grow into visible divergence."""
-    b1, b2, eps, lr = f32(0.9), f32(0.999), f32(1e-8), ADAM_LR[0]
-    one_minus_b1, one_minus_b2 = f32(1) - b1, f32(1) - b2
-    lr_wd = lr * wd
-    bc1 = f32(1) - f32(np.float64(b1) ** t)
-    bc2 = f32(1) - f32(np.float64(b2) ** t)
-    m1 = b1 * m + one_minus_b1 * g
-    v1 = b2 * v + (one_minus_b2 * g) * g
-    den = np.sqrt(v1 / bc2) + eps
+    so a one-ulp difference would grow into visible divergence.
+
+    The hyper-parameters are Python floats, as in torch.optim: scalars are
+    formed in double and rounded to float32 once (f32(1 - 0.999) = 0.001,
+    not 1 - f32(0.999); 1 - b^t from the double beta, as torch's
+    `1 - beta1 ** step`), while a multiply by beta uses f32(beta)."""
+    b1, b2, eps, lr = BETA1, BETA2, EPS, ADAM_LR[0]
+    one_minus_b1, one_minus_b2 = f32(1.0 - b1), f32(1.0 - b2)
+    lr_wd = f32(float(lr) * wd)
+    bc1 = f32(1.0 - b1 ** t)
+    bc2 = f32(1.0 - b2 ** t)
+    m1 = f32(b1) * m + one_minus_b1 * g
+    v1 = f32(b2) * v + (one_minus_b2 * g) * g
+    den = np.sqrt(v1 / bc2) + f32(eps)
     pd = p - lr_wd * p
     return pd - (lr * (m1 / bc1)) / den, m1, v1
 
 
+# txopt --train's defaults (torch.optim.AdamW's).
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 ADAM_LR = [f32(1e-3)]
 
 
@@ -126,7 +133,7 @@ def main():
         ref_losses.append(float(re.search(r"= (\S+)", text).group(1)))
         for i, n in enumerate(param_names):
             g = np.load(w("grads", "result%d.npy" % (i + 1))).astype(np.float32)
-            wd = f32(args.weight_decay) if params[n].ndim >= 2 else f32(0.0)
+            wd = args.weight_decay if params[n].ndim >= 2 else 0.0
             params[n], m[n], v[n] = adamw_f32(params[n], g, m[n], v[n], t, wd)
 
     worst, where = 0.0, ""

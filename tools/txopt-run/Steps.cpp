@@ -123,6 +123,14 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
       if (!value)
         return value.takeError();
       args[i] = **value;
+      // An f32 master weight of a bf16/f16 parameter starts from its value
+      // (exact: every bf16/f16 value is an f32 value).
+      if (args[i].getElementType() != type.getElementType() &&
+          args[i].isFloat()) {
+        Tensor master(type);
+        master.floats() = args[i].floats();
+        args[i] = std::move(master);
+      }
     } else if (auto init = func.getArgAttrOfType<FloatAttr>(
                    i, tx::kInitAttrName)) {
       args[i] = splat(type, init.getValueAsDouble());

@@ -37,9 +37,9 @@
 // CHECK:         %[[NORM:.+]] = tx.sqrt %[[S]]
 // CHECK:         %[[NEXT:.+]] = tx.add %[[STEP]], %{{.+}} : tensor<f32>, tensor<f32>
 // CHECK:         %[[P1:.+]], %[[M1:.+]], %[[V1:.+]] = tx.adam adamw params(%[[W]]) grads(%[[GW]]) exp_avg(%[[MW]]) exp_avg_sq(%[[VW]]) lr(%[[LR:.+]]) step(%[[NEXT]])
-// CHECK-SAME:    betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<4x3xf32>
+// CHECK-SAME:    betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x3xf32>
 // CHECK:         %[[P2:.+]], %[[M2:.+]], %[[V2:.+]] = tx.adam adamw params(%[[B]]) grads(%[[GB]]) exp_avg(%[[MB]]) exp_avg_sq(%[[VB]]) lr(%[[LR]]) step(%[[NEXT]])
-// CHECK-SAME:    weight_decay(0.000000e+00) : tensor<3xf32>
+// CHECK-SAME:    weight_decay(0.0) : tensor<3xf32>
 // CHECK:         return %[[P1]], %[[P2]], %[[M1]], %[[M2]], %[[V1]], %[[V2]], %[[NEXT]], %{{.+}}, %[[NORM]]
 // CHECK-NOT:     func.func @f
 
@@ -54,7 +54,7 @@
 // SGD:         %[[CLIP:.+]] = tx.where %[[BELOW]], %[[COEF]], %[[ONE]]
 // SGD:         %[[GW:.+]] = tx.mul %{{.+}}, %[[CLIP]]
 // SGD:         %[[GB:.+]] = tx.mul %{{.+}}, %[[CLIP]]
-// SGD:         tx.sgd params(%{{.+}}, %{{.+}}) grads(%[[GW]], %[[GB]]) momentum_buffer(%{{.+}}, %{{.+}}) lr(%{{.+}}) momentum(0.899999976) dampening(0.000000e+00) weight_decay(0.000000e+00)
+// SGD:         tx.sgd params(%{{.+}}, %{{.+}}) grads(%[[GW]], %[[GB]]) momentum_buffer(%{{.+}}, %{{.+}}) lr(%{{.+}}) momentum(0.9) dampening(0.0) weight_decay(0.0)
 
 // Plain SGD keeps no state.
 // PLAINSGD-LABEL: func.func @train_step(
@@ -82,8 +82,8 @@ func.func @f(%x: tensor<2x4xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "lo
 // ADAM-NOT:     frozen_scale
 // ADAM-SAME:    {
 // ADAM:         tx.load_parameter @frozen_scale
-// ADAM:         tx.adam adam params(%{{.+}}) {{.*}} weight_decay(1.000000e-01) : tensor<4x3xf32>
-// ADAM:         tx.adam adam params(%{{.+}}) {{.*}} weight_decay(0.000000e+00) : tensor<3xf32>
+// ADAM:         tx.adam adam params(%{{.+}}) {{.*}} weight_decay(0.1) : tensor<4x3xf32>
+// ADAM:         tx.adam adam params(%{{.+}}) {{.*}} weight_decay(0.0) : tensor<3xf32>
 tx.parameter @w = dense<0.5> : tensor<4x3xf32>
 tx.parameter @b = dense<0.1> : tensor<3xf32>
 tx.parameter @frozen_scale = dense<2.0> : tensor<3xf32>
@@ -124,7 +124,12 @@ func.func @no_params(%x: tensor<3xf32>) -> tensor<f32> {
 
 // -----
 
-// expected-error @+1 {{parameter 'half' has type 'tensor<3xbf16>'; training needs f32 parameters}}
+// A bf16 parameter trains through an f32 master weight.
+// CHECK-LABEL: func.func @train_step(%arg0: tensor<3xf32> {tx.name = "half", tx.parameter = @half, tx.role = "param"}
+// CHECK:         %[[LOW:.+]] = tx.cast %arg0 : tensor<3xf32> to tensor<3xbf16>
+// CHECK:         tx.mul %{{.+}}, %[[LOW]] : tensor<3xbf16>, tensor<3xbf16>
+// CHECK:         %[[G:.+]] = tx.cast %{{.+}} : tensor<3xbf16> to tensor<3xf32>
+// CHECK:         tx.adam adamw params(%arg0) grads(%[[G]])
 tx.parameter @half = dense<1.0> : tensor<3xbf16>
 func.func @bf16_param(%x: tensor<3xbf16>) -> tensor<bf16> {
   %p = tx.load_parameter @half : tensor<3xbf16>

@@ -19,7 +19,7 @@
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
 // CHECK-NOT:     tx.div
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<64x32xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<64x32xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_step_op17(%p: tensor<64x32xf32>, %g: tensor<64x32xf32>, %m: tensor<64x32xf32>, %v: tensor<64x32xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) {
@@ -67,7 +67,7 @@ func.func @adamw_step_op17(%p: tensor<64x32xf32>, %g: tensor<64x32xf32>, %m: ten
 // CHECK-NOT:     tx.mul
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adam params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(5.000000e-01) : tensor<4x8xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adam params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.5) : tensor<4x8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adam_l2_decay(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -112,7 +112,7 @@ func.func @adam_l2_decay(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
 // CHECK-NOT:     tx.neg
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<4x8xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_step_size_form(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -159,7 +159,7 @@ func.func @adamw_step_size_form(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: te
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
 // CHECK:         %[[T:.+]] = tx.constant dense<5.000000e+00> : tensor<f32>
-// CHECK-NEXT:    %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999997E-7, inside_sqrt) weight_decay(0.00999999977) : tensor<8xf32>
+// CHECK-NEXT:    %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-06, inside_sqrt) weight_decay(0.01) : tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_eps_inside_sqrt_constant_step(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %lr: tensor<f32>)
     -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
@@ -206,7 +206,7 @@ func.func @adamw_eps_inside_sqrt_constant_step(%p: tensor<8xf32>, %g: tensor<8xf
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
 // CHECK:         %[[LR:.+]] = tx.constant dense<1.000000e-03> : tensor<f32>
-// CHECK-NEXT:    %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.000000e+00) {bias_correction = false} : tensor<8xf32>
+// CHECK-NEXT:    %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.0) {bias_correction = false} : tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adam_no_bias_correction_constant_lr(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>)
     -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
@@ -242,7 +242,7 @@ func.func @adam_no_bias_correction_constant_lr(%p: tensor<8xf32>, %g: tensor<8xf
 // CHECK-NOT:     tx.div
 // CHECK-NOT:     tx.sqrt
 // CHECK:         %[[T:.+]] = tx.constant dense<1.000000e+01> : tensor<f32>
-// CHECK-NEXT:    %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<8xf32>
+// CHECK-NEXT:    %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_folded_bias_corrections(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %lr: tensor<f32>)
     -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
@@ -281,14 +281,16 @@ func.func @adamw_folded_bias_corrections(%p: tensor<8xf32>, %g: tensor<8xf32>, %
 // step_size = lr / (1 - b1^10) folded into one factor, and sqrt(v1)
 // divided by the folded sqrt(1 - b2^10). The second moment's correction
 // pins the step (10); lr is the factor times 1 - b1^10 as tx.adam
-// computes it (1e-3 again). wd is (1 - 0.99999) / lr: the f32 rounding of
-// 0.99999 shows in wd, but lr * wd, all that tx.adam uses, is the graph's.
+// computes it (1e-3 to an ulp: the folded factor and 1 - b1^10 are each
+// rounded to f32). The constants are torch's, formed in double from 0.9,
+// 0.999 and lr 1e-3. wd is (1 - 0.99999) / lr: the f32 rounding of 0.99999
+// shows in wd, but lr * wd, all that tx.adam uses, is the graph's.
 // CHECK-LABEL: func.func @adamw_torch_constant_lr_and_step
 // CHECK-SAME:    %[[P:[^:]+]]: tensor<8xf32>, %[[G:[^:]+]]: tensor<8xf32>, %[[M:[^:]+]]: tensor<8xf32>, %[[V:[^:]+]]: tensor<8xf32>
 // CHECK-NOT:     tx.div
-// CHECK-DAG:     %[[LR:.+]] = tx.constant dense<1.000000e-03> : tensor<f32>
+// CHECK-DAG:     %[[LR:.+]] = tx.constant dense<9.99999931E-4> : tensor<f32>
 // CHECK-DAG:     %[[T:.+]] = tx.constant dense<1.000000e+01> : tensor<f32>
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.0100135794) : tensor<8xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.010013581) : tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_torch_constant_lr_and_step(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>)
     -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
@@ -305,12 +307,12 @@ func.func @adamw_torch_constant_lr_and_step(%p: tensor<8xf32>, %g: tensor<8xf32>
   %gg = tx.mul %gc2, %g : tensor<8xf32>, tensor<8xf32>
   %v1 = tx.add %vb, %gg : tensor<8xf32>, tensor<8xf32>
   %sqrt = tx.sqrt %v1 : tensor<8xf32>
-  %bc2sqrt = tx.constant dense<0.0997746884> : tensor<f32>
+  %bc2sqrt = tx.constant dense<0.0997753441> : tensor<f32>
   %s = tx.div %sqrt, %bc2sqrt : tensor<8xf32>, tensor<f32>
   %eps = tx.constant dense<9.99999993E-9> : tensor<f32>
   %den = tx.add %s, %eps : tensor<8xf32>, tensor<f32>
   %ratio = tx.div %m1, %den : tensor<8xf32>, tensor<8xf32>
-  %neg_step_size = tx.constant dense<-0.00153533975> : tensor<f32>
+  %neg_step_size = tx.constant dense<-0.00153533998> : tensor<f32>
   %upd = tx.mul %ratio, %neg_step_size : tensor<8xf32>, tensor<f32>
   %p1 = tx.add %pd, %upd : tensor<8xf32>, tensor<8xf32>
   return %p1, %m1, %v1 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
@@ -326,7 +328,7 @@ func.func @adamw_torch_constant_lr_and_step(%p: tensor<8xf32>, %g: tensor<8xf32>
 // CHECK-NOT:     tx.mul
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<4x8xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_commuted_operands(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -363,6 +365,52 @@ func.func @adamw_commuted_operands(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m:
 
 // -----
 
+// Hyper-parameters are read back as the Python floats behind the f32
+// constants: the shortest decimals that round to them (0.9, 0.999, 1e-8,
+// 0.01 above). Here the exporter formed 1 - b2 from the f32 0.999
+// (0.00099998713, where torch writes f32(1 - 0.999) = 0.001): beta2 becomes
+// the shortest decimal that reproduces both constants, 0.9990000129, so
+// tx.adam's f32(beta2) and f32(1 - beta2) are the graph's.
+// CHECK-LABEL: func.func @adamw_complement_from_f32_beta
+// CHECK:         tx.adam adamw {{.+}} betas(0.9, 0.9990000129) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<8xf32>
+func.func @adamw_complement_from_f32_beta(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %lr: tensor<f32>, %step: tensor<f32>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %wd = tx.constant dense<0.01> : tensor<f32>
+  %lrwd = tx.mul %lr, %wd : tensor<f32>, tensor<f32>
+  %dp = tx.mul %lrwd, %p : tensor<f32>, tensor<8xf32>
+  %pd = tx.sub %p, %dp : tensor<8xf32>, tensor<8xf32>
+  %b1 = tx.constant dense<0.9> : tensor<f32>
+  %mb = tx.mul %m, %b1 : tensor<8xf32>, tensor<f32>
+  %c1 = tx.constant dense<0.1> : tensor<f32>
+  %gc = tx.mul %g, %c1 : tensor<8xf32>, tensor<f32>
+  %m1 = tx.add %mb, %gc : tensor<8xf32>, tensor<8xf32>
+  %b2 = tx.constant dense<0.999> : tensor<f32>
+  %vb = tx.mul %v, %b2 : tensor<8xf32>, tensor<f32>
+  %c2 = tx.constant dense<9.99987125E-4> : tensor<f32>
+  %gc2 = tx.mul %g, %c2 : tensor<8xf32>, tensor<f32>
+  %gg = tx.mul %gc2, %g : tensor<8xf32>, tensor<8xf32>
+  %v1 = tx.add %vb, %gg : tensor<8xf32>, tensor<8xf32>
+  %bb1 = tx.constant dense<0.9> : tensor<f32>
+  %pow1 = tx.pow %bb1, %step : tensor<f32>, tensor<f32>
+  %one1 = tx.constant dense<1.0> : tensor<f32>
+  %bc1 = tx.sub %one1, %pow1 : tensor<f32>, tensor<f32>
+  %mhat = tx.div %m1, %bc1 : tensor<8xf32>, tensor<f32>
+  %bb2 = tx.constant dense<0.999> : tensor<f32>
+  %pow2 = tx.pow %bb2, %step : tensor<f32>, tensor<f32>
+  %one2 = tx.constant dense<1.0> : tensor<f32>
+  %bc2 = tx.sub %one2, %pow2 : tensor<f32>, tensor<f32>
+  %vhat = tx.div %v1, %bc2 : tensor<8xf32>, tensor<f32>
+  %num = tx.mul %lr, %mhat : tensor<f32>, tensor<8xf32>
+  %sqrt = tx.sqrt %vhat : tensor<8xf32>
+  %eps = tx.constant dense<1.0e-08> : tensor<f32>
+  %den = tx.add %sqrt, %eps : tensor<8xf32>, tensor<f32>
+  %upd = tx.div %num, %den : tensor<8xf32>, tensor<8xf32>
+  %p1 = tx.sub %pd, %upd : tensor<8xf32>, tensor<8xf32>
+  return %p1, %m1, %v1 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // Grouping
 //===----------------------------------------------------------------------===//
@@ -374,7 +422,7 @@ func.func @adamw_commuted_operands(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m:
 // CHECK-NOT:     tx.mul
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
-// CHECK:         %[[NP:[^:]+]]:2, %[[NM:[^:]+]]:2, %[[NV:[^:]+]]:2 = tx.adam adamw params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) exp_avg(%[[M0]], %[[M1]]) exp_avg_sq(%[[V0]], %[[V1]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<4x8xf32>, tensor<8xf32>
+// CHECK:         %[[NP:[^:]+]]:2, %[[NM:[^:]+]]:2, %[[NV:[^:]+]]:2 = tx.adam adamw params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) exp_avg(%[[M0]], %[[M1]]) exp_avg_sq(%[[V0]], %[[V1]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>, tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]]#0, %[[NM]]#0, %[[NV]]#0, %[[NP]]#1, %[[NM]]#1, %[[NV]]#1
 // CHECK-NOT:     tx.adam
 func.func @adamw_two_params(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: tensor<4x8xf32>, %v0: tensor<4x8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>, %m1: tensor<8xf32>, %v1: tensor<8xf32>,
@@ -457,7 +505,7 @@ func.func @adamw_two_params(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: ten
 // CHECK-NOT:     tx.mul
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
-// CHECK:         %[[NP:[^:]+]]:2, %[[NM:[^:]+]]:2, %[[NV:[^:]+]]:2 = tx.adam adamw params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) exp_avg(%[[M0]], %[[M1]]) exp_avg_sq(%[[V0]], %[[V1]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<4x8xf32>, tensor<8xf32>
+// CHECK:         %[[NP:[^:]+]]:2, %[[NM:[^:]+]]:2, %[[NV:[^:]+]]:2 = tx.adam adamw params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) exp_avg(%[[M0]], %[[M1]]) exp_avg_sq(%[[V0]], %[[V1]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>, tensor<8xf32>
 // CHECK-NOT:     tx.constant
 // CHECK:         return %[[NP]]#0, %[[NM]]#0, %[[NV]]#0, %[[NP]]#1, %[[NM]]#1, %[[NV]]#1
 func.func @adamw_two_params_cse(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: tensor<4x8xf32>, %v0: tensor<4x8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>, %m1: tensor<8xf32>, %v1: tensor<8xf32>,
@@ -595,8 +643,8 @@ func.func @adamw_different_lr(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: t
 // one with other betas stays on its own.
 // CHECK-LABEL: func.func @adam_merge_existing
 // CHECK-SAME:    %[[P0:[^:]+]]: tensor<4x8xf32>, %[[G0:[^:]+]]: tensor<4x8xf32>, %[[M0:[^:]+]]: tensor<4x8xf32>, %[[V0:[^:]+]]: tensor<4x8xf32>, %[[P1:[^:]+]]: tensor<8xf32>, %[[G1:[^:]+]]: tensor<8xf32>, %[[M1:[^:]+]]: tensor<8xf32>, %[[V1:[^:]+]]: tensor<8xf32>, %[[LR:[^:]+]]: tensor<f32>, %[[T:[^:]+]]: tensor<f32>
-// CHECK-DAG:     %[[OTHER:[^,]+]], %{{.+}} = tx.adam adamw params(%[[P1]]) {{.+}} betas(8.000000e-01, 9.990000e-01)
-// CHECK-DAG:     %[[NP:[^:]+]]:3, %{{.+}}:3, %{{.+}}:3 = tx.adam adamw params(%[[P0]], %[[P1]], %[[P0]]) grads(%[[G0]], %[[G1]], %[[G0]]) exp_avg(%[[M0]], %[[M1]], %[[M0]]) exp_avg_sq(%[[V0]], %[[V1]], %[[V0]]) lr(%[[LR]]) step(%[[T]]) betas(0.899999976, 9.990000e-01) eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977) : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>
+// CHECK-DAG:     %[[OTHER:[^,]+]], %{{.+}} = tx.adam adamw params(%[[P1]]) {{.+}} betas(0.8, 0.999)
+// CHECK-DAG:     %[[NP:[^:]+]]:3, %{{.+}}:3, %{{.+}}:3 = tx.adam adamw params(%[[P0]], %[[P1]], %[[P0]]) grads(%[[G0]], %[[G1]], %[[G0]]) exp_avg(%[[M0]], %[[M1]], %[[M0]]) exp_avg_sq(%[[V0]], %[[V1]], %[[V0]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>
 // CHECK-NOT:     tx.adam
 // CHECK:         return %[[NP]]#0, %[[NP]]#1, %[[NP]]#2, %[[OTHER]]
 func.func @adam_merge_existing(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: tensor<4x8xf32>, %v0: tensor<4x8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>, %m1: tensor<8xf32>, %v1: tensor<8xf32>,
@@ -1079,7 +1127,7 @@ func.func @layer_norm_not_a_candidate(%x: tensor<4x8xf32>, %mean: tensor<4x1xf32
 // CHECK-DAG:     %[[Z0:.+]] = tx.constant dense<0.000000e+00> : tensor<16x8xf32>
 // CHECK-DAG:     %[[Z1:.+]] = tx.constant dense<0.000000e+00> : tensor<8xf32>
 // CHECK-DAG:     %[[LR:.+]] = tx.constant dense<0.00999999977> : tensor<f32>
-// CHECK:         %[[NP:[^:]+]]:2, %{{.+}}:2 = tx.sgd params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) momentum_buffer(%[[Z0]], %[[Z1]]) lr(%[[LR]]) momentum(0.000000e+00) dampening(0.000000e+00) weight_decay(0.000000e+00) : tensor<16x8xf32>, tensor<8xf32>
+// CHECK:         %[[NP:[^:]+]]:2, %{{.+}}:2 = tx.sgd params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) momentum_buffer(%[[Z0]], %[[Z1]]) lr(%[[LR]]) momentum(0.0) dampening(0.0) weight_decay(0.0) : tensor<16x8xf32>, tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]]#0, %[[NP]]#1
 func.func @sgd_plain(%p0: tensor<16x8xf32>, %g0: tensor<16x8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>)
     -> (tensor<16x8xf32>, tensor<8xf32>) {
@@ -1097,7 +1145,7 @@ func.func @sgd_plain(%p0: tensor<16x8xf32>, %g0: tensor<16x8xf32>, %p1: tensor<8
 // update's only factor, lr the constant.
 // CHECK-LABEL: func.func @sgd_scalar_parameter
 // CHECK-SAME:    %[[P:[^:]+]]: tensor<f32>, %[[G:[^:]+]]: tensor<f32>
-// CHECK:         %[[NP:[^,]+]], %{{.+}} = tx.sgd params(%[[P]]) grads(%[[G]]) momentum_buffer(%{{.+}}) lr(%{{.+}}) momentum(0.000000e+00)
+// CHECK:         %[[NP:[^,]+]], %{{.+}} = tx.sgd params(%[[P]]) grads(%[[G]]) momentum_buffer(%{{.+}}) lr(%{{.+}}) momentum(0.0)
 // CHECK-NEXT:    return %[[NP]]
 func.func @sgd_scalar_parameter(%p: tensor<f32>, %g: tensor<f32>) -> tensor<f32> {
   %lr = tx.constant dense<0.01> : tensor<f32>
@@ -1114,7 +1162,7 @@ func.func @sgd_scalar_parameter(%p: tensor<f32>, %g: tensor<f32>) -> tensor<f32>
 // CHECK-LABEL: func.func @sgd_momentum_weight_decay_two_params
 // CHECK-SAME:    %[[P0:[^:]+]]: tensor<4x8xf32>, %[[G0:[^:]+]]: tensor<4x8xf32>, %[[B0:[^:]+]]: tensor<4x8xf32>, %[[P1:[^:]+]]: tensor<8xf32>, %[[G1:[^:]+]]: tensor<8xf32>, %[[B1:[^:]+]]: tensor<8xf32>, %[[LR:[^:]+]]: tensor<f32>
 // CHECK-NOT:     tx.mul
-// CHECK:         %[[NP:[^:]+]]:2, %[[NB:[^:]+]]:2 = tx.sgd params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) momentum_buffer(%[[B0]], %[[B1]]) lr(%[[LR]]) momentum(0.899999976) dampening(0.000000e+00) weight_decay(9.99999974E-5) : tensor<4x8xf32>, tensor<8xf32>
+// CHECK:         %[[NP:[^:]+]]:2, %[[NB:[^:]+]]:2 = tx.sgd params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) momentum_buffer(%[[B0]], %[[B1]]) lr(%[[LR]]) momentum(0.9) dampening(0.0) weight_decay(0.0001) : tensor<4x8xf32>, tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]]#0, %[[NB]]#0, %[[NP]]#1, %[[NB]]#1
 func.func @sgd_momentum_weight_decay_two_params(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %b0: tensor<4x8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>, %b1: tensor<8xf32>, %lr: tensor<f32>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
@@ -1142,7 +1190,7 @@ func.func @sgd_momentum_weight_decay_two_params(%p0: tensor<4x8xf32>, %g0: tenso
 // weight decay.
 // CHECK-LABEL: func.func @sgd_dampening
 // CHECK-SAME:    %[[P:[^:]+]]: tensor<16x8xf32>, %[[G:[^:]+]]: tensor<16x8xf32>, %[[B:[^:]+]]: tensor<16x8xf32>
-// CHECK:         %[[NP:[^,]+]], %[[NB:[^ ]+]] = tx.sgd params(%[[P]]) grads(%[[G]]) momentum_buffer(%[[B]]) lr({{.+}}) momentum(0.899999976) dampening(0.100000024) weight_decay(9.99999974E-5) : tensor<16x8xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NB:[^ ]+]] = tx.sgd params(%[[P]]) grads(%[[G]]) momentum_buffer(%[[B]]) lr({{.+}}) momentum(0.9) dampening(0.1) weight_decay(0.0001) : tensor<16x8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NB]]
 func.func @sgd_dampening(%p: tensor<16x8xf32>, %g: tensor<16x8xf32>, %b: tensor<16x8xf32>)
     -> (tensor<16x8xf32>, tensor<16x8xf32>) {
@@ -1167,7 +1215,7 @@ func.func @sgd_dampening(%p: tensor<16x8xf32>, %g: tensor<16x8xf32>, %b: tensor<
 // CHECK-SAME:    %[[P:[^:]+]]: tensor<16x8xf32>, %[[G:[^:]+]]: tensor<16x8xf32>, %[[B:[^:]+]]: tensor<16x8xf32>
 // CHECK-NOT:     tx.mul
 // CHECK:         %[[LR:.+]] = tx.constant dense<0.00999999977> : tensor<f32>
-// CHECK-NEXT:    %[[NP:[^,]+]], %[[NB:[^ ]+]] = tx.sgd params(%[[P]]) grads(%[[G]]) momentum_buffer(%[[B]]) lr(%[[LR]]) momentum(0.899999976) dampening(0.000000e+00) weight_decay(5.000000e-04) nesterov : tensor<16x8xf32>
+// CHECK-NEXT:    %[[NP:[^,]+]], %[[NB:[^ ]+]] = tx.sgd params(%[[P]]) grads(%[[G]]) momentum_buffer(%[[B]]) lr(%[[LR]]) momentum(0.9) dampening(0.0) weight_decay(0.0005) nesterov : tensor<16x8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NB]]
 func.func @sgd_nesterov(%p: tensor<16x8xf32>, %g: tensor<16x8xf32>, %b: tensor<16x8xf32>)
     -> (tensor<16x8xf32>, tensor<16x8xf32>) {
@@ -1192,8 +1240,8 @@ func.func @sgd_nesterov(%p: tensor<16x8xf32>, %g: tensor<16x8xf32>, %b: tensor<1
 // other chain gets its own op.
 // CHECK-LABEL: func.func @sgd_groups_and_existing
 // CHECK-SAME:    %[[P0:[^:]+]]: tensor<8xf32>, %[[G0:[^:]+]]: tensor<8xf32>, %[[B0:[^:]+]]: tensor<8xf32>, %[[P1:[^:]+]]: tensor<8xf32>, %[[G1:[^:]+]]: tensor<8xf32>, %[[B1:[^:]+]]: tensor<8xf32>, %[[P2:[^:]+]]: tensor<4xf32>, %[[G2:[^:]+]]: tensor<4xf32>, %[[B2:[^:]+]]: tensor<4xf32>
-// CHECK-DAG:     tx.sgd params(%[[P2]], %[[P0]]) grads(%[[G2]], %[[G0]]) momentum_buffer(%[[B2]], %[[B0]]) lr({{.+}}) momentum(0.899999976) dampening(0.000000e+00) weight_decay(0.000000e+00) : tensor<4xf32>, tensor<8xf32>
-// CHECK-DAG:     tx.sgd params(%[[P1]]) grads(%[[G1]]) momentum_buffer(%[[B1]]) lr({{.+}}) momentum(5.000000e-01) dampening(0.000000e+00) weight_decay(0.000000e+00) : tensor<8xf32>
+// CHECK-DAG:     tx.sgd params(%[[P2]], %[[P0]]) grads(%[[G2]], %[[G0]]) momentum_buffer(%[[B2]], %[[B0]]) lr({{.+}}) momentum(0.9) dampening(0.0) weight_decay(0.0) : tensor<4xf32>, tensor<8xf32>
+// CHECK-DAG:     tx.sgd params(%[[P1]]) grads(%[[G1]]) momentum_buffer(%[[B1]]) lr({{.+}}) momentum(0.5) dampening(0.0) weight_decay(0.0) : tensor<8xf32>
 // CHECK-NOT:     tx.sgd
 // CHECK:         return
 func.func @sgd_groups_and_existing(%p0: tensor<8xf32>, %g0: tensor<8xf32>, %b0: tensor<8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>, %b1: tensor<8xf32>, %p2: tensor<4xf32>, %g2: tensor<4xf32>, %b2: tensor<4xf32>)

@@ -67,7 +67,7 @@
 // EXPLAIN-DAG: remark: loc("first"): not fused: fp8: excluded: the first or last forward GEMM
 // EXPLAIN-DAG: remark: loc("last"): not fused: fp8: excluded: the first or last forward GEMM
 // DIMS-DAG: remark: loc("odd"): not fused: fp8: dims M=10 K=32 N=16 are not all multiples of 16 (cuBLASLt FP8 requirement)
-// DIMS-DAG: remark: loc("with_bias"): not fused: fp8: tx.gemm (with its bias epilogue) is not converted to FP8 yet
+// DIMS-DAG: remark: loc("with_bias"): not fused: fp8: dims M=10 K=16 N=16 are not all multiples of 16 (cuBLASLt FP8 requirement)
 // SM80-DAG: remark: loc("middle"): not fused: fp8: target sm_80 has no FP8 tensor cores (sm_89 or newer needed)
 // SM80-NOT: tx.fp8_matmul
 tx.parameter @w1 = dense<0.5> : tensor<32x16xf32>
@@ -88,7 +88,7 @@ func.func @main(%x: tensor<16x32xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name 
 
 // -----
 
-// Shapes cuBLASLt cannot run in FP8, and Gemm, stay as they are.
+// Shapes cuBLASLt cannot run in FP8 stay as they are.
 tx.parameter @v = dense<0.5> : tensor<32x16xf32>
 tx.parameter @u = dense<0.5> : tensor<16x16xf32>
 tx.parameter @c = dense<0.5> : tensor<16xf32>
@@ -99,5 +99,26 @@ func.func @main(%x: tensor<10x32xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name 
   %h = tx.matmul %x, %v : tensor<10x32xf32>, tensor<32x16xf32> loc("odd")
   %g = tx.gemm %h, %u, %c : tensor<10x16xf32>, tensor<16x16xf32>, tensor<16xf32> loc("with_bias")
   %l = tx.reduce_sum %g axes [] : tensor<10x16xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// tx.gemm: transposes are applied before the cast, alpha and the bias after
+// the FP8 product, in the GEMM's type.
+// EXCLUDE-LABEL: func.func @train_step(
+// EXCLUDE:       %[[T:.+]] = tx.transpose %{{.+}} perm [1, 0] : tensor<32x16xf32>
+// EXCLUDE:       tx.quantize %[[T]], %{{.+}} : tensor<16x32xf32> to tensor<16x32xf8E4M3FN>
+// EXCLUDE:       %[[P:.+]] = tx.fp8_matmul %{{.+}} : tensor<16x16xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x32xf32> "gemm"
+// EXCLUDE:       %[[A:.+]] = tx.mul %[[P]], %{{.+}} : tensor<16x32xf32>, tensor<f32> "gemm"
+// EXCLUDE:       %[[C:.+]] = tx.mul %{{.+}}, %{{.+}} : tensor<32xf32>, tensor<f32> "gemm"
+// EXCLUDE:       tx.add %[[A]], %[[C]] : tensor<16x32xf32>, tensor<32xf32> "gemm"
+tx.parameter @wt = dense<0.5> : tensor<32x16xf32>
+tx.parameter @bias = dense<0.5> : tensor<32xf32>
+func.func @main(%x: tensor<16x16xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
+  %w = tx.load_parameter @wt : tensor<32x16xf32>
+  %c = tx.load_parameter @bias : tensor<32xf32>
+  %g = tx.gemm %x, %w, %c {transB = true, alpha = 2.0 : f32, beta = 0.5 : f32} : tensor<16x16xf32>, tensor<32x16xf32>, tensor<32xf32> loc("gemm")
+  %l = tx.reduce_sum %g axes [] : tensor<16x32xf32>
   return %l : tensor<f32>
 }

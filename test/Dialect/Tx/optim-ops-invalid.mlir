@@ -7,9 +7,9 @@
 // An update of nothing is a bug in whatever built it.
 func.func @adam_no_params(%lr: tensor<f32>, %t: tensor<f32>) {
   // expected-error @+1 {{expected at least one parameter}}
-  "tx.adam"(%lr, %t) <{beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32,
+  "tx.adam"(%lr, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
       epsilon_placement = #tx<epsilon_placement outside_sqrt>, mode = #tx<adam_mode adamw>,
-      operandSegmentSizes = array<i32: 0, 0, 0, 0, 1, 1>, weight_decay = 0.01 : f32}>
+      operandSegmentSizes = array<i32: 0, 0, 0, 0, 1, 1>, weight_decay = 0.01 : f64}>
       : (tensor<f32>, tensor<f32>) -> ()
   return
 }
@@ -19,9 +19,9 @@ func.func @adam_no_params(%lr: tensor<f32>, %t: tensor<f32>) {
 // Every parameter needs its gradient.
 func.func @adam_grad_count_mismatch(%p: tensor<8xf32>, %lr: tensor<f32>, %t: tensor<f32>) {
   // expected-error @+1 {{expected 2 'grads' (one per parameter), but got 1}}
-  %r:6 = "tx.adam"(%p, %p, %p, %p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32,
+  %r:6 = "tx.adam"(%p, %p, %p, %p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
       epsilon_placement = #tx<epsilon_placement outside_sqrt>, mode = #tx<adam_mode adamw>,
-      operandSegmentSizes = array<i32: 2, 1, 2, 2, 1, 1>, weight_decay = 0.01 : f32}>
+      operandSegmentSizes = array<i32: 2, 1, 2, 2, 1, 1>, weight_decay = 0.01 : f64}>
       : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>)
       -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   return
@@ -32,9 +32,9 @@ func.func @adam_grad_count_mismatch(%p: tensor<8xf32>, %lr: tensor<f32>, %t: ten
 // ... and three results.
 func.func @adam_result_count_mismatch(%p: tensor<8xf32>, %lr: tensor<f32>, %t: tensor<f32>) {
   // expected-error @+1 {{expected 2 'new_params' (one per parameter), but got 1}}
-  %r:3 = "tx.adam"(%p, %p, %p, %p, %p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32,
+  %r:3 = "tx.adam"(%p, %p, %p, %p, %p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
       epsilon_placement = #tx<epsilon_placement outside_sqrt>, mode = #tx<adam_mode adamw>,
-      operandSegmentSizes = array<i32: 2, 2, 2, 2, 1, 1>, weight_decay = 0.01 : f32}>
+      operandSegmentSizes = array<i32: 2, 2, 2, 2, 1, 1>, weight_decay = 0.01 : f64}>
       : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>)
       -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   return
@@ -46,9 +46,9 @@ func.func @adam_result_count_mismatch(%p: tensor<8xf32>, %lr: tensor<f32>, %t: t
 // is refused.
 func.func @adam_exp_avg_shape_mismatch(%p: tensor<4x8xf32>, %m: tensor<8xf32>, %lr: tensor<f32>, %t: tensor<f32>) {
   // expected-error @+1 {{expected 'exp_avg' #0 of type 'tensor<4x8xf32>', but got 'tensor<8xf32>'}}
-  %r:3 = "tx.adam"(%p, %p, %m, %p, %lr, %t) <{beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32,
+  %r:3 = "tx.adam"(%p, %p, %m, %p, %lr, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
       epsilon_placement = #tx<epsilon_placement outside_sqrt>, mode = #tx<adam_mode adamw>,
-      operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>, weight_decay = 0.01 : f32}>
+      operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>, weight_decay = 0.01 : f64}>
       : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>)
       -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
@@ -59,9 +59,9 @@ func.func @adam_exp_avg_shape_mismatch(%p: tensor<4x8xf32>, %m: tensor<8xf32>, %
 // Results have their parameter's type too.
 func.func @adam_result_type_mismatch(%p: tensor<8xf32>, %lr: tensor<f32>, %t: tensor<f32>) {
   // expected-error @+1 {{expected 'new_exp_avg_sq' #0 of type 'tensor<8xf32>', but got 'tensor<4xf32>'}}
-  %r:3 = "tx.adam"(%p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32,
+  %r:3 = "tx.adam"(%p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
       epsilon_placement = #tx<epsilon_placement outside_sqrt>, mode = #tx<adam_mode adamw>,
-      operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>, weight_decay = 0.01 : f32}>
+      operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>, weight_decay = 0.01 : f64}>
       : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>)
       -> (tensor<8xf32>, tensor<8xf32>, tensor<4xf32>)
   return
@@ -142,10 +142,24 @@ func.func @adam_step_without_bias_correction(%p: tensor<8xf32>, %lr: tensor<f32>
 // ODS: lr is one 0-d f32 shared by all parameters, not a per-element tensor.
 func.func @adam_lr_not_scalar(%p: tensor<8xf32>, %lr: tensor<8xf32>, %t: tensor<f32>) {
   // expected-error @+1 {{operand #4 must be 0D tensor of 32-bit float values}}
-  %r:3 = "tx.adam"(%p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32,
+  %r:3 = "tx.adam"(%p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, epsilon = 1.0e-08 : f64,
       epsilon_placement = #tx<epsilon_placement outside_sqrt>, mode = #tx<adam_mode adamw>,
-      operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>, weight_decay = 0.01 : f32}>
+      operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>, weight_decay = 0.01 : f64}>
       : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>)
+      -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// ODS: hyper-parameters are f64, PyTorch's Python floats (an f32 0.999 is a
+// different beta).
+func.func @adam_f32_beta(%p: tensor<8xf32>, %lr: tensor<f32>, %t: tensor<f32>) {
+  // expected-error @+1 {{attribute 'beta2' failed to satisfy constraint: 64-bit float attribute}}
+  %r:3 = "tx.adam"(%p, %p, %p, %p, %lr, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f64,
+      epsilon_placement = #tx<epsilon_placement outside_sqrt>, mode = #tx<adam_mode adamw>,
+      operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>, weight_decay = 0.01 : f64}>
+      : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>)
       -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   return
 }
@@ -155,7 +169,7 @@ func.func @adam_lr_not_scalar(%p: tensor<8xf32>, %lr: tensor<8xf32>, %t: tensor<
 // tx.sgd shares the per-parameter checks; one case for its lists.
 func.func @sgd_momentum_buffer_shape_mismatch(%p: tensor<4x8xf32>, %b: tensor<8xf32>, %lr: tensor<f32>) {
   // expected-error @+1 {{expected 'momentum_buffer' #0 of type 'tensor<4x8xf32>', but got 'tensor<8xf32>'}}
-  %r:2 = "tx.sgd"(%p, %p, %b, %lr) <{momentum = 0.9 : f32, dampening = 0.0 : f32, weight_decay = 0.0 : f32}>
+  %r:2 = "tx.sgd"(%p, %p, %b, %lr) <{momentum = 0.9 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64}>
       : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }

@@ -1,8 +1,8 @@
 //===- TxOptimOps.cpp - tx optimizer op verifiers and syntax --------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// Verifiers, result names and the shared per-parameter type list of tx.adam
-// and tx.sgd.
+// Verifiers, result names, the shared per-parameter type list and the
+// hyper-parameter syntax of tx.adam and tx.sgd.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +11,11 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -30,6 +34,36 @@ static ParseResult parseSharedTypes(OpAsmParser &parser,
   for (SmallVectorImpl<Type> *list : lists.drop_front())
     list->assign(lists.front()->begin(), lists.front()->end());
   return success();
+}
+
+/// `custom<Hyper>`: an f64 hyper-parameter, written as any float literal.
+static ParseResult parseHyperParameter(OpAsmParser &parser, FloatAttr &value) {
+  APFloat x(0.0);
+  if (parser.parseFloat(APFloat::IEEEdouble(), x))
+    return failure();
+  value = FloatAttr::get(Float64Type::get(parser.getContext()), x);
+  return success();
+}
+
+/// Prints |value| as the shortest decimal that reads back to the same double
+/// (0.999, 1.0e-08): the Python float the user wrote. MLIR float literals
+/// need a '.' before any exponent, hence 1.0e-08 rather than 1e-08.
+static void printHyperParameter(OpAsmPrinter &printer, FloatAttr value) {
+  double x = value.getValueAsDouble();
+  if (!std::isfinite(x)) {
+    printer.printFloat(value.getValue());
+    return;
+  }
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, x);
+    if (std::strtod(text, nullptr) == x)
+      break;
+  }
+  std::string literal(text);
+  if (literal.find('.') == std::string::npos)
+    literal.insert(std::min(literal.find('e'), literal.size()), ".0");
+  printer << literal;
 }
 
 namespace {
@@ -67,11 +101,14 @@ static LogicalResult verifyPerParamLists(Operation *op, TypeRange params,
   return success();
 }
 
+// The hyper-parameters are f64 attributes (PyTorch's Python floats); the
+// checks apply to that double, the value the user wrote.
+
 /// |value| >= 0 and finite (NaN fails).
 static LogicalResult verifyNonNegative(Operation *op, StringRef name,
                                        APFloat value) {
-  float x = value.convertToFloat();
-  if (x >= 0.0f && !std::isinf(x))
+  double x = value.convertToDouble();
+  if (x >= 0.0 && !std::isinf(x))
     return success();
   return op->emitOpError() << "expected " << name
                            << " to be finite and >= 0, but got " << x;
@@ -80,8 +117,8 @@ static LogicalResult verifyNonNegative(Operation *op, StringRef name,
 /// |value| in [0, 1) or, with |closed|, [0, 1] (NaN fails).
 static LogicalResult verifyUnitInterval(Operation *op, StringRef name,
                                         APFloat value, bool closed) {
-  float x = value.convertToFloat();
-  if (x >= 0.0f && (closed ? x <= 1.0f : x < 1.0f))
+  double x = value.convertToDouble();
+  if (x >= 0.0 && (closed ? x <= 1.0 : x < 1.0))
     return success();
   return op->emitOpError() << "expected " << name << " in [0, 1"
                            << (closed ? "]" : ")") << ", but got " << x;
@@ -106,6 +143,14 @@ void AdamOp::printPerParamTypes(OpAsmPrinter &printer, Operation *,
   // The verifier guarantees the other lists equal `params`; invalid IR is
   // printed in generic form, so nothing is lost here.
   llvm::interleaveComma(params, printer);
+}
+
+ParseResult AdamOp::parseHyper(OpAsmParser &parser, FloatAttr &value) {
+  return parseHyperParameter(parser, value);
+}
+
+void AdamOp::printHyper(OpAsmPrinter &printer, Operation *, FloatAttr value) {
+  printHyperParameter(printer, value);
 }
 
 void AdamOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
@@ -162,6 +207,14 @@ void SGDOp::printPerParamTypes(OpAsmPrinter &printer, Operation *,
   llvm::interleaveComma(params, printer);
 }
 
+ParseResult SGDOp::parseHyper(OpAsmParser &parser, FloatAttr &value) {
+  return parseHyperParameter(parser, value);
+}
+
+void SGDOp::printHyper(OpAsmPrinter &printer, Operation *, FloatAttr value) {
+  printHyperParameter(printer, value);
+}
+
 void SGDOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   if (getNewParams().empty())
     return;
@@ -182,9 +235,9 @@ LogicalResult SGDOp::verify() {
       failed(verifyNonNegative(*this, "weight_decay", getWeightDecay())))
     return failure();
   // torch.optim.SGD refuses the same combination.
-  float momentum = getMomentum().convertToFloat();
-  float dampening = getDampening().convertToFloat();
-  if (getNesterov() && (momentum <= 0.0f || dampening != 0.0f))
+  double momentum = getMomentum().convertToDouble();
+  double dampening = getDampening().convertToDouble();
+  if (getNesterov() && (momentum <= 0.0 || dampening != 0.0))
     return emitOpError() << "expected momentum > 0 and dampening = 0 with "
                             "nesterov, but got momentum "
                          << momentum << " and dampening " << dampening;

@@ -43,11 +43,6 @@ bool isBiasCorrectionLike(Value v) {
          sub.getRhs().getDefiningOp<PowOp>();
 }
 
-/// |c| is `1 - beta` up to the f32 rounding of either constant.
-bool isOneMinus(double c, double beta) {
-  return std::fabs(c - (1.0 - beta)) <= 1e-7 + 1e-5 * std::fabs(1.0 - beta);
-}
-
 /// True when a term holds a non-constant scalar factor (a beta passed in).
 bool hasScalarLeaf(const ProductTerms &t) {
   return llvm::any_of(t.num, [](Value x) { return getNumElements(x) == 1; });
@@ -60,9 +55,10 @@ bool hasScalarLeaf(const ProductTerms &t) {
 /// Matches one per-parameter Adam/AdamW update anchored on `p1 = P - U`.
 /// Legal because tx.adam computes the same p1, m1 and v1 (up to f32
 /// reassociation) once the checks below hold: constant betas with
-/// c = 1 - beta, one step for both bias corrections (or folded constants
-/// that are 1 - beta^t of one integer t), eps >= 0, wd >= 0, one f32 type
-/// without broadcasting, and no other user of an intermediate.
+/// c = 1 - beta (read back as the user's doubles, see userBeta, so tx.adam
+/// reproduces both f32 constants), one step for both bias corrections (or
+/// folded constants that are 1 - beta^t of one integer t), eps >= 0, wd >= 0,
+/// one f32 type without broadcasting, and no other user of an intermediate.
 class AdamMatcher {
 public:
   explicit AdamMatcher(Operation *anchor)
@@ -88,7 +84,7 @@ private:
   bool matchCorrectedV(Value x, bool allowCorrection);
   bool
   matchMovingAverage(Value sum, StringRef moment, StringRef betaName,
-                     StringRef expected, float &beta,
+                     StringRef expected, double &beta,
                      function_ref<std::optional<double>(ProductTerms &input,
                                                         ProductTerms &state)>
                          read);
@@ -209,7 +205,7 @@ bool AdamMatcher::matchWith(Value pSide, double sign, ProductTerms &u) {
   if (!matchDecoupledDecay(pSide))
     return false;
   g = gEff;
-  if (hp.weightDecay == 0.0f) {
+  if (hp.weightDecay == 0.0) {
     if (auto l2 = gEff.getDefiningOp<AddOp>()) {
       for (auto [grad, decay] : {std::pair(l2.getLhs(), l2.getRhs()),
                                  std::pair(l2.getRhs(), l2.getLhs())}) {
@@ -217,7 +213,7 @@ bool AdamMatcher::matchWith(Value pSide, double sign, ProductTerms &u) {
         flattenProduct(decay, w);
         if (w.den.empty() && w.num.size() == 1 && w.num[0] == p) {
           hp.mode = AdamMode::adam;
-          hp.weightDecay = static_cast<float>(w.coef);
+          hp.weightDecay = userScalar(w.coef);
           g = grad;
           ops.insert(l2);
           add(w);
@@ -226,10 +222,10 @@ bool AdamMatcher::matchWith(Value pSide, double sign, ProductTerms &u) {
       }
     }
   }
-  if (!(hp.weightDecay >= 0.0f) || std::isinf(hp.weightDecay))
+  if (!(hp.weightDecay >= 0.0) || std::isinf(hp.weightDecay))
     return fail(llvm::formatv("expected weight_decay >= 0, but got {0}",
                               formatNumber(hp.weightDecay)));
-  if (hp.weightDecay == 0.0f)
+  if (hp.weightDecay == 0.0)
     hp.mode = AdamMode::adamw;
 
   // One f32 type for p, g, m, v and the results: tx.adam does not broadcast.
@@ -259,7 +255,7 @@ bool AdamMatcher::matchDenominator(Value d) {
     std::optional<double> eps = getSplatConstant(e);
     if (!eps)
       return fail("epsilon is not a constant");
-    hp.epsilon = static_cast<float>(*eps);
+    hp.epsilon = userScalar(*eps);
     hp.placement = EpsilonPlacement::outside_sqrt;
     if (!matchCorrectedSqrt(s))
       return false;
@@ -276,11 +272,11 @@ bool AdamMatcher::matchDenominator(Value d) {
       ops.insert(add);
       hp.placement = EpsilonPlacement::inside_sqrt;
     }
-    hp.epsilon = static_cast<float>(eps.value_or(0.0));
+    hp.epsilon = userScalar(eps.value_or(0.0));
     if (!matchCorrectedV(x, /*allowCorrection=*/true))
       return false;
   }
-  if (!(hp.epsilon >= 0.0f) || std::isinf(hp.epsilon))
+  if (!(hp.epsilon >= 0.0) || std::isinf(hp.epsilon))
     return fail(llvm::formatv("expected epsilon >= 0, but got {0}",
                               formatNumber(hp.epsilon)));
   return true;
@@ -333,12 +329,13 @@ bool AdamMatcher::matchCorrectedV(Value x, bool allowCorrection) {
 }
 
 /// `sum = beta * state + (1 - beta) * input` for one moment. |read| is
-/// tried on the two products of the sum in both orders; it returns beta
-/// when the order fits (and records state and input), else nullopt.
-/// |expected| is the remark when neither order fits.
+/// tried on the two products of the sum in both orders; it returns the
+/// state's coefficient when the order fits (and records state and input),
+/// else nullopt. |expected| is the remark when neither order fits. beta is
+/// the double behind the two f32 coefficients (userBeta).
 bool AdamMatcher::matchMovingAverage(
     Value sum, StringRef moment, StringRef betaName, StringRef expected,
-    float &beta,
+    double &beta,
     function_ref<std::optional<double>(ProductTerms &, ProductTerms &)> read) {
   ops.insert(sum.getDefiningOp());
   ProductTerms t[2];
@@ -350,15 +347,16 @@ bool AdamMatcher::matchMovingAverage(
       continue;
     add(input);
     add(state);
-    beta = static_cast<float>(*b);
-    if (!(beta >= 0.0f && beta < 1.0f))
+    if (!(*b >= 0.0 && *b < 1.0))
       return fail(llvm::formatv("expected {0} in [0, 1), but got {1}", betaName,
-                                formatNumber(beta)));
-    if (!isOneMinus(input.coef, *b))
+                                formatNumber(*b)));
+    std::optional<double> user = userBeta(*b, input.coef);
+    if (!user)
       return fail(llvm::formatv("expected {0} coefficients {1} and 1 - {1}, "
                                 "but got {2} and {3}",
                                 moment, betaName, formatNumber(*b),
                                 formatNumber(input.coef)));
+    beta = *user;
     return true;
   }
   if (hasScalarLeaf(t[0]) || hasScalarLeaf(t[1]))
@@ -466,7 +464,7 @@ bool AdamMatcher::decayCoefficient(ArrayRef<Value> leaves, double coef) {
     return false;
   if (!(wd > 0.0))
     return false;
-  hp.weightDecay = static_cast<float>(wd);
+  hp.weightDecay = userScalar(wd);
   return true;
 }
 

@@ -23,9 +23,10 @@ namespace {
 /// Steps are f32 operands of tx.adam: integers up to 2^24 are exact.
 constexpr double kMaxStep = 16777216.0;
 
-/// True when |c| is the bias correction 1 - beta^t up to f32 rounding. An
-/// exporter may compute it from the unrounded beta (0.999, of which |beta|
-/// is the f32 value, up to 2^-24 relative away), which t multiplications
+/// True when |c| is the bias correction 1 - beta^t up to f32 rounding.
+/// |beta| is the user's double (0.999, see userScalar). PyTorch forms
+/// 1 - beta^t from it in double, but an exporter may instead compute it
+/// from the f32 beta (up to 2^-24 relative away), which t multiplications
 /// carry into beta^t as up to t * 2^-24 relative; computing beta^t in f32
 /// and storing |c| as f32 add a few ulps of beta^t and of c.
 bool matchesBiasCorrection(double c, double beta, double t) {
@@ -80,11 +81,10 @@ solveConstantStep(ArrayRef<std::pair<double, double>> pairs) {
   return std::nullopt;
 }
 
-/// 1 - beta^step as tx.adam computes it.
-float adamBiasCorrection(float beta, double step) {
-  // As the reference executor evaluates tx.adam: beta^t, then 1 - it, in f32.
-  float power = static_cast<float>(std::pow(static_cast<double>(beta), step));
-  return 1.0f - power;
+/// 1 - beta^step as tx.adam computes it: in double from the double beta,
+/// rounded to f32 once (PyTorch's `1 - beta1 ** step`).
+float adamBiasCorrection(double beta, double step) {
+  return static_cast<float>(1.0 - std::pow(beta, step));
 }
 
 bool fail(std::string &reason, const Twine &message) {

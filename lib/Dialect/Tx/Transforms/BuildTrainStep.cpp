@@ -15,6 +15,8 @@
 #include "txopt/Dialect/Tx/Transforms/Passes.h"
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 
+#include "TrainStepLoss.h"
+
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/SetVector.h"
@@ -51,9 +53,7 @@ std::optional<LossKind> tx::parseLossKind(StringRef text) {
 
 namespace {
 
-RankedTensorType f32Scalar(MLIRContext *context) {
-  return RankedTensorType::get({}, Float32Type::get(context));
-}
+using train_step::f32Scalar;
 
 Value f32Constant(ImplicitLocOpBuilder &b, double value) {
   auto type = f32Scalar(b.getContext());
@@ -89,161 +89,6 @@ FailureOr<func::FuncOp> findForward(ModuleOp module,
   if (!only)
     return emitError(module.getLoc(), "expected a function to train");
   return only;
-}
-
-/// A copy of |forward| named |name| that returns the mean cross-entropy of
-/// its result #0 (logits [..., C]) against integer labels: the argument
-/// called |labels|, or a new trailing i64 argument of that name.
-FailureOr<func::FuncOp> appendCrossEntropy(func::FuncOp forward,
-                                           StringRef labels, StringRef name) {
-  if (forward.getNumResults() == 0)
-    return emitError(forward.getLoc(), "--loss=cross-entropy expects logits "
-                                       "as result #0, but the function has no "
-                                       "results");
-  auto logitsType = dyn_cast<RankedTensorType>(forward.getResultTypes()[0]);
-  if (!logitsType || !isa<FloatType>(logitsType.getElementType()) ||
-      logitsType.getRank() < 2 || !logitsType.hasStaticShape())
-    return emitError(forward.getLoc(),
-                     "--loss=cross-entropy expects result #0 to be static "
-                     "float logits [..., classes] of rank >= 2, but got ")
-           << forward.getResultTypes()[0];
-  ArrayRef<int64_t> logitsShape = logitsType.getShape();
-  int64_t classes = logitsShape.back();
-  SmallVector<int64_t> labelShape(logitsShape.drop_back());
-  int64_t rows = 1;
-  for (int64_t d : labelShape)
-    rows *= d;
-
-  OpBuilder builder(forward);
-  auto loss = cast<func::FuncOp>(builder.clone(*forward));
-  loss.setSymName(name);
-  loss.setPrivate();
-
-  // The labels argument: an existing integer argument of the right shape,
-  // or a new one.
-  std::optional<unsigned> labelIndex;
-  for (unsigned i = 0; i < loss.getNumArguments(); ++i)
-    if (auto argName = loss.getArgAttrOfType<StringAttr>(i, "tx.name"))
-      if (argName.getValue() == labels)
-        labelIndex = i;
-  Block &body = loss.getBody().front();
-  if (labelIndex) {
-    auto type = dyn_cast<RankedTensorType>(loss.getArgument(*labelIndex).getType());
-    if (!type || !type.getElementType().isSignlessInteger() ||
-        type.getShape() != ArrayRef<int64_t>(labelShape)) {
-      loss.erase();
-      return emitError(forward.getLoc(), "labels '")
-             << labels << "' must be an integer tensor of shape ["
-             << labelShape << "] to match logits " << logitsType
-             << ", but has type " << forward.getArgument(*labelIndex).getType();
-    }
-  } else {
-    labelIndex = loss.getNumArguments();
-    auto type = RankedTensorType::get(labelShape,
-                                      IntegerType::get(forward.getContext(), 64));
-    if (failed(loss.insertArgument(
-            *labelIndex, type,
-            builder.getDictionaryAttr(
-                builder.getNamedAttr("tx.name", builder.getStringAttr(labels))),
-            forward.getLoc()))) {
-      loss.erase();
-      return emitError(forward.getLoc(), "cannot add the labels argument");
-    }
-  }
-
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  ImplicitLocOpBuilder b(ret.getLoc(), ret);
-  Value scores = ret.getOperand(0);
-  Value target = loss.getArgument(*labelIndex);
-  if (logitsType.getRank() > 2) {
-    scores = ReshapeOp::create(
-        b, RankedTensorType::get({rows, classes}, logitsType.getElementType()),
-        scores);
-    target = ReshapeOp::create(
-        b,
-        RankedTensorType::get(
-            {rows}, cast<RankedTensorType>(target.getType()).getElementType()),
-        target);
-  }
-  // ignore_index = -100 is torch.nn.functional.cross_entropy's default.
-  Value value = SoftmaxCrossEntropyLossOp::create(
-      b, RankedTensorType::get({}, logitsType.getElementType()), scores, target,
-      /*weights=*/Value(), LossReduction::mean, b.getI64IntegerAttr(-100));
-  func::ReturnOp::create(b, ValueRange{value});
-  ret.erase();
-  loss.setFunctionType(FunctionType::get(
-      forward.getContext(), body.getArgumentTypes(), {value.getType()}));
-  loss.setAllResultAttrs(ArrayRef<DictionaryAttr>{builder.getDictionaryAttr(
-      builder.getNamedAttr("tx.name", builder.getStringAttr("loss")))});
-  return loss;
-}
-
-/// A copy of |loss| named |name| with a trailing 0-d f32 argument
-/// `loss_scale` that returns `loss * loss_scale` (in f32).
-FailureOr<func::FuncOp> appendLossScale(func::FuncOp loss, StringRef name) {
-  OpBuilder builder(loss);
-  auto scaled = cast<func::FuncOp>(builder.clone(*loss));
-  scaled.setSymName(name);
-  scaled.setPrivate();
-  MLIRContext *context = loss.getContext();
-  unsigned index = scaled.getNumArguments();
-  if (failed(scaled.insertArgument(
-          index, f32Scalar(context),
-          builder.getDictionaryAttr(builder.getNamedAttr(
-              "tx.name", builder.getStringAttr("loss_scale"))),
-          loss.getLoc()))) {
-    scaled.erase();
-    return emitError(loss.getLoc(), "cannot add the loss scale argument");
-  }
-  Block &body = scaled.getBody().front();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  ImplicitLocOpBuilder b(ret.getLoc(), ret);
-  Value value = ret.getOperand(0);
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType())) {
-    scaled.erase();
-    return emitError(loss.getLoc(),
-                     "expected result #0 to be a scalar floating-point loss "
-                     "(0-d tensor), but got ")
-           << value.getType();
-  }
-  if (!type.getElementType().isF32())
-    value = CastOp::create(b, f32Scalar(context), value);
-  SmallVector<Value> results(ret.getOperands());
-  results[0] = MulOp::create(b, value, scaled.getArgument(index));
-  func::ReturnOp::create(b, results);
-  ret.erase();
-  scaled.setFunctionType(FunctionType::get(
-      context, body.getArgumentTypes(), ValueRange(results).getTypes()));
-  return scaled;
-}
-
-/// True when |value| reaches the labels operand of a cross-entropy op
-/// through integer values only (reshapes, slices, casts of the labels; an
-/// embedding lookup of token ids yields floats and stops the walk).
-bool feedsLabels(Value value) {
-  auto isInteger = [](Value v) {
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    return type && isa<IntegerType>(type.getElementType());
-  };
-  SmallVector<Value> worklist{value};
-  llvm::DenseSet<Value> seen{value};
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = use.getOwner();
-      if (auto loss = dyn_cast<SoftmaxCrossEntropyLossOp>(user))
-        if (use.get() == loss.getLabels())
-          return true;
-      if (auto grad = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
-        if (use.get() == grad.getLabels())
-          return true;
-      for (Value result : user->getResults())
-        if (isInteger(result) && seen.insert(result).second)
-          worklist.push_back(result);
-    }
-  }
-  return false;
 }
 
 struct StepArg {
@@ -311,7 +156,7 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   // The loss function: the forward itself, or a copy with cross-entropy.
   func::FuncOp lossFunc = forward;
   if (options.loss == LossKind::CrossEntropy) {
-    FailureOr<func::FuncOp> withLoss = appendCrossEntropy(
+    FailureOr<func::FuncOp> withLoss = train_step::appendCrossEntropy(
         forward, options.labels, options.name + "_loss");
     if (failed(withLoss))
       return failure();
@@ -320,7 +165,7 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   func::FuncOp unscaledLossFunc = lossFunc;
   if (options.lossScaling) {
     FailureOr<func::FuncOp> scaled =
-        appendLossScale(lossFunc, options.name + "_scaled_loss");
+        train_step::appendLossScale(lossFunc, options.name + "_scaled_loss");
     if (failed(scaled)) {
       if (lossFunc != forward)
         lossFunc.erase();
@@ -365,12 +210,12 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
     BlockArgument arg = gradFunc.getArgument(numData + i);
     auto name = gradFunc.getArgAttrOfType<StringAttr>(numData + i, "tx.name");
     auto type = cast<RankedTensorType>(arg.getType());
-    if (!type.getElementType().isF32()) {
+    if (!isa<FloatType>(type.getElementType()) ||
+        type.getElementType().getIntOrFloatBitWidth() > 32) {
       eraseTemporaries(gradFunc);
       return emitError(arg.getLoc(), "parameter '")
              << name.getValue() << "' has type " << type
-             << "; training needs f32 parameters (the optimizer keeps f32 "
-                "master weights)";
+             << "; training supports f32, bf16 and f16 parameters";
     }
     paramNames.push_back(name);
     bool exempt = noDecay ? noDecay->match(name.getValue()) : type.getRank() < 2;
@@ -385,10 +230,14 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   };
   SmallVector<StepArg> args;
   for (unsigned i = 0; i < numParams; ++i) {
+    // Master weights are f32 whatever the model stores: a bf16/f16
+    // parameter (a bf16 export) is an f32 argument, initialized from the
+    // parameter's value and cast to the model's type where it is read.
     NamedAttrList attrs(gradFunc.getArgAttrDict(numData + i));
     attrs.append(named(kRoleAttrName, "param"));
-    args.push_back({gradFunc.getArgument(numData + i).getType(), attrs,
-                    gradFunc.getArgument(numData + i).getLoc()});
+    auto type = cast<RankedTensorType>(gradFunc.getArgument(numData + i).getType());
+    args.push_back({RankedTensorType::get(type.getShape(), builder.getF32Type()),
+                    attrs, gradFunc.getArgument(numData + i).getLoc()});
   }
   SmallVector<StringRef> stateRoles;
   if (options.optimizer == OptimizerKind::SGD) {
@@ -422,7 +271,7 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   unsigned dataIndex = args.size();
   for (unsigned i = 0; i < numBatch; ++i) {
     NamedAttrList attrs(lossFunc.getArgAttrDict(i));
-    bool isLabels = feedsLabels(gradFunc.getArgument(i));
+    bool isLabels = train_step::feedsLabels(gradFunc.getArgument(i));
     attrs.append(named(kRoleAttrName, isLabels ? "labels" : "data"));
     args.push_back({lossFunc.getArgument(i).getType(), attrs,
                     lossFunc.getArgument(i).getLoc()});
@@ -445,17 +294,29 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
     mapping.map(gradFunc.getArgument(i), entry->getArgument(dataIndex + i));
   if (options.lossScaling)
     mapping.map(gradFunc.getArgument(numBatch), entry->getArgument(scaleIndex));
-  for (unsigned i = 0; i < numParams; ++i)
-    mapping.map(gradFunc.getArgument(numData + i), entry->getArgument(i));
   builder.setInsertionPointToEnd(entry);
+  for (unsigned i = 0; i < numParams; ++i) {
+    Value master = entry->getArgument(i);
+    BlockArgument modelParam = gradFunc.getArgument(numData + i);
+    if (modelParam.getType() != master.getType())
+      master = CastOp::create(builder, modelParam.getLoc(), modelParam.getType(),
+                              master);
+    mapping.map(modelParam, master);
+  }
   Block &gradBody = gradFunc.getBody().front();
   for (Operation &op : gradBody.without_terminator())
     builder.clone(op, mapping);
   Operation *gradReturn = gradBody.getTerminator();
   Value lossValue = mapping.lookup(gradReturn->getOperand(0));
   SmallVector<Value> grads;
-  for (unsigned i = 0; i < numParams; ++i)
-    grads.push_back(mapping.lookup(gradReturn->getOperand(1 + i)));
+  for (unsigned i = 0; i < numParams; ++i) {
+    // Gradients of low-precision parameters reach the f32 optimizer in f32.
+    Value grad = mapping.lookup(gradReturn->getOperand(1 + i));
+    Type masterType = entry->getArgument(i).getType();
+    if (grad.getType() != masterType)
+      grad = CastOp::create(builder, grad.getLoc(), masterType, grad);
+    grads.push_back(grad);
+  }
 
   ImplicitLocOpBuilder b(loc, builder);
   Value skipped;

@@ -18,6 +18,11 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
 namespace mlir::txopt::tx {
 #define GEN_PASS_DEF_FUSEOPTIMIZERPASS
 #include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
@@ -27,6 +32,74 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::tx;
 using namespace mlir::txopt::tx::optimizer;
+
+//===----------------------------------------------------------------------===//
+// Hyper-parameters from f32 constants (OptimizerMatchers.h)
+//===----------------------------------------------------------------------===//
+
+/// |x| rounded to |digits| significant decimal digits, read back as a double.
+static double roundToDigits(double x, int digits) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.*e", digits - 1, x);
+  return std::strtod(text, nullptr);
+}
+
+/// The first of |x| rounded to 1, 2, ..., 17 significant digits that
+/// |accepts|, else nullopt (17 digits give |x| itself back).
+static std::optional<double>
+shortestDecimal(double x, function_ref<bool(double)> accepts) {
+  for (int digits = 1; digits <= 17; ++digits) {
+    double d = roundToDigits(x, digits);
+    if (accepts(d))
+      return d;
+  }
+  return std::nullopt;
+}
+
+// Round-trip checks go double -> f32, the exporter's own rounding of a
+// Python float, rather than decimal -> f32 directly.
+
+double optimizer::userScalar(double c) {
+  float f = static_cast<float>(c);
+  if (!std::isfinite(f))
+    return c;
+  return shortestDecimal(f,
+                         [&](double d) { return static_cast<float>(d) == f; })
+      .value_or(f);
+}
+
+double optimizer::userComplement(double c) {
+  float f = static_cast<float>(c);
+  double x = 1.0 - static_cast<double>(f);
+  if (!std::isfinite(f))
+    return x;
+  return shortestDecimal(
+             x, [&](double d) { return static_cast<float>(1.0 - d) == f; })
+      .value_or(x);
+}
+
+std::optional<double> optimizer::userBeta(double b, double c) {
+  float fb = static_cast<float>(b), fc = static_cast<float>(c);
+  if (!std::isfinite(fb) || !std::isfinite(fc))
+    return std::nullopt;
+  auto reproduces = [&](double beta) {
+    return static_cast<float>(beta) == fb &&
+           static_cast<float>(1.0 - beta) == fc;
+  };
+  // From b's side (0.99900001287 -> 0.999) and from c's (for a lerp, whose
+  // b is 1 - c, and for a complement formed in f32).
+  for (double seed : {static_cast<double>(fb), 1.0 - static_cast<double>(fc)})
+    if (std::optional<double> beta = shortestDecimal(seed, reproduces))
+      return beta;
+  // Another exporter's rounding of the complement: a couple of ulps apart.
+  double beta = userScalar(b);
+  float expected = static_cast<float>(1.0 - beta);
+  float ulp = std::nextafter(expected, std::numeric_limits<float>::infinity()) -
+              expected;
+  if (std::fabs(static_cast<double>(fc) - expected) <= 2.0 * ulp)
+    return beta;
+  return std::nullopt;
+}
 
 //===----------------------------------------------------------------------===//
 // Candidates (OptimizerMatchers.h)
@@ -94,11 +167,11 @@ Candidate optimizer::candidateFor(AdamOp adam) {
   c.ops.insert(adam);
   HyperParams &hp = c.hp;
   hp.kind = Kind::adam;
-  hp.weightDecay = adam.getWeightDecay().convertToFloat();
-  hp.mode = hp.weightDecay == 0.0f ? AdamMode::adamw : adam.getMode();
-  hp.beta1 = adam.getBeta1().convertToFloat();
-  hp.beta2 = adam.getBeta2().convertToFloat();
-  hp.epsilon = adam.getEpsilon().convertToFloat();
+  hp.weightDecay = adam.getWeightDecay().convertToDouble();
+  hp.mode = hp.weightDecay == 0.0 ? AdamMode::adamw : adam.getMode();
+  hp.beta1 = adam.getBeta1().convertToDouble();
+  hp.beta2 = adam.getBeta2().convertToDouble();
+  hp.epsilon = adam.getEpsilon().convertToDouble();
   hp.placement = adam.getEpsilonPlacement();
   hp.biasCorrection = adam.getBiasCorrection();
   hp.lr = ScalarKey::of(adam.getLr());
@@ -119,12 +192,12 @@ Candidate optimizer::candidateFor(SGDOp sgd) {
   c.ops.insert(sgd);
   HyperParams &hp = c.hp;
   hp.kind = Kind::sgd;
-  hp.weightDecay = sgd.getWeightDecay().convertToFloat();
-  hp.momentum = sgd.getMomentum().convertToFloat();
+  hp.weightDecay = sgd.getWeightDecay().convertToDouble();
+  hp.momentum = sgd.getMomentum().convertToDouble();
   // Without momentum the buffer is never read: dampening and nesterov do
   // not matter, so they must not keep such ops apart.
-  if (hp.momentum != 0.0f) {
-    hp.dampening = sgd.getDampening().convertToFloat();
+  if (hp.momentum != 0.0) {
+    hp.dampening = sgd.getDampening().convertToDouble();
     hp.nesterov = sgd.getNesterov();
   }
   hp.lr = ScalarKey::of(sgd.getLr());

@@ -143,9 +143,12 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
     return sm;
   }
 
-  /// Why |op| stays in its precision, or "" when it becomes an FP8 GEMM.
-  std::string whyNot(MatMulOp op, int sm, const llvm::DenseSet<Value> &grads,
-                     bool excluded, bool byRegex) {
+  /// Why a GEMM of |lhs| [.., M, K] x |rhs| [.., K, N] (operands as the
+  /// product sees them) stays in its precision, or "" when it can be FP8.
+  std::string whyNot(Value lhsValue, Value rhsValue, int sm,
+                     const llvm::DenseSet<Value> &grads, bool excluded,
+                     bool byRegex, ArrayRef<int64_t> lhsShape,
+                     ArrayRef<int64_t> rhsShape) {
     if (sm < 89)
       return "target sm_" + std::to_string(sm) +
              " has no FP8 tensor cores (sm_89 or newer needed)";
@@ -153,18 +156,16 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
       return byRegex ? "excluded by the exclude regex (--fp8-exclude)"
                      : "excluded: the first or last forward GEMM (embedding "
                        "side or LM head; the --fp8-exclude default)";
-    auto lhs = cast<RankedTensorType>(op.getLhs().getType());
-    auto rhs = cast<RankedTensorType>(op.getRhs().getType());
-    if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    if (lhsShape.size() < 2 || rhsShape.size() < 2)
       return "a matrix-vector product (FP8 GEMMs need rank >= 2 operands)";
-    int64_t m = lhs.getDimSize(lhs.getRank() - 2);
-    int64_t k = lhs.getDimSize(lhs.getRank() - 1);
-    int64_t n = rhs.getDimSize(rhs.getRank() - 1);
+    int64_t m = lhsShape[lhsShape.size() - 2];
+    int64_t k = lhsShape.back();
+    int64_t n = rhsShape.back();
     if (m % 16 || k % 16 || n % 16)
       return "dims M=" + std::to_string(m) + " K=" + std::to_string(k) +
              " N=" + std::to_string(n) +
              " are not all multiples of 16 (cuBLASLt FP8 requirement)";
-    if (grads.contains(op.getLhs()) && grads.contains(op.getRhs()))
+    if (grads.contains(lhsValue) && grads.contains(rhsValue))
       return "both operands are gradients (no E5M2 x E5M2 GEMM)";
     return "";
   }
@@ -172,9 +173,11 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
   LogicalResult insertInto(func::FuncOp func, FP8RecipeAttr recipe, int sm,
                            llvm::Regex *excludeRegex) {
     llvm::DenseSet<Value> grads = gradientValues(func);
-    SmallVector<MatMulOp> gemms;
-    func.walk([&](MatMulOp op) {
-      if (isa<FloatType>(getElementTypeOrSelf(op.getType())))
+    // tx.matmul and tx.gemm (GPT-2's Conv1D layers export as Gemm).
+    SmallVector<Operation *> gemms;
+    func.walk([&](Operation *op) {
+      if (isa<MatMulOp, GemmOp>(op) &&
+          isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))
         gemms.push_back(op);
     });
 
@@ -183,9 +186,9 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
     // from them (same ONNX node).
     llvm::StringSet<> excludedNames;
     if (!excludeRegex) {
-      SmallVector<MatMulOp> forward;
-      for (MatMulOp op : gemms)
-        if (!grads.contains(op.getResult()))
+      SmallVector<Operation *> forward;
+      for (Operation *op : gemms)
+        if (!grads.contains(op->getResult(0)))
           forward.push_back(op);
       if (!forward.empty()) {
         excludedNames.insert(gemmName(forward.front()));
@@ -288,39 +291,86 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
       return result;
     };
 
-    // Say so for the GEMMs this pass does not convert yet, too.
-    if (explain)
-      func.walk([&](GemmOp op) {
-        reportNearMiss(op, "fp8",
-                       "tx.gemm (with its bias epilogue) is not converted to "
-                       "FP8 yet");
-      });
     unsigned converted = 0;
-    for (MatMulOp op : gemms) {
+    for (Operation *op : gemms) {
       std::string name = gemmName(op);
       bool excluded = excludeRegex ? excludeRegex->match(name)
                                    : excludedNames.contains(name);
-      std::string reason = whyNot(op, sm, grads, excluded, excludeRegex);
+      // The product's operands: a Gemm's transposes are applied to the
+      // high-precision operand before the cast (TE casts the tensor the
+      // GEMM reads; a transposed copy is a different tensor).
+      auto gemm = dyn_cast<GemmOp>(op);
+      auto shapeOf = [](Value v) {
+        return cast<RankedTensorType>(v.getType()).getShape();
+      };
+      SmallVector<int64_t> lhsShape(shapeOf(op->getOperand(0)));
+      SmallVector<int64_t> rhsShape(shapeOf(op->getOperand(1)));
+      if (gemm && gemm.getTransA() && lhsShape.size() == 2)
+        std::swap(lhsShape[0], lhsShape[1]);
+      if (gemm && gemm.getTransB() && rhsShape.size() == 2)
+        std::swap(rhsShape[0], rhsShape[1]);
+      std::string reason =
+          whyNot(op->getOperand(0), op->getOperand(1), sm, grads, excluded,
+                 excludeRegex, lhsShape, rhsShape);
       if (!reason.empty()) {
         if (explain)
           reportNearMiss(op, "fp8", reason);
         continue;
       }
+      builder.setInsertionPoint(op);
+      auto transposed = [&](Value v, bool transpose) -> Value {
+        if (!transpose)
+          return v;
+        Value t = TransposeOp::create(builder, op->getLoc(), v,
+                                      builder.getDenseI64ArrayAttr({1, 0}));
+        // A transposed gradient is still a gradient.
+        if (grads.contains(v))
+          grads.insert(t);
+        return t;
+      };
+      Value lhsValue = transposed(op->getOperand(0), gemm && gemm.getTransA());
+      Value rhsValue = transposed(op->getOperand(1), gemm && gemm.getTransB());
       auto typeFor = [&](Value v) {
         return hybrid && grads.contains(v) ? e5m2 : e4m3;
       };
-      FailureOr<Cast> lhs = castOf(op.getLhs(), typeFor(op.getLhs()), op, "lhs");
+      FailureOr<Cast> lhs = castOf(lhsValue, typeFor(lhsValue), op, "lhs");
       if (failed(lhs))
         return failure();
-      FailureOr<Cast> rhs = castOf(op.getRhs(), typeFor(op.getRhs()), op, "rhs");
+      FailureOr<Cast> rhs = castOf(rhsValue, typeFor(rhsValue), op, "rhs");
       if (failed(rhs))
         return failure();
       builder.setInsertionPoint(op);
-      auto fp8 = FP8MatmulOp::create(builder, op.getLoc(), op.getType(),
-                                     lhs->quantized, rhs->quantized,
-                                     lhs->scaleInv, rhs->scaleInv);
-      op.getResult().replaceAllUsesWith(fp8.getResult());
-      op.erase();
+      Type resultType = op->getResult(0).getType();
+      Value result = FP8MatmulOp::create(builder, op->getLoc(), resultType,
+                                         lhs->quantized, rhs->quantized,
+                                         lhs->scaleInv, rhs->scaleInv);
+      if (gemm) {
+        // The epilogue, in the GEMM's type: alpha * AB + beta * C.
+        Type element = getElementTypeOrSelf(resultType);
+        auto scalar = [&](double value) -> Value {
+          auto type = RankedTensorType::get({}, element);
+          return ConstantOp::create(
+              builder, op->getLoc(),
+              cast<ElementsAttr>(DenseElementsAttr::get(
+                  type, ArrayRef<Attribute>{
+                            builder.getFloatAttr(element, value)})));
+        };
+        double alpha = gemm.getAlpha().convertToDouble();
+        double beta = gemm.getBeta().convertToDouble();
+        if (alpha != 1.0)
+          result = MulOp::create(builder, op->getLoc(), result, scalar(alpha));
+        if (Value c = gemm.getC()) {
+          if (beta != 1.0)
+            c = MulOp::create(builder, op->getLoc(), c, scalar(beta));
+          result = AddOp::create(builder, op->getLoc(), result, c);
+        }
+      }
+      // Keep |grads| exact: an erased op's address may be reused by an op
+      // created later, which a stale entry would then call a gradient.
+      if (grads.erase(op->getResult(0)))
+        grads.insert(result);
+      op->getResult(0).replaceAllUsesWith(result);
+      op->erase();
       ++converted;
     }
 

@@ -36,24 +36,62 @@ struct ScalarKey {
 };
 
 /// What must agree for two updates to share one fused op. Fields of the
-/// other kind stay at their defaults, so they compare equal.
+/// other kind stay at their defaults, so they compare equal. The
+/// hyper-parameters are the doubles the user wrote (see userScalar), as
+/// tx.adam / tx.sgd hold them.
 struct HyperParams {
   Kind kind = Kind::adam;
-  float weightDecay = 0;
+  double weightDecay = 0;
   ScalarKey lr;
   Block *block = nullptr;
   // tx.adam
   AdamMode mode = AdamMode::adamw;
-  float beta1 = 0, beta2 = 0, epsilon = 0;
+  double beta1 = 0, beta2 = 0, epsilon = 0;
   EpsilonPlacement placement = EpsilonPlacement::outside_sqrt;
   bool biasCorrection = false;
   ScalarKey step;
   // tx.sgd
-  float momentum = 0, dampening = 0;
+  double momentum = 0, dampening = 0;
   bool nesterov = false;
 
   bool operator==(const HyperParams &o) const;
 };
+
+//===----------------------------------------------------------------------===//
+// Hyper-parameters from f32 constants
+//
+// PyTorch's hyper-parameters are Python floats (doubles), and tx.adam /
+// tx.sgd hold them as such: PyTorch computes `1 - beta2`, `1 - beta^t` and
+// `lr * wd` in double and rounds once, so f32(1 - 0.999) = 0.001, whereas
+// 1 - f32(0.999) = 0.00099998713 is 1.3e-5 relative off. Exporters write
+// every Python float into the graph as an f32 constant, so the matchers see
+// only f32(0.999) = 0.99900001287. The double the user wrote is recovered
+// as the shortest decimal that rounds to the same f32: users write short
+// decimals (0.999, 1e-8, 0.01), and any decimal with at most 6 significant
+// digits is the shortest one of its f32.
+//===----------------------------------------------------------------------===//
+
+/// The shortest decimal (as a double) that rounds to the f32 value of |c|:
+/// the Python float behind an exported constant (f32(0.999) -> 0.999).
+double userScalar(double c);
+
+/// The beta of a moving average `b * state + c * input` read from its f32
+/// coefficients |b| and |c| = 1 - beta, or nullopt when |c| is not 1 - |b|
+/// to f32 rounding. Prefers the shortest decimal beta that reproduces both
+/// constants when tx.adam rounds them (f32(beta) == b, f32(1 - beta) == c):
+/// 0.999 where the exporter formed 1 - beta in double (PyTorch), a longer
+/// one (0.9990000129) where it formed it from the f32 beta (1 - f32(b));
+/// otherwise userScalar(b) when c is within two f32 ulps of 1 - it. The
+/// betas that round to b span one f32 ulp of b, so for b = f32(0.999) any
+/// c within about 3e-5 relative of 0.001 is reproduced exactly (c =
+/// f32(0.00100001) gives beta2 = 0.99899999): the rounding of beta decides
+/// only the bias corrections `1 - beta^t`.
+std::optional<double> userBeta(double b, double c);
+
+/// The shortest decimal x with f32(1 - x) == f32(|c|): the Python float
+/// behind an exported complement `1 - x` (SGD's 1 - dampening; f32(0.9) ->
+/// 0.1).
+double userComplement(double c);
 
 /// One unit of fusion: a matched chain (one parameter) or an existing op.
 struct Candidate {

@@ -172,7 +172,7 @@ bool SGDMatcher::matchWith(ProductTerms &u, Value d, double scale) {
   }
   if (!matchDirection(d))
     return false;
-  if (!(hp.weightDecay >= 0.0f) || std::isinf(hp.weightDecay))
+  if (!(hp.weightDecay >= 0.0) || std::isinf(hp.weightDecay))
     return fail(llvm::formatv("expected weight_decay >= 0, but got {0}",
                               formatNumber(hp.weightDecay)));
 
@@ -222,7 +222,7 @@ bool SGDMatcher::matchGradient(Value x) {
   if (!decay->wd)
     return fail("weight_decay is not a constant");
   g = decay->grad;
-  hp.weightDecay = static_cast<float>(*decay->wd);
+  hp.weightDecay = userScalar(*decay->wd);
   ops.insert(decay->add);
   add(decay->terms);
   return true;
@@ -251,12 +251,12 @@ bool SGDMatcher::matchDirection(Value d) {
     add(bt);
     if (!matchBufferUpdate(bt.num[0], gt.num[0]))
       return false;
-    if (static_cast<float>(bt.coef) != hp.momentum)
+    if (static_cast<float>(bt.coef) != static_cast<float>(hp.momentum))
       return fail(llvm::formatv("expected the nesterov term to use the "
                                 "buffer's momentum {0}, but got {1}",
                                 formatNumber(hp.momentum),
                                 formatNumber(bt.coef)));
-    if (hp.dampening != 0.0f)
+    if (hp.dampening != 0.0)
       return fail(llvm::formatv("expected dampening 0 with nesterov, but got "
                                 "{0}",
                                 formatNumber(hp.dampening)));
@@ -300,15 +300,17 @@ bool SGDMatcher::matchBufferUpdate(Value sum, Value knownGrad) {
   b1 = sum;
   if (b == gt.num[0])
     return fail("expected a momentum buffer other than the gradient");
-  hp.momentum = static_cast<float>(bt.coef);
-  if (!(hp.momentum > 0.0f && hp.momentum < 1.0f))
+  // The doubles the user wrote (userScalar): tx.sgd rounds momentum and
+  // 1 - dampening to f32 from them, reproducing the graph's constants.
+  hp.momentum = userScalar(bt.coef);
+  if (!(hp.momentum > 0.0 && hp.momentum < 1.0))
     return fail(llvm::formatv("expected momentum in (0, 1), but got {0}",
                               formatNumber(bt.coef)));
   if (!(gt.coef > 0.0 && gt.coef <= 1.0))
     return fail(llvm::formatv("expected the gradient's coefficient 1 - "
                               "dampening in (0, 1], but got {0}",
                               formatNumber(gt.coef)));
-  hp.dampening = static_cast<float>(1.0 - gt.coef);
+  hp.dampening = userComplement(gt.coef);
   return matchGradient(gt.num[0]);
 }
 

@@ -62,11 +62,38 @@ def Tx_AdamOp : Tx_Op<"adam", [Pure, AttrSizedOperandSegments,
     `ai.onnx.preview.training.Adam`'s placement, written there as
     `p - lr * sqrt(1 - beta2^step) / (1 - beta1^step) * m' / (sqrt(v') + epsilon)`.
 
-    Numerics: all arithmetic is f32. The CPU reference executor evaluates the
-    lines above in the order written, with `1 - beta1`, `1 - beta2`,
-    `lr * weight_decay` and the bias corrections computed once in f32 from the
-    attribute and scalar values; fused kernels may reassociate and are checked
-    against it with a tolerance, not bit for bit.
+    Numerics. The hyper-parameters are f64 attributes because PyTorch's are
+    Python floats (doubles): `betas=(0.9, 0.999)` means the double 0.999,
+    not its f32 value 0.99900001. Scalars are formed as PyTorch's
+    `_single_tensor_adam` (torch.optim.Adam and AdamW, f32 parameters, the
+    default non-capturable path) forms them: every scalar is computed in
+    double from the double attributes and the f32 values of `lr` and `step`,
+    and rounded to f32 once, where it meets the f32 tensors. So a multiply
+    by beta uses f32(beta); `1 - beta1`, `1 - beta2`, `lr * weight_decay`,
+    the bias corrections `1 - beta^step` (PyTorch's `1 - beta1 ** step`
+    with `step = step_t.item()`) and `epsilon * c2` are each one f32 value
+    computed in double; `epsilon` and `weight_decay` (the L2 term) are
+    f32(epsilon) and f32(weight_decay). The distinction matters: `1 - b2`
+    from the f32 0.99900001 is 0.00099998713, 1.3e-5 relative off
+    PyTorch's f32(1 - 0.999) = 0.001, which shows up as ~1e-6 relative in
+    `v'` with realistic moments. PyTorch's capturable path (a tensor step),
+    and graphs that compute `beta ** step` in tensor ops, form the bias
+    corrections in f32 from f32(beta) instead: for beta2 = 0.999 that is
+    ~1.3e-5 relative off at small steps (t multiplications carry the
+    2^-24 rounding of beta into beta^t, and `1 - beta^t` cancels), so the
+    update, not `m'` or `v'`, differs by ~6e-6 of itself.
+
+    Per element, all arithmetic is f32: the CPU reference executor evaluates
+    the lines above in the order written, one rounding per operation.
+    PyTorch's own per-element order differs by rounding only (a few f32
+    ulps of the terms involved), not by a scalar's value: it writes
+    `m' = m + (1 - beta1) * (g' - m)` (`lerp_`), decays as
+    `p * f32(1 - lr * weight_decay)`, updates
+    `p_d + f32(-lr / (1 - beta1^step)) * m' /
+    (sqrt(v') / f32(sqrt(1 - beta2^step)) + epsilon)` (`addcdiv_`), and its
+    vectorized CPU kernels may contract `a + s * b` into a fused
+    multiply-add. Fused kernels may reassociate too and are checked against
+    the reference executor with a tolerance, not bit for bit.
 
     `step` is the count *after* this step's increment (PyTorch's
     `state["step"]` when the update runs, so 1 on the first step); the op
@@ -82,8 +109,8 @@ def Tx_AdamOp : Tx_Op<"adam", [Pure, AttrSizedOperandSegments,
     ```mlir
     %new_params:2, %new_exp_avg:2, %new_exp_avg_sq:2 = tx.adam adamw
         params(%w, %b) grads(%gw, %gb) exp_avg(%mw, %mb) exp_avg_sq(%vw, %vb)
-        lr(%lr) step(%t) betas(0.899999976, 9.990000e-01)
-        eps(9.99999993E-9, outside_sqrt) weight_decay(0.00999999977)
+        lr(%lr) step(%t) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt)
+        weight_decay(0.01)
         : tensor<64x32xf32>, tensor<32xf32>
     ```
   }];
@@ -94,11 +121,11 @@ def Tx_AdamOp : Tx_Op<"adam", [Pure, AttrSizedOperandSegments,
                        Tx_F32ScalarTensor:$lr,
                        Optional<Tx_F32ScalarTensor>:$step,
                        Tx_AdamModeAttr:$mode,
-                       F32Attr:$beta1,
-                       F32Attr:$beta2,
-                       F32Attr:$epsilon,
+                       F64Attr:$beta1,
+                       F64Attr:$beta2,
+                       F64Attr:$epsilon,
                        Tx_EpsilonPlacementAttr:$epsilon_placement,
-                       F32Attr:$weight_decay,
+                       F64Attr:$weight_decay,
                        DefaultValuedAttr<BoolAttr, "true">:$bias_correction);
   let results = (outs Variadic<Tx_FloatTensor>:$new_params,
                       Variadic<Tx_FloatTensor>:$new_exp_avg,
@@ -106,14 +133,17 @@ def Tx_AdamOp : Tx_Op<"adam", [Pure, AttrSizedOperandSegments,
   // One type list for all seven per-parameter lists: the verifier requires
   // them to agree, so spelling each out would only add noise. lr and step
   // are always tensor<f32>, hence no type at all. The enum attributes print
-  // their own leading space, hence the empty literals before them.
+  // their own leading space, hence the empty literals before them. The f64
+  // hyper-parameters print as the shortest decimal that reads back to them
+  // (`custom<Hyper>`): the value the user wrote, 0.999, where the default
+  // float printer writes 0.99899999999999999.
   let assemblyFormat = [{
     `` $mode `params` `(` $params `)` `grads` `(` $grads `)`
     `exp_avg` `(` $exp_avg `)` `exp_avg_sq` `(` $exp_avg_sq `)`
     `lr` `(` $lr `)` (`step` `(` $step^ `)`)?
-    `betas` `(` $beta1 `,` $beta2 `)`
-    `eps` `(` $epsilon `,` `` $epsilon_placement `)`
-    `weight_decay` `(` $weight_decay `)` attr-dict
+    `betas` `(` custom<Hyper>($beta1) `,` custom<Hyper>($beta2) `)`
+    `eps` `(` custom<Hyper>($epsilon) `,` `` $epsilon_placement `)`
+    `weight_decay` `(` custom<Hyper>($weight_decay) `)` attr-dict
     `:` custom<PerParamTypes>(type($params), type($grads), type($exp_avg),
         type($exp_avg_sq), type($new_params), type($new_exp_avg),
         type($new_exp_avg_sq))
@@ -139,6 +169,12 @@ def Tx_AdamOp : Tx_Op<"adam", [Pure, AttrSizedOperandSegments,
         ::mlir::TypeRange grads, ::mlir::TypeRange expAvg,
         ::mlir::TypeRange expAvgSq, ::mlir::TypeRange newParams,
         ::mlir::TypeRange newExpAvg, ::mlir::TypeRange newExpAvgSq);
+
+    // The `custom<Hyper>` directive (an f64 hyper-parameter).
+    static ::mlir::ParseResult parseHyper(::mlir::OpAsmParser &parser,
+                                          ::mlir::FloatAttr &value);
+    static void printHyper(::mlir::OpAsmPrinter &printer,
+                           ::mlir::Operation *op, ::mlir::FloatAttr value);
   }];
 }
 
@@ -166,31 +202,40 @@ def Tx_SGDOp : Tx_Op<"sgd", [Pure, SameVariadicOperandSize,
     This is `torch.optim.SGD` from its second step on. PyTorch's first step
     sets `b' = g'` (no dampening); with `dampening = 0` that equals the
     formula for `b = 0`, otherwise the caller passes the first step's
-    buffer explicitly. Arithmetic is f32, evaluated as written by the
-    reference executor.
+    buffer explicitly.
+
+    Numerics: as tx.adam's. The hyper-parameters are f64 (PyTorch's Python
+    floats); `momentum`, `weight_decay` and `1 - dampening` are each
+    computed in double and rounded to f32 once, as torch.optim.SGD's
+    `alpha` / `mul_` scalars are. Per element the arithmetic is f32,
+    evaluated as written by the reference executor, one rounding per
+    operation (PyTorch's vectorized `add_(x, alpha=s)` may contract into a
+    fused multiply-add, a difference of an ulp).
 
     ```mlir
     %new_params:2, %new_momentum_buffer:2 = tx.sgd params(%w, %b)
         grads(%gw, %gb) momentum_buffer(%bw, %bb) lr(%lr)
-        momentum(0.899999976) dampening(0.000000e+00)
-        weight_decay(0.000000e+00) nesterov : tensor<64x32xf32>, tensor<32xf32>
+        momentum(0.9) dampening(0.0) weight_decay(0.0) nesterov
+        : tensor<64x32xf32>, tensor<32xf32>
     ```
   }];
   let arguments = (ins Variadic<Tx_FloatTensor>:$params,
                        Variadic<Tx_FloatTensor>:$grads,
                        Variadic<Tx_FloatTensor>:$momentum_buffer,
                        Tx_F32ScalarTensor:$lr,
-                       F32Attr:$momentum,
-                       F32Attr:$dampening,
-                       F32Attr:$weight_decay,
+                       F64Attr:$momentum,
+                       F64Attr:$dampening,
+                       F64Attr:$weight_decay,
                        UnitAttr:$nesterov);
   let results = (outs Variadic<Tx_FloatTensor>:$new_params,
                       Variadic<Tx_FloatTensor>:$new_momentum_buffer);
   let assemblyFormat = [{
     `params` `(` $params `)` `grads` `(` $grads `)`
     `momentum_buffer` `(` $momentum_buffer `)` `lr` `(` $lr `)`
-    `momentum` `(` $momentum `)` `dampening` `(` $dampening `)`
-    `weight_decay` `(` $weight_decay `)` (`nesterov` $nesterov^)? attr-dict
+    `momentum` `(` custom<Hyper>($momentum) `)`
+    `dampening` `(` custom<Hyper>($dampening) `)`
+    `weight_decay` `(` custom<Hyper>($weight_decay) `)`
+    (`nesterov` $nesterov^)? attr-dict
     `:` custom<PerParamTypes>(type($params), type($grads),
         type($momentum_buffer), type($new_params), type($new_momentum_buffer))
   }];
@@ -210,6 +255,12 @@ def Tx_SGDOp : Tx_Op<"sgd", [Pure, SameVariadicOperandSize,
         ::mlir::Operation *op, ::mlir::TypeRange params,
         ::mlir::TypeRange grads, ::mlir::TypeRange momentumBuffer,
         ::mlir::TypeRange newParams, ::mlir::TypeRange newMomentumBuffer);
+
+    // The `custom<Hyper>` directive; see tx.adam.
+    static ::mlir::ParseResult parseHyper(::mlir::OpAsmParser &parser,
+                                          ::mlir::FloatAttr &value);
+    static void printHyper(::mlir::OpAsmPrinter &printer,
+                           ::mlir::Operation *op, ::mlir::FloatAttr value);
   }];
 }
 

@@ -94,8 +94,9 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
     decay skips parameters matching `no-decay`, by default those of rank
     < 2 (biases, norm weights: the nanoGPT / llm.c convention); the default
     decay is PyTorch's (AdamW 0.01, Adam and SGD 0). SGD without momentum
-    keeps no buffers. Parameters must be f32 (the optimizer keeps f32
-    master weights). The forward function is removed; errors (no trainable
+    keeps no buffers. Master weights are f32: a bf16 or f16 parameter (a
+    bf16 export) becomes an f32 argument, cast to the model's type where
+    the forward reads it, and its gradient is cast to f32 for the optimizer. The forward function is removed; errors (no trainable
     parameter, bad regex, labels of the wrong shape, an op without a
     gradient rule, ...) are reported at the function or the op.
 
@@ -474,7 +475,8 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
     `tx-build-train-step` (run right after it: the pass tells gradients from
     forward values by the `tx.grad_seed` marker that step building leaves on
     the reverse sweep's seed, and removes it). Every eligible `tx.matmul`
-    (forward, and the dgrad/wgrad GEMMs autodiff derived from it) becomes a
+    or `tx.gemm` (forward, and the dgrad/wgrad GEMMs autodiff derived from
+    it) becomes a
     `tx.fp8_matmul` of scaled, saturating casts of its operands:
 
     * operand types: `format=hybrid` (default) casts activations and
@@ -508,8 +510,10 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
       operands, or two gradient operands (no E5M2 x E5M2 GEMM).
 
     When at least one GEMM is converted, the step's `tx.train_step` recipe
-    gains `fp8 = #tx.fp8_recipe<...>`. `tx.gemm` (bias epilogue) is not
-    converted yet: it stays in its precision, with a remark saying so.
+    gains `fp8 = #tx.fp8_recipe<...>`. `tx.gemm` (GPT-2's Conv1D) is
+    converted too: `transA` / `transB` become a `tx.transpose` of the
+    high-precision operand before its cast, and `alpha * AB + beta * C` is
+    applied to the FP8 product's result in the GEMM's type.
   }];
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
   let options = [
