@@ -254,6 +254,7 @@ LogicalResult importReduceMax(NodeImporter &n);
 LogicalResult importSoftmax(NodeImporter &n);
 LogicalResult importLayerNorm(NodeImporter &n);
 LogicalResult importRMSNorm(NodeImporter &n);
+LogicalResult importPreviewTrainingAdam(NodeImporter &n);
 LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &n);
 LogicalResult importDropout(NodeImporter &n);
 LogicalResult importIdentity(NodeImporter &n);

@@ -13,6 +13,9 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::onnx_import;
@@ -205,4 +208,123 @@ LogicalResult onnx_import::importDropout(NodeImporter &n) {
                         n.named("seed", n.builder.getI64IntegerAttr(
                                             seed->value_or(0)))},
                        n.type(0)));
+}
+
+/// ai.onnx.preview.training.Adam (version 1) over N tensors: inputs R
+/// (learning rate), T (step count), X1..XN, G1..GN, V1..VN, H1..HN; outputs
+/// the new X, V, H. Per tensor (ONNX spec):
+///
+///   G' = G + norm_coefficient * X                  (L2 decay)
+///   V' = alpha V + (1 - alpha) G';  H' = beta H + (1 - beta) G'^2
+///   R' = T > 0 ? R sqrt(1 - beta^T) / (1 - alpha^T) : R
+///   X' = (1 - norm_coefficient_post) (X - R' V' / (sqrt(H') + epsilon))
+///
+/// which is tx.adam in `adam` mode with the `epsilon_hat` placement, step T,
+/// followed by a multiply for norm_coefficient_post (decay after the
+/// update, which tx.adam does not have). ONNX skips the bias correction at
+/// T = 0; tx.adam always applies it, so T must be >= 1 when the step runs
+/// (at T = 0 the update divides by zero and txopt-run --check-finite=all
+/// reports it), which training loops satisfy by counting from 1.
+/// ONNX stores these attributes as float; the user wrote a decimal (0.999),
+/// and tx.adam's attributes are f64 like PyTorch's hyper-parameters. The
+/// shortest decimal that rounds to the float is the value written.
+static double writtenDecimal(float value) {
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, static_cast<double>(value));
+    if (std::strtof(text, nullptr) == value)
+      return std::strtod(text, nullptr);
+  }
+  return value;
+}
+
+LogicalResult onnx_import::importPreviewTrainingAdam(NodeImporter &n) {
+  unsigned numInputs = n.numInputs();
+  if (numInputs < 6 || (numInputs - 2) % 4 != 0)
+    return n.fail("expected R, T and 4 x N tensors (X, G, V, H), but got " +
+                  llvm::Twine(numInputs) + " inputs");
+  unsigned count = (numInputs - 2) / 4;
+  if (n.numOutputs() > 3 * count)
+    return n.fail("expected at most " + llvm::Twine(3 * count) +
+                  " outputs (new X, V, H per tensor), but got " +
+                  llvm::Twine(n.numOutputs()));
+  auto alpha = n.attrFloat("alpha", 0.9f);
+  auto beta = n.attrFloat("beta", 0.999f);
+  auto epsilon = n.attrFloat("epsilon", 1e-6f);
+  auto decay = n.attrFloat("norm_coefficient", 0.0f);
+  auto decayPost = n.attrFloat("norm_coefficient_post", 0.0f);
+  if (failed(alpha) || failed(beta) || failed(epsilon) || failed(decay) ||
+      failed(decayPost))
+    return failure();
+  MLIRContext *context = n.getContext();
+  auto scalarF32 = RankedTensorType::get({}, Float32Type::get(context));
+  auto toScalarF32 = [&](unsigned i, llvm::StringRef what) -> FailureOr<Value> {
+    RankedTensorType type = n.type(i);
+    if (type.getNumElements() != 1)
+      return n.fail(what + " must hold one element, but has " +
+                    llvm::Twine(type.getNumElements()) + " elements");
+    Value v = n.input(i);
+    if (type.getRank() != 0) {
+      auto reshaped = n.createOne<tx::ReshapeOp>(
+          {v}, {}, RankedTensorType::get({}, type.getElementType()));
+      if (failed(reshaped))
+        return failure();
+      v = *reshaped;
+    }
+    if (type.getElementType() != Float32Type::get(context)) {
+      auto cast = n.createOne<tx::CastOp>({v}, {}, scalarF32);
+      if (failed(cast))
+        return failure();
+      v = *cast;
+    }
+    return v;
+  };
+  auto lr = toScalarF32(0, "R (the learning rate)");
+  if (failed(lr))
+    return failure();
+  auto step = toScalarF32(1, "T (the step count)");
+  if (failed(step))
+    return failure();
+  llvm::SmallVector<Value> operands;
+  for (unsigned i = 2; i < numInputs; ++i)
+    operands.push_back(n.input(i));
+  operands.push_back(*lr);
+  operands.push_back(*step);
+  llvm::SmallVector<Type> types;
+  for (unsigned k = 0; k < 3; ++k)
+    for (unsigned i = 0; i < count; ++i)
+      types.push_back(n.type(2 + i));
+  Builder &b = n.builder;
+  llvm::SmallVector<NamedAttribute> attrs{
+      n.named("mode", tx::AdamModeAttr::get(context, tx::AdamMode::adam)),
+      n.named("beta1", b.getF64FloatAttr(writtenDecimal(*alpha))),
+      n.named("beta2", b.getF64FloatAttr(writtenDecimal(*beta))),
+      n.named("epsilon", b.getF64FloatAttr(writtenDecimal(*epsilon))),
+      n.named("epsilon_placement",
+              tx::EpsilonPlacementAttr::get(context,
+                                            tx::EpsilonPlacement::epsilon_hat)),
+      n.named("weight_decay", b.getF64FloatAttr(writtenDecimal(*decay))),
+      n.named("operandSegmentSizes",
+              b.getDenseI32ArrayAttr({int32_t(count), int32_t(count),
+                                      int32_t(count), int32_t(count), 1, 1})),
+  };
+  auto results = n.create(tx::AdamOp::getOperationName(), operands, attrs,
+                          types, 3 * count);
+  if (failed(results))
+    return failure();
+  for (unsigned i = 0; i < std::min<unsigned>(n.numOutputs(), 3 * count); ++i) {
+    Value value = (*results)[i];
+    if (i < count && *decayPost != 0.0f) {
+      auto factor = n.constant(DenseElementsAttr::get(
+          RankedTensorType::get({}, n.type(2 + i).getElementType()),
+          llvm::ArrayRef<Attribute>{b.getFloatAttr(
+              n.type(2 + i).getElementType(), 1.0 - *decayPost)}));
+      auto scaled = n.createOne<tx::MulOp>({value, factor});
+      if (failed(scaled))
+        return failure();
+      value = *scaled;
+    }
+    n.setResult(i, value);
+  }
+  return success();
 }

@@ -184,7 +184,8 @@ LogicalResult GraphImporter::checkNodes(const onnx::GraphProto &graph) {
       return fail(label + ": op_type is empty");
     ++info.opsIn[qualifiedOpType(node)];
     llvm::StringRef domain = node.domain();
-    if (!isDefaultDomain(domain) && domain != "com.microsoft")
+    if (!isDefaultDomain(domain) && domain != "com.microsoft" &&
+        domain != "ai.onnx.preview.training")
       return fail(label + ": unknown domain " + quote(domain));
     if (!isSupportedOp(domain, node.op_type()))
       return fail(label + ": unsupported op " + quote(qualifiedOpType(node)));

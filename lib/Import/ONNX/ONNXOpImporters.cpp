@@ -650,6 +650,7 @@ const llvm::StringMap<OpEntry> &registry() {
       {"Range", {importRange, 0}},
       {"Constant", {importConstant, 0}},
       {"com.microsoft.SimplifiedLayerNormalization", {importRMSNorm, 0}},
+      {"ai.onnx.preview.training.Adam", {importPreviewTrainingAdam, 0}},
   };
   return table;
 }
