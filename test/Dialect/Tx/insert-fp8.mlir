@@ -8,6 +8,7 @@
 // RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{format=e5m2})' 2>&1 | FileCheck %s --check-prefix=BADFORMAT
 // RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{target=hopper})' 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{history=0})' 2>&1 | FileCheck %s --check-prefix=BADHISTORY
+// RUN: not txopt-opt %S/Inputs/step-without-seed.mlir --tx-insert-fp8 2>&1 | FileCheck %s --check-prefix=NOSEED
 
 // Three GEMMs in a row. By default the first and last forward GEMM (and the
 // backward GEMMs of the same node) stay as they are; the middle one and its
@@ -17,6 +18,7 @@
 // BADFORMAT: error: expected format=hybrid|e4m3, but got 'e5m2'
 // BADTARGET: error: expected target=sm_XY (e.g. sm_90), but got 'hopper'
 // BADHISTORY: error: expected history >= 1 and margin >= 0, but got 0 and 0
+// NOSEED: error: expected the tx.grad_seed marker of the reverse sweep: run tx-insert-fp8 right after tx-build-train-step, before any cleanup pass
 
 // Delayed scaling, hybrid: weights and activations E4M3, the gradient E5M2;
 // each cast tensor has history, scale and scale_inv state, updated in the

@@ -172,6 +172,15 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
 
   LogicalResult insertInto(func::FuncOp func, FP8RecipeAttr recipe, int sm,
                            llvm::Regex *excludeRegex) {
+    // Without the seed marker every value would look like a forward value
+    // and the hybrid format would silently cast gradients to E4M3.
+    bool marked = false;
+    func.walk([&](Operation *op) { marked |= op->hasAttr(kGradSeedAttrName); });
+    if (!marked)
+      return emitError(func.getLoc(),
+                       "expected the tx.grad_seed marker of the reverse sweep: "
+                       "run tx-insert-fp8 right after tx-build-train-step, "
+                       "before any cleanup pass");
     llvm::DenseSet<Value> grads = gradientValues(func);
     // tx.matmul and tx.gemm (GPT-2's Conv1D layers export as Gemm).
     SmallVector<Operation *> gemms;

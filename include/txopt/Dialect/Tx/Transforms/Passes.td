@@ -485,7 +485,8 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
     Transformer Engine's FP8 recipe, as IR, on the step function built by
     `tx-build-train-step` (run right after it: the pass tells gradients from
     forward values by the `tx.grad_seed` marker that step building leaves on
-    the reverse sweep's seed, and removes it). Every eligible `tx.matmul`
+    the reverse sweep's seed, and removes it; a step without the marker is
+    an error rather than a silent E4M3-for-all). Every eligible `tx.matmul`
     or `tx.gemm` (forward, and the dgrad/wgrad GEMMs autodiff derived from
     it) becomes a
     `tx.fp8_matmul` of scaled, saturating casts of its operands:
