@@ -135,8 +135,14 @@ void evalAdam(tx::AdamOp op, llvm::ArrayRef<const Tensor *> in,
   double bc1 = 1.0, bc2 = 1.0, epsTerm = r32(eps);
   if (correct) {
     double step = in[4 * n + 1]->floats()[0];
-    double power2 = std::pow(beta2, step);
-    bc1 = r32(1.0 - std::pow(beta1, step));
+    double power1 = std::pow(beta1, step), power2 = std::pow(beta2, step);
+    if (op.getF32BiasCorrection()) {
+      // As the graph (or torch's capturable path) computes it: f32 ops on
+      // the f32 beta.
+      power1 = r32(std::pow(b1, step));
+      power2 = r32(std::pow(b2, step));
+    }
+    bc1 = r32(1.0 - power1);
     bc2 = r32(1.0 - power2);
     if (placement == tx::EpsilonPlacement::epsilon_hat)
       epsTerm = r32(eps / std::sqrt(1.0 - power2)); // epsilon * c2

@@ -19,7 +19,7 @@
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
 // CHECK-NOT:     tx.div
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<64x32xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<64x32xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_step_op17(%p: tensor<64x32xf32>, %g: tensor<64x32xf32>, %m: tensor<64x32xf32>, %v: tensor<64x32xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) {
@@ -67,7 +67,7 @@ func.func @adamw_step_op17(%p: tensor<64x32xf32>, %g: tensor<64x32xf32>, %m: ten
 // CHECK-NOT:     tx.mul
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adam params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.5) : tensor<4x8xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adam params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.5) {f32_bias_correction} : tensor<4x8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adam_l2_decay(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -112,7 +112,7 @@ func.func @adam_l2_decay(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
 // CHECK-NOT:     tx.neg
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<4x8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_step_size_form(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -159,7 +159,7 @@ func.func @adamw_step_size_form(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: te
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
 // CHECK:         %[[T:.+]] = tx.constant dense<5.000000e+00> : tensor<f32>
-// CHECK-NEXT:    %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-06, inside_sqrt) weight_decay(0.01) : tensor<8xf32>
+// CHECK-NEXT:    %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-06, inside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_eps_inside_sqrt_constant_step(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %lr: tensor<f32>)
     -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
@@ -328,7 +328,7 @@ func.func @adamw_torch_constant_lr_and_step(%p: tensor<8xf32>, %g: tensor<8xf32>
 // CHECK-NOT:     tx.mul
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
-// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>
+// CHECK:         %[[NP:[^,]+]], %[[NM:[^,]+]], %[[NV:[^ ]+]] = tx.adam adamw params(%[[P]]) grads(%[[G]]) exp_avg(%[[M]]) exp_avg_sq(%[[V]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<4x8xf32>
 // CHECK-NEXT:    return %[[NP]], %[[NM]], %[[NV]]
 func.func @adamw_commuted_operands(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -372,7 +372,7 @@ func.func @adamw_commuted_operands(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m:
 // the shortest decimal that reproduces both constants, 0.9990000129, so
 // tx.adam's f32(beta2) and f32(1 - beta2) are the graph's.
 // CHECK-LABEL: func.func @adamw_complement_from_f32_beta
-// CHECK:         tx.adam adamw {{.+}} betas(0.9, 0.9990000129) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<8xf32>
+// CHECK:         tx.adam adamw {{.+}} betas(0.9, 0.9990000129) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<8xf32>
 func.func @adamw_complement_from_f32_beta(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %wd = tx.constant dense<0.01> : tensor<f32>
@@ -422,7 +422,7 @@ func.func @adamw_complement_from_f32_beta(%p: tensor<8xf32>, %g: tensor<8xf32>, 
 // CHECK-NOT:     tx.mul
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
-// CHECK:         %[[NP:[^:]+]]:2, %[[NM:[^:]+]]:2, %[[NV:[^:]+]]:2 = tx.adam adamw params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) exp_avg(%[[M0]], %[[M1]]) exp_avg_sq(%[[V0]], %[[V1]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>, tensor<8xf32>
+// CHECK:         %[[NP:[^:]+]]:2, %[[NM:[^:]+]]:2, %[[NV:[^:]+]]:2 = tx.adam adamw params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) exp_avg(%[[M0]], %[[M1]]) exp_avg_sq(%[[V0]], %[[V1]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<4x8xf32>, tensor<8xf32>
 // CHECK-NEXT:    return %[[NP]]#0, %[[NM]]#0, %[[NV]]#0, %[[NP]]#1, %[[NM]]#1, %[[NV]]#1
 // CHECK-NOT:     tx.adam
 func.func @adamw_two_params(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: tensor<4x8xf32>, %v0: tensor<4x8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>, %m1: tensor<8xf32>, %v1: tensor<8xf32>,
@@ -505,7 +505,7 @@ func.func @adamw_two_params(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: ten
 // CHECK-NOT:     tx.mul
 // CHECK-NOT:     tx.sqrt
 // CHECK-NOT:     tx.pow
-// CHECK:         %[[NP:[^:]+]]:2, %[[NM:[^:]+]]:2, %[[NV:[^:]+]]:2 = tx.adam adamw params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) exp_avg(%[[M0]], %[[M1]]) exp_avg_sq(%[[V0]], %[[V1]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>, tensor<8xf32>
+// CHECK:         %[[NP:[^:]+]]:2, %[[NM:[^:]+]]:2, %[[NV:[^:]+]]:2 = tx.adam adamw params(%[[P0]], %[[P1]]) grads(%[[G0]], %[[G1]]) exp_avg(%[[M0]], %[[M1]]) exp_avg_sq(%[[V0]], %[[V1]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<4x8xf32>, tensor<8xf32>
 // CHECK-NOT:     tx.constant
 // CHECK:         return %[[NP]]#0, %[[NM]]#0, %[[NV]]#0, %[[NP]]#1, %[[NM]]#1, %[[NV]]#1
 func.func @adamw_two_params_cse(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: tensor<4x8xf32>, %v0: tensor<4x8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>, %m1: tensor<8xf32>, %v1: tensor<8xf32>,
@@ -639,21 +639,22 @@ func.func @adamw_different_lr(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: t
 // -----
 
 // Existing tx.adam ops (the importer's ai.onnx.preview.training.Adam) merge
-// with each other and with a matched chain of equal hyper-parameters; the
-// one with other betas stays on its own.
+// with each other and with a matched chain of equal hyper-parameters (here
+// the chain computes its bias corrections with f32 ops, so the existing ops
+// carry f32_bias_correction too); the one with other betas stays on its own.
 // CHECK-LABEL: func.func @adam_merge_existing
 // CHECK-SAME:    %[[P0:[^:]+]]: tensor<4x8xf32>, %[[G0:[^:]+]]: tensor<4x8xf32>, %[[M0:[^:]+]]: tensor<4x8xf32>, %[[V0:[^:]+]]: tensor<4x8xf32>, %[[P1:[^:]+]]: tensor<8xf32>, %[[G1:[^:]+]]: tensor<8xf32>, %[[M1:[^:]+]]: tensor<8xf32>, %[[V1:[^:]+]]: tensor<8xf32>, %[[LR:[^:]+]]: tensor<f32>, %[[T:[^:]+]]: tensor<f32>
 // CHECK-DAG:     %[[OTHER:[^,]+]], %{{.+}} = tx.adam adamw params(%[[P1]]) {{.+}} betas(0.8, 0.999)
-// CHECK-DAG:     %[[NP:[^:]+]]:3, %{{.+}}:3, %{{.+}}:3 = tx.adam adamw params(%[[P0]], %[[P1]], %[[P0]]) grads(%[[G0]], %[[G1]], %[[G0]]) exp_avg(%[[M0]], %[[M1]], %[[M0]]) exp_avg_sq(%[[V0]], %[[V1]], %[[V0]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>
+// CHECK-DAG:     %[[NP:[^:]+]]:3, %{{.+}}:3, %{{.+}}:3 = tx.adam adamw params(%[[P0]], %[[P1]], %[[P0]]) grads(%[[G0]], %[[G1]], %[[G0]]) exp_avg(%[[M0]], %[[M1]], %[[M0]]) exp_avg_sq(%[[V0]], %[[V1]], %[[V0]]) lr(%[[LR]]) step(%[[T]]) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>
 // CHECK-NOT:     tx.adam
 // CHECK:         return %[[NP]]#0, %[[NP]]#1, %[[NP]]#2, %[[OTHER]]
 func.func @adam_merge_existing(%p0: tensor<4x8xf32>, %g0: tensor<4x8xf32>, %m0: tensor<4x8xf32>, %v0: tensor<4x8xf32>, %p1: tensor<8xf32>, %g1: tensor<8xf32>, %m1: tensor<8xf32>, %v1: tensor<8xf32>,
     %lr: tensor<f32>, %step: tensor<f32>)
     -> (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>) {
   %a:3 = tx.adam adamw params(%p0) grads(%g0) exp_avg(%m0) exp_avg_sq(%v0) lr(%lr) step(%step)
-      betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x8xf32>
+      betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<4x8xf32>
   %b:3 = tx.adam adamw params(%p1) grads(%g1) exp_avg(%m1) exp_avg_sq(%v1) lr(%lr) step(%step)
-      betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<8xf32>
+      betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<8xf32>
   %c:3 = tx.adam adamw params(%p1) grads(%g1) exp_avg(%m1) exp_avg_sq(%v1) lr(%lr) step(%step)
       betas(0.8, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<8xf32>
   %wd_c = tx.constant dense<0.01> : tensor<f32>

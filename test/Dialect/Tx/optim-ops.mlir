@@ -86,3 +86,16 @@ func.func @hyper_parameter_literals(%p: tensor<8xf32>, %lr: tensor<f32>, %t: ten
       betas(0.99900001287460327, 9.990000e-01) eps(1.0e-8, outside_sqrt) weight_decay(0.0e+00) : tensor<8xf32>
   return %np : tensor<8xf32>
 }
+
+// -----
+
+// Bias corrections formed in f32 from the f32 betas (an export's graph ops,
+// torch's capturable path).
+// CHECK-LABEL: func.func @adam_f32_bias_correction
+// CHECK:         tx.adam adamw {{.*}} weight_decay(0.01) {f32_bias_correction} : tensor<8xf32>
+func.func @adam_f32_bias_correction(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %lr: tensor<f32>, %t: tensor<f32>)
+    -> tensor<8xf32> {
+  %np, %nm, %nv = tx.adam adamw params(%p) grads(%g) exp_avg(%m) exp_avg_sq(%v) lr(%lr) step(%t)
+      betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) {f32_bias_correction} : tensor<8xf32>
+  return %np : tensor<8xf32>
+}

@@ -449,6 +449,8 @@ bool AdamMatcher::resolveBiasCorrection(double scale) {
                                 "factor {0}",
                                 formatNumber(vScale)));
     hp.biasCorrection = true;
+    // `1 - Pow(beta, t)` as graph ops: f32 arithmetic on the f32 beta.
+    hp.f32BiasCorrection = true;
   }
   return resolveFoldedFactors(hp, lrLeaf, scale, vScale, reason);
 }

@@ -132,6 +132,7 @@ bool HyperParams::operator==(const HyperParams &o) const {
   return mode == o.mode && beta1 == o.beta1 && beta2 == o.beta2 &&
          epsilon == o.epsilon && placement == o.placement &&
          biasCorrection == o.biasCorrection &&
+         f32BiasCorrection == o.f32BiasCorrection &&
          (!biasCorrection || step == o.step);
 }
 
@@ -174,6 +175,7 @@ Candidate optimizer::candidateFor(AdamOp adam) {
   hp.epsilon = adam.getEpsilon().convertToDouble();
   hp.placement = adam.getEpsilonPlacement();
   hp.biasCorrection = adam.getBiasCorrection();
+  hp.f32BiasCorrection = adam.getF32BiasCorrection();
   hp.lr = ScalarKey::of(adam.getLr());
   if (adam.getStep())
     hp.step = ScalarKey::of(adam.getStep());
@@ -316,7 +318,8 @@ Operation *createFusedOp(OpBuilder &b, Location loc, const HyperParams &hp,
                         inputs[2], inputs[3], lr, step, hp.mode,
                         APFloat(hp.beta1), APFloat(hp.beta2),
                         APFloat(hp.epsilon), hp.placement,
-                        APFloat(hp.weightDecay), hp.biasCorrection);
+                        APFloat(hp.weightDecay), hp.biasCorrection,
+                        hp.f32BiasCorrection);
 }
 
 struct FuseOptimizerPass : tx::impl::FuseOptimizerPassBase<FuseOptimizerPass> {

@@ -49,6 +49,9 @@ struct HyperParams {
   double beta1 = 0, beta2 = 0, epsilon = 0;
   EpsilonPlacement placement = EpsilonPlacement::outside_sqrt;
   bool biasCorrection = false;
+  /// The graph computes `1 - beta^t` with f32 ops (tx.adam's
+  /// f32_bias_correction) rather than folding it in double.
+  bool f32BiasCorrection = false;
   ScalarKey step;
   // tx.sgd
   double momentum = 0, dampening = 0;

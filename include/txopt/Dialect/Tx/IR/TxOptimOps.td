@@ -103,6 +103,12 @@ def Tx_AdamOp : Tx_Op<"adam", [Pure, AttrSizedOperandSegments,
     source graph stays an operand (a `tx.constant`): keeping one form means
     one kernel signature and lets constant and counted steps share an op.
 
+    `f32_bias_correction` forms `1 - beta^step` the way PyTorch's capturable
+    (tensor-step) path and exports that take the step as an input do: in
+    f32, from f32(beta), `f32(1 - f32(f32(beta)^step))`, instead of from the
+    double beta. tx-fuse-optimizer sets it when the graph computes the bias
+    corrections with ops, so fused and unfused graphs round alike.
+
     Operands are not updated in place: the memory planner aliases each result
     with its operand when the operand is dead afterwards (the usual case).
 
@@ -126,7 +132,8 @@ def Tx_AdamOp : Tx_Op<"adam", [Pure, AttrSizedOperandSegments,
                        F64Attr:$epsilon,
                        Tx_EpsilonPlacementAttr:$epsilon_placement,
                        F64Attr:$weight_decay,
-                       DefaultValuedAttr<BoolAttr, "true">:$bias_correction);
+                       DefaultValuedAttr<BoolAttr, "true">:$bias_correction,
+                       UnitAttr:$f32_bias_correction);
   let results = (outs Variadic<Tx_FloatTensor>:$new_params,
                       Variadic<Tx_FloatTensor>:$new_exp_avg,
                       Variadic<Tx_FloatTensor>:$new_exp_avg_sq);

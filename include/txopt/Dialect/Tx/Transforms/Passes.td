@@ -411,12 +411,11 @@ def FuseOptimizerPass : Pass<"tx-fuse-optimizer", "::mlir::func::FuncOp"> {
     floats: exporters write them as f32 constants, so the matcher takes the
     shortest decimal that rounds to the graph's f32 beta (f32(0.999) ->
     0.999) and accepts it only when it reproduces both f32 constants, the
-    beta and its complement (which exporters fold in double). Known residue:
-    exports that take the step as an input compute `1 - Pow(f32 beta, t)` in
-    f32 graph ops, while tx.adam forms bias corrections in double (torch's
-    non-capturable path); the difference (about 1e-5 relative in the
-    correction at t = 10) shows only where v is near 0, e.g. 2.9e-6
-    element-wise on the held-out AdamW exports' parameters.
+    beta and its complement (which exporters fold in double). Bias
+    corrections the graph computes with ops (`1 - Pow(beta, t)` on the f32
+    beta, as exports that take the step as an input and torch's capturable
+    path do) make the fused op `f32_bias_correction`, so fused and unfused
+    round alike; folded ones (a constant step) are formed in double.
 
     **SGD** (torch.optim.SGD, `_single_tensor_sgd` as exported). Anchored on
     `p1 = p - lr * d` (or `p + (-lr) * d`), with lr a constant (torch reads
