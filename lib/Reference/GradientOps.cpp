@@ -77,36 +77,18 @@ llvm::Expected<Tensor> evalGatherElementsGrad(tx::GatherElementsGradOp op,
   return result;
 }
 
-/// The transpose of tx.gather_nd's index map (ShapeOps.cpp): slice s of
-/// tuple t is added at `batch(t) * block + sum_j index_j * stride_j + s`.
+/// The transpose of tx.gather_nd: each gradient element is added to the
+/// data element its forward counterpart read (gatherNDIndexMap).
 llvm::Expected<Tensor> evalGatherNDGrad(tx::GatherNDGradOp op,
                                         const Tensor &grad,
                                         const Tensor &indices) {
   Tensor result = makeResult(op);
-  auto shape = result.getShape();
-  int64_t rank = result.getRank();
-  int64_t batchDims = op.getBatchDims();
-  int64_t k = indices.getShape().back();
-  auto strides = stridesOf(shape);
-  int64_t slice = 1, block = 1, perBatch = 1;
-  for (int64_t d = batchDims + k; d < rank; ++d)
-    slice *= shape[d];
-  for (int64_t d = batchDims; d < rank; ++d)
-    block *= shape[d];
-  for (int64_t d : indices.getShape().drop_front(batchDims).drop_back())
-    perBatch *= d;
-  int64_t tuples = k ? indices.getNumElements() / k : 0;
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t base = (t / perBatch) * block;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t dim = shape[batchDims + j], index = indices.ints()[t * k + j];
-      if (index < -dim || index >= dim)
-        return indexOutOfRange(index, dim);
-      base += (index < 0 ? index + dim : index) * strides[batchDims + j];
-    }
-    for (int64_t s = 0; s < slice; ++s)
-      result.floats()[base + s] += grad.floats()[t * slice + s];
-  }
+  auto map = gatherNDIndexMap(result.getShape(), indices, op.getBatchDims(),
+                              grad.getNumElements());
+  if (!map)
+    return map.takeError();
+  for (int64_t i = 0, n = grad.getNumElements(); i < n; ++i)
+    result.floats()[(*map)[i]] += grad.floats()[i];
   return result;
 }
 

@@ -48,6 +48,15 @@ llvm::Expected<bool> evalTrainingOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalGradientOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalPrecisionOp(Operation *op, const KernelArgs &args);
 
+/// The element of `data` (shape |dataShape|) that each of the |resultElements|
+/// elements of `tx.gather_nd data, indices` reads: tuple t's slice element s
+/// reads `batch(t) * block + sum_j index_j * stride_j + s`. tx.gather_nd
+/// gathers through it and tx.gather_nd_grad scatters back through it. Fails
+/// on an index out of range.
+llvm::Expected<std::vector<int64_t>>
+gatherNDIndexMap(llvm::ArrayRef<int64_t> dataShape, const Tensor &indices,
+                 int64_t batchDims, int64_t resultElements);
+
 } // namespace mlir::txopt::reference
 
 #endif // TXOPT_LIB_REFERENCE_KERNELS_H

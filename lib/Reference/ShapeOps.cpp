@@ -131,40 +131,14 @@ llvm::Expected<Tensor> evalGatherElements(tx::GatherElementsOp op,
   return gatherMap(std::move(result), data, map);
 }
 
-/// Result element (tuple t, offset s within the gathered slice) reads data
-/// element `batch(t) * block + sum_j index_j * stride_j + s`, the batch
-/// being t's position over the first batch_dims dims.
 llvm::Expected<Tensor> evalGatherND(tx::GatherNDOp op, const Tensor &data,
                                     const Tensor &indices) {
   Tensor result = makeResult(op);
-  auto shape = data.getShape();
-  int64_t rank = data.getRank();
-  int64_t batchDims = op.getBatchDims();
-  int64_t k = indices.getShape().back();
-  auto strides = stridesOf(shape);
-  int64_t slice = 1, block = 1, perBatch = 1;
-  for (int64_t d = batchDims + k; d < rank; ++d)
-    slice *= shape[d];
-  for (int64_t d = batchDims; d < rank; ++d)
-    block *= shape[d];
-  for (int64_t d : indices.getShape().drop_front(batchDims).drop_back())
-    perBatch *= d;
-  int64_t tuples = k ? indices.getNumElements() / k : 0;
-  std::vector<int64_t> map(result.getNumElements());
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t base = (t / perBatch) * block;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t dim = shape[batchDims + j], index = indices.ints()[t * k + j];
-      if (index < -dim || index >= dim)
-        return llvm::createStringError("index " + std::to_string(index) +
-                                       " is out of range [-" + std::to_string(dim) +
-                                       ", " + std::to_string(dim) + ")");
-      base += (index < 0 ? index + dim : index) * strides[batchDims + j];
-    }
-    for (int64_t s = 0; s < slice; ++s)
-      map[t * slice + s] = base + s;
-  }
-  return gatherMap(std::move(result), data, map);
+  auto map = gatherNDIndexMap(data.getShape(), indices, op.getBatchDims(),
+                              result.getNumElements());
+  if (!map)
+    return map.takeError();
+  return gatherMap(std::move(result), data, *map);
 }
 
 Tensor evalConcat(tx::ConcatOp op, llvm::ArrayRef<const Tensor *> inputs) {
@@ -374,4 +348,35 @@ llvm::Expected<bool> mlir::txopt::reference::evalShapeOp(Operation *op,
     return false;
   results.push_back(std::move(*result));
   return true;
+}
+
+llvm::Expected<std::vector<int64_t>> mlir::txopt::reference::gatherNDIndexMap(
+    llvm::ArrayRef<int64_t> shape, const Tensor &indices, int64_t batchDims,
+    int64_t resultElements) {
+  int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t k = indices.getShape().back();
+  auto strides = stridesOf(shape);
+  int64_t slice = 1, block = 1, perBatch = 1;
+  for (int64_t d = batchDims + k; d < rank; ++d)
+    slice *= shape[d];
+  for (int64_t d = batchDims; d < rank; ++d)
+    block *= shape[d];
+  for (int64_t d : indices.getShape().drop_front(batchDims).drop_back())
+    perBatch *= d;
+  int64_t tuples = k ? indices.getNumElements() / k : 0;
+  std::vector<int64_t> map(resultElements);
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t base = (t / perBatch) * block;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t dim = shape[batchDims + j], index = indices.ints()[t * k + j];
+      if (index < -dim || index >= dim)
+        return llvm::createStringError("index " + std::to_string(index) +
+                                       " is out of range [-" + std::to_string(dim) +
+                                       ", " + std::to_string(dim) + ")");
+      base += (index < 0 ? index + dim : index) * strides[batchDims + j];
+    }
+    for (int64_t s = 0; s < slice; ++s)
+      map[t * slice + s] = base + s;
+  }
+  return map;
 }
