@@ -133,6 +133,23 @@ static bool takeValue(int argc, char **argv, int &i, const char *name,
   return false;
 }
 
+/// Checks |value| of |flag| against |allowed| (with none listed, any
+/// non-empty value); sets a one-line |error| when it does not fit.
+static void checkChoice(const std::string &flag, const std::string &value,
+                        std::initializer_list<const char *> allowed,
+                        std::string &error) {
+  bool ok = allowed.size() == 0 && !value.empty();
+  std::string expected;
+  for (const char *a : allowed) {
+    ok |= value == a;
+    expected += (expected.empty() ? "" : ", ") + std::string(a);
+  }
+  if (!ok)
+    error = "bad " + flag + " '" + value + "'" +
+            (expected.empty() ? " (expected a non-empty value)"
+                              : " (expected one of " + expected + ")");
+}
+
 /// The options of --train. Returns true when argv[i] was one of them (with
 /// |error| set when its value is bad).
 static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
@@ -180,16 +197,7 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
   }
   auto text = [&](std::string &out, std::initializer_list<const char *> allowed) {
     out = value;
-    bool ok = allowed.size() == 0 && !value.empty();
-    std::string expected;
-    for (const char *a : allowed) {
-      ok |= value == a;
-      expected += (expected.empty() ? "" : ", ") + std::string(a);
-    }
-    if (!ok)
-      error = "bad " + flag + " '" + value + "'" +
-              (expected.empty() ? " (expected a non-empty value)"
-                                : " (expected one of " + expected + ")");
+    checkChoice(flag, value, allowed, error);
     options.trainFlags.push_back(flag);
     return true;
   };
@@ -218,15 +226,8 @@ static bool parseFP8Option(int argc, char **argv, int &i, Options &options,
   std::string flag = argv[i];
   flag = flag.substr(0, flag.find('='));
   auto oneOf = [&](std::string &out, std::initializer_list<const char *> allowed) {
-    std::string expected;
-    bool ok = false;
-    for (const char *a : allowed) {
-      ok |= value == a;
-      expected += (expected.empty() ? "" : ", ") + std::string(a);
-    }
-    if (!ok)
-      error = "bad " + flag + " '" + value + "' (expected one of " + expected + ")";
     out = value;
+    checkChoice(flag, value, allowed, error);
     options.fp8Flags.push_back(flag);
     return true;
   };
