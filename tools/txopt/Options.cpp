@@ -70,6 +70,15 @@ OPTIONS:
                           the first and last forward GEMM.
   --target=sm_XY          GPU architecture (default sm_90); below sm_89 no
                           GEMM can use FP8 (reported).
+  -o step.txa             With --train: compile the step for the GPU (CUDA
+                          kernels through MLIR's NVVM path + cuBLASLt GEMMs,
+                          a memory plan); run it with `txrun step.txa`.
+                          No GPU is needed to compile.
+  --gpu-plan=FILE         With -o step.txa: also write the step's memory
+                          plan and command list as text.
+  --gpu-kernels=FILE      With -o step.txa: also write the kernels as MLIR.
+  --gpu-ptx=FILE          With -o step.txa: also write the kernels' PTX.
+  --tf32                  Let f32 GEMMs use TF32 tensor cores (off: exact f32).
   --print-locations       Keep ONNX node names as locations in the output.
   -v, --verbose           Print a longer summary, with every near-miss.
   -q, --quiet             Print no summary.
@@ -304,6 +313,14 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
         error = "unknown --emit value '" + value + "' (expected 'tx' or 'fused')";
         return false;
       }
+    } else if (arg == "--tf32") {
+      options.allowTF32 = true;
+    } else if (takeValue(argc, argv, i, "gpu-plan", value, error)) {
+      options.gpuPlanPath = value;
+    } else if (takeValue(argc, argv, i, "gpu-ptx", value, error)) {
+      options.gpuPtxPath = value;
+    } else if (takeValue(argc, argv, i, "gpu-kernels", value, error)) {
+      options.gpuKernelsPath = value;
     } else if (takeValue(argc, argv, i, "input-shape", value, error)) {
       size_t eq = value.rfind('=');
       std::vector<int64_t> dims;
@@ -392,6 +409,23 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
   if (options.train && options.emit == EmitKind::Imported) {
     error = "--train and --emit=tx exclude each other (the step is built "
             "after the fusions)";
+    return false;
+  }
+  if (options.emitsArtifact() && !options.train) {
+    error = "-o '" + options.output + "': a .txa artifact holds a training "
+            "step; add --train";
+    return false;
+  }
+  if ((options.gpuPlanPath || options.gpuKernelsPath || options.gpuPtxPath ||
+       options.allowTF32) &&
+      !options.emitsArtifact()) {
+    error = "--gpu-plan, --gpu-kernels, --gpu-ptx and --tf32 need -o FILE.txa";
+    return false;
+  }
+  if (options.emitsArtifact() && options.precision == "fp8") {
+    error = "--precision=fp8 has no GPU lowering yet (FP8 GEMMs, quantize and "
+            "scale updates); compile with --precision=bf16 or fp32 for the GPU, "
+            "or run the fp8 step on the CPU with txopt-run";
     return false;
   }
   if (options.input.empty() && !options.showHelp && !options.showVersion) {

@@ -12,6 +12,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include "llvm/ADT/StringRef.h"
+
 #include <vector>
 
 namespace txopt_cli {
@@ -57,6 +59,15 @@ struct Options {
   std::string fp8Exclude;
   std::string target = "sm_90";
   std::vector<std::string> fp8Flags;
+  /// GPU backend: `-o step.txa` compiles the training step for txrun;
+  /// --gpu-plan / --gpu-kernels also write its command list and kernels.
+  std::optional<std::string> gpuPlanPath;
+  std::optional<std::string> gpuKernelsPath;
+  std::optional<std::string> gpuPtxPath;
+  bool allowTF32 = false;
+  bool emitsArtifact() const {
+    return llvm::StringRef(output).ends_with(".txa");
+  }
   bool showHelp = false;
   bool showVersion = false;
 };

@@ -218,6 +218,11 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
       {"warnings", std::move(warnings)},
       {"seconds", summary.seconds},
   };
+  if (!summary.gpu.empty()) {
+    report["launches"] = summary.gpuLaunches;
+    report["memory"] = llvm::json::Object{{"arena_bytes", summary.gpuArenaBytes}};
+    report["gpu"] = summary.gpu;
+  }
   {
     const PrecisionSummary &p = summary.precision;
     std::string low = p.mode == "fp32" ? "f32"
@@ -348,6 +353,8 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
     for (size_t i = 0; i < shown; ++i)
       os << "    - " << info.warnings[i] << "\n";
   }
+  if (!summary.gpu.empty())
+    os << "  gpu        " << summary.gpu << "\n";
   os << "  wrote      " << (summary.output == "-" ? "<stdout>" : summary.output)
      << " (" << summary.emit << ", "
      << llvm::format("%.2f", summary.seconds) << " s)\n";

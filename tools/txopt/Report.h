@@ -71,6 +71,10 @@ struct CompileSummary {
   std::optional<TrainSummary> train;    ///< with --train
   PrecisionSummary precision;
   double seconds = 0.0;
+  /// With -o step.txa: the GPU step in one line, and the report's figures.
+  std::string gpu;
+  int64_t gpuLaunches = 0;
+  int64_t gpuArenaBytes = 0;
 };
 
 /// Counts the ops of |module| by name (func.func and the module excluded).

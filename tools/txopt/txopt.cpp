@@ -18,10 +18,12 @@
 #include "txopt/Import/ONNX/ONNXImporter.h"
 #include "txopt/InitAll.h"
 #include "txopt/Pipelines/Pipelines.h"
+#include "txopt/Target/CUDA/StepProgram.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Timer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -97,6 +99,57 @@ llvm::Error writeAtomically(llvm::StringRef path,
     body(os);
     return llvm::Error::success();
   });
+}
+
+/// Lowers the training step of |module| for the GPU and writes step.txa
+/// (plus the plan and kernels when asked). Returns an error message or "".
+std::string writeGPUArtifact(ModuleOp module, const Options &options,
+                             DiagnosticCollector &collector,
+                             mlir::txopt::cuda::StepProgram &program) {
+  namespace cuda = mlir::txopt::cuda;
+  func::FuncOp step;
+  module.walk([&](func::FuncOp f) {
+    if (f->hasAttr("tx.train_step"))
+      step = f;
+  });
+  if (!step)
+    return "the module has no training step to compile for the GPU";
+  cuda::GPUOptions gpuOptions;
+  gpuOptions.target = options.target;
+  gpuOptions.allowTF32 = options.allowTF32;
+  if (failed(cuda::lowerStepForGPU(module, step, gpuOptions, program)))
+    return collector.firstError().empty() ? "GPU lowering failed"
+                                          : collector.firstError();
+  if (options.gpuKernelsPath)
+    if (llvm::Error err = writeAtomically(*options.gpuKernelsPath, [&](llvm::raw_ostream &os) {
+          program.kernels->print(os);
+        }))
+      return "cannot write '" + *options.gpuKernelsPath + "': " + llvm::toString(std::move(err));
+  if (options.gpuPlanPath)
+    if (llvm::Error err = writeAtomically(*options.gpuPlanPath, [&](llvm::raw_ostream &os) {
+          program.print(os);
+        }))
+      return "cannot write '" + *options.gpuPlanPath + "': " + llvm::toString(std::move(err));
+  cuda::KernelImages images;
+  std::string error;
+  if (failed(cuda::compileKernels(program, images, error)))
+    return error;
+  if (options.gpuPtxPath)
+    if (llvm::Error err = writeAtomically(*options.gpuPtxPath, [&](llvm::raw_ostream &os) {
+          os << images.ptx;
+        }))
+      return "cannot write '" + *options.gpuPtxPath + "': " + llvm::toString(std::move(err));
+  std::vector<uint8_t> bytes;
+  if (failed(cuda::writeArtifact(program, images, bytes, error)))
+    return error;
+  if (llvm::Error err = writeAtomically(options.output, [&](llvm::raw_ostream &os) {
+        os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+      }))
+    return "cannot write '" + options.output + "': " + llvm::toString(std::move(err));
+  if (images.cubin.empty())
+    llvm::errs() << "txopt: warning: ptxas not found (no CUDA toolkit): the "
+                    "artifact carries PTX, which the driver compiles at load\n";
+  return "";
 }
 
 OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Options &options,
@@ -221,13 +274,31 @@ int main(int argc, char **argv) {
                         std::chrono::steady_clock::now() - start)
                         .count();
 
-  OpPrintingFlags flags;
-  flags.enableDebugInfo(options.printLocations, /*prettyForm=*/false);
-  if (llvm::Error err = writeAtomically(options.output, [&](llvm::raw_ostream &os) {
-        module->print(os, flags);
-      }))
-    return fail(kCompileError, "cannot write '" + options.output +
-                                   "': " + llvm::toString(std::move(err)));
+  mlir::txopt::cuda::StepProgram gpuProgram;
+  if (options.emitsArtifact()) {
+    std::string gpuError =
+        writeGPUArtifact(*module, options, collector, gpuProgram);
+    if (!gpuError.empty())
+      return fail(kCompileError, gpuError);
+    const auto &st = gpuProgram.stats;
+    summary.gpu = llvm::formatv(
+        "{0}: {1} kernel launches, {2} GEMMs, {3} memsets, {4} copies; {5} ops "
+        "fused into their users; arena {6:F1} MB (state {7:F1} MB, scratch "
+        "{8:F1} MB planned from {9:F1} MB)",
+        gpuProgram.target, st.launches, st.gemms, st.memsets, st.copies,
+        st.fusedOps, gpuProgram.arenaBytes / 1e6, st.argumentBytes / 1e6,
+        st.scratchBytes / 1e6, st.unplannedBytes / 1e6);
+    summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies;
+    summary.gpuArenaBytes = gpuProgram.arenaBytes;
+  } else {
+    OpPrintingFlags flags;
+    flags.enableDebugInfo(options.printLocations, /*prettyForm=*/false);
+    if (llvm::Error err = writeAtomically(options.output, [&](llvm::raw_ostream &os) {
+          module->print(os, flags);
+        }))
+      return fail(kCompileError, "cannot write '" + options.output +
+                                     "': " + llvm::toString(std::move(err)));
+  }
 
   if (options.reportPath) {
     llvm::json::Value report(buildReport(summary));

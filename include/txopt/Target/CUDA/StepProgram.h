@@ -1,0 +1,163 @@
+//===- StepProgram.h - a training step lowered for the GPU ------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// What the GPU backend makes of one tx training step before it is written as
+// step.txa: a gpu.module of kernels, a memory plan over one arena, and the
+// command list (launches, cuBLASLt GEMMs, memsets, copies) that runs it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_TARGET_CUDA_STEPPROGRAM_H
+#define TXOPT_TARGET_CUDA_STEPPROGRAM_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace mlir::txopt::cuda {
+
+/// Storage types of arena tensors, with the artifact's numbering.
+enum class DType : uint8_t {
+  F32 = 0, F16 = 1, BF16 = 2, F8E4M3FN = 3, F8E5M2 = 4,
+  F64 = 5, I64 = 6, I32 = 7, I8 = 8, I1 = 9
+};
+/// Bytes per element in the arena (i1 is stored as one byte).
+unsigned dtypeBytes(DType type);
+const char *dtypeName(DType type);
+/// The arena type of |type|, or std::nullopt for types the backend lacks.
+std::optional<DType> dtypeOf(Type type);
+
+/// A byte range of the arena; `offset` is 256-byte aligned.
+struct Slot {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+struct LaunchCmd {
+  unsigned kernel;             ///< index into StepProgram::kernelNames
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  std::vector<unsigned> args;  ///< slot per kernel argument
+};
+
+/// cuBLASLt GEMM in column-major terms (see runtime/include/txrt/artifact.fbs).
+struct GemmCmd {
+  uint64_t m = 0, n = 0, k = 0, batch = 1;
+  bool transA = false, transB = false;
+  uint64_t lda = 0, ldb = 0, ldd = 0;
+  int64_t strideA = 0, strideB = 0, strideD = 0;
+  DType aType = DType::F32, bType = DType::F32, dType = DType::F32;
+  bool allowTF32 = false;
+  float alpha = 1.0f, beta = 0.0f;
+  unsigned a = 0, b = 0, d = 0;
+};
+
+struct MemsetCmd {
+  unsigned slot;
+  uint32_t value;
+};
+
+struct CopyCmd {
+  unsigned dst, src;
+  uint64_t bytes;
+};
+
+struct Command {
+  std::variant<LaunchCmd, GemmCmd, MemsetCmd, CopyCmd> op;
+  std::string origin; ///< the op and ONNX node it came from
+};
+
+/// How a step argument gets its first value.
+struct ArgumentBinding {
+  std::string name, role;
+  unsigned slot = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  enum class Init { Zeros, Splat, Inline, External, Batch } init = Init::Zeros;
+  double splat = 0.0;
+  DType sourceType = DType::F32;
+  std::vector<uint8_t> data;     ///< Inline bytes, of sourceType
+  std::string path;              ///< External
+  uint64_t offset = 0, length = 0;
+  int64_t indexBound = 0;        ///< Batch integers: values in [0, bound)
+  int nextOf = -1;               ///< result that becomes this argument
+};
+
+struct ResultBinding {
+  std::string name;
+  unsigned slot = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int next = -1;
+};
+
+struct ConstantUpload {
+  unsigned slot;
+  std::vector<uint8_t> data;
+};
+
+/// Figures the report and the summary print.
+struct StepStatistics {
+  unsigned launches = 0, gemms = 0, memsets = 0, copies = 0;
+  unsigned fusedOps = 0;      ///< tx ops computed inside another op's kernel
+  uint64_t argumentBytes = 0; ///< parameters, state and batch
+  uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments
+  uint64_t unplannedBytes = 0; ///< every value in its own buffer, for comparison
+};
+
+struct StepProgram {
+  std::string target = "sm_90";
+  OwningOpRef<ModuleOp> kernels;      ///< gpu.module @kernels inside
+  std::vector<std::string> kernelNames;
+  std::vector<Slot> slots;
+  uint64_t arenaBytes = 0;
+  std::vector<Command> commands;
+  std::vector<ArgumentBinding> arguments;
+  std::vector<ResultBinding> results;
+  std::vector<ConstantUpload> constants;
+  std::string recipe;                 ///< tx.train_step as JSON
+  StepStatistics stats;
+
+  /// A readable listing of slots and commands (`txopt --emit=gpu-plan`).
+  void print(llvm::raw_ostream &os) const;
+};
+
+struct GPUOptions {
+  std::string target = "sm_90";
+  bool allowTF32 = false;
+};
+
+/// Lowers the step function |step| of |module| (the output of the training
+/// pipeline) to kernels, a memory plan and a command list. Errors are
+/// reported as diagnostics on the op at fault.
+LogicalResult lowerStepForGPU(ModuleOp module, func::FuncOp step,
+                              const GPUOptions &options, StepProgram &program);
+
+/// Compiled kernel images of a program: PTX always, a cubin when ptxas was
+/// found (CUDA toolkit), so the artifact loads without the driver's JIT.
+struct KernelImages {
+  std::string ptx;
+  std::string cubin;           ///< empty when no ptxas
+  std::string ptxasPath;       ///< the ptxas used, or empty
+};
+
+/// Lowers |program|'s gpu.module through NVVM to PTX for its target (in
+/// process, no GPU needed) and assembles a cubin with ptxas when available.
+LogicalResult compileKernels(StepProgram &program, KernelImages &images,
+                             std::string &error);
+
+/// Serializes |program| and |images| as a step.txa artifact.
+LogicalResult writeArtifact(const StepProgram &program,
+                            const KernelImages &images,
+                            std::vector<uint8_t> &bytes, std::string &error);
+
+} // namespace mlir::txopt::cuda
+
+#endif // TXOPT_TARGET_CUDA_STEPPROGRAM_H

@@ -1,0 +1,120 @@
+//===- ArtifactWriter.cpp - StepProgram -> step.txa -----------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Writes the artifact with the FlatBuffers schema the runtime reads
+// (runtime/include/txrt/artifact.fbs): one schema, two readers' worth of
+// generated code, no hand-rolled byte format.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Target/CUDA/StepProgram.h"
+
+#include "txrt/artifact_generated.h"
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+namespace fb = txrt::fb;
+
+/// The artifact format this compiler writes (runtime's kFormatVersion).
+static constexpr uint32_t kFormatVersion = 1;
+
+static fb::DType toFb(DType t) { return static_cast<fb::DType>(t); }
+
+LogicalResult cuda::writeArtifact(const StepProgram &program,
+                                  const KernelImages &images,
+                                  std::vector<uint8_t> &bytes,
+                                  std::string &error) {
+  flatbuffers::FlatBufferBuilder fbb(1 << 20);
+  std::vector<fb::Slot> slots;
+  for (const Slot &s : program.slots)
+    slots.emplace_back(s.offset, s.bytes);
+
+  std::vector<flatbuffers::Offset<fb::KernelImage>> imageList;
+  unsigned image = 0;
+  if (!images.cubin.empty()) {
+    auto data = fbb.CreateVector(reinterpret_cast<const uint8_t *>(images.cubin.data()),
+                                 images.cubin.size());
+    imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::CUBIN, data));
+  } else {
+    std::string ptx = images.ptx;
+    ptx.push_back('\0');
+    auto data = fbb.CreateVector(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size());
+    imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::PTX, data));
+  }
+
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
+  for (const std::string &name : program.kernelNames)
+    kernels.push_back(fb::CreateKernel(fbb, fbb.CreateString(name), image));
+
+  std::vector<flatbuffers::Offset<fb::ConstantData>> constants;
+  for (const ConstantUpload &c : program.constants)
+    constants.push_back(fb::CreateConstantData(fbb, c.slot, fbb.CreateVector(c.data)));
+
+  std::vector<flatbuffers::Offset<fb::Argument>> arguments;
+  for (const ArgumentBinding &a : program.arguments) {
+    fb::InitKind init = fb::InitKind::ZEROS;
+    switch (a.init) {
+    case ArgumentBinding::Init::Zeros: init = fb::InitKind::ZEROS; break;
+    case ArgumentBinding::Init::Splat: init = fb::InitKind::SPLAT; break;
+    case ArgumentBinding::Init::Inline: init = fb::InitKind::INLINE; break;
+    case ArgumentBinding::Init::External: init = fb::InitKind::EXTERNAL; break;
+    case ArgumentBinding::Init::Batch: init = fb::InitKind::BATCH; break;
+    }
+    arguments.push_back(fb::CreateArgument(
+        fbb, fbb.CreateString(a.name), fbb.CreateString(a.role), a.slot,
+        toFb(a.dtype), fbb.CreateVector(a.shape), init, a.splat,
+        toFb(a.sourceType), a.data.empty() ? 0 : fbb.CreateVector(a.data),
+        a.path.empty() ? 0 : fbb.CreateString(a.path), a.offset, a.length,
+        a.indexBound, a.nextOf));
+  }
+
+  std::vector<flatbuffers::Offset<fb::Result>> results;
+  for (const ResultBinding &r : program.results)
+    results.push_back(fb::CreateResult(fbb, fbb.CreateString(r.name), r.slot,
+                                       toFb(r.dtype), fbb.CreateVector(r.shape),
+                                       r.next));
+
+  std::vector<flatbuffers::Offset<fb::Command>> commands;
+  for (const Command &c : program.commands) {
+    auto origin = fbb.CreateString(c.origin);
+    if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
+      std::vector<uint32_t> grid(l->grid, l->grid + 3), block(l->block, l->block + 3);
+      auto launch = fb::CreateLaunch(fbb, l->kernel, fbb.CreateVector(grid),
+                                     fbb.CreateVector(block), 0,
+                                     fbb.CreateVector(l->args));
+      commands.push_back(fb::CreateCommand(fbb, fb::Op::Launch, launch.Union(), origin));
+    } else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
+      auto gemm = fb::CreateGemm(
+          fbb, g->m, g->n, g->k, g->batch, g->transA, g->transB, g->lda, g->ldb,
+          g->ldd, g->strideA, g->strideB, g->strideD, toFb(g->aType),
+          toFb(g->bType), toFb(g->dType),
+          g->allowTF32 ? fb::ComputeType::F32_FAST_TF32 : fb::ComputeType::F32,
+          g->alpha, g->beta, g->a, g->b, g->d);
+      commands.push_back(fb::CreateCommand(fbb, fb::Op::Gemm, gemm.Union(), origin));
+    } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
+      auto memset = fb::CreateMemset(fbb, m->slot, m->value);
+      commands.push_back(fb::CreateCommand(fbb, fb::Op::Memset, memset.Union(), origin));
+    } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {
+      auto copy = fb::CreateCopy(fbb, cp->dst, cp->src, cp->bytes);
+      commands.push_back(fb::CreateCommand(fbb, fb::Op::Copy, copy.Union(), origin));
+    }
+  }
+
+  auto artifact = fb::CreateArtifact(
+      fbb, kFormatVersion, fbb.CreateString("txopt 0.1.0"),
+      fbb.CreateString(program.target), /*needs_fp8=*/false,
+      fbb.CreateString(program.recipe), program.arenaBytes,
+      fbb.CreateVectorOfStructs(slots), fbb.CreateVector(imageList),
+      fbb.CreateVector(kernels), fbb.CreateVector(constants),
+      fbb.CreateVector(arguments), fbb.CreateVector(results),
+      fbb.CreateVector(commands), program.arenaBytes);
+  fbb.Finish(artifact, fb::ArtifactIdentifier());
+  bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  if (bytes.empty()) {
+    error = "empty artifact";
+    return failure();
+  }
+  return success();
+}

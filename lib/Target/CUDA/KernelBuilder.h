@@ -1,0 +1,137 @@
+//===- KernelBuilder.h - gpu.func bodies for tx kernel groups ---*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Builds the gpu.func of one kernel of a lowered step. Three shapes of
+// kernel cover every tx op the backend supports:
+//  - loop kernels: one thread per output element; the element is computed
+//    by the *elemental emitter*, which inlines every fused producer (an
+//    elementwise, broadcast or data-movement op whose value is not
+//    materialized) by recursion on the element's index, XLA-style;
+//  - reduction kernels: one block per output element, the reduced elements
+//    strided over the block's threads (each computed by the elemental
+//    emitter, so producers fuse into the reduction), a warp-shuffle and
+//    shared-memory tree to combine them;
+//  - row kernels: one block per row for the fused norms, softmax and the
+//    cross-entropy loss and gradient, each in a single launch.
+// Arithmetic is f32 for f32/bf16/f16 tensors (f64 for f64); a bf16/f16 op
+// result is rounded to its type as the reference executor rounds it, so
+// fused and unfused code see the same values.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_LIB_TARGET_CUDA_KERNELBUILDER_H
+#define TXOPT_LIB_TARGET_CUDA_KERNELBUILDER_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
+
+namespace mlir::txopt::cuda {
+
+/// Threads per block of every kernel.
+constexpr unsigned kBlockSize = 256;
+
+/// Which tensor values live in memory: everything else is recomputed by the
+/// elemental emitter inside the kernel that reads it.
+struct Materialization {
+  llvm::DenseSet<Value> materialized;
+  bool isMaterialized(Value v) const { return materialized.contains(v); }
+};
+
+/// True for the ops the elemental emitter can inline (elementwise,
+/// broadcast, data movement, splat constants).
+bool isElementalOp(Operation *op);
+
+/// One kernel under construction.
+class KernelBuilder {
+public:
+  /// Creates `gpu.func @name` in |gpuModule| taking one memref per value of
+  /// |outputs| then |inputs| (flat, of the value's storage type).
+  KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
+                llvm::ArrayRef<Value> outputs, llvm::ArrayRef<Value> inputs,
+                const Materialization &plan, unsigned workgroupFloats = 0);
+
+  /// Collects the materialized values the elemental emission of |root|
+  /// reads (|root| itself is computed, not read).
+  static void collectInputs(Value root, const Materialization &plan,
+                            llvm::SetVector<Value> &inputs);
+
+  ImplicitLocOpBuilder &builder() { return b; }
+  gpu::GPUFuncOp func() { return kernel; }
+
+  // Index helpers (all `index` typed).
+  Value idx(int64_t v);
+  Value globalThreadIndex();
+  Value threadIndex();
+  Value blockIndex();
+  /// Row-major multi-index of |linear| in |shape|.
+  llvm::SmallVector<Value> delinearize(Value linear, llvm::ArrayRef<int64_t> shape);
+  Value linearize(llvm::ArrayRef<Value> index, llvm::ArrayRef<int64_t> shape);
+
+  /// The element of |v| at |index| (in |v|'s shape) in compute type: f32
+  /// (f64 for f64 tensors), i64 for integers, i1 for booleans.
+  Value emit(Value v, llvm::ArrayRef<Value> index);
+  /// The element of |v|'s defining op result at |index|, never a load of
+  /// |v| itself (for kernel outputs).
+  Value emitComputed(Value v, llvm::ArrayRef<Value> index);
+
+  /// Loads / stores the element |linear| of a kernel argument's buffer,
+  /// converting between storage and compute type.
+  Value load(Value tensor, Value linear);
+  void store(Value tensor, Value linear, Value scalar);
+  /// Atomic f32 add into |tensor| (an f32 output).
+  void atomicAdd(Value tensor, Value linear, Value scalar);
+
+  /// Compute type of an element type.
+  Type computeType(Type elementType);
+  /// |scalar| (compute type) rounded to |elementType| as the executor rounds.
+  Value roundTo(Value scalar, Type elementType);
+  Value f32(double v);
+  Value castScalar(Value scalar, Type fromElement, Type toElement);
+
+  /// Block-wide reduction of an f32 |value| (add or max); every thread gets
+  /// the result. Needs workgroupFloats >= 32.
+  Value blockReduce(Value value, bool isMax);
+
+  /// `for (j = threadIdx; j < count; j += blockDim)` with f32 accumulators.
+  llvm::SmallVector<Value>
+  blockStridedLoop(int64_t count, llvm::ArrayRef<Value> init,
+                   llvm::function_ref<llvm::SmallVector<Value>(
+                       Value j, llvm::ArrayRef<Value> acc)> body);
+
+  /// `if (cond) { body }` without results.
+  void ifThen(Value cond, llvm::function_ref<void()> body);
+
+  void finish();
+
+  /// Adds a raw buffer argument (not a tensor value) at |position| of the
+  /// kernel's arguments (before the workgroup attributions).
+  Value insertBufferArgument(unsigned position, MemRefType type);
+  unsigned numArguments() { return kernel.getFunctionType().getNumInputs(); }
+
+  /// Emission errors (an op the emitter cannot inline) are reported here.
+  LogicalResult status() const { return failed ? failure() : success(); }
+
+private:
+  Value emitOp(Operation *op, unsigned resultNumber, Type elementType,
+               llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
+  Value bufferOf(Value tensor);
+  void pushScope();
+  void popScope();
+
+  ImplicitLocOpBuilder b;
+  gpu::GPUFuncOp kernel;
+  const Materialization &plan;
+  llvm::DenseMap<Value, Value> buffers;
+  std::vector<llvm::DenseMap<Operation *, llvm::SmallVector<std::pair<llvm::SmallVector<Value>, Value>>>> scopes;
+  bool failed = false;
+};
+
+} // namespace mlir::txopt::cuda
+
+#endif // TXOPT_LIB_TARGET_CUDA_KERNELBUILDER_H

@@ -1,0 +1,78 @@
+//===- Lowering.h - shared state of the step lowering ----------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The state StepLowering.cpp (analysis, GEMMs, bindings, memory plan) and
+// OpKernels.cpp (one kernel builder per op family) share while a step is
+// lowered.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_LIB_TARGET_CUDA_LOWERING_H
+#define TXOPT_LIB_TARGET_CUDA_LOWERING_H
+
+#include "KernelBuilder.h"
+
+#include "txopt/Target/CUDA/StepProgram.h"
+
+namespace mlir::txopt::cuda {
+
+/// A tensor's place in the arena before offsets are planned.
+struct Buffer {
+  uint64_t bytes = 0;
+  int firstCommand = -1;   ///< first command that touches it
+  int lastCommand = -1;    ///< last command that touches it
+  bool persistent = false; ///< arguments and constants: never reused
+  std::string what;        ///< for the plan listing
+};
+
+struct LoweringContext {
+  StepProgram &program;
+  gpu::GPUModuleOp gpuModule;
+  Materialization plan;
+  llvm::DenseMap<Value, unsigned> bufferOfValue;
+  std::vector<Buffer> buffers;
+  const GPUOptions &options;
+
+  LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
+                  const GPUOptions &options)
+      : program(program), gpuModule(gpuModule), options(options) {}
+
+  /// The buffer holding |v| (created on first request).
+  unsigned bufferFor(Value v);
+  /// A scratch buffer private to one op's kernels.
+  unsigned scratch(uint64_t bytes, llvm::StringRef what);
+  /// A fresh kernel name: k<N>_<op mnemonic>.
+  std::string kernelName(Operation *op);
+
+  /// Appends a launch of |kernel| (built with outputs then inputs in the
+  /// order of |outputs| and |inputs|) and records the buffers' uses.
+  void launch(KernelBuilder &kernel, Operation *origin, unsigned gridX,
+              llvm::ArrayRef<unsigned> outputs, llvm::ArrayRef<unsigned> inputs);
+  void memset(unsigned buffer, uint32_t value, Operation *origin);
+  void gemm(GemmCmd gemm, Operation *origin);
+  void copy(unsigned dst, unsigned src, uint64_t bytes, llvm::StringRef origin);
+  void touch(unsigned buffer);
+
+  /// Buffers of a list of values.
+  llvm::SmallVector<unsigned> buffersOf(llvm::ArrayRef<Value> values);
+};
+
+/// "'tx.add' at 'node name'" for command origins and messages.
+std::string describeOrigin(Operation *op);
+
+/// Emits the kernel(s) of |op|: a materialized elemental value, a
+/// reduction, a fused norm/softmax/loss, an optimizer or a scatter.
+/// GEMMs and data layout are StepLowering.cpp's.
+LogicalResult lowerElementalValue(LoweringContext &ctx, Value value);
+LogicalResult lowerReduction(LoweringContext &ctx, Operation *op);
+LogicalResult lowerNorm(LoweringContext &ctx, Operation *op);
+LogicalResult lowerNormGrad(LoweringContext &ctx, Operation *op);
+LogicalResult lowerSoftmax(LoweringContext &ctx, Operation *op);
+LogicalResult lowerCrossEntropy(LoweringContext &ctx, Operation *op);
+LogicalResult lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op);
+LogicalResult lowerGatherGrad(LoweringContext &ctx, Operation *op);
+LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
+
+} // namespace mlir::txopt::cuda
+
+#endif // TXOPT_LIB_TARGET_CUDA_LOWERING_H

@@ -1,0 +1,653 @@
+//===- OpKernels.cpp - one kernel builder per tx op family ----------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Loop kernels for materialized elemental values, reduction kernels, and the
+// row kernels of the fused ops (norms and their gradients, softmax, softmax
+// cross-entropy and its gradient), the scatter of tx.gather_grad and the
+// optimizers. Each follows the reference executor's formula (lib/Reference)
+// in f32; where the executor accumulates in double the kernels accumulate in
+// f32, which the GPU-vs-CPU checks bound.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+static unsigned ceilDiv(int64_t n, int64_t d) {
+  return static_cast<unsigned>(std::max<int64_t>((n + d - 1) / d, 1));
+}
+
+LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
+  Operation *op = value.getDefiningOp();
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(value, ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {value},
+                   inputs.getArrayRef(), ctx.plan);
+  auto &b = kb.builder();
+  int64_t n = typeOf(value).getNumElements();
+  Value i = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
+  kb.ifThen(inRange, [&] {
+    auto index = kb.delinearize(i, typeOf(value).getShape());
+    kb.store(value, i, kb.emitComputed(value, index));
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({value}),
+             ctx.buffersOf(inputs.getArrayRef()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
+  Value input = op->getOperand(0), result = op->getResult(0);
+  auto inType = typeOf(input);
+  if (!isa<FloatType>(inType.getElementType()))
+    return op->emitError("integer reductions are not supported on the GPU");
+  int64_t rank = inType.getRank();
+  llvm::ArrayRef<int64_t> axesAttr =
+      cast<DenseI64ArrayAttr>(op->getAttr("axes")).asArrayRef();
+  llvm::SmallVector<bool> reduced(rank, axesAttr.empty());
+  for (int64_t a : axesAttr)
+    reduced[a < 0 ? a + rank : a] = true;
+  llvm::SmallVector<int64_t> outer, inner;
+  for (int64_t d = 0; d < rank; ++d)
+    (reduced[d] ? inner : outer).push_back(inType.getShape()[d]);
+  int64_t outerCount = 1, innerCount = 1;
+  for (int64_t s : outer) outerCount *= s;
+  for (int64_t s : inner) innerCount *= s;
+  bool isMax = isa<tx::ReduceMaxOp>(op);
+  bool isMean = isa<tx::ReduceMeanOp>(op);
+
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(result, ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result},
+                   inputs.getArrayRef(), ctx.plan, /*workgroupFloats=*/32);
+  auto &b = kb.builder();
+  Value o = kb.blockIndex();
+  auto outerIndex = kb.delinearize(o, outer);
+  Value identity = kb.f32(isMax ? -INFINITY : 0.0);
+  auto acc = kb.blockStridedLoop(innerCount, {identity}, [&](Value r, llvm::ArrayRef<Value> a) {
+    auto innerIndex = kb.delinearize(r, inner);
+    llvm::SmallVector<Value> full;
+    unsigned oi = 0, ii = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      full.push_back(reduced[d] ? innerIndex[ii++] : outerIndex[oi++]);
+    Value v = kb.emit(input, full);
+    if (v.getType().isF64())
+      v = arith::TruncFOp::create(b, b.getF32Type(), v);
+    Value next = isMax ? Value(arith::MaximumFOp::create(b, a[0], v))
+                       : Value(arith::AddFOp::create(b, a[0], v));
+    return llvm::SmallVector<Value>{next};
+  });
+  Value total = kb.blockReduce(acc[0], isMax);
+  if (isMean)
+    total = arith::DivFOp::create(b, total, kb.f32(static_cast<double>(innerCount)));
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(first, [&] {
+    Type element = typeOf(result).getElementType();
+    Value v = total;
+    if (element.isF64())
+      v = arith::ExtFOp::create(b, b.getF64Type(), v);
+    kb.store(result, o, kb.roundTo(v, element));
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(outerCount, 1)),
+             ctx.buffersOf({result}), ctx.buffersOf(inputs.getArrayRef()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Row kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A row kernel: one block per row of |rowLength| elements.
+struct RowKernel {
+  KernelBuilder kb;
+  Value row, base;
+  RowKernel(LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
+            llvm::ArrayRef<Value> inputs, int64_t rowLength)
+      : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, 32) {
+    row = kb.blockIndex();
+    base = arith::MulIOp::create(kb.builder(), row, kb.idx(rowLength));
+  }
+  Value at(Value j) { return arith::AddIOp::create(kb.builder(), base, j); }
+  /// Runs |body| on thread 0 only.
+  void onFirstThread(llvm::function_ref<void()> body) {
+    auto &b = kb.builder();
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, body);
+  }
+};
+} // namespace
+
+/// tx.layer_norm / tx.rms_norm: y, [mean,] rstd over the innermost dim.
+LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
+  bool center = isa<tx::LayerNormOp>(op);
+  Value x = op->getOperand(0), gamma = op->getOperand(1);
+  Value beta = center && op->getNumOperands() > 2 ? op->getOperand(2) : Value();
+  double eps = center ? cast<tx::LayerNormOp>(op).getEpsilon().convertToDouble()
+                      : cast<tx::RMSNormOp>(op).getEpsilon().convertToDouble();
+  int64_t d = typeOf(x).getShape().back();
+  int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
+  llvm::SmallVector<Value> outputs(op->getResults().begin(), op->getResults().end());
+  llvm::SmallVector<Value> inputs{x, gamma};
+  if (beta)
+    inputs.push_back(beta);
+  RowKernel rk(ctx, op, outputs, inputs, d);
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Type element = typeOf(x).getElementType();
+  Value mean = kb.f32(0.0);
+  if (center) {
+    auto sum = kb.blockStridedLoop(d, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], kb.load(x, rk.at(j)))};
+    });
+    mean = arith::DivFOp::create(b, kb.blockReduce(sum[0], false), kb.f32(d));
+  }
+  auto sq = kb.blockStridedLoop(d, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value c = arith::SubFOp::create(b, kb.load(x, rk.at(j)), mean);
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], arith::MulFOp::create(b, c, c))};
+  });
+  Value var = arith::DivFOp::create(b, kb.blockReduce(sq[0], false), kb.f32(d));
+  Value rstd = arith::DivFOp::create(
+      b, kb.f32(1.0), math::SqrtOp::create(b, arith::AddFOp::create(b, var, kb.f32(eps))));
+  kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
+    Value c = arith::SubFOp::create(b, kb.load(x, rk.at(j)), mean);
+    Value v = arith::MulFOp::create(b, arith::MulFOp::create(b, c, rstd), kb.load(gamma, j));
+    if (beta)
+      v = arith::AddFOp::create(b, v, kb.load(beta, j));
+    kb.store(outputs[0], rk.at(j), kb.roundTo(v, element));
+    return llvm::SmallVector<Value>{};
+  });
+  rk.onFirstThread([&] {
+    if (center)
+      kb.store(outputs[1], rk.row, mean);
+    kb.store(outputs.back(), rk.row, rstd);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+             ctx.buffersOf(outputs), ctx.buffersOf(inputs));
+  return success();
+}
+
+/// tx.layer_norm_grad / tx.rms_norm_grad: dx per row; dgamma (and dbeta)
+/// summed over rows with f32 atomics into zeroed buffers.
+LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
+  bool center = isa<tx::LayerNormGradOp>(op);
+  Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
+  Value mean = center ? op->getOperand(3) : Value();
+  Value rstd = op->getOperand(center ? 4 : 3);
+  int64_t d = typeOf(x).getShape().back();
+  int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
+  llvm::SmallVector<Value> outputs(op->getResults().begin(), op->getResults().end());
+  for (unsigned i = 1; i < outputs.size(); ++i)
+    if (!typeOf(outputs[i]).getElementType().isF32())
+      return op->emitError("the GPU norm gradient accumulates gamma/beta gradients in f32 only");
+  llvm::SmallVector<Value> inputs{dy, x, gamma, rstd};
+  if (center)
+    inputs.push_back(mean);
+  RowKernel rk(ctx, op, outputs, inputs, d);
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Value mu = center ? kb.load(mean, rk.row) : kb.f32(0.0);
+  Value inv = kb.load(rstd, rk.row);
+  auto xhatAt = [&](Value j) {
+    return arith::MulFOp::create(b, arith::SubFOp::create(b, kb.load(x, rk.at(j)), mu), inv);
+  };
+  auto sums = kb.blockStridedLoop(d, {kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value dyj = kb.load(dy, rk.at(j));
+    Value xhat = xhatAt(j);
+    Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
+    kb.atomicAdd(outputs[1], j, arith::MulFOp::create(b, dyj, xhat));
+    if (center)
+      kb.atomicAdd(outputs[2], j, dyj);
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], g),
+                                    arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhat))};
+  });
+  Value sumG = kb.blockReduce(sums[0], false);
+  Value sumGX = kb.blockReduce(sums[1], false);
+  Value dd = kb.f32(d);
+  Type element = typeOf(outputs[0]).getElementType();
+  kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
+    Value xhat = xhatAt(j);
+    Value g = arith::MulFOp::create(b, kb.load(dy, rk.at(j)), kb.load(gamma, j));
+    Value v = arith::SubFOp::create(
+        b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
+    if (center)
+      v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
+    kb.store(outputs[0], rk.at(j), kb.roundTo(arith::MulFOp::create(b, inv, v), element));
+    return llvm::SmallVector<Value>{};
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  auto outBuffers = ctx.buffersOf(outputs);
+  for (unsigned i = 1; i < outBuffers.size(); ++i)
+    ctx.memset(outBuffers[i], 0, op);
+  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+             outBuffers, ctx.buffersOf(inputs));
+  return success();
+}
+
+LogicalResult cuda::lowerSoftmax(LoweringContext &ctx, Operation *op) {
+  auto softmax = cast<tx::SoftmaxOp>(op);
+  Value x = softmax.getInput(), y = softmax.getResult();
+  int64_t rank = typeOf(x).getRank();
+  int64_t axis = static_cast<int64_t>(softmax.getAxis()) < 0 ? static_cast<int64_t>(softmax.getAxis()) + rank : static_cast<int64_t>(softmax.getAxis());
+  if (axis != rank - 1)
+    return op->emitError("the GPU softmax supports the innermost axis only, but got axis ")
+           << static_cast<int64_t>(softmax.getAxis());
+  int64_t d = typeOf(x).getShape().back();
+  int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
+  RowKernel rk(ctx, op, {y}, {x}, d);
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  auto m = kb.blockStridedLoop(d, {kb.f32(-INFINITY)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], kb.load(x, rk.at(j)))};
+  });
+  Value max = kb.blockReduce(m[0], true);
+  auto s = kb.blockStridedLoop(d, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(x, rk.at(j)), max));
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], e)};
+  });
+  Value sum = kb.blockReduce(s[0], false);
+  Type element = typeOf(y).getElementType();
+  kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(x, rk.at(j)), max));
+    kb.store(y, rk.at(j), kb.roundTo(arith::DivFOp::create(b, e, sum), element));
+    return llvm::SmallVector<Value>{};
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+             ctx.buffersOf({y}), ctx.buffersOf({x}));
+  return success();
+}
+
+/// Checks the cross-entropy forms the GPU kernels handle: scores [N, C],
+/// labels [N], no class weights.
+static LogicalResult checkCrossEntropy(Operation *op, Value scores,
+                                       bool hasWeights) {
+  if (typeOf(scores).getRank() != 2)
+    return op->emitError("the GPU cross-entropy expects scores of rank 2, but got rank ")
+           << typeOf(scores).getRank();
+  if (hasWeights)
+    return op->emitError("class weights are not supported by the GPU cross-entropy");
+  return success();
+}
+
+/// The label of a row and whether it counts (not the ignore index).
+static std::pair<Value, Value> rowLabel(KernelBuilder &kb, Value labels,
+                                        Value row, std::optional<int64_t> ignore,
+                                        int64_t classes) {
+  auto &b = kb.builder();
+  Value label = kb.load(labels, row);
+  Value valid = arith::ConstantIntOp::create(b, 1, 1);
+  if (ignore)
+    valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, label,
+                                  arith::ConstantIntOp::create(b, *ignore, 64));
+  Value zero = arith::ConstantIntOp::create(b, 0, 64);
+  Value clamped = arith::MaxSIOp::create(
+      b, arith::MinSIOp::create(b, label, arith::ConstantIntOp::create(b, classes - 1, 64)), zero);
+  return {clamped, valid};
+}
+
+/// Row max and sum of exp(x - max).
+static std::pair<Value, Value> rowLogSumExpParts(RowKernel &rk, Value scores,
+                                                 int64_t classes) {
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  auto m = kb.blockStridedLoop(classes, {kb.f32(-INFINITY)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], kb.load(scores, rk.at(j)))};
+  });
+  Value max = kb.blockReduce(m[0], true);
+  auto s = kb.blockStridedLoop(classes, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(scores, rk.at(j)), max));
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], e)};
+  });
+  return {max, kb.blockReduce(s[0], false)};
+}
+
+/// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
+/// weight, then one block sums them (mean, sum) unless reduction is none.
+LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
+  auto loss = cast<tx::SoftmaxCrossEntropyLossOp>(op);
+  Value scores = loss.getScores(), labels = loss.getLabels(), result = loss.getResult();
+  if (failed(checkCrossEntropy(op, scores, static_cast<bool>(loss.getWeights()))))
+    return failure();
+  int64_t rows = typeOf(scores).getShape()[0], classes = typeOf(scores).getShape()[1];
+  bool none = loss.getReduction() == tx::LossReduction::none;
+  bool mean = loss.getReduction() == tx::LossReduction::mean;
+  std::optional<int64_t> ignore = loss.getIgnoreIndex() ? std::optional<int64_t>(static_cast<int64_t>(*loss.getIgnoreIndex())) : std::nullopt;
+
+  // Row losses go straight to the result for reduction none.
+  unsigned rowLoss = none ? ctx.bufferFor(result) : ctx.scratch(rows * 4, "row losses");
+  unsigned rowWeight = ctx.scratch(rows * 4, "row weights");
+  {
+    // Stand-in values typed like the scratch buffers, for the builder.
+    RowKernel rk(ctx, op, {result, result}, {scores, labels}, classes);
+    KernelBuilder &kb = rk.kb;
+    auto &b = kb.builder();
+    auto [label, valid] = rowLabel(kb, labels, rk.row, ignore, classes);
+    auto [max, sum] = rowLogSumExpParts(rk, scores, classes);
+    Value picked = kb.load(scores, rk.at(arith::IndexCastOp::create(b, b.getIndexType(), label)));
+    Value logProb = arith::SubFOp::create(
+        b, arith::SubFOp::create(b, picked, max), math::LogOp::create(b, sum));
+    Value zero = kb.f32(0.0);
+    Value rowValue = arith::SelectOp::create(b, valid, arith::NegFOp::create(b, logProb), zero);
+    Value weight = arith::SelectOp::create(b, valid, kb.f32(1.0), zero);
+    rk.onFirstThread([&] {
+      Value ba = kb.func().getArgument(0), bw = kb.func().getArgument(1);
+      memref::StoreOp::create(b, rowValue, ba, ValueRange{rk.row});
+      memref::StoreOp::create(b, weight, bw, ValueRange{rk.row});
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    // The builder typed both outputs like |result|; fix the argument types
+    // to the f32 row buffers they really are.
+    auto funcType = kb.func().getFunctionType();
+    llvm::SmallVector<Type> args(funcType.getInputs().begin(), funcType.getInputs().end());
+    auto rowType = MemRefType::get({rows}, b.getF32Type());
+    args[0] = args[1] = rowType;
+    kb.func().setType(b.getFunctionType(args, {}));
+    kb.func().getArgument(0).setType(rowType);
+    kb.func().getArgument(1).setType(rowType);
+    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+               {rowLoss, rowWeight}, ctx.buffersOf({scores, labels}));
+  }
+  if (none)
+    return success();
+  {
+    // One block: total loss and weight, then mean or sum.
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan, 32);
+    auto &b = kb.builder();
+    auto rowType = MemRefType::get({rows}, b.getF32Type());
+    Value lossArg = kb.insertBufferArgument(kb.numArguments(), rowType);
+    Value weightArg = kb.insertBufferArgument(kb.numArguments(), rowType);
+    auto sums = kb.blockStridedLoop(rows, {kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      Value l = memref::LoadOp::create(b, lossArg, ValueRange{j});
+      Value w = memref::LoadOp::create(b, weightArg, ValueRange{j});
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], l), arith::AddFOp::create(b, a[1], w)};
+    });
+    Value total = kb.blockReduce(sums[0], false);
+    Value weight = kb.blockReduce(sums[1], false);
+    Value value = mean ? Value(arith::DivFOp::create(b, total, weight)) : total;
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] {
+      kb.store(result, kb.idx(0), kb.roundTo(value, typeOf(result).getElementType()));
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, 1, ctx.buffersOf({result}), {rowLoss, rowWeight});
+  }
+  return success();
+}
+
+/// tx.softmax_cross_entropy_grad: one block counts the weight (mean), then
+/// a row kernel writes g * w / norm * (softmax - onehot).
+LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
+  auto grad = cast<tx::SoftmaxCrossEntropyGradOp>(op);
+  Value dl = grad.getGrad(), scores = grad.getScores(), labels = grad.getLabels();
+  Value result = grad.getResult();
+  if (failed(checkCrossEntropy(op, scores, static_cast<bool>(grad.getWeights()))))
+    return failure();
+  int64_t rows = typeOf(scores).getShape()[0], classes = typeOf(scores).getShape()[1];
+  bool none = grad.getReduction() == tx::LossReduction::none;
+  bool mean = grad.getReduction() == tx::LossReduction::mean;
+  std::optional<int64_t> ignore = grad.getIgnoreIndex() ? std::optional<int64_t>(static_cast<int64_t>(*grad.getIgnoreIndex())) : std::nullopt;
+  unsigned norm = ctx.scratch(4, "loss weight");
+  {
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {labels}, ctx.plan, 32);
+    auto &b = kb.builder();
+    auto scalarType = MemRefType::get({1}, b.getF32Type());
+    Value normArg = kb.insertBufferArgument(0, scalarType);
+    auto count = kb.blockStridedLoop(rows, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      auto [label, valid] = rowLabel(kb, labels, j, ignore, classes);
+      (void)label;
+      Value w = arith::SelectOp::create(b, valid, kb.f32(1.0), kb.f32(0.0));
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], w)};
+    });
+    Value total = kb.blockReduce(count[0], false);
+    Value value = mean ? total : kb.f32(1.0);
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] { memref::StoreOp::create(b, value, normArg, ValueRange{kb.idx(0)}); });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, 1, {norm}, ctx.buffersOf({labels}));
+  }
+  {
+    RowKernel rk(ctx, op, {result}, {dl, scores, labels}, classes);
+    KernelBuilder &kb = rk.kb;
+    auto &b = kb.builder();
+    auto scalarType = MemRefType::get({1}, b.getF32Type());
+    Value normArg = kb.insertBufferArgument(kb.numArguments(), scalarType);
+    auto [label, valid] = rowLabel(kb, labels, rk.row, ignore, classes);
+    Value g = kb.load(dl, none ? rk.row : kb.idx(0));
+    Value normValue = memref::LoadOp::create(b, normArg, ValueRange{kb.idx(0)});
+    Value scale = arith::DivFOp::create(b, g, normValue);
+    auto [max, sum] = rowLogSumExpParts(rk, scores, classes);
+    Value labelIndex = arith::IndexCastOp::create(b, b.getIndexType(), label);
+    Type element = typeOf(result).getElementType();
+    kb.blockStridedLoop(classes, {}, [&](Value j, llvm::ArrayRef<Value>) {
+      Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(scores, rk.at(j)), max));
+      Value p = arith::DivFOp::create(b, e, sum);
+      Value isLabel = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, labelIndex);
+      Value onehot = arith::SelectOp::create(b, isLabel, kb.f32(1.0), kb.f32(0.0));
+      Value v = arith::MulFOp::create(b, scale, arith::SubFOp::create(b, p, onehot));
+      v = arith::SelectOp::create(b, valid, v, kb.f32(0.0));
+      kb.store(result, rk.at(j), kb.roundTo(v, element));
+      return llvm::SmallVector<Value>{};
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    llvm::SmallVector<unsigned> inputs = ctx.buffersOf({dl, scores, labels});
+    inputs.push_back(norm);
+    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+               ctx.buffersOf({result}), inputs);
+  }
+  return success();
+}
+
+/// tx.gather_grad: zero the table, then one thread per gradient element adds
+/// it into the row its index names (f32 atomics: the order of additions of
+/// repeated rows is unspecified, as the op says).
+LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
+  auto gg = cast<tx::GatherGradOp>(op);
+  Value grad = gg.getGrad(), indices = gg.getIndices(), result = gg.getResult();
+  if (!typeOf(result).getElementType().isF32())
+    return op->emitError("the GPU gather gradient accumulates in f32 only");
+  auto resultShape = typeOf(result).getShape();
+  auto gradShape = typeOf(grad).getShape();
+  int64_t axis = static_cast<int64_t>(gg.getAxis());
+  size_t ni = typeOf(indices).getRank();
+  int64_t n = typeOf(grad).getNumElements();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {grad, indices}, ctx.plan);
+  auto &b = kb.builder();
+  Value i = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
+  kb.ifThen(inRange, [&] {
+    auto gi = kb.delinearize(i, gradShape);
+    llvm::SmallVector<Value> ii(gi.begin() + axis, gi.begin() + axis + ni);
+    Value which = kb.load(indices, kb.linearize(ii, typeOf(indices).getShape()));
+    int64_t dim = resultShape[axis];
+    Value zero = arith::ConstantIntOp::create(b, 0, 64);
+    Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
+    which = arith::SelectOp::create(
+        b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
+    which = arith::MaxSIOp::create(
+        b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+    llvm::SmallVector<Value> ri(gi.begin(), gi.begin() + axis);
+    ri.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
+    ri.append(gi.begin() + axis + ni, gi.end());
+    kb.atomicAdd(result, kb.linearize(ri, resultShape), kb.load(grad, i));
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  unsigned out = ctx.bufferFor(result);
+  ctx.memset(out, 0, op);
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), {out}, ctx.buffersOf({grad, indices}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+/// f32 rounding of a double, as the executor's r32().
+static double r32(double v) { return static_cast<double>(static_cast<float>(v)); }
+
+/// tx.adam (and tx.sgd): one loop kernel per parameter tensor, each line of
+/// the executor's formula in f32 (correctly rounded f32 operations equal
+/// the executor's double-then-round results), the step-dependent scalars
+/// formed in f64 inside the kernel from the lr and step tensors.
+LogicalResult cuda::lowerOptimizer(LoweringContext &ctx, Operation *op) {
+  if (auto adam = dyn_cast<tx::AdamOp>(op)) {
+    unsigned n = adam.getNumParams();
+    double beta1 = adam.getBeta1().convertToDouble();
+    double beta2 = adam.getBeta2().convertToDouble();
+    double eps = adam.getEpsilon().convertToDouble();
+    double wd = adam.getWeightDecay().convertToDouble();
+    bool adamw = adam.getMode() == tx::AdamMode::adamw;
+    bool correct = adam.getBiasCorrection();
+    bool f32Correction = adam.getF32BiasCorrection();
+    tx::EpsilonPlacement placement = adam.getEpsilonPlacement();
+    Value lr = op->getOperand(4 * n);
+    Value step = correct ? op->getOperand(4 * n + 1) : Value();
+    for (unsigned t = 0; t < n; ++t) {
+      Value p = op->getOperand(t), g = op->getOperand(n + t);
+      Value m = op->getOperand(2 * n + t), v = op->getOperand(3 * n + t);
+      Value np = op->getResult(t), nm = op->getResult(n + t), nv = op->getResult(2 * n + t);
+      if (!typeOf(p).getElementType().isF32())
+        return op->emitError("the GPU optimizer updates f32 parameters only");
+      llvm::SmallVector<Value> inputs{p, g, m, v, lr};
+      if (step)
+        inputs.push_back(step);
+      KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {np, nm, nv}, inputs, ctx.plan);
+      auto &b = kb.builder();
+      int64_t count = typeOf(p).getNumElements();
+      Value i = kb.globalThreadIndex();
+      auto f64 = [&](double x) { return Value(arith::ConstantOp::create(b, b.getF64FloatAttr(x))); };
+      auto toF32 = [&](Value x) { return Value(arith::TruncFOp::create(b, b.getF32Type(), x)); };
+      auto toF64 = [&](Value x) { return Value(arith::ExtFOp::create(b, b.getF64Type(), x)); };
+      // Scalars (as evalAdam forms them).
+      Value lrValue = toF64(kb.load(lr, kb.idx(0)));
+      Value lrWd = toF32(arith::MulFOp::create(b, lrValue, f64(wd)));
+      Value lr32 = toF32(lrValue);
+      Value bc1 = kb.f32(1.0), bc2 = kb.f32(1.0), epsTerm = kb.f32(r32(eps));
+      if (correct) {
+        Value s = toF64(kb.load(step, kb.idx(0)));
+        Value power1, power2;
+        if (f32Correction) {
+          power1 = toF64(toF32(math::PowFOp::create(b, f64(r32(beta1)), s)));
+          power2 = toF64(toF32(math::PowFOp::create(b, f64(r32(beta2)), s)));
+        } else {
+          power1 = math::PowFOp::create(b, f64(beta1), s);
+          power2 = math::PowFOp::create(b, f64(beta2), s);
+        }
+        bc1 = toF32(arith::SubFOp::create(b, f64(1.0), power1));
+        bc2 = toF32(arith::SubFOp::create(b, f64(1.0), power2));
+        if (placement == tx::EpsilonPlacement::epsilon_hat)
+          epsTerm = toF32(arith::DivFOp::create(
+              b, f64(eps), math::SqrtOp::create(b, arith::SubFOp::create(b, f64(1.0), power2))));
+      }
+      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(count));
+      kb.ifThen(inRange, [&] {
+        Value pk = kb.load(p, i), gk = kb.load(g, i);
+        if (!adamw)
+          gk = arith::AddFOp::create(b, gk, arith::MulFOp::create(b, kb.f32(r32(wd)), pk));
+        Value mk = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, kb.f32(r32(beta1)), kb.load(m, i)),
+            arith::MulFOp::create(b, kb.f32(r32(1.0 - beta1)), gk));
+        Value vk = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, kb.f32(r32(beta2)), kb.load(v, i)),
+            arith::MulFOp::create(b, arith::MulFOp::create(b, kb.f32(r32(1.0 - beta2)), gk), gk));
+        Value mHat = correct ? Value(arith::DivFOp::create(b, mk, bc1)) : mk;
+        Value vHat = correct ? Value(arith::DivFOp::create(b, vk, bc2)) : vk;
+        Value den = placement == tx::EpsilonPlacement::inside_sqrt
+                        ? Value(math::SqrtOp::create(b, arith::AddFOp::create(b, vHat, epsTerm)))
+                        : Value(arith::AddFOp::create(b, math::SqrtOp::create(b, vHat), epsTerm));
+        Value pd = adamw ? Value(arith::SubFOp::create(b, pk, arith::MulFOp::create(b, lrWd, pk))) : pk;
+        Value update = arith::DivFOp::create(b, arith::MulFOp::create(b, lr32, mHat), den);
+        kb.store(np, i, arith::SubFOp::create(b, pd, update));
+        kb.store(nm, i, mk);
+        kb.store(nv, i, vk);
+      });
+      kb.finish();
+      if (failed(kb.status()))
+        return failure();
+      ctx.launch(kb, op, ceilDiv(count, kBlockSize), ctx.buffersOf({np, nm, nv}),
+                 ctx.buffersOf(inputs));
+    }
+    return success();
+  }
+  auto sgd = cast<tx::SGDOp>(op);
+  unsigned n = sgd.getNumParams();
+  bool hasMomentum = !sgd.getMomentum().isZero();
+  double momentum = r32(sgd.getMomentum().convertToDouble());
+  double wd = r32(sgd.getWeightDecay().convertToDouble());
+  double oneMinusDampening = r32(1.0 - sgd.getDampening().convertToDouble());
+  bool nesterov = sgd.getNesterov();
+  Value lr = op->getOperand(3 * n);
+  for (unsigned t = 0; t < n; ++t) {
+    Value p = op->getOperand(t), g = op->getOperand(n + t), buf = op->getOperand(2 * n + t);
+    Value np = op->getResult(t), nb = op->getResult(n + t);
+    if (!typeOf(p).getElementType().isF32())
+      return op->emitError("the GPU optimizer updates f32 parameters only");
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {np, nb}, {p, g, buf, lr}, ctx.plan);
+    auto &b = kb.builder();
+    int64_t count = typeOf(p).getNumElements();
+    Value i = kb.globalThreadIndex();
+    Value lrValue = kb.load(lr, kb.idx(0));
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(count));
+    kb.ifThen(inRange, [&] {
+      Value pk = kb.load(p, i);
+      Value gk = arith::AddFOp::create(b, kb.load(g, i), arith::MulFOp::create(b, kb.f32(wd), pk));
+      Value bk = kb.load(buf, i), dk = gk;
+      if (hasMomentum) {
+        bk = arith::AddFOp::create(b, arith::MulFOp::create(b, kb.f32(momentum), bk),
+                                   arith::MulFOp::create(b, kb.f32(oneMinusDampening), gk));
+        dk = nesterov ? Value(arith::AddFOp::create(b, gk, arith::MulFOp::create(b, kb.f32(momentum), bk)))
+                      : bk;
+      }
+      kb.store(np, i, arith::SubFOp::create(b, pk, arith::MulFOp::create(b, lrValue, dk)));
+      kb.store(nb, i, bk);
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, ceilDiv(count, kBlockSize), ctx.buffersOf({np, nb}),
+               ctx.buffersOf({p, g, buf, lr}));
+  }
+  return success();
+}

@@ -1,0 +1,690 @@
+//===- StepLowering.cpp - a tx training step to kernels and GEMMs ---------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Decides which values live in memory (the kernel grouping), emits one
+// command per kernel, cuBLASLt GEMM, memset and copy in program order, binds
+// the step's arguments and results, and plans the arena.
+//
+// Grouping rule. An elementwise, broadcast or data-movement op (see
+// isElementalOp) whose result has exactly one user, which is itself such an
+// op, a reduction or a loop kernel, is computed inside that user's kernel
+// (recomputed per element, never stored). Everything else is materialized:
+// values read by GEMMs, fused row ops, optimizers and scatters, values with
+// several users, step arguments and results. Reshapes of materialized values
+// are views (the same bytes), not copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Reference/Executor.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+unsigned cuda::dtypeBytes(DType type) {
+  switch (type) {
+  case DType::F64: case DType::I64: return 8;
+  case DType::F32: case DType::I32: return 4;
+  case DType::F16: case DType::BF16: return 2;
+  default: return 1;
+  }
+}
+
+const char *cuda::dtypeName(DType type) {
+  static const char *names[] = {"f32", "f16", "bf16", "f8E4M3FN", "f8E5M2",
+                                "f64", "i64", "i32", "i8", "i1"};
+  return names[static_cast<unsigned>(type)];
+}
+
+std::optional<DType> cuda::dtypeOf(Type type) {
+  if (type.isF32()) return DType::F32;
+  if (type.isF16()) return DType::F16;
+  if (type.isBF16()) return DType::BF16;
+  if (type.isF64()) return DType::F64;
+  if (isa<Float8E4M3FNType>(type)) return DType::F8E4M3FN;
+  if (isa<Float8E5M2Type>(type)) return DType::F8E5M2;
+  if (type.isInteger(64)) return DType::I64;
+  if (type.isInteger(32)) return DType::I32;
+  if (type.isInteger(8)) return DType::I8;
+  if (type.isInteger(1)) return DType::I1;
+  return std::nullopt;
+}
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+static uint64_t bytesOf(Value v) {
+  auto type = typeOf(v);
+  return static_cast<uint64_t>(type.getNumElements()) *
+         dtypeBytes(*dtypeOf(type.getElementType()));
+}
+
+std::string cuda::describeOrigin(Operation *op) {
+  return "'" + op->getName().getStringRef().str() + "' at " +
+         reference::describeLocation(op->getLoc());
+}
+
+//===----------------------------------------------------------------------===//
+// LoweringContext
+//===----------------------------------------------------------------------===//
+
+unsigned LoweringContext::bufferFor(Value v) {
+  auto it = bufferOfValue.find(v);
+  if (it != bufferOfValue.end())
+    return it->second;
+  // A view shares its input's buffer.
+  if (Operation *def = v.getDefiningOp())
+    if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(def) &&
+        plan.isMaterialized(def->getOperand(0))) {
+      unsigned id = bufferFor(def->getOperand(0));
+      bufferOfValue[v] = id;
+      return id;
+    }
+  Buffer buffer;
+  buffer.bytes = std::max<uint64_t>(bytesOf(v), 4);
+  if (Operation *def = v.getDefiningOp())
+    buffer.what = def->getName().getStringRef().str();
+  buffers.push_back(buffer);
+  bufferOfValue[v] = buffers.size() - 1;
+  return buffers.size() - 1;
+}
+
+unsigned LoweringContext::scratch(uint64_t bytes, llvm::StringRef what) {
+  Buffer buffer;
+  buffer.bytes = std::max<uint64_t>(bytes, 4);
+  buffer.what = what.str();
+  buffers.push_back(buffer);
+  return buffers.size() - 1;
+}
+
+std::string LoweringContext::kernelName(Operation *op) {
+  std::string mnemonic = op->getName().stripDialect().str();
+  return "k" + std::to_string(program.kernelNames.size()) + "_" + mnemonic;
+}
+
+void LoweringContext::touch(unsigned buffer) {
+  int index = static_cast<int>(program.commands.size());
+  Buffer &b = buffers[buffer];
+  if (b.firstCommand < 0)
+    b.firstCommand = index;
+  b.lastCommand = index;
+}
+
+llvm::SmallVector<unsigned>
+LoweringContext::buffersOf(llvm::ArrayRef<Value> values) {
+  llvm::SmallVector<unsigned> ids;
+  for (Value v : values)
+    ids.push_back(bufferFor(v));
+  return ids;
+}
+
+void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
+                             unsigned gridX, llvm::ArrayRef<unsigned> outputs,
+                             llvm::ArrayRef<unsigned> inputs) {
+  LaunchCmd cmd;
+  cmd.kernel = program.kernelNames.size();
+  program.kernelNames.push_back(kernel.func().getName().str());
+  cmd.grid[0] = gridX;
+  cmd.block[0] = kBlockSize;
+  for (unsigned id : outputs) {
+    touch(id);
+    cmd.args.push_back(id);
+  }
+  for (unsigned id : inputs) {
+    touch(id);
+    cmd.args.push_back(id);
+  }
+  program.commands.push_back({cmd, describeOrigin(origin)});
+}
+
+void LoweringContext::memset(unsigned buffer, uint32_t value, Operation *origin) {
+  touch(buffer);
+  program.commands.push_back({MemsetCmd{buffer, value}, describeOrigin(origin)});
+}
+
+void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
+  touch(cmd.a);
+  touch(cmd.b);
+  touch(cmd.d);
+  program.commands.push_back({cmd, describeOrigin(origin)});
+}
+
+void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
+                           llvm::StringRef origin) {
+  touch(dst);
+  touch(src);
+  program.commands.push_back({CopyCmd{dst, src, bytes}, origin.str()});
+}
+
+//===----------------------------------------------------------------------===//
+// Grouping
+//===----------------------------------------------------------------------===//
+
+static bool isReduction(Operation *op) {
+  return isa<tx::ReduceSumOp, tx::ReduceMeanOp, tx::ReduceMaxOp>(op);
+}
+
+/// Users that compute their operands' elements in their own kernel.
+static bool fusesOperands(Operation *user) {
+  return isElementalOp(user) || isReduction(user);
+}
+
+static void decideMaterialization(func::FuncOp step, Materialization &plan,
+                                  unsigned &fusedOps) {
+  Block &body = step.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    plan.materialized.insert(arg);
+  for (Operation &op : body) {
+    for (Value result : op.getResults()) {
+      bool needed = !isElementalOp(&op);
+      llvm::SmallPtrSet<Operation *, 4> users;
+      for (Operation *user : result.getUsers())
+        users.insert(user);
+      if (users.size() != 1)
+        needed = true;
+      for (Operation *user : users)
+        if (!fusesOperands(user))
+          needed = true;
+      if (needed)
+        plan.materialized.insert(result);
+    }
+  }
+  // A materialized view needs its input in memory (it aliases it).
+  for (Operation &op : llvm::reverse(body))
+    if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(op) &&
+        plan.isMaterialized(op.getResult(0)))
+      plan.materialized.insert(op.getOperand(0));
+  fusedOps = 0;
+  for (Operation &op : body)
+    if (isElementalOp(&op) && op.getNumResults() &&
+        llvm::none_of(op.getResults(), [&](Value r) { return plan.isMaterialized(r); }))
+      ++fusedOps;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMMs
+//===----------------------------------------------------------------------===//
+
+/// tx.matmul as one (batched) cuBLASLt GEMM. Row-major C[M, N] = A[M, K] B[K, N]
+/// is column-major C^T = B^T A^T: cuBLASLt's A is our B (m = N), its B is
+/// our A (n = M). Batch dims: equal on both sides (strided batch), absent or
+/// all-ones on one side (stride 0), or B two-dimensional (batch folded into M).
+static LogicalResult lowerMatMul(LoweringContext &ctx, tx::MatMulOp op) {
+  Value a = op.getLhs(), bm = op.getRhs(), c = op.getResult();
+  auto at = typeOf(a), bt = typeOf(bm), ct = typeOf(c);
+  if (at.getRank() < 2 || bt.getRank() < 2)
+    return op.emitError("the GPU matmul needs operands of rank 2 or more");
+  auto aType = dtypeOf(at.getElementType()), bType = dtypeOf(bt.getElementType());
+  auto cType = dtypeOf(ct.getElementType());
+  if (!aType || !isa<FloatType>(at.getElementType()) || aType != bType ||
+      (*aType != DType::F32 && *aType != DType::BF16 && *aType != DType::F16))
+    return op.emitError("the GPU matmul supports f32, bf16 and f16 operands of one type");
+  int64_t M = at.getShape()[at.getRank() - 2], K = at.getShape().back();
+  int64_t N = bt.getShape().back();
+  auto aBatch = at.getShape().drop_back(2), bBatch = bt.getShape().drop_back(2);
+  auto count = [](llvm::ArrayRef<int64_t> s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+  };
+  int64_t aCount = count(aBatch), bCount = count(bBatch);
+  GemmCmd g;
+  g.aType = g.bType = *aType;
+  g.dType = *cType;
+  g.allowTF32 = ctx.options.allowTF32;
+  g.k = K;
+  g.m = N;
+  g.lda = N;
+  g.ldb = K;
+  g.ldd = N;
+  if (bCount == 1) {
+    // B is shared: fold A's batch into M.
+    g.n = M * aCount;
+    g.batch = 1;
+  } else if (aCount == 1) {
+    g.n = M;
+    g.batch = bCount;
+    g.strideA = K * N;
+    g.strideB = 0;
+    g.strideD = M * N;
+  } else if (aBatch.size() == bBatch.size() && aBatch == bBatch) {
+    g.n = M;
+    g.batch = aCount;
+    g.strideA = K * N;
+    g.strideB = M * K;
+    g.strideD = M * N;
+  } else {
+    return op.emitError("the GPU matmul does not broadcast batch dims of ")
+           << at << " against " << bt;
+  }
+  g.a = ctx.bufferFor(bm);
+  g.b = ctx.bufferFor(a);
+  g.d = ctx.bufferFor(c);
+  ctx.gemm(g, op);
+  return success();
+}
+
+/// tx.gemm: Y = alpha * A' B' + beta * C. C is first broadcast into Y by a
+/// loop kernel, then the GEMM accumulates with beta.
+static LogicalResult lowerGemm(LoweringContext &ctx, tx::GemmOp op) {
+  Value a = op.getA(), bm = op.getB(), y = op.getResult();
+  auto at = typeOf(a), bt = typeOf(bm);
+  auto aType = dtypeOf(at.getElementType()), bType = dtypeOf(bt.getElementType());
+  if (!aType || aType != bType ||
+      (*aType != DType::F32 && *aType != DType::BF16 && *aType != DType::F16))
+    return op.emitError("the GPU gemm supports f32, bf16 and f16 operands of one type");
+  bool transA = op.getTransA(), transB = op.getTransB();
+  int64_t M = transA ? at.getShape()[1] : at.getShape()[0];
+  int64_t K = transA ? at.getShape()[0] : at.getShape()[1];
+  int64_t N = transB ? bt.getShape()[0] : bt.getShape()[1];
+  GemmCmd g;
+  g.aType = g.bType = *aType;
+  g.dType = *dtypeOf(typeOf(y).getElementType());
+  g.allowTF32 = ctx.options.allowTF32;
+  g.m = N;
+  g.n = M;
+  g.k = K;
+  g.transA = transB;
+  g.lda = transB ? K : N;
+  g.transB = transA;
+  g.ldb = transA ? M : K;
+  g.ldd = N;
+  g.alpha = op.getAlpha().convertToFloat();
+  g.beta = 0.0f;
+  if (Value c = op.getC()) {
+    float beta = op.getBeta().convertToFloat();
+    if (beta != 0.0f) {
+      // Y = broadcast(C), elementwise, then the GEMM adds alpha * AB.
+      KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {y}, {c}, ctx.plan);
+      auto &b = kb.builder();
+      int64_t n = typeOf(y).getNumElements();
+      Value i = kb.globalThreadIndex();
+      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
+      kb.ifThen(inRange, [&] {
+        auto index = kb.delinearize(i, typeOf(y).getShape());
+        llvm::SmallVector<Value> ci;
+        auto cShape = typeOf(c).getShape();
+        size_t offset = index.size() - cShape.size();
+        for (size_t d = 0; d < cShape.size(); ++d)
+          ci.push_back(cShape[d] == 1 ? kb.idx(0) : index[offset + d]);
+        kb.store(y, i, kb.load(c, kb.linearize(ci, cShape)));
+      });
+      kb.finish();
+      if (failed(kb.status()))
+        return failure();
+      ctx.launch(kb, op, static_cast<unsigned>((n + kBlockSize - 1) / kBlockSize),
+                 ctx.buffersOf({y}), ctx.buffersOf({c}));
+      g.beta = beta;
+    }
+  }
+  g.a = ctx.bufferFor(bm);
+  g.b = ctx.bufferFor(a);
+  g.d = ctx.bufferFor(y);
+  ctx.gemm(g, op);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Bindings
+//===----------------------------------------------------------------------===//
+
+/// Raw little-endian bytes of a dense attribute in its element type.
+static std::vector<uint8_t> rawBytes(ElementsAttr attr) {
+  auto type = cast<RankedTensorType>(attr.getType());
+  Type element = type.getElementType();
+  DType dtype = *dtypeOf(element);
+  unsigned width = dtypeBytes(dtype);
+  std::vector<uint8_t> bytes(type.getNumElements() * width);
+  size_t i = 0;
+  if (isa<FloatType>(element)) {
+    for (APFloat v : attr.getValues<APFloat>()) {
+      uint64_t bits = v.bitcastToAPInt().getZExtValue();
+      std::memcpy(bytes.data() + i * width, &bits, width);
+      ++i;
+    }
+  } else {
+    for (APInt v : attr.getValues<APInt>()) {
+      uint64_t bits = element.isInteger(1) ? (v.getBoolValue() ? 1 : 0) : v.getZExtValue();
+      std::memcpy(bytes.data() + i * width, &bits, width);
+      ++i;
+    }
+  }
+  return bytes;
+}
+
+/// Upper bound of the random values an integer batch argument may take:
+/// the size of the tables it indexes and the classes of the losses it labels.
+static int64_t indexBound(Value arg) {
+  int64_t bound = 0;
+  llvm::SmallVector<Value> work{arg};
+  llvm::DenseSet<Value> seen;
+  auto tighten = [&](int64_t b) { bound = bound == 0 ? b : std::min(bound, b); };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto gather = dyn_cast<tx::GatherOp>(user)) {
+        if (use.getOperandNumber() == 1) {
+          auto shape = typeOf(gather.getData()).getShape();
+          int64_t axis = static_cast<int64_t>(gather.getAxis()) < 0 ? static_cast<int64_t>(gather.getAxis()) + shape.size() : static_cast<int64_t>(gather.getAxis());
+          tighten(shape[axis]);
+        }
+      } else if (auto loss = dyn_cast<tx::SoftmaxCrossEntropyLossOp>(user)) {
+        tighten(typeOf(loss.getScores()).getShape()[1]);
+      } else if (isa<tx::ReshapeOp, tx::CastOp, tx::SliceOp, tx::PadOp,
+                     tx::ConcatOp, tx::SqueezeOp, tx::UnsqueezeOp,
+                     tx::IdentityOp, tx::ExpandOp, tx::TransposeOp>(user)) {
+        for (Value r : user->getResults())
+          work.push_back(r);
+      }
+    }
+  }
+  return bound;
+}
+
+static std::string recipeJson(func::FuncOp step) {
+  auto dict = step->getAttrOfType<DictionaryAttr>("tx.train_step");
+  llvm::json::Object object;
+  if (dict)
+    for (NamedAttribute entry : dict) {
+      llvm::StringRef key = entry.getName().getValue();
+      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+        object[key] = s.getValue().str();
+      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+        object[key] = f.getValueAsDouble();
+      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        object[key] = i.getInt();
+      else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
+        object[key] = b.getValue();
+    }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(object));
+  return text;
+}
+
+static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
+                                   func::FuncOp step) {
+  Block &body = step.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto type = typeOf(arg);
+    auto dtype = dtypeOf(type.getElementType());
+    if (!dtype)
+      return step.emitError("argument ") << i << " has type " << type
+                                         << ", which the GPU backend cannot store";
+    ArgumentBinding binding;
+    auto name = step.getArgAttrOfType<StringAttr>(i, "tx.name");
+    auto role = step.getArgAttrOfType<StringAttr>(i, "tx.role");
+    binding.name = name ? name.str() : "arg" + std::to_string(i);
+    binding.role = role ? role.str() : "";
+    binding.dtype = *dtype;
+    binding.shape.assign(type.getShape().begin(), type.getShape().end());
+    binding.slot = ctx.bufferFor(arg);
+    ctx.buffers[binding.slot].persistent = true;
+    ctx.buffers[binding.slot].what = "argument " + binding.name;
+    if (auto init = step.getArgAttr(i, "tx.init")) {
+      binding.init = ArgumentBinding::Init::Splat;
+      if (auto f = dyn_cast<FloatAttr>(init))
+        binding.splat = f.getValueAsDouble();
+      else if (auto n = dyn_cast<IntegerAttr>(init))
+        binding.splat = static_cast<double>(n.getInt());
+      if (binding.splat == 0.0)
+        binding.init = ArgumentBinding::Init::Zeros;
+    } else if (auto ref = step.getArgAttrOfType<FlatSymbolRefAttr>(i, "tx.parameter")) {
+      auto param = SymbolTable::lookupNearestSymbolFrom<tx::ParameterOp>(module, ref);
+      if (!param)
+        return step.emitError("argument ") << i << " names a missing parameter " << ref;
+      auto value = param.getInitialValue();
+      auto sourceType = dtypeOf(cast<RankedTensorType>(value.getType()).getElementType());
+      if (!sourceType)
+        return param.emitError("parameter type not supported by the GPU backend");
+      binding.init = ArgumentBinding::Init::Inline;
+      binding.sourceType = *sourceType;
+      binding.data = rawBytes(value);
+    } else {
+      binding.init = ArgumentBinding::Init::Batch;
+      if (isa<IntegerType>(type.getElementType()))
+        binding.indexBound = indexBound(arg);
+    }
+    ctx.program.arguments.push_back(std::move(binding));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Memory plan
+//===----------------------------------------------------------------------===//
+
+/// Offsets for every buffer: arguments and constants first, contiguous and
+/// never reused; then the temporaries by first fit over their live ranges
+/// (a buffer is free after the last command that touches it).
+static void planMemory(LoweringContext &ctx) {
+  constexpr uint64_t kAlign = 256;
+  auto align = [](uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; };
+  StepProgram &program = ctx.program;
+  program.slots.assign(ctx.buffers.size(), Slot());
+  uint64_t top = 0;
+  for (size_t i = 0; i < ctx.buffers.size(); ++i)
+    if (ctx.buffers[i].persistent) {
+      program.slots[i] = {top, ctx.buffers[i].bytes};
+      top += align(ctx.buffers[i].bytes);
+    }
+  program.stats.argumentBytes = top;
+  uint64_t base = top;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < ctx.buffers.size(); ++i)
+    if (!ctx.buffers[i].persistent) {
+      order.push_back(i);
+      program.stats.unplannedBytes += align(ctx.buffers[i].bytes);
+    }
+  llvm::sort(order, [&](size_t x, size_t y) {
+    return ctx.buffers[x].firstCommand < ctx.buffers[y].firstCommand;
+  });
+  // Live allocations: offset -> (end offset, last command).
+  std::map<uint64_t, std::pair<uint64_t, int>> live;
+  uint64_t end = base;
+  for (size_t i : order) {
+    const Buffer &buffer = ctx.buffers[i];
+    for (auto it = live.begin(); it != live.end();)
+      it = it->second.second < buffer.firstCommand ? live.erase(it) : std::next(it);
+    uint64_t size = align(buffer.bytes), offset = base;
+    for (auto &[start, info] : live) {
+      if (start >= offset + size)
+        break;
+      offset = std::max(offset, info.first);
+    }
+    live[offset] = {offset + size, buffer.lastCommand};
+    program.slots[i] = {offset, buffer.bytes};
+    end = std::max(end, offset + size);
+  }
+  program.arenaBytes = end;
+  program.stats.scratchBytes = end - base;
+}
+
+//===----------------------------------------------------------------------===//
+// The step
+//===----------------------------------------------------------------------===//
+
+LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
+                                    const GPUOptions &options,
+                                    StepProgram &program) {
+  MLIRContext *context = module.getContext();
+  context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
+                       memref::MemRefDialect, scf::SCFDialect>();
+  program.target = options.target;
+  OpBuilder builder(context);
+  program.kernels = ModuleOp::create(step.getLoc());
+  program.kernels.get()->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                                 builder.getUnitAttr());
+  builder.setInsertionPointToEnd(program.kernels->getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(builder, step.getLoc(), "kernels");
+
+  LoweringContext ctx(program, gpuModule, options);
+  decideMaterialization(step, ctx.plan, program.stats.fusedOps);
+  if (failed(bindArguments(ctx, module, step)))
+    return failure();
+
+  Block &body = step.getBody().front();
+  for (Operation &op : body) {
+    LogicalResult result = success();
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      (void)ret;
+      continue;
+    }
+    if (auto constant = dyn_cast<tx::ConstantOp>(op)) {
+      if (!ctx.plan.isMaterialized(constant.getResult()))
+        continue;
+      unsigned id = ctx.bufferFor(constant.getResult());
+      ctx.buffers[id].persistent = true;
+      ctx.buffers[id].what = "constant";
+      program.constants.push_back({id, rawBytes(cast<ElementsAttr>(constant.getValue()))});
+      continue;
+    }
+    if (auto load = dyn_cast<tx::LoadParameterOp>(op)) {
+      auto param = SymbolTable::lookupNearestSymbolFrom<tx::ParameterOp>(module, load.getNameAttr());
+      if (!param)
+        return load.emitError("unknown parameter");
+      unsigned id = ctx.bufferFor(load.getResult());
+      ctx.buffers[id].persistent = true;
+      ctx.buffers[id].what = "frozen parameter";
+      program.constants.push_back({id, rawBytes(param.getInitialValue())});
+      continue;
+    }
+    if (isElementalOp(&op)) {
+      for (Value r : op.getResults()) {
+        if (!ctx.plan.isMaterialized(r))
+          continue;
+        // A view of a materialized value is its input's buffer.
+        if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(op) &&
+            ctx.plan.isMaterialized(op.getOperand(0))) {
+          ctx.bufferFor(r);
+          continue;
+        }
+        if (failed(lowerElementalValue(ctx, r)))
+          return failure();
+      }
+      continue;
+    }
+    if (isReduction(&op))
+      result = lowerReduction(ctx, &op);
+    else if (auto mm = dyn_cast<tx::MatMulOp>(op))
+      result = lowerMatMul(ctx, mm);
+    else if (auto gemm = dyn_cast<tx::GemmOp>(op))
+      result = lowerGemm(ctx, gemm);
+    else if (isa<tx::LayerNormOp, tx::RMSNormOp>(op))
+      result = lowerNorm(ctx, &op);
+    else if (isa<tx::LayerNormGradOp, tx::RMSNormGradOp>(op))
+      result = lowerNormGrad(ctx, &op);
+    else if (isa<tx::SoftmaxOp>(op))
+      result = lowerSoftmax(ctx, &op);
+    else if (isa<tx::SoftmaxCrossEntropyLossOp>(op))
+      result = lowerCrossEntropy(ctx, &op);
+    else if (isa<tx::SoftmaxCrossEntropyGradOp>(op))
+      result = lowerCrossEntropyGrad(ctx, &op);
+    else if (isa<tx::GatherGradOp>(op))
+      result = lowerGatherGrad(ctx, &op);
+    else if (isa<tx::AdamOp, tx::SGDOp>(op))
+      result = lowerOptimizer(ctx, &op);
+    else
+      return op.emitError("'") << op.getName()
+                               << "' has no GPU lowering yet; txopt-run runs this step on the CPU";
+    if (failed(result))
+      return failure();
+  }
+
+  // Results: read back (loss, grad_norm) or copied over their argument for
+  // the next step, after everything else has read the old values.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    ResultBinding binding;
+    auto name = step.getResultAttrOfType<StringAttr>(i, "tx.name");
+    binding.name = name ? name.str() : "result" + std::to_string(i);
+    auto type = typeOf(value);
+    binding.dtype = *dtypeOf(type.getElementType());
+    binding.shape.assign(type.getShape().begin(), type.getShape().end());
+    binding.slot = ctx.bufferFor(value);
+    if (auto next = step.getResultAttrOfType<IntegerAttr>(i, "tx.next")) {
+      binding.next = next.getInt();
+      if (binding.next >= 0 && binding.next < static_cast<int>(program.arguments.size()))
+        program.arguments[binding.next].nextOf = i;
+    }
+    program.results.push_back(binding);
+  }
+  for (const ResultBinding &r : program.results) {
+    if (r.next < 0)
+      continue;
+    unsigned dst = program.arguments[r.next].slot;
+    if (dst != r.slot)
+      ctx.copy(dst, r.slot, ctx.buffers[r.slot].bytes, "next-step value of '" + r.name + "'");
+  }
+  // Everything returned stays readable until the step ends.
+  int last = static_cast<int>(program.commands.size());
+  for (const ResultBinding &r : program.results)
+    ctx.buffers[r.slot].lastCommand = last;
+
+  planMemory(ctx);
+  program.recipe = recipeJson(step);
+  for (const Command &c : program.commands) {
+    if (std::holds_alternative<LaunchCmd>(c.op)) ++program.stats.launches;
+    else if (std::holds_alternative<GemmCmd>(c.op)) ++program.stats.gemms;
+    else if (std::holds_alternative<MemsetCmd>(c.op)) ++program.stats.memsets;
+    else ++program.stats.copies;
+  }
+  return success();
+}
+
+void StepProgram::print(llvm::raw_ostream &os) const {
+  os << "gpu step for " << target << ": " << commands.size() << " commands ("
+     << stats.launches << " launches, " << stats.gemms << " gemms, "
+     << stats.memsets << " memsets, " << stats.copies << " copies), "
+     << stats.fusedOps << " ops fused into their users\n";
+  os << "arena " << arenaBytes << " bytes: arguments+constants "
+     << stats.argumentBytes << ", scratch " << stats.scratchBytes
+     << " (unplanned " << stats.unplannedBytes << ")\n";
+  for (const ArgumentBinding &a : arguments)
+    os << "arg '" << a.name << "' role=" << a.role << " slot=" << a.slot
+       << " " << dtypeName(a.dtype) << " next_of=" << a.nextOf << "\n";
+  for (const ResultBinding &r : results)
+    os << "result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
+  for (const Command &c : commands) {
+    if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
+      os << "launch " << kernelNames[l->kernel] << " grid=" << l->grid[0]
+         << " block=" << l->block[0] << " args=[";
+      llvm::interleaveComma(l->args, os);
+      os << "]";
+    } else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
+      os << "gemm m=" << g->m << " n=" << g->n << " k=" << g->k
+         << " batch=" << g->batch << " ta=" << g->transA << " tb=" << g->transB
+         << " " << dtypeName(g->aType) << "->" << dtypeName(g->dType)
+         << " a=" << g->a << " b=" << g->b << " d=" << g->d
+         << " beta=" << g->beta;
+    } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
+      os << "memset slot=" << m->slot << " value=" << m->value;
+    } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {
+      os << "copy dst=" << cp->dst << " src=" << cp->src << " bytes=" << cp->bytes;
+    }
+    os << "  // " << c.origin << "\n";
+  }
+}
