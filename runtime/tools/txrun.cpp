@@ -361,7 +361,8 @@ int run(const Options &o) {
       if (index >= 0)
         if (Status s = readScalar(*session, index, *value); !s.ok())
           return fail(kRunError, s.message());
-    bool print = step == 1 || step == o.steps || step % o.logEvery == 0;
+    bool finite = std::isfinite(loss) && std::isfinite(norm);
+    bool print = step == 1 || step == o.steps || step % o.logEvery == 0 || !finite;
     if (print) {
       std::printf("step %lld", static_cast<long long>(step));
       if (lossIndex >= 0)

@@ -68,7 +68,10 @@ bool parseSmTarget(const std::string &target, int &major, int &minor) {
 }
 
 Session::~Session() {
-  // Let queued work finish before buffers and modules go away.
+  // Frees below need this device's context current on the calling thread;
+  // and queued work must finish before buffers and modules go away.
+  if (device_)
+    (void)device_->makeCurrent();
   if (stream_)
     (void)stream_->synchronize();
 }
