@@ -1,0 +1,28 @@
+/*===- artifact_format.h - step.txa format constants ----------------------===*
+ *
+ * SPDX-License-Identifier: Apache-2.0
+ * The version of the artifact format (artifact.fbs) that this runtime reads
+ * and the compiler (lib/Target/CUDA) writes. Compatible schema changes add
+ * fields at the end of a table and keep the version; anything else bumps it,
+ * and a runtime refuses artifacts newer than it knows.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TXRT_ARTIFACT_FORMAT_H
+#define TXRT_ARTIFACT_FORMAT_H
+
+#ifdef __cplusplus
+namespace txrt {
+/// Artifact.format_version written by the compiler and accepted (or older)
+/// by the runtime.
+constexpr unsigned kFormatVersion = 1;
+/// The FlatBuffers file identifier at bytes 4..7 of every step.txa.
+constexpr const char kFileIdentifier[] = "TXA1";
+/// Arena slot offsets are multiples of this many bytes.
+constexpr unsigned long long kSlotAlignment = 256;
+} // namespace txrt
+#endif
+
+#define TXRT_ARTIFACT_FORMAT_VERSION 1
+
+#endif /* TXRT_ARTIFACT_FORMAT_H */

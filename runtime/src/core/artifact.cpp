@@ -1,0 +1,498 @@
+//===- artifact.cpp - loading and validating step.txa ---------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// All arithmetic on sizes from the file is overflow-checked: a hostile or
+// corrupt artifact must produce a message, never an out-of-bounds access.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/artifact.h"
+
+#include "core/dtype.h"
+#include "txrt/artifact_format.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace txrt {
+namespace {
+
+template <typename T> size_t sizeOf(const flatbuffers::Vector<T> *v) {
+  return v ? v->size() : 0;
+}
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
+
+/// a * b into |out| unless it exceeds 2^62.
+bool mulChecked(uint64_t a, uint64_t b, uint64_t &out) {
+  constexpr uint64_t kLimit = uint64_t(1) << 62;
+  if (a != 0 && b > kLimit / a)
+    return false;
+  out = a * b;
+  return out <= kLimit;
+}
+
+bool addChecked(uint64_t a, uint64_t b, uint64_t &out) {
+  out = a + b;
+  return out >= a && out <= (uint64_t(1) << 62);
+}
+
+const char *opName(fb::Op op) {
+  switch (op) {
+  case fb::Op::Launch: return "launch";
+  case fb::Op::Gemm: return "gemm";
+  case fb::Op::Memset: return "memset";
+  case fb::Op::Copy: return "copy";
+  default: return "command";
+  }
+}
+
+/// Walks the artifact once, stopping at the first problem.
+class Validator {
+public:
+  explicit Validator(const fb::Artifact &a) : a_(a), numSlots_(sizeOf(a.slots())) {}
+
+  Status run() {
+    TXRT_RETURN_IF_ERROR(checkSlots());
+    TXRT_RETURN_IF_ERROR(checkImagesAndKernels());
+    TXRT_RETURN_IF_ERROR(checkConstants());
+    TXRT_RETURN_IF_ERROR(checkArguments());
+    TXRT_RETURN_IF_ERROR(checkResults());
+    return checkCommands();
+  }
+
+private:
+  const fb::Artifact &a_;
+  size_t numSlots_;
+
+  uint64_t slotBytes(unsigned slot) const { return a_.slots()->Get(slot)->bytes(); }
+
+  /// "|what| names slot N, but the artifact has M slots".
+  Status checkSlotIndex(const std::string &where, const std::string &what,
+                        int64_t slot) const {
+    if (slot >= 0 && static_cast<uint64_t>(slot) < numSlots_)
+      return Status();
+    return Status::invalid(where + ": " + what + " names slot " +
+                           std::to_string(slot) + ", but the artifact has " +
+                           std::to_string(numSlots_) + " slots");
+  }
+
+  Status checkSlots() {
+    uint64_t arena = a_.arena_bytes();
+    for (size_t i = 0; i < numSlots_; ++i) {
+      const fb::Slot *s = a_.slots()->Get(i);
+      std::string where = "slot " + std::to_string(i);
+      if (s->offset() % kSlotAlignment != 0)
+        return Status::invalid(where + ": offset " + std::to_string(s->offset()) +
+                               " is not a multiple of " +
+                               std::to_string(kSlotAlignment));
+      uint64_t end;
+      if (!addChecked(s->offset(), s->bytes(), end) || end > arena)
+        return Status::invalid(where + ": bytes [" + std::to_string(s->offset()) +
+                               ", " + std::to_string(s->offset() + s->bytes()) +
+                               ") lie outside the arena of " +
+                               std::to_string(arena) + " bytes");
+    }
+    return Status();
+  }
+
+  Status checkImagesAndKernels() {
+    for (size_t i = 0; i < sizeOf(a_.images()); ++i) {
+      const fb::KernelImage *image = a_.images()->Get(i);
+      std::string where = "image " + std::to_string(i);
+      if (image->format() != fb::ImageFormat::PTX &&
+          image->format() != fb::ImageFormat::CUBIN)
+        return Status::invalid(where + ": unknown image format " +
+                               std::to_string(int(image->format())));
+      if (sizeOf(image->data()) == 0)
+        return Status::invalid(where + ": no data");
+    }
+    size_t numImages = sizeOf(a_.images());
+    for (size_t i = 0; i < sizeOf(a_.kernels()); ++i) {
+      const fb::Kernel *k = a_.kernels()->Get(i);
+      std::string where = "kernel " + std::to_string(i);
+      if (!k->name() || k->name()->size() == 0)
+        return Status::invalid(where + ": no name");
+      if (k->image() >= numImages)
+        return Status::invalid(where + " ('" + k->name()->str() +
+                               "'): names image " + std::to_string(k->image()) +
+                               ", but the artifact has " +
+                               std::to_string(numImages) + " images");
+    }
+    return Status();
+  }
+
+  Status checkConstants() {
+    for (size_t i = 0; i < sizeOf(a_.constants()); ++i) {
+      const fb::ConstantData *c = a_.constants()->Get(i);
+      std::string where = "constant " + std::to_string(i);
+      TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "its slot", c->slot()));
+      if (sizeOf(c->data()) > slotBytes(c->slot()))
+        return Status::invalid(where + ": " + std::to_string(sizeOf(c->data())) +
+                               " bytes do not fit slot " +
+                               std::to_string(c->slot()) + " of " +
+                               std::to_string(slotBytes(c->slot())) + " bytes");
+    }
+    return Status();
+  }
+
+  /// Element count and bytes of a tensor, checked to fit |slot|.
+  Status checkTensor(const std::string &where, DType dtype,
+                     const flatbuffers::Vector<int64_t> *shape, unsigned slot,
+                     uint64_t &elements) {
+    if (!isKnownDType(dtype))
+      return Status::invalid(where + ": unknown dtype " +
+                             std::to_string(int(dtype)));
+    TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "its slot", slot));
+    if (!shapeElements(shape, elements))
+      return Status::invalid(where + ": the shape has a negative or too large "
+                                     "dimension");
+    uint64_t bytes;
+    if (!mulChecked(elements, dtypeSize(dtype), bytes) || bytes > slotBytes(slot))
+      return Status::invalid(where + ": " + std::to_string(elements) + " x " +
+                             dtypeName(dtype) + " need " +
+                             std::to_string(elements * dtypeSize(dtype)) +
+                             " bytes, but slot " + std::to_string(slot) +
+                             " has " + std::to_string(slotBytes(slot)));
+    return Status();
+  }
+
+  Status checkArguments() {
+    size_t numResults = sizeOf(a_.results());
+    for (size_t i = 0; i < sizeOf(a_.arguments()); ++i) {
+      const fb::Argument *arg = a_.arguments()->Get(i);
+      std::string where = "argument " + std::to_string(i) + " ('" +
+                          str(arg->name()) + "')";
+      uint64_t elements;
+      TXRT_RETURN_IF_ERROR(
+          checkTensor(where, arg->dtype(), arg->shape(), arg->slot(), elements));
+      if (arg->next_of() < -1 ||
+          (arg->next_of() >= 0 && static_cast<size_t>(arg->next_of()) >= numResults))
+        return Status::invalid(where + ": next_of names result " +
+                               std::to_string(arg->next_of()) +
+                               ", but the artifact has " +
+                               std::to_string(numResults) + " results");
+      switch (arg->init()) {
+      case fb::InitKind::ZEROS:
+      case fb::InitKind::SPLAT:
+      case fb::InitKind::BATCH:
+        break;
+      case fb::InitKind::INLINE:
+      case fb::InitKind::EXTERNAL: {
+        if (!isKnownDType(arg->source_dtype()))
+          return Status::invalid(where + ": unknown source dtype " +
+                                 std::to_string(int(arg->source_dtype())));
+        uint64_t want = elements * dtypeSize(arg->source_dtype());
+        uint64_t have = arg->init() == fb::InitKind::INLINE
+                            ? sizeOf(arg->data())
+                            : arg->length();
+        if (have != want)
+          return Status::invalid(
+              where + ": " +
+              (arg->init() == fb::InitKind::INLINE ? "inline data" : "external data") +
+              " holds " + std::to_string(have) + " bytes, but " +
+              std::to_string(elements) + " x " + dtypeName(arg->source_dtype()) +
+              " need " + std::to_string(want));
+        if (arg->init() == fb::InitKind::EXTERNAL &&
+            (!arg->path() || arg->path()->size() == 0))
+          return Status::invalid(where + ": external data without a path");
+        break;
+      }
+      default:
+        return Status::invalid(where + ": unknown init kind " +
+                               std::to_string(int(arg->init())));
+      }
+    }
+    return Status();
+  }
+
+  Status checkResults() {
+    size_t numArgs = sizeOf(a_.arguments());
+    for (size_t i = 0; i < sizeOf(a_.results()); ++i) {
+      const fb::Result *r = a_.results()->Get(i);
+      std::string where = "result " + std::to_string(i) + " ('" + str(r->name()) + "')";
+      uint64_t elements;
+      TXRT_RETURN_IF_ERROR(
+          checkTensor(where, r->dtype(), r->shape(), r->slot(), elements));
+      if (r->next() < -1 || (r->next() >= 0 && static_cast<size_t>(r->next()) >= numArgs))
+        return Status::invalid(where + ": next names argument " +
+                               std::to_string(r->next()) +
+                               ", but the artifact has " +
+                               std::to_string(numArgs) + " arguments");
+      if (r->next() >= 0) {
+        const fb::Argument *arg = a_.arguments()->Get(r->next());
+        uint64_t argElements = 0;
+        shapeElements(arg->shape(), argElements);
+        if (arg->dtype() != r->dtype() || argElements != elements)
+          return Status::invalid(where + ": becomes argument " +
+                                 std::to_string(r->next()) + " ('" +
+                                 str(arg->name()) +
+                                 "'), but their dtypes or sizes differ");
+      }
+    }
+    return Status();
+  }
+
+  /// Checks that a |rows| x |cols| column-major matrix with leading
+  /// dimension |ld|, |batch| times |stride| elements apart, fits |slot|.
+  Status checkMatrix(const std::string &where, const char *name, unsigned slot,
+                     DType type, uint64_t rows, uint64_t cols, uint64_t ld,
+                     uint64_t batch, int64_t stride) {
+    TXRT_RETURN_IF_ERROR(checkSlotIndex(where, std::string("operand ") + name, slot));
+    if (!isKnownDType(type))
+      return Status::invalid(where + ": operand " + name + " has unknown dtype " +
+                             std::to_string(int(type)));
+    if (ld < rows)
+      return Status::invalid(where + ": operand " + name + " has leading dimension " +
+                             std::to_string(ld) + " < its " + std::to_string(rows) +
+                             " rows");
+    if (stride < 0)
+      return Status::invalid(where + ": operand " + name + " has a negative batch stride");
+    uint64_t lastCol, extent, batchSpan, elements, bytes;
+    if (!mulChecked(ld, cols - 1, lastCol) || !addChecked(lastCol, rows, extent) ||
+        !mulChecked(batch - 1, static_cast<uint64_t>(stride), batchSpan) ||
+        !addChecked(batchSpan, extent, elements) ||
+        !mulChecked(elements, dtypeSize(type), bytes) || bytes > slotBytes(slot))
+      return Status::invalid(where + ": operand " + name + " spans " +
+                             std::to_string(elements * dtypeSize(type)) +
+                             " bytes, but slot " + std::to_string(slot) + " has " +
+                             std::to_string(slotBytes(slot)));
+    return Status();
+  }
+
+  Status checkOptionalSlot(const std::string &where, const char *what, int slot) {
+    if (slot == -1)
+      return Status();
+    return checkSlotIndex(where, what, slot);
+  }
+
+  Status checkGemm(const std::string &where, const fb::Gemm &g) {
+    if (g.m() == 0 || g.n() == 0 || g.k() == 0 || g.batch() == 0)
+      return Status::invalid(where + ": gemm has an empty dimension (m " +
+                             std::to_string(g.m()) + ", n " + std::to_string(g.n()) +
+                             ", k " + std::to_string(g.k()) + ", batch " +
+                             std::to_string(g.batch()) + ")");
+    for (DType t : {g.a_type(), g.b_type(), g.d_type()})
+      if (!isFloatDType(t) || t == DType::F64)
+        return Status::invalid(where + ": gemm operand type " +
+                               std::string(dtypeName(t)) +
+                               " is not one of f32, f16, bf16, f8e4m3fn, f8e5m2");
+    if (g.compute() != fb::ComputeType::F32 &&
+        g.compute() != fb::ComputeType::F32_FAST_TF32)
+      return Status::invalid(where + ": unknown compute type " +
+                             std::to_string(int(g.compute())));
+    if (static_cast<unsigned>(g.epilogue()) > static_cast<unsigned>(fb::Epilogue::MAX))
+      return Status::invalid(where + ": unknown epilogue " +
+                             std::to_string(int(g.epilogue())));
+    TXRT_RETURN_IF_ERROR(checkMatrix(where, "A", g.a(), g.a_type(),
+                                     g.trans_a() ? g.k() : g.m(),
+                                     g.trans_a() ? g.m() : g.k(), g.lda(),
+                                     g.batch(), g.stride_a()));
+    TXRT_RETURN_IF_ERROR(checkMatrix(where, "B", g.b(), g.b_type(),
+                                     g.trans_b() ? g.n() : g.k(),
+                                     g.trans_b() ? g.k() : g.n(), g.ldb(),
+                                     g.batch(), g.stride_b()));
+    TXRT_RETURN_IF_ERROR(checkMatrix(where, "D", g.d(), g.d_type(), g.m(), g.n(),
+                                     g.ldd(), g.batch(), g.stride_d()));
+    bool wantsBias = g.epilogue() == fb::Epilogue::BIAS ||
+                     g.epilogue() == fb::Epilogue::GELU_BIAS;
+    if (wantsBias && g.bias() < 0)
+      return Status::invalid(where + ": the bias epilogue has no bias slot");
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "bias", g.bias()));
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "a_scale", g.a_scale()));
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "b_scale", g.b_scale()));
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "d_scale", g.d_scale()));
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "d_amax", g.d_amax()));
+    if (g.bias() >= 0 && slotBytes(g.bias()) < g.m() * dtypeSize(g.d_type()))
+      return Status::invalid(where + ": bias slot " + std::to_string(g.bias()) +
+                             " holds fewer than m = " + std::to_string(g.m()) +
+                             " elements");
+    for (int s : {g.a_scale(), g.b_scale(), g.d_scale(), g.d_amax()})
+      if (s >= 0 && slotBytes(s) < 4)
+        return Status::invalid(where + ": scale slot " + std::to_string(s) +
+                               " is smaller than one f32");
+    return Status();
+  }
+
+  Status checkCommands() {
+    size_t numKernels = sizeOf(a_.kernels());
+    for (size_t i = 0; i < sizeOf(a_.commands()); ++i) {
+      const fb::Command *c = a_.commands()->Get(i);
+      std::string where = "command " + std::to_string(i) + " (origin '" +
+                          str(c->origin()) + "')";
+      switch (c->op_type()) {
+      case fb::Op::Launch: {
+        const fb::Launch *l = c->op_as_Launch();
+        if (l->kernel() >= numKernels)
+          return Status::invalid(where + ": launch names kernel " +
+                                 std::to_string(l->kernel()) +
+                                 ", but the artifact has " +
+                                 std::to_string(numKernels) + " kernels");
+        for (auto [dims, name] : {std::pair{l->grid(), "grid"}, {l->block(), "block"}}) {
+          if (sizeOf(dims) != 3)
+            return Status::invalid(where + ": launch " + name + " has " +
+                                   std::to_string(sizeOf(dims)) +
+                                   " entries, expected 3 (x, y, z)");
+          for (unsigned d = 0; d < 3; ++d)
+            if (dims->Get(d) == 0)
+              return Status::invalid(where + ": launch " + name + " dimension " +
+                                     std::to_string(d) + " is 0");
+        }
+        for (size_t j = 0; j < sizeOf(l->args()); ++j)
+          TXRT_RETURN_IF_ERROR(checkSlotIndex(
+              where, "launch argument " + std::to_string(j), l->args()->Get(j)));
+        break;
+      }
+      case fb::Op::Gemm:
+        TXRT_RETURN_IF_ERROR(checkGemm(where, *c->op_as_Gemm()));
+        break;
+      case fb::Op::Memset: {
+        const fb::Memset *m = c->op_as_Memset();
+        TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "memset", m->slot()));
+        if (slotBytes(m->slot()) % 4 != 0)
+          return Status::invalid(where + ": memset slot " +
+                                 std::to_string(m->slot()) + " has " +
+                                 std::to_string(slotBytes(m->slot())) +
+                                 " bytes, not a multiple of 4");
+        break;
+      }
+      case fb::Op::Copy: {
+        const fb::Copy *cp = c->op_as_Copy();
+        TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "copy destination", cp->dst()));
+        TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "copy source", cp->src()));
+        if (cp->bytes() > slotBytes(cp->dst()) || cp->bytes() > slotBytes(cp->src()))
+          return Status::invalid(where + ": copy of " + std::to_string(cp->bytes()) +
+                                 " bytes exceeds slot " + std::to_string(cp->src()) +
+                                 " (" + std::to_string(slotBytes(cp->src())) +
+                                 " bytes) or slot " + std::to_string(cp->dst()) +
+                                 " (" + std::to_string(slotBytes(cp->dst())) +
+                                 " bytes)");
+        break;
+      }
+      default:
+        return Status::invalid(where + ": unknown or missing op (type " +
+                               std::to_string(int(c->op_type())) + ")");
+      }
+    }
+    return Status();
+  }
+};
+
+} // namespace
+
+bool shapeElements(const flatbuffers::Vector<int64_t> *shape, uint64_t &out) {
+  out = 1;
+  for (size_t i = 0; i < sizeOf(shape); ++i) {
+    int64_t d = shape->Get(i);
+    if (d < 0 || !mulChecked(out, static_cast<uint64_t>(d), out))
+      return false;
+  }
+  return true;
+}
+
+Status verifyArtifactBytes(const uint8_t *data, size_t size) {
+  auto notArtifact = [](const std::string &why) {
+    return Status::invalid("not a txopt artifact or truncated: " + why);
+  };
+  if (size < 8)
+    return notArtifact("only " + std::to_string(size) + " bytes");
+  if (!flatbuffers::BufferHasIdentifier(data, kFileIdentifier))
+    return notArtifact("the file identifier is not '" + std::string(kFileIdentifier) +
+                       "'");
+  // Read the version before the full verification, so that a newer artifact
+  // whose layout this runtime cannot verify still gets the helpful message.
+  flatbuffers::Verifier header(data, size, /*max_depth=*/64,
+                               /*max_tables=*/1000000);
+  if (header.VerifyOffset(0) == 0)
+    return notArtifact("bad root offset");
+  const fb::Artifact *root = fb::GetArtifact(data);
+  flatbuffers::Verifier tableCheck(data, size, 64, 1000000);
+  // fb::Artifact derives privately from Table; view it as the Table it is.
+  const auto *table = reinterpret_cast<const flatbuffers::Table *>(root);
+  if (!table->VerifyTableStart(tableCheck) ||
+      !table->VerifyField<uint32_t>(tableCheck, fb::Artifact::VT_FORMAT_VERSION, 4))
+    return notArtifact("the root table is damaged");
+  if (root->format_version() > kFormatVersion)
+    return Status::invalid("artifact format version " +
+                           std::to_string(root->format_version()) +
+                           " is newer than this runtime supports (" +
+                           std::to_string(kFormatVersion) + "); rebuild txrun");
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/64,
+                                 /*max_tables=*/1u << 24);
+  if (!fb::VerifyArtifactBuffer(verifier))
+    return notArtifact("the FlatBuffers verifier rejects the " +
+                       std::to_string(size) + " bytes");
+  if (root->format_version() == 0)
+    return Status::invalid("artifact format version 0 is not a valid version "
+                           "(expected 1)");
+  return Status();
+}
+
+Status validateArtifact(const fb::Artifact &artifact) {
+  return Validator(artifact).run();
+}
+
+Status Artifact::fromBytes(std::vector<uint8_t> bytes, std::string directory,
+                           std::unique_ptr<Artifact> &out) {
+  // FlatBuffers reads scalars in place; a std::vector's storage from
+  // operator new is aligned for any scalar, as the verifier wants.
+  TXRT_RETURN_IF_ERROR(verifyArtifactBytes(bytes.data(), bytes.size()));
+  auto artifact = std::unique_ptr<Artifact>(new Artifact());
+  artifact->bytes_ = std::move(bytes);
+  artifact->directory_ = std::move(directory);
+  artifact->root_ = fb::GetArtifact(artifact->bytes_.data());
+  TXRT_RETURN_IF_ERROR(validateArtifact(*artifact->root_));
+  out = std::move(artifact);
+  return Status();
+}
+
+Status Artifact::loadFile(const std::string &path, std::unique_ptr<Artifact> &out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::invalid("cannot read '" + path + "': " + std::strerror(errno));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
+                             std::istreambuf_iterator<char>());
+  if (file.bad())
+    return Status::invalid("cannot read '" + path + "': I/O error");
+  size_t slash = path.find_last_of('/');
+  std::string directory = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (directory.empty())
+    directory = "/";
+  return fromBytes(std::move(bytes), directory, out).withContext(path);
+}
+
+int Artifact::findArgument(const std::string &name) const {
+  for (size_t i = 0; i < sizeOf(root_->arguments()); ++i)
+    if (str(root_->arguments()->Get(i)->name()) == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+int Artifact::findResult(const std::string &name) const {
+  for (size_t i = 0; i < sizeOf(root_->results()); ++i)
+    if (str(root_->results()->Get(i)->name()) == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+uint64_t Artifact::argumentElements(unsigned index) const {
+  uint64_t n = 0;
+  shapeElements(root_->arguments()->Get(index)->shape(), n);
+  return n;
+}
+
+uint64_t Artifact::resultElements(unsigned index) const {
+  uint64_t n = 0;
+  shapeElements(root_->results()->Get(index)->shape(), n);
+  return n;
+}
+
+std::string Artifact::describeCommand(unsigned index) const {
+  const fb::Command *c = root_->commands()->Get(index);
+  return "command " + std::to_string(index) + " (" + opName(c->op_type()) +
+         " from origin '" + str(c->origin()) + "')";
+}
+
+} // namespace txrt

@@ -1,0 +1,65 @@
+//===- artifact.h - loading and validating step.txa ------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// An artifact is untrusted input: the loader checks the identifier, runs the
+// FlatBuffers verifier, checks the format version and then every index and
+// size the runtime will later trust (slots, kernels, images, byte counts),
+// so that executing a validated artifact never reads or writes outside the
+// arena. Each failure is one line naming the offending element.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXRT_CORE_ARTIFACT_H
+#define TXRT_CORE_ARTIFACT_H
+
+#include "core/status.h"
+#include "txrt/artifact_generated.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace txrt {
+
+/// A verified, validated artifact; owns its bytes.
+class Artifact {
+public:
+  /// Reads and validates the file at |path|. Relative EXTERNAL paths are
+  /// resolved against its folder.
+  static Status loadFile(const std::string &path, std::unique_ptr<Artifact> &out);
+  /// Validates |bytes|; |directory| resolves relative EXTERNAL paths.
+  static Status fromBytes(std::vector<uint8_t> bytes, std::string directory,
+                          std::unique_ptr<Artifact> &out);
+
+  const fb::Artifact &root() const { return *root_; }
+  const std::string &directory() const { return directory_; }
+  const std::vector<uint8_t> &bytes() const { return bytes_; }
+
+  /// Index of the argument / result named |name|, or -1.
+  int findArgument(const std::string &name) const;
+  int findResult(const std::string &name) const;
+  /// Number of elements of argument / result |index| (validated to fit).
+  uint64_t argumentElements(unsigned index) const;
+  uint64_t resultElements(unsigned index) const;
+  /// "command 12 (origin 'x')" for messages.
+  std::string describeCommand(unsigned index) const;
+
+private:
+  std::vector<uint8_t> bytes_;
+  std::string directory_;
+  const fb::Artifact *root_ = nullptr;
+};
+
+/// The element count of |shape| in |out|; fails on negative dimensions or
+/// overflow past 2^62.
+bool shapeElements(const flatbuffers::Vector<int64_t> *shape, uint64_t &out);
+
+/// Checks identifier, verifier and version only (no index validation).
+Status verifyArtifactBytes(const uint8_t *data, size_t size);
+/// Checks every index and size of a verified artifact.
+Status validateArtifact(const fb::Artifact &artifact);
+
+} // namespace txrt
+
+#endif // TXRT_CORE_ARTIFACT_H

@@ -1,0 +1,92 @@
+//===- batch.h - the training batch, as txopt-run feeds it -----*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// txrun must feed a step exactly what txopt-run (tools/txopt-run/Steps.cpp,
+// Inputs.cpp) feeds the CPU reference executor, because the two runs are
+// compared number by number. This file reimplements those semantics:
+//  * without --data, every BATCH argument gets one seeded random value,
+//    drawn once and reused every step: splitmix64 seeded with
+//    seed + (argIndex << 32); floats N(0, 1) by Box-Muller (cosine branch,
+//    u1 = 1 - uniform, u2 = uniform) rounded once to the element type;
+//    integers floor(uniform * bound), bound = index_bound or 2; i1 in {0, 1};
+//  * with --data, integer BATCH arguments are token windows: the one whose
+//    role is "labels" reads the window shifted by one, every other one (there
+//    must be exactly one) the window itself; a window is the argument's
+//    element count, and it advances per step, wrapping to 0 when the next
+//    window plus one token would run past the end. Other BATCH arguments stay
+//    random.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXRT_CORE_BATCH_H
+#define TXRT_CORE_BATCH_H
+
+#include "core/artifact.h"
+#include "core/dtype.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace txrt {
+
+/// txopt-run's default --seed.
+constexpr uint64_t kDefaultSeed = 0;
+
+/// splitmix64 (Steele, Lea, Flood 2014).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, 1) with 53 random bits.
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+/// The seeded random value of argument |argIndex|: |elements| values of
+/// |type| (see the file comment), as raw bytes.
+std::vector<uint8_t> randomArgument(DType type, uint64_t elements, uint64_t seed,
+                                    unsigned argIndex, int64_t bound);
+
+/// Reads a token file: a 1-D integer .npy, or llm.c's .bin (256 int32 header:
+/// magic 20240520, version 1, count; then count little-endian uint16).
+Status readTokens(const std::string &path, std::vector<int64_t> &out);
+
+/// Produces the BATCH argument values for each step.
+class BatchFeeder {
+public:
+  struct Write {
+    unsigned argument;
+    const std::vector<uint8_t> *bytes;
+  };
+
+  static Status create(const Artifact &artifact, uint64_t seed,
+                       const std::optional<std::string> &dataPath,
+                       std::unique_ptr<BatchFeeder> &out);
+
+  /// The argument values to upload before step |step| (1-based): every
+  /// BATCH argument before step 1, then only the token windows.
+  void writesForStep(int64_t step, std::vector<Write> &out);
+  /// Elements of the argument whose role is "data" (else of the token
+  /// argument with --data); 0 when there is none.
+  uint64_t tokensPerStep() const { return tokensPerStep_; }
+
+private:
+  struct Fed {
+    unsigned argument;
+    DType dtype;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Fed> random_;
+  std::optional<Fed> tokensArg_, labelsArg_;
+  std::vector<int64_t> tokens_;
+  int64_t window_ = 0, offset_ = 0;
+  uint64_t tokensPerStep_ = 0;
+};
+
+} // namespace txrt
+
+#endif // TXRT_CORE_BATCH_H

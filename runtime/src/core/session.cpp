@@ -1,0 +1,424 @@
+//===- session.cpp - an artifact loaded onto a device ---------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Errors from commands name the command index, its origin and, for
+// launches, the kernel, so a failure points back at the ONNX node.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/session.h"
+
+#include "core/dtype.h"
+#include "hal/cuda/cuda_hal.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace txrt {
+
+/// Precomputed kernel parameters of one Launch: the slot addresses and the
+/// pointers to them that cuLaunchKernel reads.
+struct Session::LaunchPlan {
+  std::vector<hal::DevicePtr> addresses;
+  std::vector<void *> params;
+};
+
+namespace {
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
+
+/// Reads |length| bytes at |offset| of |path|, checking the file is long
+/// enough.
+Status readFileRange(const std::string &path, uint64_t offset, uint64_t length,
+                     std::vector<uint8_t> &out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::invalid("cannot read '" + path + "': " + std::strerror(errno));
+  file.seekg(0, std::ios::end);
+  uint64_t size = static_cast<uint64_t>(file.tellg());
+  if (offset > size || length > size - offset)
+    return Status::invalid("'" + path + "' has " + std::to_string(size) +
+                           " bytes, but the artifact reads [" +
+                           std::to_string(offset) + ", " +
+                           std::to_string(offset + length) + ")");
+  out.resize(length);
+  file.seekg(static_cast<std::streamoff>(offset));
+  if (length && !file.read(reinterpret_cast<char *>(out.data()),
+                           static_cast<std::streamsize>(length)))
+    return Status::invalid("cannot read '" + path + "': I/O error");
+  return Status();
+}
+
+} // namespace
+
+bool parseSmTarget(const std::string &target, int &major, int &minor) {
+  if (target.rfind("sm_", 0) != 0)
+    return false;
+  size_t end = 3;
+  while (end < target.size() && std::isdigit(static_cast<unsigned char>(target[end])))
+    ++end;
+  std::string digits = target.substr(3, end - 3);
+  if (digits.size() < 2 || digits.size() > 3)
+    return false;
+  major = std::stoi(digits.substr(0, digits.size() - 1));
+  minor = digits.back() - '0';
+  return true;
+}
+
+Session::~Session() {
+  // Frees below need this device's context current on the calling thread;
+  // and queued work must finish before buffers and modules go away.
+  if (device_)
+    (void)device_->makeCurrent();
+  if (stream_)
+    (void)stream_->synchronize();
+}
+
+Status Session::create(std::shared_ptr<const Artifact> artifact,
+                       const SessionOptions &options, std::unique_ptr<Session> &out) {
+  if (!artifact)
+    return Status::invalid("no artifact");
+  std::unique_ptr<Session> session(new Session());
+  session->artifact_ = std::move(artifact);
+  Status status = cuda::createCudaDevice(options.device, session->device_);
+  if (status.code() == TXRT_UNAVAILABLE)
+    return Status::unavailable("no CUDA GPU found (" + status.message() +
+                               "); txopt-run runs the step on the CPU");
+  TXRT_RETURN_IF_ERROR(status);
+  TXRT_RETURN_IF_ERROR(session->load(options));
+  out = std::move(session);
+  return Status();
+}
+
+hal::DevicePtr Session::slotAddress(unsigned slot) const {
+  return arena_->address() + artifact_->root().slots()->Get(slot)->offset();
+}
+
+uint64_t Session::slotBytes(unsigned slot) const {
+  return artifact_->root().slots()->Get(slot)->bytes();
+}
+
+Status Session::load(const SessionOptions &options) {
+  const fb::Artifact &a = artifact_->root();
+  const hal::DeviceInfo &info = device_->info();
+  useGraphs_ = options.useGraphs && !options.syncEachCommand;
+  syncEach_ = options.syncEachCommand;
+  std::string deviceName = "device " + std::to_string(options.device) + " (" +
+                           info.name + ", compute capability " +
+                           std::to_string(info.ccMajor) + "." +
+                           std::to_string(info.ccMinor) + ")";
+  std::string target = str(a.target());
+  if (!target.empty()) {
+    int major = 0, minor = 0;
+    if (!parseSmTarget(target, major, minor))
+      return Status::invalid("the artifact's target '" + target +
+                             "' is not of the form sm_XY");
+    if (info.ccMajor * 10 + info.ccMinor < major * 10 + minor)
+      return Status::invalid("the artifact targets " + target + ", but " +
+                             deviceName + " is older; recompile for this GPU");
+  }
+  if (a.needs_fp8() && info.ccMajor * 10 + info.ccMinor < 89)
+    return Status::invalid("the artifact uses FP8 GEMMs, which need compute "
+                           "capability 8.9 or newer, but " + deviceName +
+                           " lacks them; recompile without FP8");
+
+  size_t total = 0;
+  TXRT_RETURN_IF_ERROR(device_->memoryInfo(freeBefore_, total));
+  minFree_ = freeBefore_;
+  TXRT_RETURN_IF_ERROR(device_->createStream(stream_));
+  TXRT_RETURN_IF_ERROR(device_->createEvent(start_));
+  TXRT_RETURN_IF_ERROR(device_->createEvent(end_));
+
+  size_t numImages = a.images() ? a.images()->size() : 0;
+  for (size_t i = 0; i < numImages; ++i) {
+    const fb::KernelImage *image = a.images()->Get(i);
+    std::unique_ptr<hal::Module> module;
+    TXRT_RETURN_IF_ERROR(device_
+                             ->loadModule(image->format(), image->data()->data(),
+                                          image->data()->size(), module)
+                             .withContext("image " + std::to_string(i) + " (" +
+                                          (image->format() == fb::ImageFormat::PTX
+                                               ? "PTX"
+                                               : "cubin") +
+                                          ")"));
+    modules_.push_back(std::move(module));
+  }
+  size_t numKernels = a.kernels() ? a.kernels()->size() : 0;
+  for (size_t i = 0; i < numKernels; ++i) {
+    const fb::Kernel *k = a.kernels()->Get(i);
+    std::unique_ptr<hal::Kernel> kernel;
+    TXRT_RETURN_IF_ERROR(modules_[k->image()]->getKernel(k->name()->str(), kernel)
+                             .withContext("kernel " + std::to_string(i)));
+    kernels_.push_back(std::move(kernel));
+  }
+
+  // One arena for every tensor, rounded up so the whole of it can be
+  // zeroed with 32-bit stores.
+  uint64_t arenaBytes = (a.arena_bytes() + 255) / 256 * 256;
+  TXRT_RETURN_IF_ERROR(device_->allocate(arenaBytes, arena_).withContext("the arena"));
+  TXRT_RETURN_IF_ERROR(stream_->memset32(arena_->address(), 0, arenaBytes / 4)
+                           .withContext("zeroing the arena"));
+  size_t numConstants = a.constants() ? a.constants()->size() : 0;
+  for (size_t i = 0; i < numConstants; ++i) {
+    const fb::ConstantData *c = a.constants()->Get(i);
+    if (!c->data() || c->data()->size() == 0)
+      continue;
+    TXRT_RETURN_IF_ERROR(stream_
+                             ->copyHostToDevice(slotAddress(c->slot()), c->data()->data(),
+                                                c->data()->size())
+                             .withContext("constant " + std::to_string(i)));
+  }
+  size_t numArgs = a.arguments() ? a.arguments()->size() : 0;
+  for (size_t i = 0; i < numArgs; ++i)
+    TXRT_RETURN_IF_ERROR(initializeArgument(static_cast<unsigned>(i), options));
+
+  // Per-command plans: GEMM descriptors and algorithms, launch parameters.
+  size_t numCommands = a.commands() ? a.commands()->size() : 0;
+  gemms_.resize(numCommands);
+  launches_.resize(numCommands);
+  for (size_t i = 0; i < numCommands; ++i) {
+    const fb::Command *c = a.commands()->Get(i);
+    std::string where = "command " + std::to_string(i) + " (origin '" +
+                        str(c->origin()) + "')";
+    if (const fb::Launch *l = c->op_as_Launch()) {
+      auto plan = std::make_unique<LaunchPlan>();
+      size_t n = l->args() ? l->args()->size() : 0;
+      plan->addresses.resize(n);
+      for (size_t j = 0; j < n; ++j)
+        plan->addresses[j] = slotAddress(l->args()->Get(j));
+      for (size_t j = 0; j < n; ++j)
+        plan->params.push_back(&plan->addresses[j]);
+      hal::Kernel &kernel = *kernels_[l->kernel()];
+      TXRT_RETURN_IF_ERROR(kernel.allowSharedMemory(l->shared_bytes())
+                               .withContext(where + ": kernel '" + kernel.name() +
+                                            "' with " +
+                                            std::to_string(l->shared_bytes()) +
+                                            " bytes of shared memory"));
+      launches_[i] = std::move(plan);
+    } else if (const fb::Gemm *g = c->op_as_Gemm()) {
+      if (!blas_)
+        TXRT_RETURN_IF_ERROR(device_->createBlas(blas_).withContext(where));
+      hal::GemmSpec s;
+      s.m = g->m(), s.n = g->n(), s.k = g->k(), s.batch = g->batch();
+      s.transA = g->trans_a(), s.transB = g->trans_b();
+      s.lda = g->lda(), s.ldb = g->ldb(), s.ldd = g->ldd();
+      s.strideA = g->stride_a(), s.strideB = g->stride_b(), s.strideD = g->stride_d();
+      s.aType = g->a_type(), s.bType = g->b_type(), s.dType = g->d_type();
+      s.fastTf32 = g->compute() == fb::ComputeType::F32_FAST_TF32;
+      s.alpha = g->alpha(), s.beta = g->beta();
+      s.epilogue = g->epilogue();
+      s.a = slotAddress(g->a()), s.b = slotAddress(g->b()), s.d = slotAddress(g->d());
+      auto optional = [&](int slot) -> hal::DevicePtr {
+        return slot >= 0 ? slotAddress(static_cast<unsigned>(slot)) : 0;
+      };
+      s.bias = optional(g->bias());
+      s.aScale = optional(g->a_scale()), s.bScale = optional(g->b_scale());
+      s.dScale = optional(g->d_scale()), s.dAmax = optional(g->d_amax());
+      std::string shape = "gemm m " + std::to_string(s.m) + " n " +
+                          std::to_string(s.n) + " k " + std::to_string(s.k) +
+                          " batch " + std::to_string(s.batch) + " (" +
+                          dtypeName(s.aType) + " x " + dtypeName(s.bType) + " -> " +
+                          dtypeName(s.dType) + ")";
+      TXRT_RETURN_IF_ERROR(
+          blas_->prepare(s, gemms_[i]).withContext(where + ": " + shape));
+    }
+  }
+  TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext("loading the artifact"));
+  return sampleMemory();
+}
+
+Status Session::initializeArgument(unsigned index, const SessionOptions &options) {
+  const fb::Argument *arg = artifact_->root().arguments()->Get(index);
+  std::string where = "argument " + std::to_string(index) + " ('" + str(arg->name()) + "')";
+  uint64_t elements = artifact_->argumentElements(index);
+  size_t bytes = elements * dtypeSize(arg->dtype());
+  std::vector<uint8_t> host;
+  switch (arg->init()) {
+  case fb::InitKind::ZEROS:
+  case fb::InitKind::BATCH:
+    // The arena was zeroed; a BATCH argument is written by the driver.
+    return Status();
+  case fb::InitKind::SPLAT:
+    host.resize(bytes);
+    for (uint64_t i = 0; i < elements; ++i)
+      storeFromDouble(arg->dtype(), host.data(), i, arg->splat());
+    break;
+  case fb::InitKind::INLINE:
+  case fb::InitKind::EXTERNAL: {
+    std::vector<uint8_t> source;
+    const void *data;
+    if (arg->init() == fb::InitKind::INLINE) {
+      data = arg->data() ? arg->data()->data() : nullptr;
+    } else {
+      std::string path = arg->path()->str();
+      if (path[0] != '/')
+        path = (options.weightsDir.empty() ? artifact_->directory() : options.weightsDir) +
+               "/" + path;
+      TXRT_RETURN_IF_ERROR(
+          readFileRange(path, arg->offset(), arg->length(), source).withContext(where));
+      data = source.data();
+    }
+    host.resize(bytes);
+    if (elements)
+      TXRT_RETURN_IF_ERROR(
+          convertElements(arg->source_dtype(), data, arg->dtype(), host.data(), elements)
+              .withContext(where));
+    break;
+  }
+  default:
+    return Status::invalid(where + ": unknown init kind");
+  }
+  if (host.empty())
+    return Status();
+  return stream_->copyHostToDevice(slotAddress(arg->slot()), host.data(), host.size())
+      .withContext(where);
+}
+
+Status Session::writeArgument(unsigned index, const void *data, size_t bytes) {
+  const fb::Artifact &a = artifact_->root();
+  if (!a.arguments() || index >= a.arguments()->size())
+    return Status::outOfRange("argument index " + std::to_string(index) +
+                              " out of range");
+  const fb::Argument *arg = a.arguments()->Get(index);
+  size_t want = artifact_->argumentElements(index) * dtypeSize(arg->dtype());
+  if (bytes != want)
+    return Status::invalid("argument " + std::to_string(index) + " ('" +
+                           str(arg->name()) + "') holds " + std::to_string(want) +
+                           " bytes, but " + std::to_string(bytes) + " were given");
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  return stream_->copyHostToDevice(slotAddress(arg->slot()), data, bytes)
+      .withContext("writing argument '" + str(arg->name()) + "'");
+}
+
+Status Session::copySlot(unsigned slot, uint64_t bytes, void *data, size_t size,
+                         const std::string &what) {
+  if (size != bytes)
+    return Status::invalid(what + " holds " + std::to_string(bytes) + " bytes, but " +
+                           std::to_string(size) + " were asked for");
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  return stream_->copyDeviceToHost(data, slotAddress(slot), bytes)
+      .withContext("reading " + what);
+}
+
+Status Session::readArgument(unsigned index, void *data, size_t bytes) {
+  const fb::Artifact &a = artifact_->root();
+  if (!a.arguments() || index >= a.arguments()->size())
+    return Status::outOfRange("argument index " + std::to_string(index) +
+                              " out of range");
+  const fb::Argument *arg = a.arguments()->Get(index);
+  return copySlot(arg->slot(),
+                  artifact_->argumentElements(index) * dtypeSize(arg->dtype()), data,
+                  bytes, "argument '" + str(arg->name()) + "'");
+}
+
+Status Session::readResult(unsigned index, void *data, size_t bytes) {
+  const fb::Artifact &a = artifact_->root();
+  if (!a.results() || index >= a.results()->size())
+    return Status::outOfRange("result index " + std::to_string(index) + " out of range");
+  const fb::Result *r = a.results()->Get(index);
+  return copySlot(r->slot(), artifact_->resultElements(index) * dtypeSize(r->dtype()),
+                  data, bytes, "result '" + str(r->name()) + "'");
+}
+
+Status Session::enqueueCommand(unsigned index) {
+  const fb::Command *c = artifact_->root().commands()->Get(index);
+  auto where = [&]() {
+    return "command " + std::to_string(index) + " (origin '" + str(c->origin()) + "')";
+  };
+  switch (c->op_type()) {
+  case fb::Op::Launch: {
+    const fb::Launch *l = c->op_as_Launch();
+    hal::Kernel &kernel = *kernels_[l->kernel()];
+    uint32_t grid[3] = {l->grid()->Get(0), l->grid()->Get(1), l->grid()->Get(2)};
+    uint32_t block[3] = {l->block()->Get(0), l->block()->Get(1), l->block()->Get(2)};
+    LaunchPlan &plan = *launches_[index];
+    return stream_
+        ->launch(kernel, grid, block, l->shared_bytes(),
+                 plan.params.empty() ? nullptr : plan.params.data())
+        .withContext(where() + ": kernel '" + kernel.name() + "'");
+  }
+  case fb::Op::Gemm:
+    return blas_->run(*gemms_[index], *stream_).withContext(where() + ": gemm");
+  case fb::Op::Memset: {
+    const fb::Memset *m = c->op_as_Memset();
+    return stream_->memset32(slotAddress(m->slot()), m->value(), slotBytes(m->slot()) / 4)
+        .withContext(where() + ": memset");
+  }
+  case fb::Op::Copy: {
+    const fb::Copy *cp = c->op_as_Copy();
+    if (cp->bytes() == 0)
+      return Status();
+    return stream_->copyDeviceToDevice(slotAddress(cp->dst()), slotAddress(cp->src()),
+                                       cp->bytes())
+        .withContext(where() + ": copy");
+  }
+  default:
+    return Status::internal(where() + ": unknown op");
+  }
+}
+
+Status Session::enqueueCommands(bool syncEach) {
+  const fb::Artifact &a = artifact_->root();
+  size_t n = a.commands() ? a.commands()->size() : 0;
+  for (size_t i = 0; i < n; ++i) {
+    TXRT_RETURN_IF_ERROR(enqueueCommand(static_cast<unsigned>(i)));
+    if (syncEach)
+      TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext(
+          artifact_->describeCommand(static_cast<unsigned>(i))));
+  }
+  return Status();
+}
+
+Status Session::runStep(float *ms) {
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  std::string step = "step " + std::to_string(stepsRun_ + 1);
+  TXRT_RETURN_IF_ERROR(stream_->record(*start_));
+  if (useGraphs_ && stepsRun_ >= 1) {
+    if (!graph_) {
+      // The first step ran directly (and proved the commands work); capture
+      // the same list once and replay it from now on.
+      TXRT_RETURN_IF_ERROR(stream_->beginCapture().withContext(step + ": graph capture"));
+      Status enqueued = enqueueCommands(false);
+      std::unique_ptr<hal::Graph> graph;
+      Status ended = stream_->endCapture(graph);
+      TXRT_RETURN_IF_ERROR(enqueued.withContext(step + ": graph capture"));
+      TXRT_RETURN_IF_ERROR(ended.withContext(step + ": graph capture (try --no-graph)"));
+      graph_ = std::move(graph);
+    }
+    TXRT_RETURN_IF_ERROR(graph_->launch(*stream_).withContext(step));
+  } else {
+    TXRT_RETURN_IF_ERROR(enqueueCommands(syncEach_).withContext(step));
+  }
+  TXRT_RETURN_IF_ERROR(stream_->record(*end_));
+  Status synced = stream_->synchronize();
+  if (!synced.ok())
+    return synced.withContext(step + " (a command of the step failed on the device; "
+                                     "rerun with --no-graph --sync-each to name it)");
+  float elapsed = 0;
+  TXRT_RETURN_IF_ERROR(device_->elapsedMs(*start_, *end_, elapsed));
+  if (ms)
+    *ms = elapsed;
+  ++stepsRun_;
+  return sampleMemory();
+}
+
+Status Session::sampleMemory() {
+  size_t freeNow = 0, total = 0;
+  TXRT_RETURN_IF_ERROR(device_->memoryInfo(freeNow, total));
+  if (freeNow < minFree_)
+    minFree_ = freeNow;
+  return Status();
+}
+
+Status Session::peakMemory(uint64_t &bytes) {
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  TXRT_RETURN_IF_ERROR(sampleMemory());
+  uint64_t used = freeBefore_ > minFree_ ? freeBefore_ - minFree_ : 0;
+  uint64_t arena = arena_ ? arena_->size() : 0;
+  bytes = used > arena ? used : arena;
+  return Status();
+}
+
+} // namespace txrt

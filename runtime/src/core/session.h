@@ -1,0 +1,96 @@
+//===- session.h - an artifact loaded onto a device ------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Load once: images -> kernels, one arena allocation, constants and initial
+// argument values uploaded, GEMM descriptors and algorithms chosen. Each
+// step then runs the command list in order on one stream: directly the
+// first time, and from then on as one captured CUDA graph replayed per step
+// (batch uploads stay outside the graph; the graph reads the same slots).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXRT_CORE_SESSION_H
+#define TXRT_CORE_SESSION_H
+
+#include "core/artifact.h"
+#include "hal/hal.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace txrt {
+
+struct SessionOptions {
+  int device = 0;
+  /// Folder for relative EXTERNAL paths instead of the artifact's folder.
+  std::string weightsDir;
+  /// Replay steps after the first from a captured CUDA graph.
+  bool useGraphs = true;
+  /// Debugging: synchronize after every command of a direct run, so that a
+  /// faulting kernel is named (implies no graphs).
+  bool syncEachCommand = false;
+};
+
+class Session {
+public:
+  /// Opens the device and loads |artifact| onto it. TXRT_UNAVAILABLE when
+  /// the machine has no usable CUDA GPU.
+  static Status create(std::shared_ptr<const Artifact> artifact,
+                       const SessionOptions &options, std::unique_ptr<Session> &out);
+  ~Session();
+
+  const Artifact &artifact() const { return *artifact_; }
+  const hal::DeviceInfo &deviceInfo() const { return device_->info(); }
+
+  /// Copies |bytes| host bytes into argument |index|; |bytes| must equal its
+  /// size (elements x dtype size).
+  Status writeArgument(unsigned index, const void *data, size_t bytes);
+  Status readArgument(unsigned index, void *data, size_t bytes);
+  Status readResult(unsigned index, void *data, size_t bytes);
+  /// Runs the command list once; |ms| receives the device time of the step.
+  Status runStep(float *ms);
+  /// Most device memory this session has had in use (driver-reported drop
+  /// of free memory since before the arena was allocated, sampled after
+  /// load and after every step; at least the arena).
+  Status peakMemory(uint64_t &bytes);
+  uint64_t stepsRun() const { return stepsRun_; }
+
+private:
+  Session() = default;
+  struct LaunchPlan;
+  Status load(const SessionOptions &options);
+  Status initializeArgument(unsigned index, const SessionOptions &options);
+  Status enqueueCommands(bool syncEach);
+  Status enqueueCommand(unsigned index);
+  Status sampleMemory();
+  hal::DevicePtr slotAddress(unsigned slot) const;
+  uint64_t slotBytes(unsigned slot) const;
+  Status copySlot(unsigned slot, uint64_t bytes, void *data, size_t size,
+                  const std::string &what);
+
+  std::shared_ptr<const Artifact> artifact_;
+  // Declaration order is destruction order in reverse: everything below
+  // the device is released before it.
+  std::unique_ptr<hal::Device> device_;
+  std::unique_ptr<hal::Stream> stream_;
+  std::unique_ptr<hal::Event> start_, end_;
+  std::vector<std::unique_ptr<hal::Module>> modules_;
+  std::vector<std::unique_ptr<hal::Kernel>> kernels_;
+  std::unique_ptr<hal::Buffer> arena_;
+  std::unique_ptr<hal::Blas> blas_;
+  std::vector<std::unique_ptr<hal::GemmPlan>> gemms_; // per command, or null
+  std::vector<std::unique_ptr<LaunchPlan>> launches_; // per command, or null
+  std::unique_ptr<hal::Graph> graph_;
+  bool useGraphs_ = true;
+  bool syncEach_ = false;
+  uint64_t stepsRun_ = 0;
+  size_t freeBefore_ = 0, minFree_ = 0;
+};
+
+/// "sm_90" -> 9, 0 (also "sm_90a", "sm_100"). False when unparsable.
+bool parseSmTarget(const std::string &target, int &major, int &minor);
+
+} // namespace txrt
+
+#endif // TXRT_CORE_SESSION_H

@@ -1,0 +1,181 @@
+//===- cuda_blas.cpp - hal::Blas on cuBLASLt ------------------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Descriptors are built and the algorithm chosen once per GEMM, at load;
+// running a GEMM is then one cublasLtMatmul call, which is also what a CUDA
+// graph captures. All GEMMs share one 32 MiB workspace: they run in order
+// on one stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hal/cuda/cublaslt_symbols.h"
+#include "hal/cuda/cuda_hal.h"
+
+namespace txrt::cuda {
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+#define TXRT_LT(call, ...)                                                     \
+  do {                                                                         \
+    cublasStatus_t txrt_lt_ = lt_.call(__VA_ARGS__);                           \
+    if (txrt_lt_ != CUBLAS_STATUS_SUCCESS)                                     \
+      return Status::internal(std::string(#call) + " failed: " +               \
+                              describeBlas(lt_, txrt_lt_));                    \
+  } while (0)
+
+int cudaDataType(fb::DType type) {
+  switch (type) {
+  case fb::DType::F32: return CUDA_R_32F;
+  case fb::DType::F16: return CUDA_R_16F;
+  case fb::DType::BF16: return CUDA_R_16BF;
+  case fb::DType::F8E4M3FN: return CUDA_R_8F_E4M3;
+  case fb::DType::F8E5M2: return CUDA_R_8F_E5M2;
+  default: return -1;
+  }
+}
+
+uint32_t epilogueOf(fb::Epilogue e) {
+  switch (e) {
+  case fb::Epilogue::BIAS: return CUBLASLT_EPILOGUE_BIAS;
+  case fb::Epilogue::GELU: return CUBLASLT_EPILOGUE_GELU;
+  case fb::Epilogue::GELU_BIAS: return CUBLASLT_EPILOGUE_GELU_BIAS;
+  default: return CUBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+/// Owns the descriptors of one GEMM.
+class LtPlan final : public hal::GemmPlan {
+public:
+  explicit LtPlan(const BlasLtSymbols &lt) : lt(lt) {}
+  ~LtPlan() override {
+    if (pref) lt.cublasLtMatmulPreferenceDestroy(pref);
+    for (cublasLtMatrixLayout_t l : {aLayout, bLayout, dLayout})
+      if (l) lt.cublasLtMatrixLayoutDestroy(l);
+    if (desc) lt.cublasLtMatmulDescDestroy(desc);
+  }
+  const BlasLtSymbols &lt;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t aLayout = nullptr, bLayout = nullptr, dLayout = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  hal::GemmSpec spec;
+};
+
+class LtBlas final : public hal::Blas {
+public:
+  LtBlas(const BlasLtSymbols &lt, cublasLtHandle_t handle,
+         std::unique_ptr<hal::Buffer> workspace)
+      : lt_(lt), handle_(handle), workspace_(std::move(workspace)) {}
+  ~LtBlas() override { lt_.cublasLtDestroy(handle_); }
+
+  Status prepare(const hal::GemmSpec &s, std::unique_ptr<hal::GemmPlan> &out) override {
+    int aType = cudaDataType(s.aType), bType = cudaDataType(s.bType),
+        dType = cudaDataType(s.dType);
+    if (aType < 0 || bType < 0 || dType < 0)
+      return Status::invalid("unsupported GEMM operand type");
+    auto plan = std::make_unique<LtPlan>(lt_);
+    plan->spec = s;
+    int compute = s.fastTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    TXRT_LT(cublasLtMatmulDescCreate, &plan->desc, compute, CUDA_R_32F);
+    int32_t transA = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int32_t transB = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    uint32_t epilogue = epilogueOf(s.epilogue);
+    TXRT_RETURN_IF_ERROR(setDesc(*plan, CUBLASLT_MATMUL_DESC_TRANSA, &transA, sizeof(transA)));
+    TXRT_RETURN_IF_ERROR(setDesc(*plan, CUBLASLT_MATMUL_DESC_TRANSB, &transB, sizeof(transB)));
+    TXRT_RETURN_IF_ERROR(setDesc(*plan, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    struct {
+      int attribute;
+      hal::DevicePtr ptr;
+    } pointers[] = {{CUBLASLT_MATMUL_DESC_BIAS_POINTER, s.bias},
+                    {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, s.aScale},
+                    {CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, s.bScale},
+                    {CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, s.dScale},
+                    {CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, s.dAmax}};
+    for (auto &p : pointers) {
+      if (!p.ptr)
+        continue;
+      void *ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(p.ptr));
+      TXRT_RETURN_IF_ERROR(setDesc(*plan, p.attribute, &ptr, sizeof(ptr)));
+    }
+    // Column-major: A is m x k (k x m stored when transposed), B k x n.
+    TXRT_RETURN_IF_ERROR(layout(plan->aLayout, aType, s.transA ? s.k : s.m,
+                                s.transA ? s.m : s.k, s.lda, s.batch, s.strideA));
+    TXRT_RETURN_IF_ERROR(layout(plan->bLayout, bType, s.transB ? s.n : s.k,
+                                s.transB ? s.k : s.n, s.ldb, s.batch, s.strideB));
+    TXRT_RETURN_IF_ERROR(layout(plan->dLayout, dType, s.m, s.n, s.ldd, s.batch, s.strideD));
+    TXRT_LT(cublasLtMatmulPreferenceCreate, &plan->pref);
+    uint64_t workspace = kWorkspaceBytes;
+    TXRT_LT(cublasLtMatmulPreferenceSetAttribute, plan->pref,
+            CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    TXRT_LT(cublasLtMatmulAlgoGetHeuristic, handle_, plan->desc, plan->aLayout,
+            plan->bLayout, plan->dLayout, plan->dLayout, plan->pref, 1, &result,
+            &found);
+    if (found == 0 || result.state != CUBLAS_STATUS_SUCCESS)
+      return Status::invalid("cuBLASLt has no algorithm for this GEMM (m " +
+                             std::to_string(s.m) + ", n " + std::to_string(s.n) +
+                             ", k " + std::to_string(s.k) + ", batch " +
+                             std::to_string(s.batch) + ")");
+    plan->algo = result.algo;
+    out = std::move(plan);
+    return Status();
+  }
+
+  Status run(hal::GemmPlan &gemmPlan, hal::Stream &stream) override {
+    auto &plan = static_cast<LtPlan &>(gemmPlan);
+    const hal::GemmSpec &s = plan.spec;
+    auto ptr = [](hal::DevicePtr p) {
+      return reinterpret_cast<void *>(static_cast<uintptr_t>(p));
+    };
+    // C is D: same pointer, same layout; beta 0 unless the GEMM accumulates.
+    TXRT_LT(cublasLtMatmul, handle_, plan.desc, &s.alpha, ptr(s.a), plan.aLayout,
+            ptr(s.b), plan.bLayout, &s.beta, ptr(s.d), plan.dLayout, ptr(s.d),
+            plan.dLayout, &plan.algo, ptr(workspace_->address()), kWorkspaceBytes,
+            streamHandle(stream));
+    return Status();
+  }
+
+private:
+  Status setDesc(LtPlan &plan, int attribute, const void *value, size_t size) {
+    TXRT_LT(cublasLtMatmulDescSetAttribute, plan.desc, attribute, value, size);
+    return Status();
+  }
+
+  Status layout(cublasLtMatrixLayout_t &out, int type, uint64_t rows, uint64_t cols,
+                uint64_t ld, uint64_t batch, int64_t stride) {
+    TXRT_LT(cublasLtMatrixLayoutCreate, &out, type, rows, cols, static_cast<int64_t>(ld));
+    if (batch > 1) {
+      int32_t count = static_cast<int32_t>(batch);
+      TXRT_LT(cublasLtMatrixLayoutSetAttribute, out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+              &count, sizeof(count));
+      TXRT_LT(cublasLtMatrixLayoutSetAttribute, out,
+              CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+    }
+    return Status();
+  }
+
+  const BlasLtSymbols &lt_;
+  cublasLtHandle_t handle_;
+  std::unique_ptr<hal::Buffer> workspace_;
+};
+
+} // namespace
+
+Status createCudaBlas(hal::Device &device, std::unique_ptr<hal::Blas> &out) {
+  std::string error;
+  const BlasLtSymbols *lt = loadBlasLt(error);
+  if (!lt)
+    return Status::unavailable(error);
+  std::unique_ptr<hal::Buffer> workspace;
+  TXRT_RETURN_IF_ERROR(device.allocate(kWorkspaceBytes, workspace)
+                           .withContext("cuBLASLt workspace"));
+  cublasLtHandle_t handle = nullptr;
+  if (cublasStatus_t s = lt->cublasLtCreate(&handle); s != CUBLAS_STATUS_SUCCESS)
+    return Status::internal("cublasLtCreate failed: " + describeBlas(*lt, s));
+  out = std::make_unique<LtBlas>(*lt, handle, std::move(workspace));
+  return Status();
+}
+
+} // namespace txrt::cuda

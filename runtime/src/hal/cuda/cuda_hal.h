@@ -1,0 +1,32 @@
+//===- cuda_hal.h - the HAL on the CUDA driver API -------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Every driver call is checked; a failure names the call and the CUDA error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXRT_HAL_CUDA_CUDA_HAL_H
+#define TXRT_HAL_CUDA_CUDA_HAL_H
+
+#include "hal/cuda/dynamic_symbols.h"
+#include "hal/hal.h"
+
+namespace txrt::cuda {
+
+/// Opens device |ordinal| on its primary context. TXRT_UNAVAILABLE when no
+/// driver or no GPU is present, with the reason.
+Status createCudaDevice(int ordinal, std::unique_ptr<hal::Device> &out);
+
+/// An error Status for a failed driver call: "|call| failed: NAME (text)".
+Status driverFailure(const DriverSymbols &driver, const char *call, CUresult result);
+
+/// The CUstream behind a CUDA HAL stream (for cuBLASLt).
+CUstream streamHandle(hal::Stream &stream);
+
+/// The cuBLASLt implementation of hal::Blas (cuda_blas.cpp); |device|
+/// allocates its workspace.
+Status createCudaBlas(hal::Device &device, std::unique_ptr<hal::Blas> &out);
+
+} // namespace txrt::cuda
+
+#endif // TXRT_HAL_CUDA_CUDA_HAL_H

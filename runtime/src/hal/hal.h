@@ -1,0 +1,141 @@
+//===- hal.h - hardware abstraction: device, memory, streams, BLAS -*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The session (src/core) runs a step through these interfaces only; the
+// CUDA implementation lives in src/hal/cuda. Keeping the split lets a second
+// backend, or a fake for tests, slot in without touching the executor.
+// Objects created by a Device must be destroyed before it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXRT_HAL_HAL_H
+#define TXRT_HAL_HAL_H
+
+#include "core/status.h"
+#include "txrt/artifact_generated.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace txrt::hal {
+
+/// A device address.
+using DevicePtr = uint64_t;
+
+struct DeviceInfo {
+  std::string name;
+  int ccMajor = 0, ccMinor = 0;
+  size_t totalMemory = 0;
+  int maxSharedPerBlockOptin = 0;
+};
+
+/// Device memory; freed on destruction.
+class Buffer {
+public:
+  virtual ~Buffer() = default;
+  virtual DevicePtr address() const = 0;
+  virtual size_t size() const = 0;
+};
+
+/// A timestamp recorded in a stream.
+class Event {
+public:
+  virtual ~Event() = default;
+};
+
+/// A kernel entry point of a loaded module.
+class Kernel {
+public:
+  virtual ~Kernel() = default;
+  virtual const std::string &name() const = 0;
+  /// Allows |bytes| of dynamic shared memory (beyond the 48 KiB default).
+  virtual Status allowSharedMemory(uint32_t bytes) = 0;
+};
+
+/// A loaded GPU module (PTX or cubin).
+class Module {
+public:
+  virtual ~Module() = default;
+  virtual Status getKernel(const std::string &name, std::unique_ptr<Kernel> &out) = 0;
+};
+
+class Stream;
+
+/// A recorded sequence of stream work, replayed as one launch.
+class Graph {
+public:
+  virtual ~Graph() = default;
+  virtual Status launch(Stream &stream) = 0;
+};
+
+/// An in-order queue of device work.
+class Stream {
+public:
+  virtual ~Stream() = default;
+  virtual Status memset32(DevicePtr dst, uint32_t value, size_t count) = 0;
+  virtual Status copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes) = 0;
+  /// Host copies wait for the stream's earlier work and complete before
+  /// returning.
+  virtual Status copyHostToDevice(DevicePtr dst, const void *src, size_t bytes) = 0;
+  virtual Status copyDeviceToHost(void *dst, DevicePtr src, size_t bytes) = 0;
+  /// |params| holds one pointer per kernel parameter, as cuLaunchKernel wants.
+  virtual Status launch(Kernel &kernel, const uint32_t grid[3],
+                        const uint32_t block[3], uint32_t sharedBytes,
+                        void **params) = 0;
+  virtual Status synchronize() = 0;
+  virtual Status record(Event &event) = 0;
+  /// Everything enqueued between begin and end becomes |out| instead of
+  /// running.
+  virtual Status beginCapture() = 0;
+  virtual Status endCapture(std::unique_ptr<Graph> &out) = 0;
+};
+
+/// One GEMM with all operand addresses bound (the arena never moves).
+struct GemmSpec {
+  uint64_t m = 0, n = 0, k = 0, batch = 1;
+  bool transA = false, transB = false;
+  uint64_t lda = 0, ldb = 0, ldd = 0;
+  int64_t strideA = 0, strideB = 0, strideD = 0;
+  fb::DType aType = fb::DType::F32, bType = fb::DType::F32, dType = fb::DType::F32;
+  bool fastTf32 = false;
+  float alpha = 1.0f, beta = 0.0f;
+  fb::Epilogue epilogue = fb::Epilogue::NONE;
+  DevicePtr a = 0, b = 0, d = 0;
+  DevicePtr bias = 0, aScale = 0, bScale = 0, dScale = 0, dAmax = 0; // 0: none
+};
+
+/// A GEMM whose descriptors and algorithm were chosen once, at load.
+class GemmPlan {
+public:
+  virtual ~GemmPlan() = default;
+};
+
+class Blas {
+public:
+  virtual ~Blas() = default;
+  /// Builds descriptors and picks an algorithm; fails if none fits.
+  virtual Status prepare(const GemmSpec &spec, std::unique_ptr<GemmPlan> &out) = 0;
+  virtual Status run(GemmPlan &plan, Stream &stream) = 0;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo &info() const = 0;
+  /// Makes this device current on the calling thread.
+  virtual Status makeCurrent() = 0;
+  virtual Status allocate(size_t bytes, std::unique_ptr<Buffer> &out) = 0;
+  virtual Status createStream(std::unique_ptr<Stream> &out) = 0;
+  virtual Status createEvent(std::unique_ptr<Event> &out) = 0;
+  virtual Status elapsedMs(Event &start, Event &end, float &ms) = 0;
+  virtual Status loadModule(fb::ImageFormat format, const void *data, size_t size,
+                            std::unique_ptr<Module> &out) = 0;
+  virtual Status createBlas(std::unique_ptr<Blas> &out) = 0;
+  virtual Status memoryInfo(size_t &freeBytes, size_t &totalBytes) = 0;
+  virtual Status synchronize() = 0;
+};
+
+} // namespace txrt::hal
+
+#endif // TXRT_HAL_HAL_H

@@ -1,0 +1,181 @@
+//===- artifact_test.cpp - loading and validating step.txa ----------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Every rejection must be one line naming what is wrong; these tests pin
+// the substrings users will search for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/artifact.h"
+#include "test_artifact.h"
+
+#include <gtest/gtest.h>
+
+using namespace txrt;
+using txrt::test::TestArtifact;
+
+namespace {
+Status load(const std::vector<uint8_t> &bytes) {
+  std::unique_ptr<Artifact> artifact;
+  return Artifact::fromBytes(bytes, ".", artifact);
+}
+
+void expectRejected(const TestArtifact &t, const std::string &substring) {
+  Status s = load(t.build());
+  ASSERT_FALSE(s.ok()) << "expected a rejection containing: " << substring;
+  EXPECT_NE(s.message().find(substring), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find('\n'), std::string::npos) << "one line: " << s.message();
+}
+} // namespace
+
+TEST(Artifact, MinimalArtifactLoads) {
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::fromBytes(TestArtifact().build(), "/weights", artifact);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(artifact->root().commands()->size(), 4u);
+  EXPECT_EQ(artifact->findResult("loss"), 0);
+  EXPECT_EQ(artifact->findArgument("tokens"), 1);
+  EXPECT_EQ(artifact->findArgument("nope"), -1);
+  EXPECT_EQ(artifact->argumentElements(0), 16u);
+  EXPECT_EQ(artifact->directory(), "/weights");
+}
+
+TEST(Artifact, TruncatedIsRejected) {
+  std::vector<uint8_t> bytes = TestArtifact().build();
+  for (size_t length : {size_t(0), size_t(4), size_t(7), size_t(8), size_t(16),
+                        bytes.size() / 4, bytes.size() / 2, 3 * bytes.size() / 4,
+                        bytes.size() - 8}) {
+    // (Cutting only trailing padding can leave a valid buffer, so the
+    // lengths cut into data.)
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + length);
+    Status s = load(cut);
+    ASSERT_FALSE(s.ok()) << "length " << length;
+    EXPECT_NE(s.message().find("not a txopt artifact or truncated"), std::string::npos)
+        << "length " << length << ": " << s.message();
+  }
+}
+
+TEST(Artifact, GarbageIsRejected) {
+  std::vector<uint8_t> garbage(300, 0xAB);
+  Status s = load(garbage);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("not a txopt artifact"), std::string::npos) << s.message();
+}
+
+TEST(Artifact, WrongIdentifierIsRejected) {
+  std::vector<uint8_t> bytes = TestArtifact().build();
+  bytes[4] = 'X';
+  Status s = load(bytes);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("file identifier is not 'TXA1'"), std::string::npos)
+      << s.message();
+}
+
+TEST(Artifact, NewerVersionIsRejected) {
+  TestArtifact t;
+  t.version = kFormatVersion + 1;
+  expectRejected(t, "artifact format version 2 is newer than this runtime supports (1); "
+                    "rebuild txrun");
+}
+
+TEST(Artifact, VersionZeroIsRejected) {
+  TestArtifact t;
+  t.version = 0;
+  expectRejected(t, "format version 0");
+}
+
+TEST(Artifact, LaunchArgumentSlotOutOfRange) {
+  TestArtifact t;
+  t.launchArgs = {0, 1, 2, 99};
+  expectRejected(t, "command 0 (origin 'x'): launch argument 3 names slot 99, but the "
+                    "artifact has 4 slots");
+}
+
+TEST(Artifact, KernelIndexOutOfRange) {
+  TestArtifact t;
+  t.launchKernel = 5;
+  expectRejected(t, "command 0 (origin 'x'): launch names kernel 5, but the artifact "
+                    "has 1 kernels");
+}
+
+TEST(Artifact, ImageIndexOutOfRange) {
+  TestArtifact t;
+  t.kernelImage = 3;
+  expectRejected(t, "kernel 0 ('k'): names image 3, but the artifact has 1 images");
+}
+
+TEST(Artifact, GridNeedsThreeNonzeroEntries) {
+  TestArtifact t;
+  t.grid = {1, 1};
+  expectRejected(t, "launch grid has 2 entries, expected 3");
+  t.grid = {1, 0, 1};
+  expectRejected(t, "launch grid dimension 1 is 0");
+  t.grid = {1, 1, 1};
+  t.block = {0, 1, 1};
+  expectRejected(t, "launch block dimension 0 is 0");
+}
+
+TEST(Artifact, SlotPastArena) {
+  TestArtifact t;
+  t.slots.push_back(fb::Slot(3840, 512));
+  expectRejected(t, "slot 4: bytes [3840, 4352) lie outside the arena of 4096 bytes");
+}
+
+TEST(Artifact, MisalignedSlot) {
+  TestArtifact t;
+  t.slots.push_back(fb::Slot(100, 4));
+  expectRejected(t, "slot 4: offset 100 is not a multiple of 256");
+}
+
+TEST(Artifact, InlineDataOfWrongLength) {
+  TestArtifact t;
+  t.wData.resize(60);
+  expectRejected(t, "argument 0 ('w'): inline data holds 60 bytes, but 16 x f32 need 64");
+}
+
+TEST(Artifact, ArgumentLargerThanItsSlot) {
+  TestArtifact t;
+  t.wShape = {16, 32};
+  t.wData.resize(16 * 32 * 4);
+  expectRejected(t, "argument 0 ('w'): 512 x f32 need 2048 bytes, but slot 0 has 1024");
+}
+
+TEST(Artifact, NegativeDimension) {
+  TestArtifact t;
+  t.wShape = {-1, 4};
+  expectRejected(t, "argument 0 ('w'): the shape has a negative");
+}
+
+TEST(Artifact, ResultSlotOutOfRange) {
+  TestArtifact t;
+  t.lossSlot = 7;
+  expectRejected(t, "result 0 ('loss'): its slot names slot 7, but the artifact has 4 slots");
+}
+
+TEST(Artifact, GemmOperandsChecked) {
+  TestArtifact t;
+  t.gemmD = 40;
+  expectRejected(t, "command 1 (origin '/MatMul'): operand D names slot 40");
+  t = TestArtifact();
+  t.gemmLd = 4;
+  expectRejected(t, "operand A has leading dimension 4 < its 8 rows");
+  t = TestArtifact();
+  t.gemmM = t.gemmLd = 64;
+  expectRejected(t, "operand A spans");
+}
+
+TEST(Artifact, MemsetAndCopyChecked) {
+  TestArtifact t;
+  t.memsetSlot = 12;
+  expectRejected(t, "command 2 (origin 'zero'): memset names slot 12");
+  t = TestArtifact();
+  t.copyBytes = 4096;
+  expectRejected(t, "command 3 (origin 'next'): copy of 4096 bytes exceeds");
+}
+
+TEST(Artifact, MissingFileIsNamed) {
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::loadFile("/nonexistent/step.txa", artifact);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cannot read '/nonexistent/step.txa'"), std::string::npos);
+}

@@ -1,0 +1,141 @@
+//===- batch_test.cpp - the random batch equals txopt-run's ---------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The expected values are computed here from the splitmix64 definition,
+// independently of src/core/batch.cpp, and one constant is splitmix64's
+// published first output for state 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/batch.h"
+#include "core/npy.h"
+#include "test_artifact.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+using namespace txrt;
+
+namespace {
+uint64_t mix(uint64_t &state) {
+  state += 0x9E3779B97F4A7C15ull;
+  uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+double unit(uint64_t &state) { return std::ldexp(double(mix(state) >> 11), -53); }
+} // namespace
+
+TEST(Batch, SplitMixKnownValue) {
+  SplitMix64 rng{0};
+  EXPECT_EQ(rng.next(), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(kDefaultSeed, 0u); // txopt-run's --seed default
+}
+
+TEST(Batch, IntegersAreUniformBelowTheBound) {
+  const uint64_t seed = 1234;
+  const unsigned argIndex = 3;
+  std::vector<uint8_t> bytes = randomArgument(DType::I64, 64, seed, argIndex, 50257);
+  uint64_t state = seed + (uint64_t(argIndex) << 32);
+  for (size_t i = 0; i < 64; ++i) {
+    int64_t got;
+    std::memcpy(&got, bytes.data() + 8 * i, 8);
+    EXPECT_EQ(got, static_cast<int64_t>(unit(state) * 50257.0)) << i;
+    EXPECT_GE(got, 0);
+    EXPECT_LT(got, 50257);
+  }
+  std::vector<uint8_t> bits = randomArgument(DType::I1, 16, seed, argIndex, 99);
+  for (uint8_t b : bits)
+    EXPECT_LE(b, 1);
+}
+
+TEST(Batch, FloatsAreBoxMullerRounded) {
+  const uint64_t seed = 7;
+  const unsigned argIndex = 2;
+  std::vector<uint8_t> f32 = randomArgument(DType::F32, 10, seed, argIndex, 0);
+  std::vector<uint8_t> bf16 = randomArgument(DType::BF16, 10, seed, argIndex, 0);
+  uint64_t state = seed + (uint64_t(argIndex) << 32);
+  for (size_t i = 0; i < 10; ++i) {
+    double u1 = 1.0 - unit(state), u2 = unit(state);
+    double v = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    float got;
+    std::memcpy(&got, f32.data() + 4 * i, 4);
+    EXPECT_EQ(got, static_cast<float>(v));
+    uint16_t b;
+    std::memcpy(&b, bf16.data() + 2 * i, 2);
+    EXPECT_EQ(b, bf16FromDouble(v));
+  }
+}
+
+TEST(Batch, FeederUsesIndexBoundAndArgumentIndex) {
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(txrt::test::TestArtifact().build(), ".", artifact).ok());
+  std::unique_ptr<BatchFeeder> feeder;
+  ASSERT_TRUE(BatchFeeder::create(*artifact, 5, std::nullopt, feeder).ok());
+  EXPECT_EQ(feeder->tokensPerStep(), 8u);
+  std::vector<BatchFeeder::Write> writes;
+  feeder->writesForStep(1, writes);
+  ASSERT_EQ(writes.size(), 2u);
+  EXPECT_EQ(writes[0].argument, 1u);
+  EXPECT_EQ(*writes[0].bytes, randomArgument(DType::I64, 8, 5, 1, 50));
+  EXPECT_EQ(*writes[1].bytes, randomArgument(DType::I64, 8, 5, 2, 50));
+  feeder->writesForStep(2, writes);
+  EXPECT_TRUE(writes.empty()); // the same batch is reused
+}
+
+TEST(Batch, TokenWindowsShiftAndWrap) {
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(txrt::test::TestArtifact().build(), ".", artifact).ok());
+  // 20 tokens 0..19 as a 1-D .npy of <i8; windows of 8 (+1 for labels).
+  std::vector<int64_t> tokens(20);
+  for (int i = 0; i < 20; ++i)
+    tokens[i] = i;
+  std::string path = "/tmp/txrt-batch-" + std::to_string(getpid()) + ".npy";
+  ASSERT_TRUE(writeNpyFile(path, DType::I64, {20}, tokens.data(), 20).ok());
+  std::unique_ptr<BatchFeeder> feeder;
+  Status s = BatchFeeder::create(*artifact, 0, path, feeder);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<BatchFeeder::Write> writes;
+  auto first = [&](size_t w) {
+    int64_t v;
+    std::memcpy(&v, writes[w].bytes->data(), 8);
+    return v;
+  };
+  feeder->writesForStep(1, writes);
+  ASSERT_EQ(writes.size(), 2u);
+  EXPECT_EQ(first(0), 0);
+  EXPECT_EQ(first(1), 1);
+  feeder->writesForStep(2, writes);
+  EXPECT_EQ(first(0), 8);
+  EXPECT_EQ(first(1), 9);
+  feeder->writesForStep(3, writes); // 16 + 8 + 1 > 20: wraps to 0
+  EXPECT_EQ(first(0), 0);
+  std::remove(path.c_str());
+}
+
+TEST(Batch, TokensOutsideTheVocabularyAreNamed) {
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(txrt::test::TestArtifact().build(), ".", artifact).ok());
+  // llm.c .bin: header then uint16 tokens; token 77 >= index_bound 50.
+  std::vector<int32_t> header(256, 0);
+  header[0] = 20240520, header[1] = 1, header[2] = 12;
+  std::vector<uint16_t> tokens(12, 3);
+  tokens[10] = 77;
+  std::string path = "/tmp/txrt-batch-" + std::to_string(getpid()) + ".bin";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char *>(header.data()), 1024);
+    out.write(reinterpret_cast<const char *>(tokens.data()), 24);
+  }
+  std::unique_ptr<BatchFeeder> feeder;
+  Status s = BatchFeeder::create(*artifact, 0, path, feeder);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("token 77 at position 10 is outside the vocabulary [0, 50)"),
+            std::string::npos)
+      << s.message();
+  std::remove(path.c_str());
+}

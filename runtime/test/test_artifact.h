@@ -1,0 +1,95 @@
+//===- test_artifact.h - small artifacts built in memory for tests -*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// A minimal valid step (one kernel launch, a GEMM, a memset, a copy, three
+// arguments and a loss) whose fields tests override to provoke each
+// validation error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXRT_TEST_TEST_ARTIFACT_H
+#define TXRT_TEST_TEST_ARTIFACT_H
+
+#include "txrt/artifact_format.h"
+#include "txrt/artifact_generated.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace txrt::test {
+
+struct TestArtifact {
+  uint32_t version = kFormatVersion;
+  std::string target = "sm_90";
+  uint64_t arena = 4096;
+  std::vector<fb::Slot> slots = {fb::Slot(0, 1024), fb::Slot(1024, 1024),
+                                 fb::Slot(2048, 256), fb::Slot(2304, 256)};
+  uint32_t kernelImage = 0;
+  uint32_t launchKernel = 0;
+  std::vector<uint32_t> launchArgs = {0, 1};
+  std::vector<uint32_t> grid = {1, 1, 1}, block = {32, 1, 1};
+  uint32_t gemmA = 0, gemmB = 0, gemmD = 1;
+  uint64_t gemmM = 8, gemmN = 8, gemmK = 8, gemmLd = 8;
+  uint32_t memsetSlot = 2;
+  uint64_t copyBytes = 256;
+  // Argument 0: "w", f32[4, 4], INLINE f32.
+  std::vector<int64_t> wShape = {4, 4};
+  std::vector<uint8_t> wData = std::vector<uint8_t>(64, 0);
+  uint32_t wSlot = 0;
+  // Argument 1: "tokens", i64[2, 4], BATCH, role data, index_bound 50.
+  // Argument 2: "labels", i64[2, 4], BATCH, role labels.
+  // Result 0: "loss", f32[], slot 3.
+  uint32_t lossSlot = 3;
+
+  std::vector<uint8_t> build() const {
+    flatbuffers::FlatBufferBuilder b;
+    static const char kPtx[] = ".version 8.0\n.target sm_90\n.address_size 64\n";
+    auto image = fb::CreateKernelImage(
+        b, fb::ImageFormat::PTX,
+        b.CreateVector(reinterpret_cast<const uint8_t *>(kPtx), sizeof(kPtx)));
+    auto kernel = fb::CreateKernel(b, b.CreateString("k"), kernelImage);
+    auto launch = fb::CreateLaunch(b, launchKernel, b.CreateVector(grid),
+                                   b.CreateVector(block), 0, b.CreateVector(launchArgs));
+    fb::GemmBuilder gb(b);
+    gb.add_m(gemmM), gb.add_n(gemmN), gb.add_k(gemmK);
+    gb.add_lda(gemmLd), gb.add_ldb(gemmLd), gb.add_ldd(gemmLd);
+    gb.add_a(gemmA), gb.add_b(gemmB), gb.add_d(gemmD);
+    auto gemm = gb.Finish();
+    auto memset = fb::CreateMemset(b, memsetSlot, 0);
+    auto copy = fb::CreateCopy(b, 3, 2, copyBytes);
+    std::vector<flatbuffers::Offset<fb::Command>> commands = {
+        fb::CreateCommand(b, fb::Op::Launch, launch.Union(), b.CreateString("x")),
+        fb::CreateCommand(b, fb::Op::Gemm, gemm.Union(), b.CreateString("/MatMul")),
+        fb::CreateCommand(b, fb::Op::Memset, memset.Union(), b.CreateString("zero")),
+        fb::CreateCommand(b, fb::Op::Copy, copy.Union(), b.CreateString("next")),
+    };
+    std::vector<int64_t> tokenShape = {2, 4};
+    std::vector<flatbuffers::Offset<fb::Argument>> args = {
+        fb::CreateArgument(b, b.CreateString("w"), b.CreateString("param"), wSlot,
+                           fb::DType::F32, b.CreateVector(wShape), fb::InitKind::INLINE,
+                           0.0, fb::DType::F32, b.CreateVector(wData)),
+        fb::CreateArgument(b, b.CreateString("tokens"), b.CreateString("data"), 1,
+                           fb::DType::I64, b.CreateVector(tokenShape),
+                           fb::InitKind::BATCH, 0, fb::DType::F32, 0, 0, 0, 0, 50),
+        fb::CreateArgument(b, b.CreateString("labels"), b.CreateString("labels"), 1,
+                           fb::DType::I64, b.CreateVector(tokenShape),
+                           fb::InitKind::BATCH, 0, fb::DType::F32, 0, 0, 0, 0, 50),
+    };
+    std::vector<int64_t> scalar;
+    std::vector<flatbuffers::Offset<fb::Result>> results = {fb::CreateResult(
+        b, b.CreateString("loss"), lossSlot, fb::DType::F32, b.CreateVector(scalar))};
+    auto root = fb::CreateArtifact(
+        b, version, b.CreateString("txopt test"), b.CreateString(target), false,
+        b.CreateString("{\"optimizer\": \"sgd\"}"), arena,
+        b.CreateVectorOfStructs(slots), b.CreateVector(&image, 1),
+        b.CreateVector(&kernel, 1), 0, b.CreateVector(args), b.CreateVector(results),
+        b.CreateVector(commands), arena);
+    fb::FinishArtifactBuffer(b, root);
+    return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  }
+};
+
+} // namespace txrt::test
+
+#endif // TXRT_TEST_TEST_ARTIFACT_H

@@ -1,0 +1,456 @@
+//===- txrun.cpp - run a compiled training step on the GPU ----------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// `txrun step.txa --steps N [options]`: the GPU counterpart of
+// `txopt-run model.mlir --steps N`. The batch (seeded random, or windows of
+// a token file) is fed exactly as txopt-run feeds it, so the two executors'
+// losses can be compared step by step. Errors are one line,
+// `txrun: error: ...`: exit 1 for a bad artifact, device or run, 2 for a
+// usage error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/batch.h"
+#include "core/npy.h"
+#include "core/session.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+using namespace txrt;
+
+namespace {
+
+enum ExitCode { kSuccess = 0, kRunError = 1, kUsageError = 2 };
+
+const char *kHelp = R"(OVERVIEW: txrun - run a compiled training step (step.txa) on a CUDA GPU
+
+USAGE: txrun STEP.txa --steps N [options]
+
+OPTIONS:
+  --steps N            Run the step N times (N > 0; default 1).
+  --data FILE          Token stream, as a 1-D integer .npy or an llm.c .bin
+                       token file; step k reads the next window of batch size
+                       tokens, the labels argument the same window shifted by
+                       one (as txopt-run --data). Without it one seeded random
+                       batch is drawn and reused every step.
+  --seed S             Seed of the random batch (default 0, as txopt-run).
+  --weights-dir DIR    Folder for the artifact's relative EXTERNAL weight
+                       files (default: the artifact's folder).
+  --output-dir DIR     Write the final state (every argument whose role is not
+                       data/labels) and the last non-state results (loss,
+                       grad_norm, ...) as DIR/NAME.npy, named and typed as
+                       txopt-run names them. Costs a host copy of the state
+                       before every step, so that a NaN/Inf step leaves the
+                       last finite state here.
+  --dump-results DIR   After the last step write every result as DIR/NAME.npy.
+  --log-every K        Print every K-th step line (default 1; the first and
+                       last steps always print).
+  --no-graph           Run every step command by command instead of replaying
+                       a CUDA graph captured at step 2.
+  --sync-each          Debugging: synchronize after every command (implies
+                       --no-graph) so that a faulting command is named.
+  --device I           CUDA device ordinal (default 0).
+  --help               Print this help.
+
+OUTPUT: the recipe once, then per step
+  step N  loss L  grad_norm G  ms T  tok/s R
+(floats with 9 significant digits; tok/s counts the elements of the "data"
+argument), then the peak device memory and the mean ms and tok/s of the
+steps after the first. A NaN or infinite loss or gradient norm stops the run.
+
+EXIT STATUS: 0 success, 1 bad artifact, device or run, 2 usage error.
+)";
+
+struct Options {
+  std::string artifact;
+  int64_t steps = 1;
+  std::optional<std::string> dataPath, weightsDir, outputDir, dumpDir;
+  uint64_t seed = kDefaultSeed;
+  int64_t logEvery = 1;
+  bool noGraph = false, syncEach = false, help = false;
+  int device = 0;
+};
+
+int fail(ExitCode code, std::string message) {
+  for (char &c : message)
+    if (c == '\n')
+      c = ' ';
+  std::fprintf(stderr, "txrun: error: %s\n", message.c_str());
+  return code;
+}
+
+bool parseInt(const std::string &text, int64_t &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseUnsigned(const std::string &text, uint64_t &out) {
+  if (text.empty() || text[0] == '-' || text[0] == '+')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (arg == "--no-graph") {
+      o.noGraph = true;
+      continue;
+    }
+    if (arg == "--sync-each") {
+      o.syncEach = true;
+      continue;
+    }
+    std::string name = arg, value;
+    bool hasValue = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        name = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+        hasValue = true;
+      }
+    }
+    static const char *const kValued[] = {"--steps", "--data", "--seed",
+                                          "--weights-dir", "--output-dir",
+                                          "--dump-results", "--log-every", "--device"};
+    bool valued = false;
+    for (const char *v : kValued)
+      valued |= name == v;
+    if (valued && !hasValue) {
+      if (i + 1 >= argc) {
+        error = "option '" + name + "' needs a value";
+        return false;
+      }
+      value = argv[++i];
+    }
+    if (name == "--steps") {
+      if (!parseInt(value, o.steps) || o.steps <= 0) {
+        error = "expected --steps N with N > 0, but got '" + value + "'";
+        return false;
+      }
+    } else if (name == "--log-every") {
+      if (!parseInt(value, o.logEvery) || o.logEvery <= 0) {
+        error = "expected --log-every K with K > 0, but got '" + value + "'";
+        return false;
+      }
+    } else if (name == "--device") {
+      int64_t d;
+      if (!parseInt(value, d) || d < 0 || d > 1024) {
+        error = "expected --device I with I >= 0, but got '" + value + "'";
+        return false;
+      }
+      o.device = static_cast<int>(d);
+    } else if (name == "--seed") {
+      if (!parseUnsigned(value, o.seed)) {
+        error = "expected a non-negative integer --seed, but got '" + value + "'";
+        return false;
+      }
+    } else if (name == "--data") {
+      o.dataPath = value;
+    } else if (name == "--weights-dir") {
+      o.weightsDir = value;
+    } else if (name == "--output-dir") {
+      o.outputDir = value;
+    } else if (name == "--dump-results") {
+      o.dumpDir = value;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      error = "unknown option '" + arg + "' (see --help)";
+      return false;
+    } else if (!o.artifact.empty()) {
+      error = "more than one artifact given ('" + o.artifact + "' and '" + arg + "')";
+      return false;
+    } else {
+      o.artifact = arg;
+    }
+  }
+  if (!o.help && o.artifact.empty()) {
+    error = "no artifact given (usage: txrun STEP.txa --steps N [options]; see --help)";
+    return false;
+  }
+  return true;
+}
+
+bool fileExists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Status makeDirectories(const std::string &path) {
+  std::string prefix;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      prefix = path.substr(0, i);
+      if (!prefix.empty() && ::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
+        return Status::invalid("cannot create '" + prefix + "': " + std::strerror(errno));
+    }
+  }
+  return Status();
+}
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
+
+std::vector<int64_t> shapeOf(const flatbuffers::Vector<int64_t> *shape) {
+  std::vector<int64_t> out;
+  if (shape)
+    for (size_t i = 0; i < shape->size(); ++i)
+      out.push_back(shape->Get(i));
+  return out;
+}
+
+/// A host copy of one tensor (argument or result) with its name and type.
+struct HostTensor {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t elements;
+  std::vector<uint8_t> bytes;
+};
+
+/// What --output-dir writes: every argument whose role is not data/labels
+/// (the state), and every result that does not become an argument.
+struct OutputSet {
+  std::vector<unsigned> arguments, results;
+};
+
+OutputSet outputSetOf(const Artifact &artifact) {
+  OutputSet set;
+  const fb::Artifact &a = artifact.root();
+  for (unsigned i = 0; a.arguments() && i < a.arguments()->size(); ++i) {
+    std::string role = str(a.arguments()->Get(i)->role());
+    if (role != "data" && role != "labels")
+      set.arguments.push_back(i);
+  }
+  for (unsigned i = 0; a.results() && i < a.results()->size(); ++i)
+    if (a.results()->Get(i)->next() < 0)
+      set.results.push_back(i);
+  return set;
+}
+
+Status snapshot(Session &session, const OutputSet &set, std::vector<HostTensor> &out) {
+  const Artifact &artifact = session.artifact();
+  const fb::Artifact &a = artifact.root();
+  out.clear();
+  for (unsigned i : set.arguments) {
+    const fb::Argument *arg = a.arguments()->Get(i);
+    HostTensor t{str(arg->name()), arg->dtype(), shapeOf(arg->shape()),
+                 artifact.argumentElements(i), {}};
+    t.bytes.resize(t.elements * dtypeSize(t.dtype));
+    TXRT_RETURN_IF_ERROR(session.readArgument(i, t.bytes.data(), t.bytes.size()));
+    out.push_back(std::move(t));
+  }
+  for (unsigned i : set.results) {
+    const fb::Result *r = a.results()->Get(i);
+    HostTensor t{str(r->name()), r->dtype(), shapeOf(r->shape()),
+                 artifact.resultElements(i), {}};
+    t.bytes.resize(t.elements * dtypeSize(t.dtype));
+    TXRT_RETURN_IF_ERROR(session.readResult(i, t.bytes.data(), t.bytes.size()));
+    out.push_back(std::move(t));
+  }
+  return Status();
+}
+
+Status writeTensors(const std::string &dir, const std::vector<HostTensor> &tensors) {
+  TXRT_RETURN_IF_ERROR(makeDirectories(dir));
+  for (const HostTensor &t : tensors)
+    TXRT_RETURN_IF_ERROR(writeNpyFile(dir + "/" + npyFileNameFor(t.name), t.dtype,
+                                      t.shape, t.bytes.data(), t.elements));
+  return Status();
+}
+
+/// Reads scalar result |index| as a double (first element).
+Status readScalar(Session &session, int index, double &value) {
+  const fb::Result *r = session.artifact().root().results()->Get(index);
+  std::vector<uint8_t> bytes(session.artifact().resultElements(index) *
+                             dtypeSize(r->dtype()));
+  if (bytes.empty()) {
+    value = 0;
+    return Status();
+  }
+  TXRT_RETURN_IF_ERROR(session.readResult(index, bytes.data(), bytes.size()));
+  value = loadAsDouble(r->dtype(), bytes.data(), 0);
+  return Status();
+}
+
+int run(const Options &o) {
+  std::unique_ptr<Artifact> loaded;
+  if (Status s = Artifact::loadFile(o.artifact, loaded); !s.ok())
+    return fail(kRunError, s.message());
+  std::shared_ptr<const Artifact> artifact = std::move(loaded);
+
+  std::unique_ptr<BatchFeeder> feeder;
+  if (Status s = BatchFeeder::create(*artifact, o.seed, o.dataPath, feeder); !s.ok())
+    return fail(kRunError, s.message());
+
+  SessionOptions sessionOptions;
+  sessionOptions.device = o.device;
+  if (o.weightsDir)
+    sessionOptions.weightsDir = *o.weightsDir;
+  sessionOptions.useGraphs = !o.noGraph;
+  sessionOptions.syncEachCommand = o.syncEach;
+  std::unique_ptr<Session> session;
+  if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
+    return fail(kRunError, s.message());
+
+  const hal::DeviceInfo &info = session->deviceInfo();
+  std::printf("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
+              info.ccMinor);
+  std::string recipe = str(artifact->root().recipe());
+  std::printf("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
+  std::fflush(stdout);
+
+  int lossIndex = artifact->findResult("loss");
+  int normIndex = artifact->findResult("grad_norm");
+  int skippedIndex = artifact->findResult("skipped");
+  int scaleIndex = artifact->findResult("loss_scale");
+  OutputSet outputs = outputSetOf(*artifact);
+  std::vector<HostTensor> lastFinite;
+  bool haveLastFinite = false;
+  double sumMs = 0;
+  int64_t timedSteps = 0;
+  std::vector<BatchFeeder::Write> writes;
+  uint64_t tokens = feeder->tokensPerStep();
+
+  for (int64_t step = 1; step <= o.steps; ++step) {
+    feeder->writesForStep(step, writes);
+    for (const BatchFeeder::Write &w : writes)
+      if (Status s = session->writeArgument(w.argument, w.bytes->data(), w.bytes->size());
+          !s.ok())
+        return fail(kRunError, "step " + std::to_string(step) + ": " + s.message());
+    // Keep the state this step starts from: if the step goes non-finite,
+    // --output-dir gets the last finite state, as with txopt-run.
+    if (o.outputDir && step > 1) {
+      if (Status s = snapshot(*session, outputs, lastFinite); !s.ok())
+        return fail(kRunError, s.message());
+      haveLastFinite = true;
+    }
+    float ms = 0;
+    if (Status s = session->runStep(&ms); !s.ok())
+      return fail(kRunError, s.message());
+    if (step > 1) {
+      sumMs += ms;
+      ++timedSteps;
+    }
+    double loss = 0, norm = 0, skipped = 0, scale = 0;
+    for (auto [index, value] : {std::pair{lossIndex, &loss}, {normIndex, &norm},
+                                {skippedIndex, &skipped}, {scaleIndex, &scale}})
+      if (index >= 0)
+        if (Status s = readScalar(*session, index, *value); !s.ok())
+          return fail(kRunError, s.message());
+    bool finite = std::isfinite(loss) && std::isfinite(norm);
+    bool print = step == 1 || step == o.steps || step % o.logEvery == 0 || !finite;
+    if (print) {
+      std::printf("step %lld", static_cast<long long>(step));
+      if (lossIndex >= 0)
+        std::printf("  loss %.9g", loss);
+      if (normIndex >= 0)
+        std::printf("  grad_norm %.9g", norm);
+      std::printf("  ms %.3f", ms);
+      if (tokens)
+        std::printf("  tok/s %.0f", ms > 0 ? tokens / (ms / 1000.0) : 0.0);
+      if (skippedIndex >= 0 && skipped != 0) {
+        std::printf("  skipped");
+        if (scaleIndex >= 0)
+          std::printf(" (loss scale -> %g)", scale);
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+    // With dynamic loss scaling a non-finite gradient skips the step in the
+    // graph itself; only a non-finite loss, or norm without a skip, stops.
+    bool isSkipped = skippedIndex >= 0 && skipped != 0;
+    if (!std::isfinite(loss) || (!std::isfinite(norm) && !isSkipped)) {
+      std::string extra;
+      if (o.outputDir && haveLastFinite) {
+        if (Status s = writeTensors(*o.outputDir, lastFinite); !s.ok())
+          return fail(kRunError, s.message());
+        extra = " (--output-dir holds step " + std::to_string(step - 1) + ")";
+      }
+      double bad = std::isfinite(loss) ? norm : loss;
+      return fail(kRunError, "step " + std::to_string(step) + ": the " +
+                                 (std::isfinite(loss) ? "gradient norm" : "loss") +
+                                 " is " + (std::isnan(bad) ? "NaN" : "infinite") +
+                                 "; stopped" + extra + "; try a lower --lr or --grad-clip");
+    }
+  }
+
+  uint64_t peak = 0;
+  if (Status s = session->peakMemory(peak); !s.ok())
+    return fail(kRunError, s.message());
+  std::printf("peak device memory %.1f MiB (%llu bytes; the plan says %llu)\n",
+              peak / (1024.0 * 1024.0), static_cast<unsigned long long>(peak),
+              static_cast<unsigned long long>(artifact->root().peak_bytes()));
+  if (timedSteps > 0) {
+    double meanMs = sumMs / timedSteps;
+    std::printf("mean over steps 2..%lld: ms %.3f", static_cast<long long>(o.steps), meanMs);
+    if (tokens)
+      std::printf("  tok/s %.0f", tokens / (meanMs / 1000.0));
+    std::printf("\n");
+  }
+  if (o.outputDir) {
+    std::vector<HostTensor> final;
+    if (Status s = snapshot(*session, outputs, final); !s.ok())
+      return fail(kRunError, s.message());
+    if (Status s = writeTensors(*o.outputDir, final); !s.ok())
+      return fail(kRunError, s.message());
+  }
+  if (o.dumpDir) {
+    OutputSet all;
+    for (unsigned i = 0; artifact->root().results() && i < artifact->root().results()->size();
+         ++i)
+      all.results.push_back(i);
+    std::vector<HostTensor> results;
+    if (Status s = snapshot(*session, all, results); !s.ok())
+      return fail(kRunError, s.message());
+    if (Status s = writeTensors(*o.dumpDir, results); !s.ok())
+      return fail(kRunError, s.message());
+  }
+  return kSuccess;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  std::string error;
+  if (!parseOptions(argc, argv, options, error))
+    return fail(kUsageError, error);
+  if (options.help) {
+    std::fputs(kHelp, stdout);
+    return kSuccess;
+  }
+  if (!fileExists(options.artifact))
+    return fail(kUsageError, "cannot read '" + options.artifact + "': no such file");
+  if (options.dataPath && !fileExists(*options.dataPath))
+    return fail(kUsageError, "cannot read --data '" + *options.dataPath +
+                                 "': no such file");
+  try {
+    return run(options);
+  } catch (const std::exception &e) {
+    return fail(kRunError, std::string("internal error: ") + e.what());
+  }
+}
