@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs on the GPU machine: the runtime's self-test, then every case that
+# prepare_check.sh compiled, on the GPU with txrun, compared with the CPU
+# executor's losses and final state (scripts/gpu/compare.py). Prints one
+# table; exits non-zero if anything failed.
+# Usage: scripts/gpu/check.sh [CASES_DIR=gpu-run] [RESULTS_DIR=${OUT:-/tmp/txopt-gpu}]
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cases="${1:-$root/gpu-run}"
+results="${2:-${OUT:-/tmp/txopt-gpu}}"
+bin="$root/build/runtime/bin"
+mkdir -p "$results"
+status=0
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+"$bin/txrt-info" || status=1
+echo "== runtime self-test"
+"$bin/txrt-gpu-selftest" || status=1
+echo "== steps on the GPU vs the CPU executor"
+while read -r name steps; do
+  rm -rf "$results/$name.gpu"
+  if ! "$bin/txrun" "$cases/$name.txa" --steps "$steps" --output-dir "$results/$name.gpu" \
+      > "$results/$name.gpu.log" 2>&1; then
+    echo "$name: txrun failed:"; tail -5 "$results/$name.gpu.log"; status=1; continue
+  fi
+  if ! "$bin/txrun" "$cases/$name.txa" --steps "$steps" --no-graph \
+      > "$results/$name.nograph.log" 2>&1; then
+    echo "$name: txrun --no-graph failed:"; tail -5 "$results/$name.nograph.log"; status=1
+  fi
+done < "$cases/cases.txt"
+python3 "$root/scripts/gpu/compare.py" "$cases" "$results" || status=1
+
+echo "== precision curves on the GPU: llama, ${CURVE_STEPS:=1500} steps on a learnable token stream"
+python3 "$root/test/Training/make_markov_tokens.py" "$results/tokens.npy" 40000 512
+for p in "" _bf16; do
+  "$bin/txrun" "$cases/curve$p.txa" --steps "$CURVE_STEPS" --data "$results/tokens.npy"     > "$results/curve$p.log" 2>&1 || { echo "curve$p: txrun failed"; tail -3 "$results/curve$p.log"; status=1; }
+done
+python3 "$root/scripts/gpu/compare_curves.py" --vocab 512 --tolerance 0.02   "$results/curve.log" "$results/curve_bf16.log" || status=1
+
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  echo "== compute-sanitizer (memcheck, initcheck, racecheck) on 2 steps"
+  for tool in memcheck initcheck racecheck; do
+    if compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/txrun" \
+        "$cases/nanogpt_op18_loss.txa" --steps 2 --no-graph > "$results/sanitizer-$tool.log" 2>&1; then
+      echo "$tool: clean ($(grep -c . "$results/sanitizer-$tool.log") lines of output)"
+    else
+      echo "$tool: FAILED"; grep -m5 -E "ERROR|Invalid|Race|Uninitialized" "$results/sanitizer-$tool.log"; status=1
+    fi
+  done
+else
+  echo "== compute-sanitizer not found: sanitizer checks skipped"
+fi
+exit $status

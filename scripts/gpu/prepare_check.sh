@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Prepares the GPU correctness check on a machine without a GPU: compiles
+# each model's training step to step.txa (what the GPU runs) and to .mlir,
+# and runs the same steps on the CPU reference executor (txopt-run), whose
+# losses and final state the GPU results are compared with.
+# Usage: scripts/gpu/prepare_check.sh MODELS_DIR [OUT_DIR=gpu-run] [STEPS=5]
+# Then, on the GPU machine: scripts/gpu/check.sh OUT_DIR
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+models="${1:?usage: prepare_check.sh MODELS_DIR [OUT_DIR] [STEPS]}"
+out="${2:-$root/gpu-run}"
+steps="${3:-5}"
+bin="$root/build/bin"
+mkdir -p "$out"
+: > "$out/cases.txt"
+
+# case NAME MODEL STEPS [txopt flags...]
+add_case() {
+  local name="$1" model="$2" n="$3"; shift 3
+  "$bin/txopt" "$model" --train "$@" -o "$out/$name.txa" -q
+  "$bin/txopt" "$model" --train "$@" -o "$out/$name.mlir" -q
+  rm -rf "$out/$name.cpu"
+  "$bin/txopt-run" "$out/$name.mlir" --steps "$n" --output-dir "$out/$name.cpu" \
+    > "$out/$name.cpu.log"
+  rm -f "$out/$name.mlir"
+  # Parameters and first moments are compared (compare.py says why);
+  # the second moments would only add to what travels to the GPU machine.
+  rm -f "$out/$name.cpu/"*.exp_avg_sq.npy
+  # Reduced precision is compared by its losses only (what travels to the
+  # GPU machine is limited to 64 MiB with the tree).
+  case "$name" in *_bf16) rm -rf "$out/$name.cpu" ;; esac
+  echo "$name $n" >> "$out/cases.txt"
+  echo "prepared $name ($n steps)"
+}
+
+for m in nanogpt_op18_loss nanogpt_op17_loss nanogpt_op14_loss gpt2_op18_loss llama_op18_loss; do
+  add_case "$m" "$models/$m.onnx" "$steps"
+done
+# Reduced precision: the executor emulates bf16 rounding per op, so the
+# curves are compared with a looser tolerance.
+add_case nanogpt_op18_loss_bf16 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=bf16
+add_case llama_op18_loss_bf16 "$models/llama_op18_loss.onnx" "$steps" --precision=bf16
+# Learning curves (check.sh trains these on a token stream, f32 vs bf16).
+"$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 -o "$out/curve.txa" -q
+"$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 --precision=bf16 -o "$out/curve_bf16.txa" -q
+du -sh "$out"
