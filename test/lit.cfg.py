@@ -25,6 +25,19 @@ tool_dirs = [config.txopt_tools_dir, config.llvm_tools_dir]
 tools = ["txopt", "txopt-opt", "txopt-run", "txopt-capi-test",
          "txopt-float-formats-test", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.add_tool_substitutions(["txrun", "txrt-info"], [config.txrt_tools_dir])
+# GPU tests say `REQUIRES: cuda-gpu` (skipped, visibly, on machines without
+# one); tests of the no-GPU path say `UNSUPPORTED: cuda-gpu`.
+import subprocess
+try:
+    if subprocess.run([os.path.join(config.txrt_tools_dir, "txrt-info")],
+                      capture_output=True, timeout=60).returncode == 0:
+        config.available_features.add("cuda-gpu")
+except (OSError, subprocess.TimeoutExpired):
+    pass
+# ptxas (CUDA toolkit) validates and assembles the generated PTX.
+if os.path.exists("/usr/local/cuda/bin/ptxas") or os.environ.get("CUDA_HOME"):
+    config.available_features.add("ptxas")
 # `not` and `count` at the start of a RUN line run from PATH (lit substitutes
 # them only after a pipe).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

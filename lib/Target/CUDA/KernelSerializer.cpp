@@ -28,6 +28,8 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::txopt;
 
@@ -53,6 +55,20 @@ static void disableFMAContraction() {
   (void)done;
 }
 
+/// The CUDA toolkit folder holding libdevice (nvvm/libdevice/libdevice.10.bc),
+/// which the kernels' math (exp, tanh, erf, pow, ...) links against: from
+/// CUDA_ROOT, CUDA_HOME or CUDA_PATH as MLIR's NVVM target reads them, else
+/// /usr/local/cuda. Empty if none has it.
+static std::string findCudaToolkit() {
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *dir = std::getenv(var))
+      if (llvm::sys::fs::exists(std::string(dir) + "/nvvm/libdevice/libdevice.10.bc"))
+        return dir;
+  if (llvm::sys::fs::exists("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"))
+    return "/usr/local/cuda";
+  return "";
+}
+
 /// ptxas from $CUDA_HOME, /usr/local/cuda or the PATH; empty if none.
 static std::string findPtxas() {
   llvm::SmallVector<std::string> candidates;
@@ -74,6 +90,18 @@ LogicalResult cuda::compileKernels(StepProgram &program, KernelImages &images,
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
+
+  // MLIR's NVVM target finds libdevice through these variables; point them
+  // at the toolkit found, or refuse: PTX with unresolved math calls would
+  // fail only when the GPU loads it.
+  std::string toolkit = findCudaToolkit();
+  if (toolkit.empty()) {
+    error = "libdevice (the CUDA toolkit's nvvm/libdevice/libdevice.10.bc) "
+            "was not found in $CUDA_HOME or /usr/local/cuda; the kernels' math "
+            "functions need it";
+    return failure();
+  }
+  ::setenv("CUDA_ROOT", toolkit.c_str(), /*overwrite=*/1);
 
   ModuleOp module = program.kernels.get();
   MLIRContext *context = module.getContext();
@@ -119,6 +147,12 @@ LogicalResult cuda::compileKernels(StepProgram &program, KernelImages &images,
   });
   if (images.ptx.empty()) {
     error = "lowering the kernels produced no PTX";
+    return failure();
+  }
+
+  if (llvm::StringRef(images.ptx).contains(".extern .func __nv_")) {
+    error = "the PTX calls libdevice functions that were not linked (toolkit "
+            "at '" + toolkit + "')";
     return failure();
   }
 

@@ -524,6 +524,20 @@ LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
+/// Lets the optimizer write |result| over |state| (a step argument) when
+/// nothing after |op| reads the old value: each thread reads element i and
+/// writes element i, so the update is safe in place, and the next-step copy
+/// of the result disappears.
+static void updateInPlace(LoweringContext &ctx, Operation *op, Value state,
+                          Value result) {
+  if (!isa<BlockArgument>(state) || ctx.bufferOfValue.count(result))
+    return;
+  for (Operation *user : state.getUsers())
+    if (user != op && !user->isBeforeInBlock(op))
+      return;
+  ctx.bufferOfValue[result] = ctx.bufferFor(state);
+}
+
 /// f32 rounding of a double, as the executor's r32().
 static double r32(double v) { return static_cast<double>(static_cast<float>(v)); }
 
@@ -550,6 +564,9 @@ LogicalResult cuda::lowerOptimizer(LoweringContext &ctx, Operation *op) {
       Value np = op->getResult(t), nm = op->getResult(n + t), nv = op->getResult(2 * n + t);
       if (!typeOf(p).getElementType().isF32())
         return op->emitError("the GPU optimizer updates f32 parameters only");
+      updateInPlace(ctx, op, p, np);
+      updateInPlace(ctx, op, m, nm);
+      updateInPlace(ctx, op, v, nv);
       llvm::SmallVector<Value> inputs{p, g, m, v, lr};
       if (step)
         inputs.push_back(step);
@@ -624,6 +641,8 @@ LogicalResult cuda::lowerOptimizer(LoweringContext &ctx, Operation *op) {
     Value np = op->getResult(t), nb = op->getResult(n + t);
     if (!typeOf(p).getElementType().isF32())
       return op->emitError("the GPU optimizer updates f32 parameters only");
+    updateInPlace(ctx, op, p, np);
+    updateInPlace(ctx, op, buf, nb);
     KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {np, nb}, {p, g, buf, lr}, ctx.plan);
     auto &b = kb.builder();
     int64_t count = typeOf(p).getNumElements();

@@ -188,12 +188,36 @@ static bool fusesOperands(Operation *user) {
   return isElementalOp(user) || isReduction(user);
 }
 
+/// A transpose that only swaps the last two dims, read only by matmuls: the
+/// GEMMs read its input with the transpose flag instead (the GEMM normal
+/// form), so it is never computed.
+static bool isFoldedIntoGemm(Operation *op) {
+  auto transpose = dyn_cast<tx::TransposeOp>(op);
+  if (!transpose)
+    return false;
+  llvm::ArrayRef<int64_t> perm = transpose.getPerm();
+  size_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != static_cast<int64_t>(rank - 1) ||
+      perm[rank - 1] != static_cast<int64_t>(rank - 2))
+    return false;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != static_cast<int64_t>(i))
+      return false;
+  Value result = transpose.getResult();
+  return !result.use_empty() &&
+         llvm::all_of(result.getUsers(), [](Operation *u) { return isa<tx::MatMulOp>(u); });
+}
+
 static void decideMaterialization(func::FuncOp step, Materialization &plan,
                                   unsigned &fusedOps) {
   Block &body = step.getBody().front();
   for (BlockArgument arg : body.getArguments())
     plan.materialized.insert(arg);
   for (Operation &op : body) {
+    if (isFoldedIntoGemm(&op)) {
+      plan.materialized.insert(op.getOperand(0));
+      continue;
+    }
     for (Value result : op.getResults()) {
       bool needed = !isElementalOp(&op);
       llvm::SmallPtrSet<Operation *, 4> users;
@@ -215,7 +239,7 @@ static void decideMaterialization(func::FuncOp step, Materialization &plan,
       plan.materialized.insert(op.getOperand(0));
   fusedOps = 0;
   for (Operation &op : body)
-    if (isElementalOp(&op) && op.getNumResults() &&
+    if (isElementalOp(&op) && op.getNumResults() && !isFoldedIntoGemm(&op) &&
         llvm::none_of(op.getResults(), [&](Value r) { return plan.isMaterialized(r); }))
       ++fusedOps;
 }
@@ -228,6 +252,8 @@ static void decideMaterialization(func::FuncOp step, Materialization &plan,
 /// is column-major C^T = B^T A^T: cuBLASLt's A is our B (m = N), its B is
 /// our A (n = M). Batch dims: equal on both sides (strided batch), absent or
 /// all-ones on one side (stride 0), or B two-dimensional (batch folded into M).
+/// An operand that is a last-two-dims transpose is read untransposed with
+/// cuBLASLt's transpose flag (isFoldedIntoGemm).
 static LogicalResult lowerMatMul(LoweringContext &ctx, tx::MatMulOp op) {
   Value a = op.getLhs(), bm = op.getRhs(), c = op.getResult();
   auto at = typeOf(a), bt = typeOf(bm), ct = typeOf(c);
@@ -247,37 +273,44 @@ static LogicalResult lowerMatMul(LoweringContext &ctx, tx::MatMulOp op) {
     return n;
   };
   int64_t aCount = count(aBatch), bCount = count(bBatch);
+  // Transposed operands read their source with the transpose flag.
+  Value aSource = a, bSource = bm;
+  bool aTransposed = false, bTransposed = false;
+  if (Operation *def = a.getDefiningOp(); def && isFoldedIntoGemm(def)) {
+    aSource = def->getOperand(0);
+    aTransposed = true;
+  }
+  if (Operation *def = bm.getDefiningOp(); def && isFoldedIntoGemm(def)) {
+    bSource = def->getOperand(0);
+    bTransposed = true;
+  }
   GemmCmd g;
   g.aType = g.bType = *aType;
   g.dType = *cType;
   g.allowTF32 = ctx.options.allowTF32;
   g.k = K;
   g.m = N;
-  g.lda = N;
-  g.ldb = K;
+  g.n = M;
+  g.transA = bTransposed;
+  g.lda = bTransposed ? K : N;
+  g.transB = aTransposed;
+  g.ldb = aTransposed ? M : K;
   g.ldd = N;
-  if (bCount == 1) {
-    // B is shared: fold A's batch into M.
+  if (bCount == 1 && !aTransposed) {
+    // B is shared and A's rows are contiguous: fold A's batch into M.
     g.n = M * aCount;
-    g.batch = 1;
-  } else if (aCount == 1) {
-    g.n = M;
-    g.batch = bCount;
-    g.strideA = K * N;
-    g.strideB = 0;
-    g.strideD = M * N;
-  } else if (aBatch.size() == bBatch.size() && aBatch == bBatch) {
-    g.n = M;
-    g.batch = aCount;
-    g.strideA = K * N;
-    g.strideB = M * K;
+  } else if (bCount == 1 || aCount == 1 ||
+             (aBatch.size() == bBatch.size() && aBatch == bBatch)) {
+    g.batch = std::max(aCount, bCount);
+    g.strideA = bCount == 1 ? 0 : K * N;
+    g.strideB = aCount == 1 ? 0 : M * K;
     g.strideD = M * N;
   } else {
     return op.emitError("the GPU matmul does not broadcast batch dims of ")
            << at << " against " << bt;
   }
-  g.a = ctx.bufferFor(bm);
-  g.b = ctx.bufferFor(a);
+  g.a = ctx.bufferFor(bSource);
+  g.b = ctx.bufferFor(aSource);
   g.d = ctx.bufferFor(c);
   ctx.gemm(g, op);
   return success();
@@ -678,6 +711,7 @@ void StepProgram::print(llvm::raw_ostream &os) const {
       os << "gemm m=" << g->m << " n=" << g->n << " k=" << g->k
          << " batch=" << g->batch << " ta=" << g->transA << " tb=" << g->transB
          << " " << dtypeName(g->aType) << "->" << dtypeName(g->dType)
+         << (g->allowTF32 ? " tf32" : "")
          << " a=" << g->a << " b=" << g->b << " d=" << g->d
          << " beta=" << g->beta;
     } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
