@@ -104,6 +104,7 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Options &options,
                                   std::string &error) {
   txopt::ONNXImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
+  importOptions.inlineWeights = options.inlineWeights;
   if (llvm::StringRef(options.input).ends_with(".onnxtxt")) {
     auto buffer = llvm::MemoryBuffer::getFile(options.input, /*IsText=*/true);
     if (!buffer) {
