@@ -6,7 +6,9 @@
 // untrusted input, so a location may only name a regular file inside the
 // model's folder: no absolute paths, no "..", and no symlink that resolves
 // outside the folder. Offsets and lengths are checked against the file size
-// before anything is allocated or read.
+// before anything is allocated or read. Those rules are written once, in
+// txopt/Dialect/Tx/IR/WeightSource.h, because the reference executor applies
+// them again when it reads a weight the importer left in its file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,11 +17,7 @@
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/Path.h"
-
-#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::txopt;
