@@ -12,6 +12,7 @@
 #include "Kernels.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/WeightSource.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/raw_ostream.h"
@@ -73,7 +74,19 @@ llvm::Expected<const Tensor *> Executor::getParameter(llvm::StringRef name) {
       SymbolTable::lookupSymbolIn(module, StringAttr::get(module.getContext(), name)));
   if (!parameter)
     return llvm::createStringError("no tx.parameter named '" + name.str() + "'");
-  auto value = Tensor::fromAttr(parameter.getInitialValue());
+  // A sourced parameter is read from its file now, on first use, through
+  // the same path and bounds checks as the importer (WeightSource.h); that
+  // error already names the parameter and the file.
+  std::optional<llvm::Expected<Tensor>> loaded;
+  if (parameter.isSourced()) {
+    auto bytes = tx::readParameterBytes(parameter, module);
+    if (!bytes)
+      return bytes.takeError();
+    loaded.emplace(Tensor::fromBytes(parameter.getType(), *bytes));
+  } else {
+    loaded.emplace(Tensor::fromAttr(parameter.getInitialValueAttr()));
+  }
+  llvm::Expected<Tensor> &value = *loaded;
   if (!value)
     return llvm::createStringError("parameter '" + name.str() +
                                    "': " + llvm::toString(value.takeError()));

@@ -90,6 +90,27 @@ static void readRaw(Tensor &tensor, llvm::ArrayRef<char> bytes) {
   }
 }
 
+llvm::Expected<Tensor> Tensor::fromBytes(RankedTensorType type,
+                                         llvm::ArrayRef<char> bytes) {
+  if (!type.hasStaticShape())
+    return llvm::createStringError("expected a statically shaped type");
+  Type elementType = type.getElementType();
+  if (!isa<FloatType>(elementType) && !elementType.isSignlessInteger())
+    return llvm::createStringError("unsupported element type");
+  unsigned width = elementType.getIntOrFloatBitWidth();
+  if (width % 8 != 0 && width != 1)
+    return llvm::createStringError("unsupported element width");
+  uint64_t expected =
+      uint64_t(type.getNumElements()) * (width == 1 ? 1 : width / 8);
+  if (bytes.size() != expected)
+    return llvm::createStringError("expected " + std::to_string(expected) +
+                                   " bytes, but got " +
+                                   std::to_string(bytes.size()));
+  Tensor tensor(type);
+  readRaw(tensor, bytes);
+  return tensor;
+}
+
 llvm::Expected<Tensor> Tensor::fromAttr(ElementsAttr attr) {
   auto type = dyn_cast<RankedTensorType>(attr.getType());
   if (!type || !type.hasStaticShape())

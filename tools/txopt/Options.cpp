@@ -28,6 +28,10 @@ OPTIONS:
                           default pipeline) or 'tx' (the IR right after import).
   --input-shape NAME=DIMS Size every dim of graph input NAME, e.g. ids=2x32.
                           Needed when the model has symbolic dims. Repeatable.
+  --inline-weights        Copy weights stored as ONNX external data into
+                          the IR as dense values. By default they stay in
+                          their file: the IR records file, offset and length
+                          (see docs/Import.md) and nothing reads them.
   --no-fuse=LIST          Skip fusions: comma-separated 'norms', 'optimizer'
                           or 'all'.
   --report=FILE           Write a JSON report: what was imported, fused, and
@@ -296,6 +300,8 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       options.quiet = true;
     } else if (arg == "--print-locations") {
       options.printLocations = true;
+    } else if (arg == "--inline-weights") {
+      options.inlineWeights = true;
     } else if (arg == "-o") {
       if (i + 1 >= argc) {
         error = "option '-o' needs a file name";

@@ -30,6 +30,7 @@ struct Options {
   bool verbose = false;
   bool quiet = false;
   bool printLocations = false;
+  bool inlineWeights = false; ///< --inline-weights: external data into the IR
   bool fuseNorms = true;     ///< off with --no-fuse=norms
   bool fuseOptimizer = true; ///< off with --no-fuse=optimizer
   /// --train and the options of the step it builds (see TrainStep.h);

@@ -212,6 +212,8 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
       {"tx_ops", toJson(summary.txOps)},
       {"parameters", summary.import.numParameters},
       {"parameter_elements", summary.import.numParameterElements},
+      {"parameters_by_reference", summary.import.numSourcedParameters},
+      {"parameter_bytes_by_reference", summary.import.numSourcedBytes},
       {"fusions_run", std::move(fusionsRun)},
       {"fused", toJson(summary.fused)},
       {"not_fused", std::move(notFused)},
@@ -300,6 +302,11 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
      << " parameters ("
      << llvm::format("%.2f", info.numParameterElements / 1.0e6)
      << " M elements)\n";
+  if (info.numSourcedParameters > 0)
+    os << "  weights    " << info.numSourcedParameters
+       << " parameters by reference ("
+       << llvm::format("%.1f", info.numSourcedBytes / 1.0e6)
+       << " MB left in external data, not read)\n";
   size_t limit = verbose ? SIZE_MAX : 8;
   os << "  ONNX ops   " << topOps(info.opsIn, limit) << "\n";
   os << "  tx ops     " << topOps(summary.txOps, limit) << "\n";

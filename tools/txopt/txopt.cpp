@@ -15,6 +15,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "txopt/Dialect/Tx/IR/WeightSource.h"
 #include "txopt/Import/ONNX/ONNXImporter.h"
 #include "txopt/InitAll.h"
 #include "txopt/Pipelines/Pipelines.h"
@@ -157,6 +158,7 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Options &options,
                                   std::string &error) {
   txopt::ONNXImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
+  importOptions.inlineWeights = options.inlineWeights;
   if (llvm::StringRef(options.input).ends_with(".onnxtxt")) {
     auto buffer = llvm::MemoryBuffer::getFile(options.input, /*IsText=*/true);
     if (!buffer) {
@@ -205,6 +207,18 @@ int main(int argc, char **argv) {
       importModel(context, options, summary.import, error);
   if (!module)
     return fail(kCompileError, error.empty() ? collector.firstError() : error);
+
+  // The IR refers to its weight files; writing it over one of them would
+  // leave it referring to itself.
+  if (options.output != "-")
+    for (auto parameter : module->getOps<txopt::tx::ParameterOp>())
+      if (parameter.isSourced() &&
+          samePath(txopt::tx::resolveWeightPath(parameter, *module),
+                   options.output))
+        return fail(kUsageError,
+                    "output '" + options.output + "' holds the weights of "
+                    "parameter '" + parameter.getSymName() +
+                    "'; refusing to overwrite it");
 
   if (options.emit == EmitKind::Fused) {
     PassManager pm(&context);

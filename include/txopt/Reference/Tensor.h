@@ -66,6 +66,10 @@ public:
 
   /// The contents of a constant (dense or dense_resource elements).
   static llvm::Expected<Tensor> fromAttr(ElementsAttr attr);
+  /// A tensor of |type| from little-endian row-major |bytes| (a parameter's
+  /// source); the byte count must match the type.
+  static llvm::Expected<Tensor> fromBytes(RankedTensorType type,
+                                          llvm::ArrayRef<char> bytes);
 
 private:
   Type elementType;

@@ -21,6 +21,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
 
+#include "txopt/Dialect/Tx/IR/WeightSource.h"
+
 #include "onnx/onnx_pb.h"
 
 #include <optional>
@@ -83,6 +85,33 @@ FailureOr<DenseElementsAttr> convertTensor(MLIRContext *context,
                                            const onnx::TensorProto &tensor,
                                            const TensorSource &source,
                                            std::string &error);
+
+/// The type |tensor| declares (data_type and dims validated as by
+/// convertTensor), without touching its data.
+FailureOr<RankedTensorType> convertTensorType(MLIRContext *context,
+                                              const onnx::TensorProto &tensor,
+                                              const TensorSource &source,
+                                              std::string &error);
+
+/// Bytes a tensor of |type| takes in ONNX raw/external storage.
+uint64_t rawTensorBytes(RankedTensorType type);
+
+/// Where the external bytes of a tensor are: a checked file and range.
+struct ExternalLocation {
+  tx::WeightFile file;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+/// Validates the external_data entries of |tensor| (location, offset,
+/// length, |numBytes| of them), resolves the file under |baseDir| with the
+/// rules of readExternalData and checks the range against its size, without
+/// reading the data.
+FailureOr<ExternalLocation> locateExternalData(const onnx::TensorProto &tensor,
+                                               llvm::StringRef baseDir,
+                                               llvm::StringRef what,
+                                               uint64_t numBytes,
+                                               std::string &error);
 
 /// Reads the external bytes of |tensor| (|numBytes| of them) from a file
 /// under |baseDir|. Rejects locations that are absolute, contain "..", or

@@ -19,6 +19,7 @@
 
 #include "txopt/Dialect/Tx/IR/TxDialect.h"
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/WeightSource.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -27,6 +28,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -36,6 +38,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <queue>
 
 using namespace mlir;
@@ -92,6 +95,33 @@ bool isMaskLike(DenseElementsAttr value) {
   return false;
 }
 
+/// isMaskLike over little-endian raw elements of |type| (a sample of a
+/// parameter kept in its file).
+bool isMaskLikeBytes(FloatType type, llvm::ArrayRef<char> bytes) {
+  unsigned width = type.getWidth();
+  size_t elementBytes = width / 8;
+  double limit =
+      APFloat::getLargest(type.getFloatSemantics()).convertToDouble() / 2;
+  for (size_t i = 0; i + elementBytes <= bytes.size(); i += elementBytes) {
+    uint64_t raw = 0;
+    std::memcpy(&raw, bytes.data() + i, elementBytes);
+    double v;
+    if (width == 32) {
+      float f;
+      std::memcpy(&f, &raw, 4);
+      v = f;
+    } else if (width == 64) {
+      std::memcpy(&v, &raw, 8);
+    } else {
+      APFloat value(type.getFloatSemantics(), APInt(width, raw));
+      v = value.convertToDouble();
+    }
+    if (!std::isfinite(v) || std::fabs(v) >= limit)
+      return true;
+  }
+  return false;
+}
+
 class GraphImporter {
 public:
   GraphImporter(MLIRContext &context, const ONNXImportOptions &options,
@@ -119,6 +149,10 @@ private:
   LogicalResult sortNodes(const onnx::GraphProto &graph);
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
   LogicalResult importInitializers(const onnx::GraphProto &graph, ModuleOp module);
+  FailureOr<bool> importSourcedParameter(const onnx::TensorProto &init,
+                                         const std::string &what,
+                                         ModuleOp module,
+                                         OpBuilder &moduleBuilder);
   LogicalResult importNodes(const onnx::GraphProto &graph);
   LogicalResult importOutputs(const onnx::GraphProto &graph, func::FuncOp func);
   void removeDeadCode(ModuleOp module, func::FuncOp func);
@@ -388,6 +422,15 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph,
       continue;
     }
     std::string error;
+    if (init.data_location() == onnx::TensorProto::EXTERNAL &&
+        !options.inlineWeights) {
+      FailureOr<bool> sourced = importSourcedParameter(init, what, module,
+                                                         moduleBuilder);
+      if (failed(sourced))
+        return failure();
+      if (*sourced)
+        continue;
+    }
     auto value = convertTensor(&context, init, {shared.baseDir, what}, error);
     if (failed(value))
       return fail(error);
@@ -410,6 +453,68 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph,
     info.numParameterElements += value->getNumElements();
   }
   return success();
+}
+
+/// An external float initializer of more than one element becomes a
+/// parameter that refers to its bytes (`source`), which are not read: the
+/// importer only folds tx.constant operands, and a parameter never is one.
+/// Only the mask test reads anything: the first and last kMaskSampleBytes.
+/// A causal or sliding-window mask masks the future, so its first row (at
+/// the start of the data) holds a masked value; a trained weight has no
+/// value anywhere near the type's largest. Returns false, having done
+/// nothing, for initializers that stay on the dense path (integers, bools,
+/// scalars).
+FailureOr<bool> GraphImporter::importSourcedParameter(const onnx::TensorProto &init,
+                                                      const std::string &what,
+                                                      ModuleOp module,
+                                                      OpBuilder &moduleBuilder) {
+  std::string error;
+  FailureOr<RankedTensorType> type =
+      convertTensorType(&context, init, {shared.baseDir, what}, error);
+  if (failed(type))
+    return fail(error);
+  auto floatType = llvm::dyn_cast<FloatType>(type->getElementType());
+  if (!floatType || type->getNumElements() <= 1 ||
+      tx::weightElementBytes(floatType) == 0)
+    return false;
+  uint64_t numBytes = rawTensorBytes(*type);
+  FailureOr<ExternalLocation> located =
+      locateExternalData(init, shared.baseDir, what, numBytes, error);
+  if (failed(located))
+    return fail(error);
+
+  constexpr uint64_t kMaskSampleBytes = 4096;
+  uint64_t elementBytes = tx::weightElementBytes(floatType);
+  uint64_t sample = std::min(numBytes, kMaskSampleBytes / elementBytes * elementBytes);
+  std::vector<char> head(sample), tail(sample);
+  if (llvm::Error err = tx::readWeightFile(located->file, located->offset, head))
+    return fail(what + " " + llvm::toString(std::move(err)));
+  if (llvm::Error err = tx::readWeightFile(
+          located->file, located->offset + numBytes - sample, tail))
+    return fail(what + " " + llvm::toString(std::move(err)));
+  bool frozen = isMaskLikeBytes(floatType, head) || isMaskLikeBytes(floatType, tail);
+
+  if (!module->hasAttr(tx::kModelDirAttrName)) {
+    llvm::SmallString<256> dir;
+    if (std::error_code ec = llvm::sys::fs::real_path(
+            shared.baseDir.empty() ? "." : shared.baseDir, dir))
+      return fail(what + " has external data, but the model's folder " +
+                  quote(shared.baseDir) + " cannot be resolved: " + ec.message());
+    module->setAttr(tx::kModelDirAttrName, builder.getStringAttr(dir));
+  }
+  Location loc = NameLoc::get(builder.getStringAttr(init.name()));
+  auto source = tx::WeightSourceAttr::get(
+      &context, located->file.location, located->offset, located->length);
+  tx::ParameterOp::create(moduleBuilder, loc, llvm::StringRef(init.name()),
+                          *type, source, frozen);
+  values[init.name()] =
+      tx::LoadParameterOp::create(builder, loc, *type, init.name());
+  ++info.numParameters;
+  info.numFrozenParameters += frozen;
+  info.numParameterElements += type->getNumElements();
+  ++info.numSourcedParameters;
+  info.numSourcedBytes += numBytes;
+  return true;
 }
 
 LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph) {
@@ -501,8 +606,14 @@ void GraphImporter::removeDeadCode(ModuleOp module, func::FuncOp func) {
       --info.numParameters;
       info.numFrozenParameters -= parameter.getFrozen();
       info.numParameterElements -= parameter.getType().getNumElements();
+      if (tx::WeightSourceAttr source = parameter.getSourceAttr()) {
+        --info.numSourcedParameters;
+        info.numSourcedBytes -= source.getLength();
+      }
       parameter.erase();
     }
+  if (info.numSourcedParameters == 0)
+    module->removeAttr(tx::kModelDirAttrName);
 }
 
 OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,

@@ -178,11 +178,11 @@ static void appendLittleEndian(std::vector<char> &bytes, uint64_t value,
     bytes.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }
 
-FailureOr<DenseElementsAttr>
-onnx_import::convertTensor(MLIRContext *context,
-                           const onnx::TensorProto &tensor,
-                           const TensorSource &source, std::string &error) {
-  auto fail = [&](const llvm::Twine &message) -> FailureOr<DenseElementsAttr> {
+FailureOr<RankedTensorType>
+onnx_import::convertTensorType(MLIRContext *context,
+                               const onnx::TensorProto &tensor,
+                               const TensorSource &source, std::string &error) {
+  auto fail = [&](const llvm::Twine &message) -> FailureOr<RankedTensorType> {
     error = (source.what + " " + message).str();
     return failure();
   };
@@ -203,8 +203,31 @@ onnx_import::convertTensor(MLIRContext *context,
     return fail("has more than 2^40 elements");
   if (tensor.has_segment())
     return fail("is segmented, which is not supported");
-  auto type = RankedTensorType::get(dims, elementType);
-  uint64_t width = rawElementBytes(elementType);
+  return RankedTensorType::get(dims, elementType);
+}
+
+uint64_t onnx_import::rawTensorBytes(RankedTensorType type) {
+  return static_cast<uint64_t>(type.getNumElements()) *
+         rawElementBytes(type.getElementType());
+}
+
+FailureOr<DenseElementsAttr>
+onnx_import::convertTensor(MLIRContext *context,
+                           const onnx::TensorProto &tensor,
+                           const TensorSource &source, std::string &error) {
+  auto fail = [&](const llvm::Twine &message) -> FailureOr<DenseElementsAttr> {
+    error = (source.what + " " + message).str();
+    return failure();
+  };
+  FailureOr<RankedTensorType> convertedType =
+      convertTensorType(context, tensor, source, error);
+  if (failed(convertedType))
+    return failure();
+  RankedTensorType type = *convertedType;
+  int32_t dataType = tensor.data_type();
+  llvm::SmallVector<int64_t> dims(type.getShape());
+  std::optional<int64_t> numElements = type.getNumElements();
+  uint64_t width = rawElementBytes(type.getElementType());
   uint64_t numBytes = static_cast<uint64_t>(*numElements) * width;
 
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {

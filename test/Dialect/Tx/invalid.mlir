@@ -56,8 +56,9 @@ tx.parameter @parameter_non_float = dense<1> : tensor<4xi64>
 
 // -----
 
-// The initial value must be a tensor.
-// expected-error @+1 {{'tx.parameter' op expected a statically shaped tensor initial value, but got 'vector<4xf32>'}}
+// The initial value must be a tensor (rejected by the parser, which takes
+// the parameter's type from it).
+// expected-error @+1 {{expected a statically shaped tensor type, but got 'vector<4xf32>'}}
 tx.parameter @parameter_vector = dense<1.0> : vector<4xf32>
 
 // -----

@@ -27,6 +27,11 @@ struct ONNXImportOptions {
   std::map<std::string, std::vector<int64_t>> inputShapes;
   /// Name of the function the graph becomes.
   std::string functionName = "main";
+  /// Copy external-data weights into the IR as dense values (the behaviour
+  /// before weights by reference; `--inline-weights`). By default a float
+  /// initializer stored as external data becomes a parameter with a
+  /// `source` and its bytes are not read.
+  bool inlineWeights = false;
 };
 
 /// Facts about the imported model, for `--report` and the summary.
@@ -38,11 +43,15 @@ struct ONNXImportInfo {
   int64_t numParameters = 0;            ///< tx.parameter ops created
   int64_t numFrozenParameters = 0;      ///< of which `frozen` (masks)
   int64_t numParameterElements = 0;     ///< their total element count
+  int64_t numSourcedParameters = 0;     ///< of which kept by reference
+  int64_t numSourcedBytes = 0;          ///< bytes those references cover
   std::vector<std::string> warnings;    ///< non-fatal observations
 };
 
 /// Imports the binary .onnx file at |path|. External data is resolved
-/// relative to the model's folder and may not escape it. On failure returns
+/// relative to the model's folder and may not escape it; float weights in
+/// external data stay there (`tx.parameter ... source(...)`, with the
+/// folder in the module's `tx.model_dir`) unless options.inlineWeights. On failure returns
 /// nullptr and sets |error| to one line naming the node or field at fault.
 /// Never throws, asserts or aborts on malformed input. The rules (which
 /// initializers become parameters, what folds) are in docs/Import.md.

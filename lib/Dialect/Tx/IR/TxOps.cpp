@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/WeightSource.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -95,17 +96,125 @@ static LogicalResult checkStaticOperands(std::optional<Location> location,
 // ParameterOp / LoadParameterOp
 //===----------------------------------------------------------------------===//
 
+void ParameterOp::build(OpBuilder &builder, OperationState &state,
+                        llvm::StringRef name, ElementsAttr value, bool frozen) {
+  build(builder, state, builder.getStringAttr(name),
+        TypeAttr::get(value.getType()), value, WeightSourceAttr(),
+        frozen ? builder.getUnitAttr() : UnitAttr());
+}
+
+void ParameterOp::build(OpBuilder &builder, OperationState &state,
+                        llvm::StringRef name, RankedTensorType type,
+                        WeightSourceAttr source, bool frozen) {
+  build(builder, state, builder.getStringAttr(name), TypeAttr::get(type),
+        ElementsAttr(), source, frozen ? builder.getUnitAttr() : UnitAttr());
+}
+
+/// `@name = <elements attr> (frozen)? attr-dict` or
+/// `@name : <tensor type> source(<#tx.weight_source>) (frozen)? attr-dict`.
+ParseResult ParameterOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringAttr name;
+  if (parser.parseSymbolName(name, getSymNameAttrName(result.name),
+                             result.attributes))
+    return failure();
+  Type type;
+  if (succeeded(parser.parseOptionalEqual())) {
+    llvm::SMLoc loc = parser.getCurrentLocation();
+    Attribute value;
+    if (parser.parseAttribute(value))
+      return failure();
+    auto elements = dyn_cast<ElementsAttr>(value);
+    if (!elements)
+      return parser.emitError(loc, "expected an elements attribute, but got ")
+             << value;
+    type = elements.getType();
+    if (!isa<RankedTensorType>(type))
+      return parser.emitError(loc, "expected a statically shaped tensor "
+                                   "type, but got ")
+             << type;
+    result.addAttribute(getInitialValueAttrName(result.name), elements);
+  } else {
+    llvm::SMLoc loc = parser.getCurrentLocation();
+    WeightSourceAttr source;
+    if (parser.parseColonType(type))
+      return failure();
+    if (!isa<RankedTensorType>(type))
+      return parser.emitError(loc, "expected a statically shaped tensor "
+                                   "type, but got ")
+             << type;
+    if (parser.parseKeyword("source") || parser.parseLParen() ||
+        parser.parseAttribute(source) || parser.parseRParen())
+      return failure();
+    result.addAttribute(getSourceAttrName(result.name), source);
+  }
+  result.addAttribute(getTypeAttrName(result.name), TypeAttr::get(type));
+  if (succeeded(parser.parseOptionalKeyword("frozen")))
+    result.addAttribute(getFrozenAttrName(result.name),
+                        parser.getBuilder().getUnitAttr());
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void ParameterOp::print(OpAsmPrinter &printer) {
+  printer << ' ';
+  printer.printSymbolName(getSymName());
+  // The short forms need exactly one of the two; otherwise the generic
+  // attr-dict below keeps everything (the verifier reports the op).
+  bool inlineForm = getInitialValueAttr() && !getSourceAttr() &&
+                    getInitialValueAttr().getType() == getTypeAttr().getValue();
+  bool sourcedForm = getSourceAttr() && !getInitialValueAttr();
+  llvm::SmallVector<llvm::StringRef, 4> elided = {getSymNameAttrName(),
+                                                  getFrozenAttrName()};
+  if (inlineForm) {
+    printer << " = ";
+    printer.printAttribute(getInitialValueAttr());
+    elided.append({getInitialValueAttrName(), getTypeAttrName()});
+  } else if (sourcedForm) {
+    printer << " : " << getTypeAttr().getValue() << " source(";
+    printer.printAttribute(getSourceAttr());
+    printer << ")";
+    elided.append({getSourceAttrName(), getTypeAttrName()});
+  }
+  if (getFrozen())
+    printer << " frozen";
+  printer.printOptionalAttrDict((*this)->getAttrs(), elided);
+}
+
 LogicalResult ParameterOp::verify() {
-  Type valueType = getInitialValue().getType();
-  auto type = dyn_cast<RankedTensorType>(valueType);
+  // (C1)
+  Type declared = getTypeAttr().getValue();
+  auto type = dyn_cast<RankedTensorType>(declared);
   if (!type || !type.hasStaticShape())
-    return emitOpError(
-               "expected a statically shaped tensor initial value, but got ")
-           << valueType;
+    return emitOpError("expected a statically shaped tensor type, but got ")
+           << declared;
   if (!isa<FloatType>(type.getElementType()))
     return emitOpError(
                "expected a floating-point parameter, but got element type ")
            << type.getElementType();
+  // (C2)
+  ElementsAttr value = getInitialValueAttr();
+  WeightSourceAttr source = getSourceAttr();
+  if (static_cast<bool>(value) == static_cast<bool>(source))
+    return emitOpError("expected exactly one of an initial value and a "
+                       "source, but got ")
+           << (value ? "both" : "neither");
+  // (C3)
+  if (value) {
+    if (value.getType() != type)
+      return emitOpError("expected an initial value of type ")
+             << type << ", but got " << value.getType();
+    return success();
+  }
+  // (C4)
+  uint64_t elementBytes = weightElementBytes(type.getElementType());
+  if (elementBytes == 0)
+    return emitOpError("expected a sourced parameter of whole-byte elements, "
+                       "but got element type ")
+           << type.getElementType();
+  uint64_t expected = elementBytes * static_cast<uint64_t>(type.getNumElements());
+  if (source.getLength() != expected)
+    return emitOpError("expected a source length of ")
+           << expected << " bytes for " << type << ", but got "
+           << source.getLength();
   return success();
 }
 
@@ -116,9 +225,9 @@ LoadParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!parameter)
     return emitOpError("expected '")
            << getName() << "' to name a tx.parameter";
-  // Compare the attribute's type rather than `ParameterOp::getType()`, whose
-  // cast would assert on a parameter that failed its own verifier.
-  Type parameterType = parameter.getInitialValue().getType();
+  // Compare the raw declared type rather than `ParameterOp::getType()`,
+  // whose cast would assert on a parameter that failed its own verifier.
+  Type parameterType = parameter.getTypeAttr().getValue();
   if (parameterType != getType())
     return emitOpError("expected type ")
            << parameterType << " of parameter '" << getName() << "', but got "

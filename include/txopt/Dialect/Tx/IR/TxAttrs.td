@@ -126,4 +126,38 @@ def Tx_FP8RecipeAttr : AttrDef<Tx_Dialect, "FP8Recipe"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Weights by reference (tx.parameter source)
+//===----------------------------------------------------------------------===//
+
+def Tx_WeightSourceAttr : AttrDef<Tx_Dialect, "WeightSource"> {
+  let mnemonic = "weight_source";
+  let summary = "Where a parameter's initial bytes live: a file range";
+  let description = [{
+    The initial value of a `tx.parameter` that stays in the file it came
+    from (an ONNX external-data file) instead of being copied into the IR:
+    `length` bytes at byte `offset` of the file `path`, little-endian, in
+    the row-major layout of the parameter's type, which gives the element
+    type and shape. `path` is relative, as the model wrote it; it resolves
+    against the module's `tx.model_dir` attribute (an absolute folder), so
+    the IR does not depend on where the weights are read from until they
+    are read. Readers (`tx::readParameterBytes`, WeightSource.h) accept
+    only a regular file inside that folder and check the range against
+    the file's size when they read.
+
+    Verified here: `path` is non-empty, relative and has no `..`
+    component or NUL byte, and `offset + length` fits in 64 bits. The
+    parameter checks `length` against its type.
+
+    ```mlir
+    #tx.weight_source<path = "model.onnx.data", offset = 0, length = 393216>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"file, relative to tx.model_dir">:$path,
+                        "uint64_t":$offset,
+                        "uint64_t":$length);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // TXOPT_DIALECT_TX_IR_TXATTRS_TD

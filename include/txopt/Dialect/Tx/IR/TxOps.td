@@ -20,7 +20,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 def Tx_ParameterOp : Tx_Op<"parameter", [Symbol, HasParent<"::mlir::ModuleOp">]> {
-  let summary = "A trainable weight with its initial value";
+  let summary = "A trainable weight with its initial value or its source";
   let description = [{
     Declares one model weight at module level. The ONNX importer creates one
     per float initializer, named after it. `frozen` marks a weight that is
@@ -28,18 +28,42 @@ def Tx_ParameterOp : Tx_Op<"parameter", [Symbol, HasParent<"::mlir::ModuleOp">]>
     Functions read it with `tx.load_parameter`; the training-step builder turns
     the reads into arguments of a pure step function.
 
+    The initial value is either inline (`initial_value`, a dense attribute)
+    or by reference (`source`, a `#tx.weight_source` naming a byte range of
+    a file relative to the module's `tx.model_dir`): weights of a large
+    model stay in their external-data file, and the IR stays small. Nothing
+    in the compiler reads a sourced parameter's bytes; runners read them
+    with `tx::readParameterBytes` (WeightSource.h).
+
+    Constraints: (C1) `type` is a statically shaped tensor of a float
+    element type; (C2) exactly one of `initial_value` and `source` is
+    present; (C3) `initial_value` has type `type`; (C4) a sourced
+    parameter's elements are whole bytes and `source.length` equals
+    `num_elements(type) * element_bytes`.
+
     ```mlir
     tx.parameter @"h.0.ln_1.weight" = dense<1.0> : tensor<128xf32>
+    tx.parameter @"h.0.attn.c_attn.weight" : tensor<768x2304xf32>
+        source(#tx.weight_source<path = "model.onnx.data", offset = 512, length = 7077888>)
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       ElementsAttr:$initial_value,
+                       TypeAttrOf<AnyRankedTensor>:$type,
+                       OptionalAttr<ElementsAttr>:$initial_value,
+                       OptionalAttr<Tx_WeightSourceAttr>:$source,
                        UnitAttr:$frozen);
-  let assemblyFormat = "$sym_name `=` $initial_value (`frozen` $frozen^)? attr-dict";
+  // `@w = dense<...> : T` or `@w : T source(#tx.weight_source<...>)`; the
+  // type is stored once for both forms, so readers never need the value.
+  let hasCustomAssemblyFormat = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::ElementsAttr":$value,
+                   CArg<"bool", "false">:$frozen)>,
+    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::RankedTensorType":$type,
+                   "WeightSourceAttr":$source, CArg<"bool", "false">:$frozen)>,
+  ];
   let extraClassDeclaration = [{
-    ::mlir::RankedTensorType getType() {
-      return ::llvm::cast<::mlir::RankedTensorType>(getInitialValue().getType());
-    }
+    /// True when the initial value stays in a file (`source`).
+    bool isSourced() { return static_cast<bool>(getSourceAttr()); }
   }];
   let hasVerifier = 1;
 }
