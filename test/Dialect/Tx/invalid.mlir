@@ -893,8 +893,9 @@ func.func @softmax_cross_entropy_loss_weights_type(%s: tensor<8x10xf32>, %l: ten
 
 // A ratio of 1 would divide by zero.
 func.func @dropout_ratio_one(%x: tensor<4xf32>) {
+  %k = tx.constant dense<0> : tensor<i64>
   // expected-error @+1 {{'tx.dropout' op expected ratio in [0, 1), but got 1.000000e+00}}
-  %0 = tx.dropout %x ratio(1.0) seed(0) : tensor<4xf32>
+  %0 = tx.dropout %x, %k ratio(1.0) seed(0) : tensor<4xf32>
   return
 }
 
@@ -902,7 +903,8 @@ func.func @dropout_ratio_one(%x: tensor<4xf32>) {
 
 // A negative ratio is not a probability.
 func.func @dropout_ratio_negative(%x: tensor<4xf32>) {
+  %k = tx.constant dense<0> : tensor<i64>
   // expected-error @+1 {{'tx.dropout' op expected ratio in [0, 1), but got -1.000000e-01}}
-  %0 = tx.dropout %x ratio(-0.1) seed(0) : tensor<4xf32>
+  %0 = tx.dropout %x, %k ratio(-0.1) seed(0) : tensor<4xf32>
   return
 }
