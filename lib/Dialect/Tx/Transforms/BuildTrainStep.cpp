@@ -331,7 +331,7 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   entry->walk([&](DropoutOp dropout) {
     if (Operation *key = dropout.getKey().getDefiningOp())
       oldKeys.insert(key);
-    dropout.getKeyMutable().assign(entry->getArgument(rngIndex));
+    dropout.getKeyMutable().set(entry->getArgument(rngIndex));
   });
   for (Operation *key : oldKeys)
     if (isa<ConstantOp>(key) && key->use_empty())
