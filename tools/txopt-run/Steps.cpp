@@ -81,6 +81,7 @@ llvm::Expected<std::vector<int64_t>> readTokens(MLIRContext *context,
   return tokens;
 }
 
+/// |type| as MLIR prints it, for diagnostics.
 std::string typeText(Type type) {
   std::string text;
   llvm::raw_string_ostream(text) << type;
@@ -116,6 +117,7 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
   std::vector<unsigned> batchArgs; // filled each step from the token stream
   std::optional<unsigned> labelArg;
   std::optional<unsigned> rngArg, lrArg; // step inputs by role
+  Builder builder(func.getContext());
   for (unsigned i = 0; i < numArgs; ++i) {
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
     if (!type || !type.hasStaticShape())
@@ -123,7 +125,6 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
                    "' is not a statically shaped tensor");
     auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName);
     // The step inputs: one scalar each, of the type the contract fixes.
-    Builder builder(func.getContext());
     for (auto [roleName, expected, slot] :
          {std::make_tuple("lr", Type(builder.getF32Type()), &lrArg),
           std::make_tuple("rng", Type(builder.getIntegerType(64)), &rngArg)}) {
