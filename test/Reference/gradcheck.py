@@ -165,7 +165,8 @@ CASES = [
     Case("trilu_upper_k1", ["trilu"], [A(4, 3)], f"""
     %y = tx.trilu %a0 {{upper = true, k = 1 : i64}} : {T((4,3))}""", T((4, 3))),
     Case("dropout", ["dropout"], [A(4, 5)], f"""
-    %y = tx.dropout %a0 ratio(0.3) seed(7) : {T((4,5))}""", T((4, 5))),
+    %k = tx.constant dense<5> : tensor<i64>
+    %y = tx.dropout %a0, %k ratio(0.3) seed(7) : {T((4,5))}""", T((4, 5))),
     # --- linear algebra ------------------------------------------------------
     Case("matmul_2d", ["matmul"], [A(3, 4), A(4, 5)], f"""
     %y = tx.matmul %a0, %a1 : {T((3,4))}, {T((4,5))}""", T((3, 5))),

@@ -11,6 +11,7 @@
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "txopt/Reference/Npy.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -19,6 +20,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -79,6 +81,13 @@ llvm::Expected<std::vector<int64_t>> readTokens(MLIRContext *context,
   return tokens;
 }
 
+/// |type| as MLIR prints it, for diagnostics.
+std::string typeText(Type type) {
+  std::string text;
+  llvm::raw_string_ostream(text) << type;
+  return text;
+}
+
 /// A splat tensor of |type| holding |value|.
 Tensor splat(RankedTensorType type, double value) {
   Tensor tensor(type);
@@ -107,16 +116,44 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
   std::vector<Tensor> args(numArgs);
   std::vector<unsigned> batchArgs; // filled each step from the token stream
   std::optional<unsigned> labelArg;
+  std::optional<unsigned> rngArg, lrArg; // step inputs by role
+  Builder builder(func.getContext());
   for (unsigned i = 0; i < numArgs; ++i) {
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
     if (!type || !type.hasStaticShape())
       return error("argument '" + argName(func, i) +
                    "' is not a statically shaped tensor");
+    auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName);
+    // The step inputs: one scalar each, of the type the contract fixes.
+    for (auto [roleName, expected, slot] :
+         {std::make_tuple("lr", Type(builder.getF32Type()), &lrArg),
+          std::make_tuple("rng", Type(builder.getIntegerType(64)), &rngArg)}) {
+      if (!role || role.getValue() != roleName)
+        continue;
+      auto scalar = RankedTensorType::get({}, expected);
+      if (type != scalar)
+        return error("argument '" + argName(func, i) + "' has role '" +
+                     roleName + "': expected " + typeText(scalar) +
+                     ", but got " + typeText(type));
+      if (*slot)
+        return error("arguments '" + argName(func, **slot) + "' and '" +
+                     argName(func, i) + "' both have role '" + roleName + "'");
+      *slot = i;
+    }
     if (given[i]) {
       args[i] = std::move(*given[i]);
+      if (rngArg == i) // an --input key is fixed for every step
+        rngArg.reset();
       continue;
     }
-    auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName);
+    if (lrArg == i && options.lr) {
+      args[i] = splat(type, *options.lr);
+      continue;
+    }
+    if (rngArg == i) {
+      args[i] = Tensor(type); // set before each step
+      continue;
+    }
     if (auto param =
             func.getArgAttrOfType<FlatSymbolRefAttr>(i, "tx.parameter")) {
       auto value = executor.getParameter(param.getValue());
@@ -150,6 +187,10 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
       args[i] = randomTensor(type, options.seed, i, bound);
     }
   }
+
+  if (options.lr && !lrArg)
+    return error("--lr: '" + func.getName() + "' has no argument with role "
+                 "'lr' (a step built before learning rates were inputs?)");
 
   // Token windows, as llm.c's loader: inputs tokens[o, o + n), labels the
   // same window shifted by one; o advances by n and wraps to 0.
@@ -251,6 +292,9 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
         fill(*labelArg, 1);
       offset += window;
     }
+    if (rngArg)
+      args[*rngArg].ints()[0] =
+          rngKey(options.seed, static_cast<uint64_t>(step - 1));
     auto results = executor.run(func, args);
     if (!results)
       return error("step " + llvm::Twine(step) + ": " +

@@ -27,15 +27,28 @@ struct StepOptions {
   /// Token file: .npy (1-D integers) or llm.c's .bin (uint16 tokens after a
   /// 256 x int32 header). Unset: one seeded random batch, reused every step.
   std::optional<std::string> dataPath;
+  /// Seeds the random batch and the dropout key: the argument with role
+  /// `rng` gets rngKey(seed, k) on the step counted from k = 0.
   uint64_t seed = 0;
+  /// The value of the argument with role `lr`; unset: its tx.init.
+  std::optional<double> lr;
   /// Write the final state (every `tx.next` result) and the last loss here.
   std::optional<std::string> outputDir;
 };
 
+/// The dropout key of step |stepIndex| (counted from 0) of a run seeded with
+/// |seed|: `seed * 2^32 + stepIndex` in wrapping uint64 arithmetic, passed as
+/// the bits of an i64. The GPU runtime (txrun) feeds the same value, so both
+/// draw the same masks.
+inline int64_t rngKey(uint64_t seed, uint64_t stepIndex) {
+  return static_cast<int64_t>((seed << 32) + stepIndex);
+}
+
 /// Runs |func| |options.steps| times. |given| holds the values of `--input`
 /// arguments (they override initial values and fix batch arguments); every
 /// other argument starts from its `tx.parameter`'s value, its `tx.init`
-/// splat, a window of the token file, or a seeded random batch. A NaN or
+/// splat, a window of the token file, or a seeded random batch; the step
+/// inputs are `lr` (|options.lr| or its tx.init) and `rng_key` (rngKey). A NaN or
 /// infinite loss or gradient norm stops the run with an error naming the
 /// step. Prints `step N  loss L  grad_norm G` per step to |os|.
 llvm::Error runSteps(mlir::txopt::reference::Executor &executor,

@@ -89,6 +89,12 @@ OPTIONS:
                           loss falls as the model memorizes it). A NaN or
                           infinite loss or gradient norm stops the run (exit
                           1). --output-dir receives the final state.
+                          Step inputs: `lr` is the compiled default (its
+                          tx.init) unless --lr says otherwise; `rng_key` (the
+                          key of every tx.dropout) is S * 2^32 + k on the
+                          step counted from k = 0 (S: --seed; uint64 bits,
+                          wrapping), so each step draws a fresh mask.
+  --lr X                  With --steps: feed X as the step's `lr` input.
   --data FILE             With --steps: token stream for the batch, as a 1-D
                           integer .npy or an llm.c .bin token file; step k
                           reads the next window of batch size tokens, the
@@ -114,6 +120,7 @@ struct Options {
   int64_t printLimit = 16;
   std::optional<int64_t> steps;
   std::optional<std::string> dataPath;
+  std::optional<double> lr;
   bool help = false;
 };
 
@@ -241,6 +248,18 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       options.dataPath = value;
       continue;
     }
+    if (!takeValue(argc, argv, i, "lr", value, error, matched))
+      return false;
+    if (matched) {
+      double lr;
+      if (llvm::StringRef(value).getAsDouble(lr) || !(lr >= 0) ||
+          !std::isfinite(lr)) {
+        error = "expected --lr X with a finite X >= 0, but got '" + value + "'";
+        return false;
+      }
+      options.lr = lr;
+      continue;
+    }
     if (!takeValue(argc, argv, i, "print-limit", value, error, matched))
       return false;
     if (matched) {
@@ -264,6 +283,10 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   }
   if (options.dataPath && !options.steps) {
     error = "--data needs --steps";
+    return false;
+  }
+  if (options.lr && !options.steps) {
+    error = "--lr needs --steps";
     return false;
   }
   if (!options.help && options.model.empty()) {
@@ -439,6 +462,7 @@ int main(int argc, char **argv) {
     stepOptions.steps = *options.steps;
     stepOptions.dataPath = options.dataPath;
     stepOptions.seed = options.seed;
+    stepOptions.lr = options.lr;
     stepOptions.outputDir = options.outputDir;
     if (llvm::Error err =
             txopt_run::runSteps(executor, func, std::move(given), stepOptions,

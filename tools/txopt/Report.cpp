@@ -117,8 +117,10 @@ txopt_cli::describeTrainStep(mlir::ModuleOp module) {
         ++train.trainableParams;
         train.trainableElements +=
             cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
-      } else if (role.getValue() != "step" && role.getValue() != "data" &&
-                 role.getValue() != "labels") {
+      } else if (!llvm::is_contained(
+                     llvm::ArrayRef<llvm::StringRef>{"step", "lr", "rng",
+                                                     "data", "labels"},
+                     role.getValue())) {
         ++train.stateTensors;
       }
     }

@@ -12,6 +12,7 @@
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -175,6 +176,12 @@ LogicalResult onnx_import::importSoftmaxCrossEntropyLoss(NodeImporter &n) {
 
 /// Dropout is the identity unless `training_mode` is a constant true (the
 /// exporters emit inference-mode Dropout; training-time dropout is ours).
+/// The mask is keyed by the `seed` attribute and a key operand (tx.dropout's
+/// description). The key is a constant 0 here; tx-build-train-step replaces
+/// it by the step's rng_key, so each step draws a fresh mask. Without an
+/// ONNX `seed` (PyTorch exports never write one) the seed is a hash of the
+/// node's output name, unique in an ONNX graph, so dropouts of the same
+/// shape draw different masks; a given seed is kept as the user asked.
 LogicalResult onnx_import::importDropout(NodeImporter &n) {
   auto seed = n.attrOptionalInt("seed");
   if (failed(n.expectInputs(1, 3)) || failed(seed))
@@ -202,11 +209,15 @@ LogicalResult onnx_import::importDropout(NodeImporter &n) {
       return failure();
     ratio = *given;
   }
+  StringRef output = n.numOutputs() ? StringRef(n.node.output(0)) : "";
+  auto seedValue =
+      seed->value_or(static_cast<int64_t>(llvm::xxh3_64bits(output)));
+  Value key = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, n.builder.getI64Type()), int64_t(0)));
   return setOne(n, n.createOne<tx::DropoutOp>(
-                       {n.input(0)},
+                       {n.input(0), key},
                        {n.named("ratio", n.builder.getF32FloatAttr(ratio)),
-                        n.named("seed", n.builder.getI64IntegerAttr(
-                                            seed->value_or(0)))},
+                        n.named("seed", n.builder.getI64IntegerAttr(seedValue))},
                        n.type(0)));
 }
 

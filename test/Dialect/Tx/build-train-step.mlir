@@ -19,12 +19,15 @@
 // CHECK-SAME:    %[[MB:[^:]+]]: tensor<3xf32> {tx.init = 0.000000e+00 : f32, tx.name = "b.exp_avg", tx.role = "exp_avg"}
 // CHECK-SAME:    %[[VW:[^:]+]]: tensor<4x3xf32> {tx.init = 0.000000e+00 : f32, tx.name = "w.exp_avg_sq", tx.role = "exp_avg_sq"}
 // CHECK-SAME:    %[[VB:[^:]+]]: tensor<3xf32> {tx.init = 0.000000e+00 : f32, tx.name = "b.exp_avg_sq", tx.role = "exp_avg_sq"}
+// The step inputs lr (default: the compiled lr) and rng_key are not carried.
+// CHECK-SAME:    %[[LR:[^:]+]]: tensor<f32> {tx.init = 1.000000e-03 : f32, tx.name = "lr", tx.role = "lr"}
 // CHECK-SAME:    %[[STEP:[^:]+]]: tensor<f32> {tx.init = 0.000000e+00 : f32, tx.name = "step", tx.role = "step"}
+// CHECK-SAME:    %[[KEY:[^:]+]]: tensor<i64> {tx.name = "rng_key", tx.role = "rng"}
 // CHECK-SAME:    %[[X:[^:]+]]: tensor<2x4xf32> {tx.name = "x", tx.role = "data"}
 // CHECK-SAME:    -> (tensor<4x3xf32> {tx.name = "w", tx.next = 0 : i64}, tensor<3xf32> {tx.name = "b", tx.next = 1 : i64},
 // CHECK-SAME:        tensor<4x3xf32> {tx.name = "w.exp_avg", tx.next = 2 : i64}, tensor<3xf32> {tx.name = "b.exp_avg", tx.next = 3 : i64},
 // CHECK-SAME:        tensor<4x3xf32> {tx.name = "w.exp_avg_sq", tx.next = 4 : i64}, tensor<3xf32> {tx.name = "b.exp_avg_sq", tx.next = 5 : i64},
-// CHECK-SAME:        tensor<f32> {tx.name = "step", tx.next = 6 : i64}, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"})
+// CHECK-SAME:        tensor<f32> {tx.name = "step", tx.next = 7 : i64}, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"})
 // CHECK-SAME:    attributes {tx.train_step = {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, forward = "f", grad_clip = 0.000000e+00 : f64, loss = "output", lr = 1.000000e-03 : f64, optimizer = "adamw", weight_decay = 1.000000e-02 : f64}}
 // CHECK-NOT:     tx.load_parameter
 // CHECK:         %[[Y:.+]] = tx.matmul %[[X]], %[[W]]
@@ -36,7 +39,7 @@
 // CHECK:         %[[S:.+]] = tx.add %[[S1]], %[[S2]]
 // CHECK:         %[[NORM:.+]] = tx.sqrt %[[S]]
 // CHECK:         %[[NEXT:.+]] = tx.add %[[STEP]], %{{.+}} : tensor<f32>, tensor<f32>
-// CHECK:         %[[P1:.+]], %[[M1:.+]], %[[V1:.+]] = tx.adam adamw params(%[[W]]) grads(%[[GW]]) exp_avg(%[[MW]]) exp_avg_sq(%[[VW]]) lr(%[[LR:.+]]) step(%[[NEXT]])
+// CHECK:         %[[P1:.+]], %[[M1:.+]], %[[V1:.+]] = tx.adam adamw params(%[[W]]) grads(%[[GW]]) exp_avg(%[[MW]]) exp_avg_sq(%[[VW]]) lr(%[[LR]]) step(%[[NEXT]])
 // CHECK-SAME:    betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<4x3xf32>
 // CHECK:         %[[P2:.+]], %[[M2:.+]], %[[V2:.+]] = tx.adam adamw params(%[[B]]) grads(%[[GB]]) exp_avg(%[[MB]]) exp_avg_sq(%[[VB]]) lr(%[[LR]]) step(%[[NEXT]])
 // CHECK-SAME:    weight_decay(0.0) : tensor<3xf32>
@@ -47,6 +50,7 @@
 // gradient by min(1, c / (norm + 1e-6)).
 // SGD-LABEL: func.func @train_step(
 // SGD-SAME:    %arg{{[0-9]+}}: tensor<4x3xf32> {tx.init = 0.000000e+00 : f32, tx.name = "w.momentum_buffer", tx.role = "momentum_buffer"}
+// SGD-SAME:    %[[LR:[^:]+]]: tensor<f32> {tx.init = 1.000000e-01 : f32, tx.name = "lr", tx.role = "lr"}
 // SGD:         %[[NORM:.+]] = tx.sqrt
 // SGD:         %[[SUM:.+]] = tx.add %[[NORM]], %{{.+}} : tensor<f32>, tensor<f32>
 // SGD:         %[[COEF:.+]] = tx.div %{{.+}}, %[[SUM]]
@@ -54,7 +58,7 @@
 // SGD:         %[[CLIP:.+]] = tx.where %[[BELOW]], %[[COEF]], %[[ONE]]
 // SGD:         %[[GW:.+]] = tx.mul %{{.+}}, %[[CLIP]]
 // SGD:         %[[GB:.+]] = tx.mul %{{.+}}, %[[CLIP]]
-// SGD:         tx.sgd params(%{{.+}}, %{{.+}}) grads(%[[GW]], %[[GB]]) momentum_buffer(%{{.+}}, %{{.+}}) lr(%{{.+}}) momentum(0.9) dampening(0.0) weight_decay(0.0)
+// SGD:         tx.sgd params(%{{.+}}, %{{.+}}) grads(%[[GW]], %[[GB]]) momentum_buffer(%{{.+}}, %{{.+}}) lr(%[[LR]]) momentum(0.9) dampening(0.0) weight_decay(0.0)
 
 // Plain SGD keeps no state.
 // PLAINSGD-LABEL: func.func @train_step(
@@ -110,6 +114,32 @@ func.func @main(%ids: tensor<2xi64> {tx.name = "ids"}, %targets: tensor<2xi64> {
   %e = tx.load_parameter @emb : tensor<8x4xf32>
   %h = tx.gather %e, %ids : tensor<8x4xf32>, tensor<2xi64>
   %l = tx.softmax_cross_entropy_loss %h, %targets reduction(mean) : tensor<2x4xf32>, tensor<2xi64>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Every dropout, forward and backward, is keyed by the step's rng_key (the
+// import-time constant key goes), and the backward dropout has the
+// forward's seed: it drops what the forward dropped. Two dropouts keep
+// their own seeds.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME:    %[[KEY:[^:]+]]: tensor<i64> {tx.name = "rng_key", tx.role = "rng"}
+// CHECK-NOT:     tx.constant dense<0> : tensor<i64>
+// CHECK:         tx.dropout %{{.+}}, %[[KEY]] ratio(1.000000e-01) seed(11) : tensor<2x3xf32>
+// CHECK:         tx.dropout %{{.+}}, %[[KEY]] ratio(1.000000e-01) seed(12) : tensor<2x3xf32>
+// CHECK:         tx.dropout %{{.+}}, %[[KEY]] ratio(1.000000e-01) seed(12) : tensor<2x3xf32>
+// CHECK:         tx.dropout %{{.+}}, %[[KEY]] ratio(1.000000e-01) seed(11) : tensor<2x3xf32>
+// CHECK:         tx.adam
+tx.parameter @w = dense<0.5> : tensor<4x3xf32>
+func.func @dropout_net(%x: tensor<2x4xf32> {tx.name = "x"}) -> tensor<f32> {
+  %w = tx.load_parameter @w : tensor<4x3xf32>
+  %k = tx.constant dense<0> : tensor<i64>
+  %y = tx.matmul %x, %w : tensor<2x4xf32>, tensor<4x3xf32>
+  %d1 = tx.dropout %y, %k ratio(0.1) seed(11) : tensor<2x3xf32>
+  %d2 = tx.dropout %d1, %k ratio(0.1) seed(12) : tensor<2x3xf32>
+  %sq = tx.mul %d2, %d2 : tensor<2x3xf32>, tensor<2x3xf32>
+  %l = tx.reduce_mean %sq axes [] : tensor<2x3xf32>
   return %l : tensor<f32>
 }
 

@@ -238,6 +238,7 @@ func.func @add_not_folded() -> tensor<2xf32> {
 // CHECK-LABEL: func.func @dropout_kept
 // CHECK:         tx.dropout
 func.func @dropout_kept(%x: tensor<4xf32>) {
-  %y = tx.dropout %x ratio(0.5) seed(1) : tensor<4xf32>
+  %k = tx.constant dense<0> : tensor<i64>
+  %y = tx.dropout %x, %k ratio(0.5) seed(1) : tensor<4xf32>
   return
 }

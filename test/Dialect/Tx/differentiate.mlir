@@ -175,16 +175,18 @@ func.func @reduce_max() -> tensor<f32> {
 // -----
 
 // A strided slice scatters back with tx.slice_grad (normalized offsets);
-// a unit-step slice pads with zeros; dropout reuses the forward's seed.
+// a unit-step slice pads with zeros; dropout reuses the forward's key and
+// seed (so it drops the same elements).
 // CHECK-LABEL: func.func @slices_and_dropout_grad
-// CHECK:         tx.dropout %{{.+}} ratio(1.000000e-01) seed(42) : tensor<4x6xf32>
+// CHECK-SAME:    %[[KEY:[^:]+]]: tensor<i64>
+// CHECK:         tx.dropout %{{.+}}, %[[KEY]] ratio(1.000000e-01) seed(42) : tensor<4x6xf32>
 // CHECK:         tx.pad %{{.+}} pads [1, 0, 1, 0] value(0.000000e+00) : tensor<2x6xf32>
 // CHECK:         tx.slice_grad %{{.+}} offsets [0, 5] strides [1, -2] : tensor<4x3xf32> -> tensor<4x6xf32>
-// CHECK:         tx.dropout %{{.+}} ratio(1.000000e-01) seed(42) : tensor<4x6xf32>
+// CHECK:         tx.dropout %{{.+}}, %[[KEY]] ratio(1.000000e-01) seed(42) : tensor<4x6xf32>
 tx.parameter @x = dense<1.0> : tensor<4x6xf32>
-func.func @slices_and_dropout() -> tensor<f32> {
+func.func @slices_and_dropout(%key: tensor<i64>) -> tensor<f32> {
   %x = tx.load_parameter @x : tensor<4x6xf32>
-  %d = tx.dropout %x ratio(0.1) seed(42) : tensor<4x6xf32>
+  %d = tx.dropout %x, %key ratio(0.1) seed(42) : tensor<4x6xf32>
   %a = tx.slice %d starts [-1] ends [-100] axes [1] steps [-2] : tensor<4x6xf32>
   %b = tx.slice %d starts [1] ends [3] axes [0] steps [1] : tensor<4x6xf32>
   %la = tx.reduce_sum %a axes [] : tensor<4x3xf32>

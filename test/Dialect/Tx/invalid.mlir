@@ -894,8 +894,9 @@ func.func @softmax_cross_entropy_loss_weights_type(%s: tensor<8x10xf32>, %l: ten
 
 // A ratio of 1 would divide by zero.
 func.func @dropout_ratio_one(%x: tensor<4xf32>) {
+  %k = tx.constant dense<0> : tensor<i64>
   // expected-error @+1 {{'tx.dropout' op expected ratio in [0, 1), but got 1.000000e+00}}
-  %0 = tx.dropout %x ratio(1.0) seed(0) : tensor<4xf32>
+  %0 = tx.dropout %x, %k ratio(1.0) seed(0) : tensor<4xf32>
   return
 }
 
@@ -903,7 +904,35 @@ func.func @dropout_ratio_one(%x: tensor<4xf32>) {
 
 // A negative ratio is not a probability.
 func.func @dropout_ratio_negative(%x: tensor<4xf32>) {
+  %k = tx.constant dense<0> : tensor<i64>
   // expected-error @+1 {{'tx.dropout' op expected ratio in [0, 1), but got -1.000000e-01}}
-  %0 = tx.dropout %x ratio(-0.1) seed(0) : tensor<4xf32>
+  %0 = tx.dropout %x, %k ratio(-0.1) seed(0) : tensor<4xf32>
+  return
+}
+
+// -----
+
+// The key is one i64 (a step's rng_key): not a tensor of keys.
+func.func @dropout_key_not_scalar(%x: tensor<4xf32>, %k: tensor<2xi64>) {
+  // expected-error @+1 {{'tx.dropout' op operand #1 must be 0D tensor of 64-bit signless integer values, but got 'tensor<2xi64>'}}
+  %0 = "tx.dropout"(%x, %k) <{ratio = 1.0e-01 : f32, seed = 0 : i64}> : (tensor<4xf32>, tensor<2xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Nor a narrower integer: the mask formula is defined on 64 bits.
+func.func @dropout_key_i32(%x: tensor<4xf32>, %k: tensor<i32>) {
+  // expected-error @+1 {{'tx.dropout' op operand #1 must be 0D tensor of 64-bit signless integer values, but got 'tensor<i32>'}}
+  %0 = "tx.dropout"(%x, %k) <{ratio = 1.0e-01 : f32, seed = 0 : i64}> : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// The result has the input's type (the key's is another).
+func.func @dropout_result_type(%x: tensor<4xf32>, %k: tensor<i64>) {
+  // expected-error @+1 {{'tx.dropout' op failed to verify that all of {input, result} have same type}}
+  %0 = "tx.dropout"(%x, %k) <{ratio = 1.0e-01 : f32, seed = 0 : i64}> : (tensor<4xf32>, tensor<i64>) -> tensor<4xf16>
   return
 }

@@ -696,11 +696,12 @@ func.func @softmax_cross_entropy_loss_weights(%logits: tensor<64x512xf32>, %labe
 }
 
 // CHECK-LABEL: func.func @dropout
-// CHECK:         %[[Y:.+]] = tx.dropout %{{.+}} ratio(1.000000e-01) seed(42) : tensor<2x32x128xf32>
-// CHECK:         %[[Z:.+]] = tx.dropout %{{.+}} ratio(0.000000e+00) seed(0) : tensor<2x32x128xf32>
+// CHECK-SAME:    %[[X:[^:]+]]: tensor<2x32x128xf32>, %[[KEY:[^:]+]]: tensor<i64>
+// CHECK:         %[[Y:.+]] = tx.dropout %[[X]], %[[KEY]] ratio(1.000000e-01) seed(42) : tensor<2x32x128xf32>
+// CHECK:         %[[Z:.+]] = tx.dropout %[[X]], %[[KEY]] ratio(0.000000e+00) seed(0) : tensor<2x32x128xf32>
 // CHECK:         return %[[Y]], %[[Z]]
-func.func @dropout(%x: tensor<2x32x128xf32>) -> (tensor<2x32x128xf32>, tensor<2x32x128xf32>) {
-  %y = tx.dropout %x ratio(0.1) seed(42) : tensor<2x32x128xf32>
-  %z = tx.dropout %x ratio(0.0) seed(0) : tensor<2x32x128xf32>
+func.func @dropout(%x: tensor<2x32x128xf32>, %key: tensor<i64>) -> (tensor<2x32x128xf32>, tensor<2x32x128xf32>) {
+  %y = tx.dropout %x, %key ratio(0.1) seed(42) : tensor<2x32x128xf32>
+  %z = tx.dropout %x, %key ratio(0.0) seed(0) : tensor<2x32x128xf32>
   return %y, %z : tensor<2x32x128xf32>, tensor<2x32x128xf32>
 }

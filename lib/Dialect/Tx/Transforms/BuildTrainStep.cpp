@@ -262,7 +262,26 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
     args.push_back({f32Scalar(context), attrs, loc});
     return static_cast<unsigned>(args.size() - 1);
   };
+  // Step inputs the driver sets each step, not state (no tx.next): the
+  // learning rate (tx.init: the compiled default), so a schedule needs no
+  // recompile, and the dropout key, so each step draws a fresh mask.
+  unsigned lrIndex = args.size();
+  {
+    NamedAttrList attrs;
+    attrs.append(named("tx.name", "lr"));
+    attrs.append(named(kRoleAttrName, "lr"));
+    attrs.append(builder.getNamedAttr(kInitAttrName,
+                                      builder.getF32FloatAttr(options.lr)));
+    args.push_back({f32Scalar(context), attrs, loc});
+  }
   unsigned stepIndex = addScalarState("step", 0.0);
+  unsigned rngIndex = args.size();
+  {
+    NamedAttrList attrs;
+    attrs.append(named("tx.name", "rng_key"));
+    attrs.append(named(kRoleAttrName, "rng"));
+    args.push_back({RankedTensorType::get({}, builder.getI64Type()), attrs, loc});
+  }
   unsigned scaleIndex = 0, trackerIndex = 0;
   if (options.lossScaling) {
     scaleIndex = addScalarState("loss_scale", options.initialLossScale);
@@ -306,6 +325,17 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   Block &gradBody = gradFunc.getBody().front();
   for (Operation &op : gradBody.without_terminator())
     builder.clone(op, mapping);
+  // Every dropout (forward and, through the shared key, its gradient) is
+  // keyed by the step's rng_key; the import-time constant key goes dead.
+  llvm::SetVector<Operation *> oldKeys;
+  entry->walk([&](DropoutOp dropout) {
+    if (Operation *key = dropout.getKey().getDefiningOp())
+      oldKeys.insert(key);
+    dropout.getKeyMutable().set(entry->getArgument(rngIndex));
+  });
+  for (Operation *key : oldKeys)
+    if (isa<ConstantOp>(key) && key->use_empty())
+      key->erase();
   Operation *gradReturn = gradBody.getTerminator();
   Value lossValue = mapping.lookup(gradReturn->getOperand(0));
   SmallVector<Value> grads;
@@ -358,7 +388,7 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   }
   Value newStep = AddOp::create(b, entry->getArgument(stepIndex),
                                 f32Constant(b, 1.0));
-  Value lr = f32Constant(b, options.lr);
+  Value lr = entry->getArgument(lrIndex);
 
   // The optimizer: one fused op per weight-decay group (decayed first).
   SmallVector<Value> newParams(numParams), newState(stateRoles.size() * numParams);

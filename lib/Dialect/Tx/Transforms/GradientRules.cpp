@@ -417,12 +417,14 @@ LogicalResult rule(RuleContext &c, TriluOp op) {
   return success();
 }
 
-// d dropout(x) = dropout(g) with the same ratio and seed: the generator is
-// keyed by seed and element index, so it keeps (and scales) exactly the
-// elements the forward kept.
+// d dropout(x) = dropout(g) with the same key, ratio and seed: the generator
+// is keyed by (seed, key, element index) only, so it keeps (and scales)
+// exactly the elements the forward kept. The key is the forward's SSA value,
+// so when tx-build-train-step replaces it by the step's rng_key both
+// dropouts follow. The integer key has no gradient.
 LogicalResult rule(RuleContext &c, DropoutOp op) {
-  c.set(0, DropoutOp::create(c.b, c.g().getType(), c.g(), op.getRatioAttr(),
-                             op.getSeedAttr()));
+  c.set(0, DropoutOp::create(c.b, c.g().getType(), c.g(), op.getKey(),
+                             op.getRatioAttr(), op.getSeedAttr()));
   return success();
 }
 

@@ -845,22 +845,55 @@ def Tx_SoftmaxCrossEntropyLossOp : Tx_Op<"softmax_cross_entropy_loss",
   }];
 }
 
-def Tx_DropoutOp : Tx_Op<"dropout", [SameOperandsAndResultType]> {
+// A 0-d i64 tensor. Buildable, so assembly formats need not spell its type.
+def Tx_I64ScalarTensor : 0DTensorOf<[I64]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI64Type())";
+}
+
+def Tx_DropoutOp : Tx_Op<"dropout", [AllTypesMatch<["input", "result"]>]> {
   let summary = "ONNX Dropout in training mode";
   let description = [{
-    `result = keep ? x / (1 - ratio) : 0` where `keep` is drawn per element
-    with probability `1 - ratio` from a counter-based generator keyed by
-    `seed` and the element index. Inference-mode Dropout is removed by the
+    `result = keep ? x * (1 / (1 - ratio)) : 0`, where `keep` is drawn per
+    element with probability `1 - ratio` from a counter-based generator
+    (splitmix64) keyed by the `seed` attribute, the `key` operand and the
+    row-major linear element index `i`. In wrapping uint64 arithmetic (`key`
+    read as the bits of its i64 value):
+
+    ```
+    s = seed + key * 0x2545F4914F6CDD1D
+    z = s + (i + 1) * 0x9E3779B97F4A7C15
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+    z = z ^ (z >> 31)
+    u = (z >> 11) * 2^-53                      // in [0, 1)
+    keep = u >= ratio
+    ```
+
+    `1 / (1 - ratio)` is computed in double from the f32 `ratio`; the
+    product `x * (1 / (1 - ratio))` is rounded once to the element type.
+
+    The mask depends on nothing else (not on evaluation order), so every
+    backend reproduces it from `(seed, key, i)` alone. `seed` tells the
+    dropout ops of one model apart (the importer gives each its own);
+    `key` tells the steps apart: tx-build-train-step feeds every dropout
+    the step's `rng_key` input, so each step draws a fresh mask, and the
+    gradient of a dropout is a dropout of the incoming gradient with the
+    same `key` and `seed`, hence the same mask. With `key = 0` the mask is
+    the one of `seed` alone. Inference-mode Dropout is removed by the
     importer, so this op always drops.
 
     ```mlir
-    %y = tx.dropout %x ratio(0.1) seed(42) : tensor<2x32x128xf32>
+    %y = tx.dropout %x, %key ratio(0.1) seed(42) : tensor<2x32x128xf32>
     ```
   }];
-  let arguments = (ins Tx_FloatTensor:$input, F32Attr:$ratio,
-                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let arguments = (ins Tx_FloatTensor:$input, Tx_I64ScalarTensor:$key,
+                       F32Attr:$ratio, DefaultValuedAttr<I64Attr, "0">:$seed);
   let results = (outs Tx_FloatTensor:$result);
-  let assemblyFormat = "$input `ratio` `(` $ratio `)` `seed` `(` $seed `)` attr-dict `:` type($input)";
+  // The key is always tensor<i64>, hence only the input's type is spelled.
+  let assemblyFormat = [{
+    $input `,` $key `ratio` `(` $ratio `)` `seed` `(` $seed `)` attr-dict
+    `:` type($input)
+  }];
   let hasVerifier = 1;
 }
 

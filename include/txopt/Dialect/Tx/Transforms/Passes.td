@@ -66,7 +66,8 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
     (created, i64, when the function has none). The function is replaced by
 
     ```mlir
-    func.func @train_step(params..., state..., %step, batch...)
+    func.func @train_step(params..., state..., %lr, %step, %rng_key,
+                          batch...)
         -> (new params..., new state..., new step, loss, grad_norm)
         attributes {tx.train_step = {optimizer = "adamw", lr = ..., ...}}
     ```
@@ -85,7 +86,13 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
     @name`, whose value is the initial one), `exp_avg` / `exp_avg_sq` /
     `momentum_buffer` and `step` (also `tx.init`, their splat initial
     value, 0), `data` / `labels` (the batch; `labels` when the value reaches
-    a cross-entropy's labels). Each result that feeds the next step carries
+    a cross-entropy's labels). Two step inputs are set by the driver each
+    step and not carried: `lr` (`tensor<f32>`, role `lr`, `tx.init` = the
+    `lr` option), the optimizer's learning rate, so a schedule needs no
+    recompile; and `rng_key` (`tensor<i64>`, role `rng`), the key operand
+    of every `tx.dropout` in the step (forward and gradient alike), so each
+    step draws a fresh mask and the backward drops what the forward
+    dropped. Each result that feeds the next step carries
     `tx.next = i`, the index of the argument it replaces, so a driver runs
     N steps without knowing the optimizer (`txopt-run --steps`).
 
@@ -128,7 +135,8 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
            "Argument holding the labels under loss=cross-entropy">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
            "adamw | adam | sgd">,
-    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3",
+           "Learning rate: the initial value (tx.init) of the step's lr input">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
     Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
@@ -214,7 +222,7 @@ def DifferentiatePass : Pass<"tx-differentiate", "::mlir::ModuleOp"> {
     Rules worth knowing: `tx.reduce_max` shares the gradient equally among
     tied maxima (as `torch.amax`); `tx.relu` has gradient 0 at 0;
     `tx.pow`'s exponent gradient is 0 where the base is 0; `tx.dropout`
-    reuses the forward's seed, so it drops the same elements;
+    reuses the forward's key and seed, so it drops the same elements;
     `tx.gather`, `tx.gather_elements` and strided `tx.slice` scatter back
     with the ops of TxGradOps.td; `tx.softmax_cross_entropy_loss` becomes
     `tx.softmax_cross_entropy_grad`. The fused `tx.layer_norm` /

@@ -68,19 +68,24 @@ struct TrainStepOptions {
 
 /// Replaces |module|'s forward function with one pure step function
 ///
-///   @train_step(params..., optimizer state..., step, batch...)
-///       -> (new params..., new state..., new step, loss, grad_norm)
+///   @train_step(params..., optimizer state..., lr, step, rng_key,
+///               [loss_scale, growth_tracker,] batch...)
+///       -> (new params..., new state..., new step, [new loss_scale,
+///           new growth_tracker,] loss, grad_norm[, skipped])
 ///
 /// built from the forward's gradient (Autodiff.h), optional clipping and the
 /// optimizer as fused multi-tensor ops (tx.adam / tx.sgd, one per weight-
 /// decay group). Arguments carry `tx.name` and `tx.role` ("param", "exp_avg",
-/// "exp_avg_sq", "momentum_buffer", "step", "data"); parameters also
-/// `tx.parameter = @name` (their initial value), state `tx.init` (a splat
-/// initial value). Results that feed the next step carry `tx.next = i` (the
-/// argument they replace). The function carries `tx.train_step` with the
-/// recipe. Frozen parameters stay `tx.load_parameter` reads. On failure an
-/// error has been emitted and |module| is unchanged except for the `frozen`
-/// marks of matched parameters.
+/// "exp_avg_sq", "momentum_buffer", "lr", "step", "rng", "data", "labels");
+/// parameters also `tx.parameter = @name` (their initial value), state and
+/// `lr` `tx.init` (a splat initial value; for `lr` the compiled default).
+/// `lr` (tensor<f32>) is the optimizer's learning rate and `rng_key`
+/// (tensor<i64>, role "rng") the key of every tx.dropout; both are inputs a
+/// driver sets each step, not state. Results that feed the next step carry
+/// `tx.next = i` (the argument they replace). The function carries
+/// `tx.train_step` with the recipe. Frozen parameters stay
+/// `tx.load_parameter` reads. On failure an error has been emitted and
+/// |module| is unchanged except for the `frozen` marks of matched parameters.
 FailureOr<func::FuncOp> buildTrainStep(ModuleOp module,
                                        const TrainStepOptions &options);
 
