@@ -109,7 +109,8 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb.CreateVectorOfStructs(slots), fbb.CreateVector(imageList),
       fbb.CreateVector(kernels), fbb.CreateVector(constants),
       fbb.CreateVector(arguments), fbb.CreateVector(results),
-      fbb.CreateVector(commands), program.arenaBytes);
+      fbb.CreateVector(commands), program.arenaBytes,
+      program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir));
   fbb.Finish(artifact, fb::ArtifactIdentifier());
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (bytes.empty()) {

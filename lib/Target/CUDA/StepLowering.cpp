@@ -18,6 +18,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/WeightSource.h"
 #include "txopt/Reference/Executor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -489,13 +490,23 @@ static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
       auto param = SymbolTable::lookupNearestSymbolFrom<tx::ParameterOp>(module, ref);
       if (!param)
         return step.emitError("argument ") << i << " names a missing parameter " << ref;
-      auto value = param.getInitialValue();
-      auto sourceType = dtypeOf(cast<RankedTensorType>(value.getType()).getElementType());
+      auto sourceType = dtypeOf(param.getType().getElementType());
       if (!sourceType)
         return param.emitError("parameter type not supported by the GPU backend");
-      binding.init = ArgumentBinding::Init::Inline;
       binding.sourceType = *sourceType;
-      binding.data = rawBytes(value);
+      if (auto source = param.getSourceAttr()) {
+        // Weights by reference: the runtime reads them from the model's
+        // external-data file; the artifact stays small.
+        binding.init = ArgumentBinding::Init::External;
+        binding.path = source.getPath().str();
+        binding.offset = source.getOffset();
+        binding.length = source.getLength();
+        if (auto dir = module->getAttrOfType<StringAttr>(tx::kModelDirAttrName))
+          ctx.program.weightsDir = dir.str();
+      } else {
+        binding.init = ArgumentBinding::Init::Inline;
+        binding.data = rawBytes(*param.getInitialValue());
+      }
     } else {
       binding.init = ArgumentBinding::Init::Batch;
       if (isa<IntegerType>(type.getElementType()))
@@ -602,7 +613,11 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       unsigned id = ctx.bufferFor(load.getResult());
       ctx.buffers[id].persistent = true;
       ctx.buffers[id].what = "frozen parameter";
-      program.constants.push_back({id, rawBytes(param.getInitialValue())});
+      // A frozen parameter (an exported mask) is folded into the artifact.
+      auto bytes = tx::readParameterBytes(param, module);
+      if (!bytes)
+        return load.emitError(llvm::toString(bytes.takeError()));
+      program.constants.push_back({id, std::vector<uint8_t>(bytes->begin(), bytes->end())});
       continue;
     }
     if (isElementalOp(&op)) {

@@ -97,6 +97,7 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
                            const std::optional<std::string> &dataPath,
                            std::unique_ptr<BatchFeeder> &out) {
   auto feeder = std::make_unique<BatchFeeder>();
+  feeder->seed_ = seed;
   const fb::Artifact &a = artifact.root();
   size_t numArgs = a.arguments() ? a.arguments()->size() : 0;
   std::vector<unsigned> tokenArgs;
@@ -107,6 +108,13 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
       feeder->tokensPerStep_ = artifact.argumentElements(static_cast<unsigned>(i));
     if (arg->init() != fb::InitKind::BATCH)
       continue;
+    if (str(arg->role()) == "rng") {
+      if (arg->dtype() != fb::DType::I64 || artifact.argumentElements(static_cast<unsigned>(i)) != 1)
+        return Status::invalid("the rng argument '" + str(arg->name()) +
+                               "' must be one i64 (the dropout key)");
+      feeder->rngArg_ = Fed{static_cast<unsigned>(i), arg->dtype(), std::vector<uint8_t>(8)};
+      continue;
+    }
     if (dataPath && isTokenType(arg->dtype())) {
       if (str(arg->role()) == "labels") {
         if (labelArg)
@@ -176,6 +184,12 @@ void BatchFeeder::writesForStep(int64_t step, std::vector<Write> &out) {
   if (step == 1)
     for (const Fed &fed : random_)
       out.push_back(Write{fed.argument, &fed.bytes});
+  if (rngArg_) {
+    // txopt-run's key: seed * 2^32 + k, k counting steps from 0 (wrapping).
+    uint64_t key = (seed_ << 32) + static_cast<uint64_t>(step - 1);
+    std::memcpy(rngArg_->bytes.data(), &key, sizeof key);
+    out.push_back(Write{rngArg_->argument, &rngArg_->bytes});
+  }
   if (tokens_.empty() || !tokensArg_)
     return;
   if (offset_ + window_ + 1 > static_cast<int64_t>(tokens_.size()))

@@ -82,6 +82,10 @@ private:
   };
   std::vector<Fed> random_;
   std::optional<Fed> tokensArg_, labelsArg_;
+  /// The role "rng" argument (tx.dropout's key): seed * 2^32 + step index,
+  /// as txopt-run feeds it, so both draw the same dropout masks.
+  std::optional<Fed> rngArg_;
+  uint64_t seed_ = 0;
   std::vector<int64_t> tokens_;
   int64_t window_ = 0, offset_ = 0;
   uint64_t tokensPerStep_ = 0;

@@ -253,9 +253,14 @@ Status Session::initializeArgument(unsigned index, const SessionOptions &options
       data = arg->data() ? arg->data()->data() : nullptr;
     } else {
       std::string path = arg->path()->str();
-      if (path[0] != '/')
-        path = (options.weightsDir.empty() ? artifact_->directory() : options.weightsDir) +
-               "/" + path;
+      if (path[0] != '/') {
+        std::string base = options.weightsDir;
+        if (base.empty() && artifact_->root().weights_dir())
+          base = artifact_->root().weights_dir()->str();
+        if (base.empty())
+          base = artifact_->directory();
+        path = base + "/" + path;
+      }
       TXRT_RETURN_IF_ERROR(
           readFileRange(path, arg->offset(), arg->length(), source).withContext(where));
       data = source.data();

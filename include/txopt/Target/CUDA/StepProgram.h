@@ -123,6 +123,7 @@ struct StepProgram {
   std::vector<ResultBinding> results;
   std::vector<ConstantUpload> constants;
   std::string recipe;                 ///< tx.train_step as JSON
+  std::string weightsDir;             ///< where External paths start
   StepStatistics stats;
 
   /// A readable listing of slots and commands (`txopt --emit=gpu-plan`).
