@@ -34,7 +34,8 @@ add_case() {
   echo "prepared $name ($n steps)"
 }
 
-for m in nanogpt_op18_loss nanogpt_op17_loss nanogpt_op14_loss gpt2_op18_loss llama_op18_loss; do
+# (nanogpt_op17 is left out: it lowers like op18, and what travels is limited.)
+for m in nanogpt_op18_loss nanogpt_op14_loss gpt2_op18_loss llama_op18_loss; do
   add_case "$m" "$models/$m.onnx" "$steps"
 done
 # Reduced precision: the executor emulates bf16 rounding per op, so the
