@@ -40,9 +40,13 @@ moments as DIR/<name>.exp_avg.npy and DIR/<name>.exp_avg_sq.npy (float32; names
 sanitized as txopt-run does: characters outside [A-Za-z0-9._-] become '_',
 and a leading '.' (or an empty name) gets a '_' prefix).
 
-Dropout is the identity unless training_mode is true with a ratio > 0; then
-a note says so (the comparison with txopt is then not exact: the masks are
-drawn differently).
+Dropout is the identity unless training_mode is true with a ratio > 0 (the
+dynamo GPT-2 export has five such). Then, by default (--dropout txopt), the
+mask is txopt's own counter-based one (tx.dropout's description; seed =
+the node's `seed` attribute, else xxh3-64 of its first output name, as the
+importer does; key = --seed * 2^32 + k on step k counted from 0, as
+txopt-run and txrun feed rng_key), so the run stays exact;
+--dropout identity skips it, and a note says the comparison is not exact.
 """
 import argparse
 import math
@@ -80,6 +84,113 @@ _FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
                 onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
 
 
+# ----------------------------------------------------------------------------
+# Dropout as txopt draws it
+
+# XXH3-64 (the default secret, inputs up to 240 bytes): txopt's importer seeds
+# a Dropout without an ONNX `seed` with llvm::xxh3_64bits(first output name).
+M = (1 << 64) - 1
+_SECRET = bytes.fromhex(
+    "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671f"
+    "cb79e64eccc0e578825ad07dccff7221b8084674f743248ee03590e6813a264c"
+    "3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
+    "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364"
+    "eac5ac8334d3ebc3c581a0fffa1363eb170ddd51b7f0da49d316552629d4689e"
+    "2b16be587d47a1fc8ff8b8d17ad031ce45cb3a8f95160428afd7fbcabb4b407e")
+P64_1, P64_2, P64_3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+MX1, MX2 = 0x165667919E3779F9, 0x9FB21C651E98DF25
+
+
+def _r64(b, o): return int.from_bytes(b[o:o + 8], "little")
+def _r32(b, o): return int.from_bytes(b[o:o + 4], "little")
+def _rotl(x, r): return ((x << r) | (x >> (64 - r))) & M
+
+
+def _xxh64_avalanche(h):
+    h ^= h >> 33; h = (h * P64_2) & M
+    h ^= h >> 29; h = (h * P64_3) & M
+    return h ^ (h >> 32)
+
+
+def _avalanche(h):
+    h ^= h >> 37; h = (h * MX1) & M
+    return h ^ (h >> 32)
+
+
+def _fold(a, b):
+    p = a * b
+    return (p & M) ^ (p >> 64)
+
+
+def _mix16(p, o, so, seed=0):
+    s = _SECRET
+    return _fold(_r64(p, o) ^ ((_r64(s, so) + seed) & M),
+                 _r64(p, o + 8) ^ ((_r64(s, so + 8) - seed) & M))
+
+
+def xxh3_64(data, seed=0):
+    """XXH3-64 of bytes with the default secret (inputs up to 240 bytes)."""
+    p, n, s = bytes(data), len(data), _SECRET
+    if n == 0:
+        return _xxh64_avalanche(seed ^ _r64(s, 56) ^ _r64(s, 64))
+    if n <= 3:
+        combined = (p[0] << 16) | (p[n >> 1] << 24) | p[n - 1] | (n << 8)
+        bitflip = ((_r32(s, 0) ^ _r32(s, 4)) + seed) & M
+        return _xxh64_avalanche(combined ^ bitflip)
+    if n <= 8:
+        sw = int.from_bytes((seed & 0xFFFFFFFF).to_bytes(4, "little"), "big")
+        seed ^= (sw << 32) & M
+        bitflip = ((_r64(s, 8) ^ _r64(s, 16)) - seed) & M
+        h = (_r32(p, n - 4) + (_r32(p, 0) << 32)) ^ bitflip
+        h ^= _rotl(h, 49) ^ _rotl(h, 24)
+        h = (h * MX2) & M
+        h ^= (h >> 35) + n
+        h = (h * MX2) & M
+        return h ^ (h >> 28)
+    if n <= 16:
+        lo = _r64(p, 0) ^ (((_r64(s, 24) ^ _r64(s, 32)) + seed) & M)
+        hi = _r64(p, n - 8) ^ (((_r64(s, 40) ^ _r64(s, 48)) - seed) & M)
+        swapped = int.from_bytes(lo.to_bytes(8, "little"), "big")
+        return _avalanche((n + swapped + hi + _fold(lo, hi)) & M)
+    if n <= 128:
+        acc = (n * P64_1) & M
+        if n > 32:
+            if n > 64:
+                if n > 96:
+                    acc += _mix16(p, 48, 96, seed) + _mix16(p, n - 64, 112, seed)
+                acc += _mix16(p, 32, 64, seed) + _mix16(p, n - 48, 80, seed)
+            acc += _mix16(p, 16, 32, seed) + _mix16(p, n - 32, 48, seed)
+        acc += _mix16(p, 0, 0, seed) + _mix16(p, n - 16, 16, seed)
+        return _avalanche(acc & M)
+    if n <= 240:
+        acc = (n * P64_1) & M
+        for i in range(8):
+            acc += _mix16(p, 16 * i, 16 * i, seed)
+        acc = _avalanche(acc & M)
+        for i in range(8, n // 16):
+            acc += _mix16(p, 16 * i, 16 * (i - 8) + 3, seed)
+        acc += _mix16(p, n - 16, 136 - 17, seed)
+        return _avalanche(acc & M)
+    raise ValueError("xxh3_64: inputs over 240 bytes are not implemented")
+
+
+def dropout_keep(seed, key, shape, ratio):
+    """tx.dropout's mask (docs/Training.md; the reference executor's
+    dropoutUniform): element i (row-major) is kept when u >= ratio, with
+    s = seed + key * 0x2545F4914F6CDD1D, z = s + (i + 1) * 0x9E3779B97F4A7C15,
+    splitmix64's finalizer, u = (z >> 11) * 2^-53; wrapping uint64."""
+    n = int(np.prod(shape)) if len(shape) else 1
+    with np.errstate(over="ignore"):
+        s = np.uint64((seed + key * 0x2545F4914F6CDD1D) & M)
+        z = s + (np.arange(1, n + 1, dtype=np.uint64) *
+                 np.uint64(0x9E3779B97F4A7C15))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    u = (z >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    return (u >= ratio).reshape(shape)
+
+
 class Unsupported(Exception):
     pass
 
@@ -97,6 +208,8 @@ class Interp:
             if o.domain in ("", "ai.onnx"):
                 self.opset = o.version
         self.notes = []
+        self.dropout = "txopt"  # or "identity"
+        self.rng_key = 0        # txopt's rng_key of the current step
 
     # -- helpers -------------------------------------------------------------
     def torch_type(self, onnx_type):
@@ -225,16 +338,39 @@ class Interp:
         ratio = 0.5
         training = False
         if len(i) > 1 and i[1] is not None:
-            ratio = float(i[1].reshape(()).item())
+            # txopt keeps the ratio as an f32 attribute.
+            ratio = float(np.float32(i[1].reshape(()).item()))
         if len(i) > 2 and i[2] is not None:
             training = bool(i[2].reshape(()).item())
-        if training and ratio > 0:
+        keep_all = torch.ones(x.shape, dtype=torch.bool, device=x.device)
+        if not training or ratio == 0:
+            return [x, keep_all]
+        if self.dropout == "identity":
             note = ("Dropout '%s' has training_mode true, ratio %g: run here as "
-                    "the identity, so the comparison is NOT exact" %
-                    (n.name, ratio))
+                    "the identity (--dropout identity), so the comparison is "
+                    "NOT exact" % (n.name, ratio))
             if note not in self.notes:
                 self.notes.append(note)
-        return [x, torch.ones(x.shape, dtype=torch.bool, device=x.device)]
+            return [x, keep_all]
+        # txopt's tx.dropout: the same mask on every executor.
+        if "seed" in a:
+            seed = a["seed"] & M
+        else:
+            seed = xxh3_64(n.output[0].encode()) if n.output else xxh3_64(b"")
+        keep = torch.from_numpy(dropout_keep(seed, self.rng_key, tuple(x.shape),
+                                             ratio)).to(x.device)
+        scale = 1.0 / (1.0 - ratio)
+        note = ("Dropout '%s' (training, ratio %g): txopt's mask, seed %d" %
+                (n.name, ratio, seed))
+        if note not in self.notes:
+            self.notes.append(note)
+        if x.dtype == torch.float32:
+            # The executor scales in double and rounds once.
+            y = (x.double() * scale).float()
+        else:
+            y = x * scale
+        return [torch.where(keep, y, torch.zeros((), dtype=x.dtype, device=x.device)),
+                keep]
 
     # -- linear algebra ------------------------------------------------------
     def op_MatMul(self, i, a, n): return torch.matmul(i[0], i[1])
@@ -631,6 +767,12 @@ def main(argv=None):
                         "(txopt --freeze)")
     p.add_argument("--out", default=None, help="write trained parameters here")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--dropout", choices=["txopt", "identity"], default="txopt",
+                   help="training-mode Dropout: txopt's counter-based mask "
+                        "(exact), or the identity")
+    p.add_argument("--seed", type=int, default=0,
+                   help="txopt-run's --seed: step k's dropout key is "
+                        "seed * 2^32 + k")
     p.add_argument("--input-shape", action="append", default=[],
                    help="NAME=D0xD1 for symbolic input dims")
     args = p.parse_args(argv)
@@ -646,6 +788,7 @@ def main(argv=None):
 
     model = onnx.load(args.model)
     interp = Interp(model, device, fdtype)
+    interp.dropout = args.dropout
     graph = model.graph
 
     # Parameters and constants.
@@ -752,6 +895,7 @@ def main(argv=None):
                     device, l_type)
         offset += window
 
+        interp.rng_key = ((args.seed << 32) + (step - 1)) & M
         opt.zero_grad(set_to_none=True)
         env = interp.run(env)
         loss = env[graph.output[0].name]
