@@ -20,7 +20,9 @@ two correct implementations. The table therefore also shows the error over
 the elements whose gradient is real: those whose bias-free second moment
 sqrt(exp_avg_sq) is above --noise-floor in the torch run (needs the
 .exp_avg_sq.npy files); FAIL is decided on that column, and the count of
-noise elements excluded is printed.
+noise elements excluded is printed, with the number of real elements over
+--ptol (">ptol") and the same error for the first moment exp_avg
+(information only).
 
 Prints PASS or FAIL with the worst step / tensor; exit status 0 on PASS.
 """
@@ -80,7 +82,8 @@ def compare_params(tx_dir, torch_dir, ptol, floor):
         return False
     ok = True
     worst_all, worst_real = (-1.0, None), (-1.0, None)
-    print("%-48s %10s %10s %8s" % ("parameter", "err", "err(real)", "noise"))
+    print("%-44s %9s %9s %6s %6s %9s" % ("parameter", "err", "err(real)", "noise",
+                                         ">ptol", "exp_avg"))
     for name in names:
         path = os.path.join(tx_dir, name + ".npy")
         if not os.path.exists(path):
@@ -102,7 +105,16 @@ def compare_params(tx_dir, torch_dir, ptol, floor):
             real = np.sqrt(np.load(vpath).astype(np.float64)) > floor
         err_real = float(np.max(diff[real])) if real.any() else 0.0
         noise = int(real.size - real.sum())
-        print("%-48s %10.3g %10.3g %8d" % (name, err, err_real, noise))
+        over = int(np.sum(diff[real] > ptol))
+        m_err = float("nan")
+        ma = os.path.join(tx_dir, name + ".exp_avg.npy")
+        mb = os.path.join(torch_dir, name + ".exp_avg.npy")
+        if os.path.exists(ma) and os.path.exists(mb):
+            m_a, m_b = np.load(ma).astype(np.float64), np.load(mb).astype(np.float64)
+            m_err = float(np.max(np.abs(m_a - m_b)[real]) /
+                          max(np.max(np.abs(m_b)), 1e-30)) if real.any() else 0.0
+        print("%-44s %9.3g %9.3g %6d %6d %9.3g" % (name, err, err_real, noise, over,
+                                                   m_err))
         if err > worst_all[0]:
             worst_all = (err, name)
         if err_real > worst_real[0]:
