@@ -668,12 +668,31 @@ class Interp:
             torch_pads += [begin.get(ax, 0), end.get(ax, 0)]
         if mode == "constant":
             return F.pad(x, torch_pads, mode="constant", value=value)
-        if mode == "edge":
-            mode = "replicate"
-        if mode not in ("reflect", "replicate", "circular"):
+        if mode not in ("edge", "reflect", "wrap"):
             raise Unsupported("node '%s': Pad mode %s" % (n.name, mode))
-        # torch pads only the trailing dims in these modes; pad them all.
-        return F.pad(x, torch_pads, mode=mode)
+        # Per axis, as an index_select (differentiable, any rank).
+        for ax in range(x.dim()):
+            b, e = begin.get(ax, 0), end.get(ax, 0)
+            if b < 0:
+                x, b = x.narrow(ax, -b, x.shape[ax] + b), 0
+            if e < 0:
+                x, e = x.narrow(ax, 0, x.shape[ax] + e), 0
+            if b == 0 and e == 0:
+                continue
+            dim = x.shape[ax]
+            idx = []
+            for j in range(-b, dim + e):
+                if mode == "edge":
+                    k = min(max(j, 0), dim - 1)
+                elif mode == "wrap":
+                    k = j % dim
+                else:  # reflect, without repeating the edge
+                    period = 2 * (dim - 1) if dim > 1 else 1
+                    k = j % period
+                    k = period - k if k >= dim else k
+                idx.append(k)
+            x = x.index_select(ax, torch.tensor(idx, dtype=torch.int64, device=x.device))
+        return x
 
 
 # ----------------------------------------------------------------------------
