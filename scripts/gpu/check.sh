@@ -30,7 +30,7 @@ while read -r name steps; do
 done < "$cases/cases.txt"
 python3 "$root/scripts/gpu/compare.py" "$cases" "$results" || status=1
 
-echo "== precision curves on the GPU: llama, ${CURVE_STEPS:=1500} steps on a learnable token stream"
+echo "== precision curves on the GPU: llama, ${CURVE_STEPS:=6000} steps on a learnable token stream"
 python3 "$root/test/Training/make_markov_tokens.py" "$results/tokens.npy" 40000 512
 for p in "" _bf16; do
   "$bin/txrun" "$cases/curve$p.txa" --steps "$CURVE_STEPS" --data "$results/tokens.npy"     > "$results/curve$p.log" 2>&1 || { echo "curve$p: txrun failed"; tail -3 "$results/curve$p.log"; status=1; }
@@ -50,4 +50,15 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 else
   echo "== compute-sanitizer not found: sanitizer checks skipped"
 fi
+
+echo "== vs PyTorch on this GPU: the same ONNX graphs, autograd + torch.optim.AdamW, 20 f32 steps"
+for m in nanogpt_op18_loss nanogpt_op14_loss gpt2_op18_loss llama_op18_loss; do
+  "$bin/txrun" "$cases/$m.txa" --steps 20 --data "$results/tokens.npy" > "$results/$m.data.log" 2>&1 ||
+    { echo "$m: txrun failed"; status=1; continue; }
+  python3 "$root/scripts/gpu/torch_reference.py" "$root/test/Inputs/models/$m.onnx" --steps 20 \
+    --data "$results/tokens.npy" --device cuda > "$results/$m.torch.log" 2>&1 ||
+    { echo "$m: torch_reference failed"; tail -3 "$results/$m.torch.log"; status=1; continue; }
+  echo -n "$m: "
+  python3 "$root/scripts/gpu/compare_torch.py" "$results/$m.data.log" "$results/$m.torch.log" --rtol 1e-4 | tail -1 || status=1
+done
 exit $status

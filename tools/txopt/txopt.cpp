@@ -201,7 +201,9 @@ int main(int argc, char **argv) {
   CompileSummary summary;
   summary.model = options.input;
   summary.output = options.output;
-  summary.emit = options.emit == EmitKind::Imported ? "tx" : "fused";
+  summary.emit = options.emit == EmitKind::Imported ? "tx"
+                 : options.emitsArtifact()           ? "gpu step"
+                                                     : "fused";
 
   OwningOpRef<ModuleOp> module =
       importModel(context, options, summary.import, error);
@@ -284,9 +286,6 @@ int main(int argc, char **argv) {
   if (options.train)
     summary.train = describeTrainStep(*module);
   summary.precision = describePrecision(*module, options.precision);
-  summary.seconds = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
 
   mlir::txopt::cuda::StepProgram gpuProgram;
   if (options.emitsArtifact()) {
@@ -314,6 +313,9 @@ int main(int argc, char **argv) {
                                      "': " + llvm::toString(std::move(err)));
   }
 
+  summary.seconds = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
   if (options.reportPath) {
     llvm::json::Value report(buildReport(summary));
     if (llvm::Error err = writeAtomically(*options.reportPath,

@@ -32,6 +32,10 @@ struct LoweringContext {
   llvm::DenseMap<Value, unsigned> bufferOfValue;
   std::vector<Buffer> buffers;
   const GPUOptions &options;
+  /// Kernels already emitted, by their body: layers repeat, and so do their
+  /// kernels; each distinct one is compiled and shipped once.
+  llvm::StringMap<unsigned> kernelByBody;
+  unsigned builtKernels = 0;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)

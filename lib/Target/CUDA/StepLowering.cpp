@@ -119,7 +119,7 @@ unsigned LoweringContext::scratch(uint64_t bytes, llvm::StringRef what) {
 
 std::string LoweringContext::kernelName(Operation *op) {
   std::string mnemonic = op->getName().stripDialect().str();
-  return "k" + std::to_string(program.kernelNames.size()) + "_" + mnemonic;
+  return "k" + std::to_string(builtKernels++) + "_" + mnemonic;
 }
 
 void LoweringContext::touch(unsigned buffer) {
@@ -142,8 +142,22 @@ void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
                              unsigned gridX, llvm::ArrayRef<unsigned> outputs,
                              llvm::ArrayRef<unsigned> inputs) {
   LaunchCmd cmd;
-  cmd.kernel = program.kernelNames.size();
-  program.kernelNames.push_back(kernel.func().getName().str());
+  // Deduplicate by body: print the kernel under a fixed name.
+  gpu::GPUFuncOp func = kernel.func();
+  std::string name = func.getName().str();
+  std::string body;
+  {
+    func.setName("k");
+    llvm::raw_string_ostream os(body);
+    func->print(os, OpPrintingFlags().useLocalScope());
+    func.setName(name);
+  }
+  auto [it, inserted] = kernelByBody.try_emplace(body, program.kernelNames.size());
+  if (inserted)
+    program.kernelNames.push_back(name);
+  else
+    func->erase();
+  cmd.kernel = it->second;
   cmd.grid[0] = gridX;
   cmd.block[0] = kBlockSize;
   for (unsigned id : outputs) {
