@@ -9,6 +9,7 @@ packages=(
   cmake ninja-build g++ ccache lld-22 python3 python3-venv python3-pip
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libgtest-dev
+  libflatbuffers-dev flatbuffers-compiler
 )
 
 missing=()

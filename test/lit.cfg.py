@@ -35,8 +35,14 @@ try:
         config.available_features.add("cuda-gpu")
 except (OSError, subprocess.TimeoutExpired):
     pass
-# ptxas (CUDA toolkit) validates and assembles the generated PTX.
-if os.path.exists("/usr/local/cuda/bin/ptxas") or os.environ.get("CUDA_HOME"):
+# The GPU backend compiles with the CUDA toolkit's libdevice (kernel math)
+# and validates/assembles its PTX with ptxas; tests that compile a step.txa
+# say `REQUIRES: cuda-toolkit`.
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if os.path.exists(os.path.join(cuda_home, "nvvm/libdevice/libdevice.10.bc")):
+    config.available_features.add("cuda-toolkit")
+    config.environment["CUDA_HOME"] = cuda_home
+if os.path.exists(os.path.join(cuda_home, "bin/ptxas")):
     config.available_features.add("ptxas")
 # `not` and `count` at the start of a RUN line run from PATH (lit substitutes
 # them only after a pipe).
