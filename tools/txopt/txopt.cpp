@@ -259,6 +259,8 @@ int main(int argc, char **argv) {
         fp8->explain = true;
       }
       txopt::buildTrainPipeline(pm, pipelineOptions, step, fp8);
+      // The step is built for one GPU architecture: record it in the IR.
+      (*module)->setAttr("tx.target", StringAttr::get(&context, options.target));
     } else {
       txopt::buildDefaultPipeline(pm, pipelineOptions);
     }

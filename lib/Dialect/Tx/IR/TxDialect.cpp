@@ -1,7 +1,8 @@
 //===- TxDialect.cpp - tx dialect registration ----------------------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// Registers the tx ops and materializes folded constants as tx.constant.
+// Registers the tx ops, materializes folded constants as tx.constant, and
+// verifies the tx.* attributes of the training-step contract.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +13,10 @@ using namespace mlir;
 using namespace mlir::txopt::tx;
 
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include "txopt/Dialect/Tx/IR/TxOpsDialect.cpp.inc"
 #define GET_ATTRDEF_CLASSES
@@ -35,4 +39,187 @@ Operation *TxDialect::materializeConstant(OpBuilder &builder, Attribute value,
   if (!elements || elements.getType() != type)
     return nullptr;
   return ConstantOp::create(builder, loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// The step contract (docs/Training.md)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Roles of step arguments, and what each requires of the argument's type.
+enum class RoleType { FloatTensor, F32Scalar, I64Scalar, IntTensor, Any };
+
+std::optional<RoleType> roleType(StringRef role) {
+  return llvm::StringSwitch<std::optional<RoleType>>(role)
+      .Cases({"param", "exp_avg", "exp_avg_sq", "momentum_buffer",
+              "fp8_amax_history"},
+             RoleType::FloatTensor)
+      .Cases({"lr", "step", "loss_scale", "growth_tracker", "fp8_scale",
+              "fp8_scale_inv"},
+             RoleType::F32Scalar)
+      .Case("rng", RoleType::I64Scalar)
+      .Case("labels", RoleType::IntTensor)
+      .Case("data", RoleType::Any)
+      .Default(std::nullopt);
+}
+
+LogicalResult checkRoleType(Operation *op, StringRef role, RoleType kind,
+                            Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  auto fail = [&](StringRef want) {
+    return op->emitError() << "argument with tx.role '" << role
+                           << "' must be " << want << ", but got " << type;
+  };
+  switch (kind) {
+  case RoleType::FloatTensor:
+    if (!tensor || !isa<FloatType>(tensor.getElementType()))
+      return fail("a float tensor");
+    return success();
+  case RoleType::F32Scalar:
+    if (!tensor || tensor.getRank() != 0 || !tensor.getElementType().isF32())
+      return fail("tensor<f32>");
+    return success();
+  case RoleType::I64Scalar:
+    if (!tensor || tensor.getRank() != 0 || !tensor.getElementType().isInteger(64))
+      return fail("tensor<i64>");
+    return success();
+  case RoleType::IntTensor:
+    if (!tensor || !isa<IntegerType>(tensor.getElementType()))
+      return fail("an integer tensor");
+    return success();
+  case RoleType::Any:
+    return success();
+  }
+  return success();
+}
+
+LogicalResult checkName(Operation *op, NamedAttribute attr) {
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitError() << "expected tx.name to be a non-empty string, but got "
+                           << attr.getValue();
+  return success();
+}
+} // namespace
+
+LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == "tx.train_step" || name == "tx.grad_of") {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << name << "' belongs on a function";
+    if (name == "tx.train_step" && !isa<DictionaryAttr>(value))
+      return op->emitError() << "expected tx.train_step to be a dictionary, but got " << value;
+    return success();
+  }
+  if (name == "tx.fp8_recipe") {
+    // A module-wide FP8 recipe tx-insert-fp8 can read.
+    if (!isa<ModuleOp>(op) || !isa<FP8RecipeAttr>(value))
+      return op->emitError() << "expected tx.fp8_recipe to be a module's #tx.fp8_recipe";
+    return success();
+  }
+  if (name == "tx.grad_seed") {
+    // Autodiff's mark on the constant that seeds the reverse sweep.
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << "expected tx.grad_seed to be a unit attribute";
+    return success();
+  }
+  if (name == "tx.target") {
+    auto target = dyn_cast<StringAttr>(value);
+    unsigned sm = 0;
+    if (!isa<ModuleOp>(op) || !target || !target.getValue().starts_with("sm_") ||
+        target.getValue().drop_front(3).getAsInteger(10, sm) || sm < 50)
+      return op->emitError() << "expected tx.target to be a module's \"sm_XY\" "
+                                "(XY >= 50), but got " << value;
+    return success();
+  }
+  if (name == "tx.source" || name == "tx.producer" || name == "tx.model_dir") {
+    if (!isa<ModuleOp>(op) || !isa<StringAttr>(value))
+      return op->emitError() << "expected '" << name << "' to be a module's string";
+    return success();
+  }
+  if (name == "tx.opset") {
+    if (!isa<ModuleOp>(op) || !isa<IntegerAttr>(value))
+      return op->emitError() << "expected tx.opset to be a module's integer";
+    return success();
+  }
+  return op->emitError() << "unknown tx attribute '" << name << "'";
+}
+
+LogicalResult TxDialect::verifyRegionArgAttribute(Operation *op,
+                                                  unsigned regionIndex,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func || regionIndex != 0)
+    return op->emitError() << "'" << name << "' belongs on a function argument";
+  Type type = func.getArgumentTypes()[argIndex];
+  if (name == "tx.name")
+    return checkName(op, attr);
+  if (name == "tx.role") {
+    auto role = dyn_cast<StringAttr>(value);
+    std::optional<RoleType> kind = role ? roleType(role.getValue()) : std::nullopt;
+    if (!kind)
+      return op->emitError()
+             << "unknown tx.role " << value << " (expected param, exp_avg, "
+                "exp_avg_sq, momentum_buffer, lr, step, rng, loss_scale, "
+                "growth_tracker, fp8_amax_history, fp8_scale, fp8_scale_inv, "
+                "data or labels)";
+    return checkRoleType(op, role.getValue(), *kind, type);
+  }
+  if (name == "tx.init") {
+    if (!isa<FloatAttr, IntegerAttr>(value))
+      return op->emitError() << "expected tx.init to be a number, but got " << value;
+    return success();
+  }
+  if (name == "tx.parameter") {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(value);
+    if (!ref)
+      return op->emitError() << "expected tx.parameter to name a tx.parameter, but got " << value;
+    auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(op, ref);
+    if (!param)
+      return op->emitError() << "tx.parameter names " << ref
+                             << ", which is not a tx.parameter of the module";
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    // The argument may be the f32 master copy of a bf16/f16 parameter.
+    if (!tensor || tensor.getShape() != param.getType().getShape())
+      return op->emitError() << "expected the argument of tx.parameter " << ref
+                             << " to have shape of " << param.getType()
+                             << ", but got " << type;
+    return success();
+  }
+  return op->emitError() << "unknown tx argument attribute '" << name << "'";
+}
+
+LogicalResult TxDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func || regionIndex != 0)
+    return op->emitError() << "'" << name << "' belongs on a function result";
+  if (name == "tx.name")
+    return checkName(op, attr);
+  if (name == "tx.grad_of")
+    return success();
+  if (name == "tx.next") {
+    auto next = dyn_cast<IntegerAttr>(attr.getValue());
+    int64_t numArgs = static_cast<int64_t>(func.getNumArguments());
+    if (!next || next.getInt() < 0 || next.getInt() >= numArgs)
+      return op->emitError() << "expected tx.next to be an argument index in [0, "
+                             << numArgs << "), but got " << attr.getValue();
+    Type resultType = func.getResultTypes()[resultIndex];
+    Type argType = func.getArgumentTypes()[next.getInt()];
+    if (resultType != argType)
+      return op->emitError() << "expected result " << resultIndex
+                             << " (tx.next = " << next.getInt()
+                             << ") to have the argument's type " << argType
+                             << ", but got " << resultType;
+    return success();
+  }
+  return op->emitError() << "unknown tx result attribute '" << name << "'";
 }

@@ -33,6 +33,12 @@ def Tx_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  // The training step's contract (docs/Training.md) is verified here, not
+  // trusted from string literals: tx.* attributes on modules, functions,
+  // arguments and results (TxDialect.cpp).
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 //===----------------------------------------------------------------------===//

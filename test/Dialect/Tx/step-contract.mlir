@@ -1,0 +1,157 @@
+// RUN: txopt-opt %s --split-input-file --verify-diagnostics
+
+// The training step's contract (docs/Training.md) is verified by the
+// dialect: every tx.* attribute on a module, function, argument or result.
+
+// Valid: a step with every role's attribute (guards against an over-strict
+// verifier).
+module attributes {tx.target = "sm_90", tx.opset = 18 : i64, tx.source = "m.onnx"} {
+  tx.parameter @w = dense<1.0> : tensor<4xbf16>
+  func.func @train_step(%w: tensor<4xf32> {tx.name = "w", tx.role = "param", tx.parameter = @w},
+                        %m: tensor<4xf32> {tx.name = "w.exp_avg", tx.role = "exp_avg", tx.init = 0.0 : f32},
+                        %lr: tensor<f32> {tx.name = "lr", tx.role = "lr", tx.init = 1.0e-3 : f32},
+                        %step: tensor<f32> {tx.name = "step", tx.role = "step", tx.init = 0.0 : f32},
+                        %key: tensor<i64> {tx.name = "rng_key", tx.role = "rng"},
+                        %ids: tensor<2x3xi64> {tx.name = "ids", tx.role = "data"},
+                        %lab: tensor<2x3xi64> {tx.name = "labels", tx.role = "labels"})
+      -> (tensor<4xf32> {tx.name = "w", tx.next = 0 : i64}, tensor<f32> {tx.name = "loss"})
+      attributes {tx.train_step = {optimizer = "adamw"}} {
+    return %w, %lr : tensor<4xf32>, tensor<f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{unknown tx.role "weights"}}
+func.func @unknown_role(%w: tensor<4xf32> {tx.role = "weights"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument with tx.role 'lr' must be tensor<f32>, but got 'tensor<4xf32>'}}
+func.func @lr_not_scalar(%lr: tensor<4xf32> {tx.role = "lr"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument with tx.role 'rng' must be tensor<i64>, but got 'tensor<f32>'}}
+func.func @rng_not_i64(%k: tensor<f32> {tx.role = "rng"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument with tx.role 'param' must be a float tensor, but got 'tensor<4xi64>'}}
+func.func @param_not_float(%p: tensor<4xi64> {tx.role = "param"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument with tx.role 'labels' must be an integer tensor, but got 'tensor<4xf32>'}}
+func.func @labels_not_int(%l: tensor<4xf32> {tx.role = "labels"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.name to be a non-empty string, but got ""}}
+func.func @empty_name(%a: tensor<4xf32> {tx.name = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.init to be a number, but got "zero"}}
+func.func @init_not_number(%a: tensor<4xf32> {tx.init = "zero"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tx.parameter names @missing, which is not a tx.parameter of the module}}
+func.func @parameter_missing(%a: tensor<4xf32> {tx.parameter = @missing}) {
+  return
+}
+
+// -----
+
+tx.parameter @w = dense<1.0> : tensor<4xf32>
+// expected-error @+1 {{expected the argument of tx.parameter @w to have shape of 'tensor<4xf32>', but got 'tensor<8xf32>'}}
+func.func @parameter_shape(%a: tensor<8xf32> {tx.parameter = @w}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.parameter to name a tx.parameter, but got "w"}}
+func.func @parameter_not_symbol(%a: tensor<4xf32> {tx.parameter = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown tx argument attribute 'tx.colour'}}
+func.func @unknown_arg_attr(%a: tensor<4xf32> {tx.colour = "red"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.next to be an argument index in [0, 1), but got 3 : i64}}
+func.func @next_out_of_range(%a: tensor<4xf32>) -> (tensor<4xf32> {tx.next = 3 : i64}) {
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{expected result 0 (tx.next = 0) to have the argument's type 'tensor<4xf32>', but got 'tensor<8xf32>'}}
+func.func @next_type_mismatch(%a: tensor<4xf32>, %b: tensor<8xf32>) -> (tensor<8xf32> {tx.next = 0 : i64}) {
+  return %b : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown tx result attribute 'tx.role'}}
+func.func @role_on_result(%a: tensor<4xf32>) -> (tensor<4xf32> {tx.role = "param"}) {
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.train_step to be a dictionary, but got "adamw"}}
+func.func @recipe_not_dict() attributes {tx.train_step = "adamw"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.target to be a module's "sm_XY" (XY >= 50), but got "gfx942"}}
+module attributes {tx.target = "gfx942"} {
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.opset to be a module's integer}}
+module attributes {tx.opset = "18"} {
+}
+
+// -----
+
+// expected-error @+1 {{expected 'tx.model_dir' to be a module's string}}
+module attributes {tx.model_dir = 3 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{'tx.train_step' belongs on a function}}
+module attributes {tx.train_step = {optimizer = "adamw"}} {
+}
+
+// -----
+
+// expected-error @+1 {{unknown tx attribute 'tx.colour'}}
+module attributes {tx.colour = "red"} {
+}
