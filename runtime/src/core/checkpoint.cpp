@@ -72,8 +72,13 @@ Status writeFileSynced(const std::string &path,
     size_t off = 0;
     while (off < size) {
       size_t n = std::min<size_t>(size - off, size_t(1) << 26);
-      if (killAfterHalf && done + off >= total / 2)
-        maybeKill(killAfterHalf);
+      if (killAfterHalf) {
+        // Stop exactly halfway for the kill tests.
+        if (done + off >= total / 2)
+          maybeKill(killAfterHalf);
+        else
+          n = std::min(n, total / 2 - (done + off));
+      }
       ssize_t w = ::write(fd, data + off, n);
       if (w < 0) {
         if (errno == EINTR)
