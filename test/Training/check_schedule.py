@@ -3,7 +3,7 @@
 """Checks the lr of every step of a --log JSONL file against the schedule's
 formula (docs/Training.md), rounded to float32 as the step reads it:
 
-check_schedule.py LOG KIND LR WARMUP DECAY_STEPS MIN_LR [FIRST_STEP]"""
+check_schedule.py LOG KIND LR[f] WARMUP DECAY_STEPS MIN_LR [FIRST_STEP]"""
 import json
 import math
 import sys
@@ -25,7 +25,9 @@ def lr_at(kind, lr, warmup, decay, min_lr, s):
 
 
 path, kind = sys.argv[1], sys.argv[2]
-lr, warmup, decay, min_lr = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+# "0.01f": the compiled lr, an f32 (tx.init) widened to double.
+lr = float(np.float32(sys.argv[3][:-1])) if sys.argv[3].endswith("f") else float(sys.argv[3])
+warmup, decay, min_lr = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
 first = int(sys.argv[7]) if len(sys.argv) > 7 else 1
 records = [json.loads(line) for line in open(path)]
 steps = [r["step"] for r in records]

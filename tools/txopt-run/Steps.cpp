@@ -690,8 +690,6 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
     os << "step " << step << "  loss " << llvm::format("%.6f", loss);
     if (normIndex)
       os << "  grad_norm " << llvm::format("%.6f", norm);
-    if (lrArg)
-      os << "  lr " << llvm::format("%.6g", lr);
     // With dynamic loss scaling a non-finite gradient skips the step in
     // the graph itself (state unchanged, scale backed off): report it and
     // go on, as GradScaler does.
@@ -702,6 +700,10 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
         os << " (loss scale -> "
            << llvm::format("%g", (*results)[*scaleIndex].getDouble(0)) << ")";
     }
+    // When the driver sets it (--lr or a schedule); last, so that the
+    // columns before it keep their places. --log always records it.
+    if (lrArg && (schedule || options.lr))
+      os << "  lr " << llvm::format("%.6g", lr);
     os << "\n";
     os.flush();
     if (log) {

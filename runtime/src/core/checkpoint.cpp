@@ -467,7 +467,15 @@ Status checkCompatible(const Checkpoint &checkpoint, const std::string &recipe,
       theirs.kind == json::Value::Kind::Object;
   if (parsedMine && parsedTheirs) {
     auto differs = [&](const json::Value &a, const json::Value &b, bool mineFirst) -> Status {
-      for (const auto &[key, value] : a.object) {
+      // The most telling keys first.
+      std::vector<std::pair<std::string, json::Value>> members;
+      for (const char *first : {"optimizer", "loss", "forward"})
+        if (const json::Value *v = a.find(first))
+          members.emplace_back(first, *v);
+      for (const auto &member : a.object)
+        if (member.first != "optimizer" && member.first != "loss" && member.first != "forward")
+          members.push_back(member);
+      for (const auto &[key, value] : members) {
         if (key == "lr")
           continue; // a run-time input, not part of the state's meaning
         const json::Value *other = b.find(key);
