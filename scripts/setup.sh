@@ -25,8 +25,8 @@ venv="${TXOPT_VENV:-$root/.venv}"
 # Test-only Python tools (numerics oracles), in a venv so the system Python
 # stays untouched. The compiler and runtime never need Python.
 setup_venv() {
-  local want="numpy==2.4.6 onnx==1.23.2 onnxruntime==1.32.0"
-  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+  local want="numpy==2.4.6 onnx==1.23.2 onnxruntime==1.32.0 matplotlib==3.11.2"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import numpy, onnx, onnxruntime, matplotlib" 2>/dev/null; then
     echo "setup: test venv ready ($venv)"
     return
   fi

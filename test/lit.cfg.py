@@ -55,3 +55,5 @@ if all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime", "numpy")):
     config.available_features.add("onnxruntime")
 if importlib.util.find_spec("numpy"):
     config.available_features.add("numpy")
+if importlib.util.find_spec("matplotlib"):
+    config.available_features.add("matplotlib")

@@ -6,10 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/checkpoint.h"
 #include "test_artifact.h"
 #include "txrt/txrt.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <string>
@@ -131,4 +134,78 @@ TEST(TxrunCli, ValidArtifactWithoutGpuSaysSo) {
   EXPECT_NE(r.output.find("txopt-run runs the step on the CPU"), std::string::npos)
       << r.output;
   std::remove(path.c_str());
+}
+
+// The training-run flags (issue 12): every error that needs no GPU.
+TEST(TxrunCli, RunFlagUsageErrors) {
+  RunResult r = runTxrun("x.txa --schedule step");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown --schedule 'step' (expected cosine, linear or constant)"),
+            std::string::npos)
+      << r.output;
+  r = runTxrun("x.txa --save-every 2");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--save-every needs --save DIR"), std::string::npos) << r.output;
+  r = runTxrun("x.txa --warmup -1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  r = runTxrun("x.txa --lr fast");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("expected --lr X with a finite X >= 0, but got 'fast'"),
+            std::string::npos)
+      << r.output;
+  r = runTxrun("--help");
+  for (const char *flag : {"--save DIR", "--resume DIR", "--schedule KIND", "--log FILE",
+                           "--shuffle", "--warmup W", "--decay-steps D", "--min-lr Y"})
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+}
+
+TEST(TxrunCli, RunFlagErrorsBeforeTheDevice) {
+  std::string artifact = writeFile("valid.txa", txrt::test::TestArtifact().build());
+  // The test artifact has no lr argument.
+  RunResult r = runTxrun(artifact + " --steps 2 --schedule cosine");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("--schedule: the step has no argument with role 'lr'"),
+            std::string::npos)
+      << r.output;
+  r = runTxrun(artifact + " --steps 2 --shuffle");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("--shuffle needs --data"), std::string::npos) << r.output;
+  // A stream shorter than one batch (8 tokens + 1).
+  std::vector<uint8_t> bin(1024 + 2 * 5, 0);
+  int32_t header[3] = {20240520, 1, 5};
+  std::memcpy(bin.data(), header, sizeof header);
+  std::string data = writeFile("short.bin", bin);
+  r = runTxrun(artifact + " --steps 2 --data " + data);
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("holds 5 tokens; one batch needs 9"), std::string::npos) << r.output;
+  r = runTxrun(artifact + " --steps 2 --resume " + tempPath("nowhere"));
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("no checkpoint.json"), std::string::npos) << r.output;
+  // A checkpoint of another recipe, then of another model, is refused.
+  std::string dir = tempPath("ckpt");
+  txrt::Checkpoint c;
+  c.info.producer = "txopt-run";
+  c.info.recipe = R"({"optimizer":"adamw"})";
+  c.info.step = 3;
+  c.tensors.push_back({"w", "param", "F32", {4, 4}, std::vector<uint8_t>(64, 0)});
+  ASSERT_TRUE(txrt::saveCheckpoint(dir, c).ok());
+  r = runTxrun(artifact + " --steps 5 --resume " + dir);
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("is from another recipe: 'optimizer' is \"adamw\" there and "
+                          "\"sgd\" in this step"),
+            std::string::npos)
+      << r.output;
+  c.info.recipe = R"({"optimizer":"sgd"})";
+  ASSERT_TRUE(txrt::saveCheckpoint(dir, c).ok());
+  r = runTxrun(artifact + " --steps 5 --resume " + dir);
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("has tensor 'w', which this step does not have"), std::string::npos)
+      << r.output;
+  r = runTxrun(artifact + " --steps 2 --log " + tempPath("no/such/dir/log.jsonl"));
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot write --log"), std::string::npos) << r.output;
+  std::remove(artifact.c_str());
+  std::remove(data.c_str());
+  std::string command = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0);
 }

@@ -11,8 +11,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "core/batch.h"
+#include "core/checkpoint.h"
 #include "core/npy.h"
 #include "core/session.h"
+#include "core/training.h"
 
 #include <cerrno>
 #include <cmath>
@@ -40,7 +42,35 @@ OPTIONS:
                        tokens, the labels argument the same window shifted by
                        one (as txopt-run --data). Without it one seeded random
                        batch is drawn and reused every step.
-  --seed S             Seed of the random batch (default 0, as txopt-run).
+  --seed S             Seed of the random batch, the dropout key and the
+                       --shuffle order (default 0, as txopt-run).
+  --lr X               Feed X as the step's `lr` input (default: the
+                       compiled lr).
+  --schedule KIND      Learning-rate schedule, written to the `lr` argument
+                       before every step (like the batch): cosine, linear or
+                       constant. Warm-up (step s <= W): lr * s / W; then
+                       constant: lr; cosine: min + 0.5*(1 + cos(pi p))*(lr -
+                       min); linear: lr + p*(min - lr), p = (s - W)/(D - W);
+                       min-lr from step D on. --warmup, --decay-steps or
+                       --min-lr alone imply cosine. Same values as txopt-run.
+  --warmup W           Warm-up steps (default 0).
+  --decay-steps D      Step at which the decay reaches --min-lr (default:
+                       --steps).
+  --min-lr Y           Floor of the decay (default 0).
+  --shuffle            With --data: each epoch visits the windows in a seeded
+                       random order (as txopt-run --shuffle).
+  --save DIR           Checkpoint after the last step (and every --save-every
+                       K steps) into DIR: checkpoint.json (manifest) and
+                       model-SSSSSSSS.safetensors (the state arguments by
+                       name), written atomically; the format txopt-run writes
+                       and reads.
+  --save-every K       With --save: also checkpoint after every K-th step.
+  --resume DIR         Continue from the checkpoint in DIR (state, step count,
+                       data position, seed); --steps N is then the number of
+                       the last step. A checkpoint of another model or recipe,
+                       or a corrupted one, is refused naming the tensor.
+  --log FILE           One JSON object per step (JSONL): step, loss,
+                       grad_norm, lr, ms, tok_per_s (appends with --resume).
   --weights-dir DIR    Folder for the artifact's relative EXTERNAL weight
                        files (default: the artifact's folder).
   --output-dir DIR     Write the final state (every argument whose role is not
@@ -60,7 +90,7 @@ OPTIONS:
   --help               Print this help.
 
 OUTPUT: the recipe once, then per step
-  step N  loss L  grad_norm G  ms T  tok/s R
+  step N  loss L  grad_norm G  lr X  ms T  tok/s R
 (floats with 9 significant digits; tok/s counts the elements of the "data"
 argument), then the peak device memory and the mean ms and tok/s of the
 steps after the first. A NaN or infinite loss or gradient norm stops the run.
@@ -74,6 +104,11 @@ struct Options {
   std::optional<std::string> dataPath, weightsDir, outputDir, dumpDir;
   uint64_t seed = kDefaultSeed;
   int64_t logEvery = 1;
+  std::optional<double> lr, minLr;
+  std::optional<std::string> schedule, saveDir, resumeDir, logPath;
+  std::optional<int64_t> warmup, decaySteps;
+  int64_t saveEvery = 0;
+  bool shuffle = false;
   bool noGraph = false, syncEach = false, help = false;
   int device = 0;
 };
@@ -125,6 +160,10 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
       o.syncEach = true;
       continue;
     }
+    if (arg == "--shuffle") {
+      o.shuffle = true;
+      continue;
+    }
     std::string name = arg, value;
     bool hasValue = false;
     if (arg.rfind("--", 0) == 0) {
@@ -137,7 +176,10 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     }
     static const char *const kValued[] = {"--steps", "--data", "--seed",
                                           "--weights-dir", "--output-dir",
-                                          "--dump-results", "--log-every", "--device"};
+                                          "--dump-results", "--log-every", "--device",
+                                          "--lr", "--schedule", "--warmup",
+                                          "--decay-steps", "--min-lr", "--save",
+                                          "--save-every", "--resume", "--log"};
     bool valued = false;
     for (const char *v : kValued)
       valued |= name == v;
@@ -170,6 +212,41 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
         error = "expected a non-negative integer --seed, but got '" + value + "'";
         return false;
       }
+    } else if (name == "--lr" || name == "--min-lr") {
+      char *end = nullptr;
+      double x = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(x >= 0) || !std::isfinite(x)) {
+        error = "expected " + name + " X with a finite X >= 0, but got '" + value + "'";
+        return false;
+      }
+      (name == "--lr" ? o.lr : o.minLr) = x;
+    } else if (name == "--warmup" || name == "--decay-steps" || name == "--save-every") {
+      int64_t n;
+      int64_t min = name == "--warmup" ? 0 : 1;
+      if (!parseInt(value, n) || n < min) {
+        error = "expected " + name + " N with N >= " + std::to_string(min) + ", but got '" +
+                value + "'";
+        return false;
+      }
+      if (name == "--warmup")
+        o.warmup = n;
+      else if (name == "--decay-steps")
+        o.decaySteps = n;
+      else
+        o.saveEvery = n;
+    } else if (name == "--schedule") {
+      LrSchedule::Kind kind;
+      if (!parseScheduleKind(value, kind)) {
+        error = "unknown --schedule '" + value + "' (expected cosine, linear or constant)";
+        return false;
+      }
+      o.schedule = value;
+    } else if (name == "--save" || name == "--resume" || name == "--log") {
+      if (value.empty()) {
+        error = "option '" + name + "' needs a value";
+        return false;
+      }
+      (name == "--save" ? o.saveDir : name == "--resume" ? o.resumeDir : o.logPath) = value;
     } else if (name == "--data") {
       o.dataPath = value;
     } else if (name == "--weights-dir") {
@@ -187,6 +264,10 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     } else {
       o.artifact = arg;
     }
+  }
+  if (o.saveEvery && !o.saveDir) {
+    error = "--save-every needs --save DIR";
+    return false;
   }
   if (!o.help && o.artifact.empty()) {
     error = "no artifact given (usage: txrun STEP.txa --steps N [options]; see --help)";
@@ -296,15 +377,136 @@ Status readScalar(Session &session, int index, double &value) {
   return Status();
 }
 
+/// The safetensors name of |type| (checkpoint.h).
+const char *safetensorsDType(DType type) {
+  switch (type) {
+  case DType::F32: return "F32";
+  case DType::F16: return "F16";
+  case DType::BF16: return "BF16";
+  case DType::F8E4M3FN: return "F8_E4M3";
+  case DType::F8E5M2: return "F8_E5M2";
+  case DType::F64: return "F64";
+  case DType::I64: return "I64";
+  case DType::I32: return "I32";
+  case DType::I8: return "I8";
+  case DType::I1: return "BOOL";
+  default: return "";
+  }
+}
+
 int run(const Options &o) {
   std::unique_ptr<Artifact> loaded;
   if (Status s = Artifact::loadFile(o.artifact, loaded); !s.ok())
     return fail(kRunError, s.message());
   std::shared_ptr<const Artifact> artifact = std::move(loaded);
 
+  const fb::Artifact &root = artifact->root();
+
+  // A resumed run keeps the checkpoint's seed (random batch, dropout keys,
+  // shuffle order). Everything about the checkpoint is checked before the
+  // device is touched.
+  std::optional<Checkpoint> checkpoint;
+  uint64_t seed = o.seed;
+  if (o.resumeDir) {
+    checkpoint.emplace();
+    if (Status s = loadCheckpoint(*o.resumeDir, *checkpoint); !s.ok())
+      return fail(kRunError, "--resume: " + s.message());
+    if (o.seed != 0 && o.seed != checkpoint->info.seed)
+      return fail(kRunError, "--resume: the checkpoint's run has --seed " +
+                                 std::to_string(checkpoint->info.seed) + ", not " +
+                                 std::to_string(o.seed) +
+                                 " (resuming keeps the seed; leave --seed out)");
+    seed = checkpoint->info.seed;
+  }
+
   std::unique_ptr<BatchFeeder> feeder;
-  if (Status s = BatchFeeder::create(*artifact, o.seed, o.dataPath, feeder); !s.ok())
+  if (Status s = BatchFeeder::create(*artifact, seed, o.dataPath, feeder, o.shuffle); !s.ok())
     return fail(kRunError, s.message());
+
+  // The learning rate: a schedule (or a constant --lr) is written to the lr
+  // argument before every step, like the batch.
+  bool wantsSchedule = o.schedule || o.warmup || o.decaySteps || o.minLr;
+  std::string scheduleJson = "null";
+  if (wantsSchedule || o.lr) {
+    if (feeder->lrArgument() < 0)
+      return fail(kRunError, std::string(wantsSchedule ? "--schedule" : "--lr") +
+                                 ": the step has no argument with role 'lr'");
+    LrSchedule schedule;
+    schedule.kind = LrSchedule::Kind::Constant;
+    if (wantsSchedule) {
+      schedule.kind = LrSchedule::Kind::Cosine;
+      if (o.schedule)
+        parseScheduleKind(*o.schedule, schedule.kind);
+    }
+    schedule.lr = o.lr ? *o.lr : feeder->compiledLr();
+    schedule.warmup = o.warmup.value_or(0);
+    schedule.decaySteps = o.decaySteps.value_or(o.steps);
+    schedule.minLr = o.minLr.value_or(0.0);
+    if (Status s = schedule.validate(); !s.ok())
+      return fail(kUsageError, s.message());
+    feeder->setLrSchedule(schedule);
+    if (wantsSchedule)
+      scheduleJson = schedule.json();
+  }
+
+  // The state a checkpoint holds: every argument a result becomes (weights,
+  // moments, step, FP8 scaling state, loss scale), in argument order.
+  std::vector<unsigned> stateArgs;
+  std::vector<TensorSpec> specs;
+  for (unsigned i = 0; root.arguments() && i < root.arguments()->size(); ++i) {
+    const fb::Argument *arg = root.arguments()->Get(i);
+    if (arg->next_of() < 0)
+      continue;
+    stateArgs.push_back(i);
+    specs.push_back({str(arg->name()), str(arg->role()), safetensorsDType(arg->dtype()),
+                     shapeOf(arg->shape())});
+    if (specs.back().dtype.empty() && (o.saveDir || o.resumeDir))
+      return fail(kRunError, "argument '" + specs.back().name + "' has type " +
+                                 dtypeName(arg->dtype()) + ", which checkpoints cannot hold");
+  }
+  std::string recipe = str(root.recipe());
+  int64_t firstStep = 1;
+  if (checkpoint) {
+    if (Status s = checkCompatible(*checkpoint, recipe, specs); !s.ok())
+      return fail(kRunError, "--resume: " + s.message());
+    const CheckpointInfo &info = checkpoint->info;
+    firstStep = info.step + 1;
+    if (info.hasData && !o.dataPath)
+      return fail(kRunError, "--resume: the checkpoint's run read --data '" + info.dataFile +
+                                 "'; pass --data to continue it");
+    if (feeder->hasTokens()) {
+      if (info.hasData && (info.dataTokens != feeder->tokenCount() || info.shuffle != o.shuffle))
+        std::fprintf(stderr,
+                     "txrun: warning: --resume: the checkpoint's run read %llu tokens%s, "
+                     "this one %llu%s; continuing at window %lld, offset %lld\n",
+                     static_cast<unsigned long long>(info.dataTokens),
+                     info.shuffle ? " shuffled" : "",
+                     static_cast<unsigned long long>(feeder->tokenCount()),
+                     o.shuffle ? " shuffled" : "", static_cast<long long>(info.dataWindows),
+                     static_cast<long long>(info.dataOffset));
+      feeder->resumeData(info.dataWindows, info.dataOffset);
+    }
+    if (firstStep > o.steps) {
+      std::fprintf(stderr,
+                   "txrun: the checkpoint is at step %lld; nothing to run up to --steps %lld "
+                   "(with --resume, --steps is the number of the last step)\n",
+                   static_cast<long long>(info.step), static_cast<long long>(o.steps));
+      return kSuccess;
+    }
+  }
+  std::FILE *log = nullptr;
+  if (o.logPath) {
+    log = std::fopen(o.logPath->c_str(), o.resumeDir ? "a" : "w");
+    if (!log)
+      return fail(kRunError, "cannot write --log '" + *o.logPath + "': " + std::strerror(errno));
+  }
+  struct Closer {
+    std::FILE *f;
+    ~Closer() {
+      if (f)
+        std::fclose(f);
+    }
+  } closer{log};
 
   SessionOptions sessionOptions;
   sessionOptions.device = o.device;
@@ -319,9 +521,46 @@ int run(const Options &o) {
   const hal::DeviceInfo &info = session->deviceInfo();
   std::printf("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
               info.ccMinor);
-  std::string recipe = str(artifact->root().recipe());
   std::printf("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
+  if (checkpoint) {
+    for (size_t k = 0; k < stateArgs.size(); ++k) {
+      const CheckpointTensor *t = checkpoint->find(specs[k].name);
+      if (Status s = session->writeArgument(stateArgs[k], t->bytes.data(), t->bytes.size());
+          !s.ok())
+        return fail(kRunError, "--resume: " + s.message());
+    }
+    std::printf("resumed from '%s' at step %lld\n", o.resumeDir->c_str(),
+                static_cast<long long>(checkpoint->info.step));
+  }
   std::fflush(stdout);
+  auto save = [&](int64_t step) -> Status {
+    Checkpoint out;
+    CheckpointInfo &info = out.info;
+    info.producer = "txrun";
+    info.recipe = recipe;
+    info.step = step;
+    info.seed = seed;
+    if (feeder->hasTokens()) {
+      info.hasData = true;
+      info.dataFile = *o.dataPath;
+      info.dataTokens = feeder->tokenCount();
+      info.dataOffset = feeder->dataOffset();
+      info.dataWindows = feeder->windowsConsumed();
+      info.shuffle = o.shuffle;
+    }
+    info.schedule = scheduleJson;
+    for (size_t k = 0; k < stateArgs.size(); ++k) {
+      const fb::Argument *arg = root.arguments()->Get(stateArgs[k]);
+      CheckpointTensor t{specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape, {}};
+      t.bytes.resize(artifact->argumentElements(stateArgs[k]) * dtypeSize(arg->dtype()));
+      TXRT_RETURN_IF_ERROR(session->readArgument(stateArgs[k], t.bytes.data(), t.bytes.size()));
+      out.tensors.push_back(std::move(t));
+    }
+    TXRT_RETURN_IF_ERROR(saveCheckpoint(*o.saveDir, out));
+    std::fprintf(stderr, "txrun: saved step %lld to '%s'\n", static_cast<long long>(step),
+                 o.saveDir->c_str());
+    return Status();
+  };
 
   int lossIndex = artifact->findResult("loss");
   int normIndex = artifact->findResult("grad_norm");
@@ -335,7 +574,7 @@ int run(const Options &o) {
   std::vector<BatchFeeder::Write> writes;
   uint64_t tokens = feeder->tokensPerStep();
 
-  for (int64_t step = 1; step <= o.steps; ++step) {
+  for (int64_t step = firstStep; step <= o.steps; ++step) {
     feeder->writesForStep(step, writes);
     for (const BatchFeeder::Write &w : writes)
       if (Status s = session->writeArgument(w.argument, w.bytes->data(), w.bytes->size());
@@ -343,7 +582,7 @@ int run(const Options &o) {
         return fail(kRunError, "step " + std::to_string(step) + ": " + s.message());
     // Keep the state this step starts from: if the step goes non-finite,
     // --output-dir gets the last finite state, as with txopt-run.
-    if (o.outputDir && step > 1) {
+    if (o.outputDir && step > firstStep) {
       if (Status s = snapshot(*session, outputs, lastFinite); !s.ok())
         return fail(kRunError, s.message());
       haveLastFinite = true;
@@ -351,7 +590,7 @@ int run(const Options &o) {
     float ms = 0;
     if (Status s = session->runStep(&ms); !s.ok())
       return fail(kRunError, s.message());
-    if (step > 1) {
+    if (step > firstStep) {
       sumMs += ms;
       ++timedSteps;
     }
@@ -362,13 +601,17 @@ int run(const Options &o) {
         if (Status s = readScalar(*session, index, *value); !s.ok())
           return fail(kRunError, s.message());
     bool finite = std::isfinite(loss) && std::isfinite(norm);
-    bool print = step == 1 || step == o.steps || step % o.logEvery == 0 || !finite;
+    bool print = step == firstStep || step == o.steps || step % o.logEvery == 0 || !finite;
+    double lr = feeder->lrForStep(step);
+    bool hasLr = feeder->lrArgument() >= 0;
     if (print) {
       std::printf("step %lld", static_cast<long long>(step));
       if (lossIndex >= 0)
         std::printf("  loss %.9g", loss);
       if (normIndex >= 0)
         std::printf("  grad_norm %.9g", norm);
+      if (hasLr)
+        std::printf("  lr %.9g", lr);
       std::printf("  ms %.3f", ms);
       if (tokens)
         std::printf("  tok/s %.0f", ms > 0 ? tokens / (ms / 1000.0) : 0.0);
@@ -383,6 +626,21 @@ int run(const Options &o) {
     // With dynamic loss scaling a non-finite gradient skips the step in the
     // graph itself; only a non-finite loss, or norm without a skip, stops.
     bool isSkipped = skippedIndex >= 0 && skipped != 0;
+    if (log) {
+      StepRecord record;
+      record.step = step;
+      record.loss = loss;
+      record.hasGradNorm = normIndex >= 0;
+      record.gradNorm = norm;
+      record.hasLr = hasLr;
+      record.lr = lr;
+      record.ms = ms;
+      record.hasTokens = tokens > 0;
+      record.tokPerS = ms > 0 ? tokens / (ms / 1000.0) : 0.0;
+      record.skipped = isSkipped;
+      std::fprintf(log, "%s\n", stepLogLine(record).c_str());
+      std::fflush(log);
+    }
     if (!std::isfinite(loss) || (!std::isfinite(norm) && !isSkipped)) {
       std::string extra;
       if (o.outputDir && haveLastFinite) {
@@ -396,6 +654,9 @@ int run(const Options &o) {
                                  " is " + (std::isnan(bad) ? "NaN" : "infinite") +
                                  "; stopped" + extra + "; try a lower --lr or --grad-clip");
     }
+    if (o.saveDir && (step == o.steps || (o.saveEvery && step % o.saveEvery == 0)))
+      if (Status s = save(step); !s.ok())
+        return fail(kRunError, "--save: step " + std::to_string(step) + ": " + s.message());
   }
 
   uint64_t peak = 0;
@@ -406,7 +667,8 @@ int run(const Options &o) {
               static_cast<unsigned long long>(artifact->root().peak_bytes()));
   if (timedSteps > 0) {
     double meanMs = sumMs / timedSteps;
-    std::printf("mean over steps 2..%lld: ms %.3f", static_cast<long long>(o.steps), meanMs);
+    std::printf("mean over steps %lld..%lld: ms %.3f", static_cast<long long>(firstStep + 1),
+                static_cast<long long>(o.steps), meanMs);
     if (tokens)
       std::printf("  tok/s %.0f", tokens / (meanMs / 1000.0));
     std::printf("\n");

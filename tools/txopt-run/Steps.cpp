@@ -11,14 +11,23 @@
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "txopt/Reference/Npy.h"
 
+#include "core/checkpoint.h"
+#include "core/dtype.h"
+#include "core/training.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <tuple>
 
@@ -81,6 +90,124 @@ llvm::Expected<std::vector<int64_t>> readTokens(MLIRContext *context,
   return tokens;
 }
 
+/// tx.train_step as JSON, exactly as the GPU backend writes the artifact's
+/// recipe (lib/Target/CUDA/StepLowering.cpp), so that checkpoints of both
+/// drivers compare equal.
+std::string recipeJson(func::FuncOp step) {
+  auto dict = step->getAttrOfType<DictionaryAttr>("tx.train_step");
+  llvm::json::Object object;
+  if (dict)
+    for (NamedAttribute entry : dict) {
+      llvm::StringRef key = entry.getName().getValue();
+      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+        object[key] = s.getValue().str();
+      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+        object[key] = f.getValueAsDouble();
+      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        object[key] = i.getInt();
+      else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
+        object[key] = b.getValue();
+    }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(object));
+  return text;
+}
+
+/// The safetensors dtype of |type|, or "" when checkpoints cannot hold it.
+std::string safetensorsDType(Type type) {
+  if (type.isF32())
+    return "F32";
+  if (type.isF64())
+    return "F64";
+  if (type.isF16())
+    return "F16";
+  if (type.isBF16())
+    return "BF16";
+  if (isa<Float8E4M3FNType>(type))
+    return "F8_E4M3";
+  if (isa<Float8E5M2Type>(type))
+    return "F8_E5M2";
+  if (type.isInteger(1))
+    return "BOOL";
+  if (type.isSignlessInteger(64))
+    return "I64";
+  if (type.isSignlessInteger(32))
+    return "I32";
+  if (type.isSignlessInteger(16))
+    return "I16";
+  if (type.isSignlessInteger(8))
+    return "I8";
+  return "";
+}
+
+/// |tensor|'s values as the raw little-endian bytes of |dtype|.
+std::vector<uint8_t> encodeTensor(const Tensor &tensor, const std::string &dtype) {
+  size_t n = static_cast<size_t>(tensor.getNumElements());
+  std::vector<uint8_t> out(n * txrt::safetensorsDTypeSize(dtype));
+  uint8_t *p = out.data();
+  for (size_t i = 0; i < n; ++i) {
+    if (dtype == "F32") {
+      float v = static_cast<float>(tensor.floats()[i]);
+      std::memcpy(p + 4 * i, &v, 4);
+    } else if (dtype == "F64") {
+      double v = tensor.floats()[i];
+      std::memcpy(p + 8 * i, &v, 8);
+    } else if (dtype == "F16" || dtype == "BF16") {
+      uint16_t v = dtype == "F16" ? txrt::f16FromDouble(tensor.floats()[i])
+                                  : txrt::bf16FromDouble(tensor.floats()[i]);
+      std::memcpy(p + 2 * i, &v, 2);
+    } else if (dtype == "F8_E4M3") {
+      p[i] = txrt::f8e4m3fnFromDouble(tensor.floats()[i]);
+    } else if (dtype == "F8_E5M2") {
+      p[i] = txrt::f8e5m2FromDouble(tensor.floats()[i]);
+    } else {
+      int64_t v = tensor.ints()[i];
+      size_t size = txrt::safetensorsDTypeSize(dtype);
+      if (dtype == "BOOL")
+        v = v != 0;
+      for (size_t b = 0; b < size; ++b)
+        p[size * i + b] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * b));
+    }
+  }
+  return out;
+}
+
+/// The inverse of encodeTensor into a tensor of |type|.
+Tensor decodeTensor(RankedTensorType type, const txrt::CheckpointTensor &t) {
+  Tensor tensor(type);
+  size_t n = static_cast<size_t>(tensor.getNumElements());
+  const uint8_t *p = t.bytes.data();
+  const std::string &dtype = t.dtype;
+  for (size_t i = 0; i < n; ++i) {
+    if (dtype == "F32") {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      tensor.floats()[i] = v;
+    } else if (dtype == "F64") {
+      std::memcpy(&tensor.floats()[i], p + 8 * i, 8);
+    } else if (dtype == "F16" || dtype == "BF16") {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      tensor.floats()[i] = dtype == "F16" ? txrt::f16ToDouble(v) : txrt::bf16ToDouble(v);
+    } else if (dtype == "F8_E4M3") {
+      tensor.floats()[i] = txrt::f8e4m3fnToDouble(p[i]);
+    } else if (dtype == "F8_E5M2") {
+      tensor.floats()[i] = txrt::f8e5m2ToDouble(p[i]);
+    } else {
+      size_t size = txrt::safetensorsDTypeSize(dtype);
+      uint64_t bits = 0;
+      for (size_t b = 0; b < size; ++b)
+        bits |= static_cast<uint64_t>(p[size * i + b]) << (8 * b);
+      int64_t v = static_cast<int64_t>(bits);
+      if (size < 8 && dtype != "BOOL" && (bits >> (8 * size - 1)) & 1)
+        v = static_cast<int64_t>(bits | (~uint64_t(0) << (8 * size))); // sign-extend
+      tensor.ints()[i] = v;
+    }
+  }
+  return tensor;
+}
+
 /// |type| as MLIR prints it, for diagnostics.
 std::string typeText(Type type) {
   std::string text;
@@ -101,6 +228,120 @@ Tensor splat(RankedTensorType type, double value) {
 
 } // namespace
 
+bool txopt_run::parseRunFlag(int argc, char **argv, int &i, RunFlags &flags,
+                            std::string &error, bool &matched) {
+  llvm::StringRef arg = argv[i];
+  matched = false;
+  if (arg == "--shuffle") {
+    matched = true;
+    flags.shuffle = true;
+    return true;
+  }
+  static const char *const kValued[] = {"--schedule", "--warmup",   "--decay-steps",
+                                        "--min-lr",   "--save",     "--save-every",
+                                        "--resume",   "--log"};
+  std::string name, value;
+  for (const char *flag : kValued) {
+    if (arg == flag) {
+      if (i + 1 >= argc) {
+        error = std::string("option '") + flag + "' needs a value";
+        return false;
+      }
+      name = flag;
+      value = argv[++i];
+      break;
+    }
+    if (arg.starts_with(std::string(flag) + "=")) {
+      name = flag;
+      value = arg.drop_front(std::strlen(flag) + 1).str();
+      break;
+    }
+  }
+  if (name.empty())
+    return true;
+  matched = true;
+  auto count = [&](int64_t &out, int64_t min) {
+    if (llvm::StringRef(value).getAsInteger(10, out) || out < min) {
+      error = "expected " + name + " N with N >= " + std::to_string(min) + ", but got '" +
+              value + "'";
+      return false;
+    }
+    return true;
+  };
+  if (name == "--schedule") {
+    txrt::LrSchedule::Kind kind;
+    if (!txrt::parseScheduleKind(value, kind)) {
+      error = "unknown --schedule '" + value + "' (expected cosine, linear or constant)";
+      return false;
+    }
+    flags.schedule = value;
+  } else if (name == "--warmup") {
+    int64_t n;
+    if (!count(n, 0))
+      return false;
+    flags.warmup = n;
+  } else if (name == "--decay-steps") {
+    int64_t n;
+    if (!count(n, 1))
+      return false;
+    flags.decaySteps = n;
+  } else if (name == "--save-every") {
+    if (!count(flags.saveEvery, 1))
+      return false;
+  } else if (name == "--min-lr") {
+    double x;
+    if (llvm::StringRef(value).getAsDouble(x) || !(x >= 0) || !std::isfinite(x)) {
+      error = "expected --min-lr X with a finite X >= 0, but got '" + value + "'";
+      return false;
+    }
+    flags.minLr = x;
+  } else if (value.empty()) {
+    error = "option '" + name + "' needs a value";
+    return false;
+  } else if (name == "--save") {
+    flags.saveDir = value;
+  } else if (name == "--resume") {
+    flags.resumeDir = value;
+  } else if (name == "--log") {
+    flags.logPath = value;
+  }
+  return true;
+}
+
+const char *txopt_run::runFlagsHelp() {
+  return R"(TRAINING RUN OPTIONS (with --steps; the same flags as txrun's):
+  --schedule KIND         Learning-rate schedule fed to the step's `lr` input
+                          on every step: cosine, linear or constant. Base lr:
+                          --lr, else the compiled one (tx.init). Warm-up
+                          (step s <= W): lr * s / W; then constant: lr;
+                          cosine: min + 0.5 * (1 + cos(pi p)) * (lr - min),
+                          linear: lr + p * (min - lr), p = (s - W) / (D - W);
+                          min-lr from step D on. --warmup, --decay-steps or
+                          --min-lr alone imply cosine.
+  --warmup W              Warm-up steps (default 0).
+  --decay-steps D         Step at which the decay reaches --min-lr (default:
+                          --steps).
+  --min-lr Y              Floor of the decay (default 0).
+  --shuffle               With --data: visit the windows of each epoch in a
+                          seeded random order (Fisher-Yates on splitmix64 of
+                          the --seed and the epoch).
+  --save DIR              Write a checkpoint to DIR after the last step (and
+                          every --save-every K steps): DIR/checkpoint.json
+                          (manifest) and DIR/model-SSSSSSSS.safetensors
+                          (every state argument by name), atomically.
+  --save-every K          With --save: also checkpoint after every K-th step.
+  --resume DIR            Continue the run saved in DIR: state, step count,
+                          data position and seed; --steps N is then the
+                          number of the last step. Bit-identical to a run
+                          that never stopped (same flags). A checkpoint of
+                          another model or recipe, or a corrupted one, is
+                          refused naming the tensor.
+  --log FILE              Write one JSON object per step to FILE (JSONL):
+                          step, loss, grad_norm, lr, ms, tok_per_s (appends
+                          with --resume). Plot: scripts/plot_log.py FILE.
+)";
+}
+
 func::FuncOp txopt_run::findStepFunction(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
     if (func->hasAttr(tx::kTrainStepAttrName) && !func.isExternal())
@@ -112,11 +353,32 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
                                 std::vector<std::optional<Tensor>> given,
                                 const StepOptions &options,
                                 llvm::raw_ostream &os) {
+  const RunFlags &run = options.run;
+  // A resumed run continues with the checkpoint's seed: it drives the
+  // random batch and the dropout keys.
+  std::optional<txrt::Checkpoint> checkpoint;
+  uint64_t seed = options.seed;
+  if (run.resumeDir) {
+    checkpoint.emplace();
+    if (txrt::Status st = txrt::loadCheckpoint(*run.resumeDir, *checkpoint); !st.ok())
+      return error("--resume: " + st.message());
+    if (options.seed != 0 && options.seed != checkpoint->info.seed)
+      return error("--resume: the checkpoint's run has --seed " +
+                   llvm::Twine(checkpoint->info.seed) + ", not " + llvm::Twine(options.seed) +
+                   " (resuming keeps the seed; leave --seed out)");
+    seed = checkpoint->info.seed;
+  }
+  if (run.shuffle && !options.dataPath)
+    return error("--shuffle needs --data");
+  if (run.saveEvery && !run.saveDir)
+    return error("--save-every needs --save DIR");
+
   unsigned numArgs = func.getNumArguments();
   std::vector<Tensor> args(numArgs);
   std::vector<unsigned> batchArgs; // filled each step from the token stream
   std::optional<unsigned> labelArg;
   std::optional<unsigned> rngArg, lrArg; // step inputs by role
+  bool lrGiven = false;
   Builder builder(func.getContext());
   for (unsigned i = 0; i < numArgs; ++i) {
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
@@ -144,6 +406,8 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
       args[i] = std::move(*given[i]);
       if (rngArg == i) // an --input key is fixed for every step
         rngArg.reset();
+      if (lrArg == i)
+        lrGiven = true;
       continue;
     }
     if (lrArg == i && options.lr) {
@@ -184,7 +448,7 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
       }
     } else {
       int64_t bound = inferIndexBound(func.getArgument(i)).value_or(2);
-      args[i] = randomTensor(type, options.seed, i, bound);
+      args[i] = randomTensor(type, seed, i, bound);
     }
   }
 
@@ -192,10 +456,32 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
     return error("--lr: '" + func.getName() + "' has no argument with role "
                  "'lr' (a step built before learning rates were inputs?)");
 
+  // The learning-rate schedule (txrt::LrSchedule, shared with txrun).
+  std::optional<txrt::LrSchedule> schedule;
+  if (run.schedule || run.warmup || run.decaySteps || run.minLr) {
+    if (!lrArg)
+      return error("--schedule: '" + func.getName() + "' has no argument with role 'lr'");
+    if (lrGiven)
+      return error("--schedule: the lr argument is fixed by --input");
+    txrt::LrSchedule sched;
+    sched.kind = txrt::LrSchedule::Kind::Cosine;
+    if (run.schedule)
+      txrt::parseScheduleKind(*run.schedule, sched.kind);
+    sched.lr = args[*lrArg].floats()[0]; // --lr, else the compiled tx.init
+    sched.warmup = run.warmup.value_or(0);
+    sched.decaySteps = run.decaySteps.value_or(options.steps);
+    sched.minLr = run.minLr.value_or(0.0);
+    if (txrt::Status st = sched.validate(); !st.ok())
+      return error(st.message());
+    schedule = sched;
+  }
+
   // Token windows, as llm.c's loader: inputs tokens[o, o + n), labels the
-  // same window shifted by one; o advances by n and wraps to 0.
+  // same window shifted by one; o advances by n and wraps to 0 (or, with
+  // --shuffle, a seeded order per epoch; txrt::TokenWindows).
   std::vector<int64_t> tokens;
   int64_t window = 0;
+  std::optional<txrt::TokenWindows> windows;
   if (options.dataPath) {
     if (batchArgs.size() != 1)
       return error("--data fills one token argument (and optionally one "
@@ -229,7 +515,14 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
                        llvm::Twine(tokens[p]) + " at position " +
                        llvm::Twine(p) + " is outside the vocabulary [0, " +
                        llvm::Twine(*bound) + ")");
+    windows.emplace(static_cast<int64_t>(tokens.size()), window, run.shuffle, seed);
   }
+  // Tokens per step for tok/s: the "data" argument, else the token window.
+  uint64_t tokensPerStep = static_cast<uint64_t>(window);
+  for (unsigned i = 0; i < numArgs; ++i)
+    if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
+      if (role.getValue() == "data")
+        tokensPerStep = cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
 
   // Which results feed which arguments, and which are loss / grad_norm.
   std::vector<std::pair<unsigned, unsigned>> carried; // result -> argument
@@ -259,6 +552,50 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
     return error("'" + func.getName() + "' has no result named 'loss'; is it "
                  "a step built by txopt --train?");
 
+  // The state a checkpoint holds: every argument a result carries (weights,
+  // moments, step, FP8 scaling state, loss scale), in argument order.
+  std::vector<unsigned> stateArgs;
+  for (auto [r, a] : carried)
+    stateArgs.push_back(a);
+  llvm::sort(stateArgs);
+  stateArgs.erase(std::unique(stateArgs.begin(), stateArgs.end()), stateArgs.end());
+  std::string recipe = recipeJson(func);
+  std::vector<txrt::TensorSpec> specs;
+  if (run.saveDir || run.resumeDir) {
+    for (unsigned a : stateArgs) {
+      auto type = cast<RankedTensorType>(func.getArgument(a).getType());
+      std::string dtype = safetensorsDType(type.getElementType());
+      if (dtype.empty())
+        return error("argument '" + argName(func, a) + "' has type " + typeText(type) +
+                     ", which checkpoints cannot hold");
+      auto role = func.getArgAttrOfType<StringAttr>(a, tx::kRoleAttrName);
+      specs.push_back({argName(func, a), role ? role.str() : "", dtype,
+                       std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+    }
+  }
+  int64_t firstStep = 1;
+  if (checkpoint) {
+    if (txrt::Status st = txrt::checkCompatible(*checkpoint, recipe, specs); !st.ok())
+      return error("--resume: " + st.message());
+    for (unsigned a : stateArgs)
+      args[a] = decodeTensor(cast<RankedTensorType>(func.getArgument(a).getType()),
+                             *checkpoint->find(argName(func, a)));
+    const txrt::CheckpointInfo &info = checkpoint->info;
+    firstStep = info.step + 1;
+    if (info.hasData && !options.dataPath)
+      return error("--resume: the checkpoint's run read --data '" + info.dataFile +
+                   "'; pass --data to continue it");
+    if (windows) {
+      if (info.hasData && (info.dataTokens != tokens.size() || info.shuffle != run.shuffle))
+        llvm::errs() << "txopt-run: warning: --resume: the checkpoint's run read "
+                     << info.dataTokens << " tokens" << (info.shuffle ? " shuffled" : "")
+                     << ", this one " << tokens.size() << (run.shuffle ? " shuffled" : "")
+                     << "; continuing at window " << info.dataWindows << ", offset "
+                     << info.dataOffset << "\n";
+      windows->resume(info.dataWindows, info.dataOffset);
+    }
+  }
+
   std::vector<Tensor> last;
   auto writeOutputs = [&]() -> llvm::Error {
     if (!options.outputDir || last.empty())
@@ -275,11 +612,54 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
     }
     return llvm::Error::success();
   };
-  int64_t offset = 0;
-  for (int64_t step = 1; step <= options.steps; ++step) {
-    if (!tokens.empty()) {
-      if (offset + window + 1 > static_cast<int64_t>(tokens.size()))
-        offset = 0;
+  auto save = [&](int64_t step) -> llvm::Error {
+    txrt::Checkpoint out;
+    txrt::CheckpointInfo &info = out.info;
+    info.producer = "txopt-run";
+    info.recipe = recipe;
+    info.step = step;
+    info.seed = seed;
+    if (windows) {
+      info.hasData = true;
+      info.dataFile = *options.dataPath;
+      info.dataTokens = tokens.size();
+      info.dataOffset = windows->offset();
+      info.dataWindows = windows->consumed();
+      info.shuffle = run.shuffle;
+    }
+    info.schedule = schedule ? schedule->json() : "null";
+    for (size_t k = 0; k < stateArgs.size(); ++k)
+      out.tensors.push_back({specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape,
+                             encodeTensor(args[stateArgs[k]], specs[k].dtype)});
+    if (txrt::Status st = txrt::saveCheckpoint(*run.saveDir, out); !st.ok())
+      return error("--save: step " + llvm::Twine(step) + ": " + st.message());
+    llvm::errs() << "txopt-run: saved step " << step << " to '" << *run.saveDir << "'\n";
+    return llvm::Error::success();
+  };
+
+  std::FILE *log = nullptr;
+  if (run.logPath) {
+    log = std::fopen(run.logPath->c_str(), run.resumeDir ? "a" : "w");
+    if (!log)
+      return error("cannot write --log '" + *run.logPath + "': " + std::strerror(errno));
+  }
+  struct Closer {
+    std::FILE *&f;
+    ~Closer() {
+      if (f)
+        std::fclose(f);
+    }
+  } closer{log};
+  if (firstStep > options.steps) {
+    llvm::errs() << "txopt-run: the checkpoint is at step " << firstStep - 1
+                 << "; nothing to run up to --steps " << options.steps
+                 << " (with --resume, --steps is the number of the last step)\n";
+    return llvm::Error::success();
+  }
+
+  for (int64_t step = firstStep; step <= options.steps; ++step) {
+    if (windows) {
+      int64_t offset = windows->next();
       auto fill = [&](unsigned arg, int64_t shift) {
         auto type = cast<RankedTensorType>(func.getArgument(arg).getType());
         Tensor batch(type);
@@ -290,12 +670,18 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
       fill(batchArgs[0], 0);
       if (labelArg)
         fill(*labelArg, 1);
-      offset += window;
     }
     if (rngArg)
-      args[*rngArg].ints()[0] =
-          rngKey(options.seed, static_cast<uint64_t>(step - 1));
+      args[*rngArg].ints()[0] = rngKey(seed, static_cast<uint64_t>(step - 1));
+    if (schedule)
+      args[*lrArg].floats()[0] = schedule->at(step);
+    // The lr as the step reads it (the executor rounds inputs to f32).
+    double lr = lrArg ? static_cast<double>(static_cast<float>(args[*lrArg].floats()[0])) : 0;
+    auto started = std::chrono::steady_clock::now();
     auto results = executor.run(func, args);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                          started)
+                    .count();
     if (!results)
       return error("step " + llvm::Twine(step) + ": " +
                    llvm::toString(results.takeError()));
@@ -314,7 +700,27 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
         os << " (loss scale -> "
            << llvm::format("%g", (*results)[*scaleIndex].getDouble(0)) << ")";
     }
+    // When the driver sets it (--lr or a schedule); last, so that the
+    // columns before it keep their places. --log always records it.
+    if (lrArg && (schedule || options.lr))
+      os << "  lr " << llvm::format("%.6g", lr);
     os << "\n";
+    os.flush();
+    if (log) {
+      txrt::StepRecord record;
+      record.step = step;
+      record.loss = loss;
+      record.hasGradNorm = normIndex.has_value();
+      record.gradNorm = norm;
+      record.hasLr = lrArg.has_value();
+      record.lr = lr;
+      record.ms = ms;
+      record.hasTokens = tokensPerStep > 0;
+      record.tokPerS = ms > 0 ? tokensPerStep / (ms / 1000.0) : 0.0;
+      record.skipped = skipped;
+      std::fprintf(log, "%s\n", txrt::stepLogLine(record).c_str());
+      std::fflush(log);
+    }
     if (!std::isfinite(loss) || (!std::isfinite(norm) && !skipped)) {
       // Keep what the user had: the outputs of the last finite step.
       if (llvm::Error err = writeOutputs())
@@ -332,6 +738,10 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
     for (auto [r, a] : carried)
       args[a] = (*results)[r];
     last = std::move(*results);
+    if (run.saveDir &&
+        (step == options.steps || (run.saveEvery && step % run.saveEvery == 0)))
+      if (llvm::Error err = save(step))
+        return err;
   }
 
   return writeOutputs();

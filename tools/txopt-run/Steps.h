@@ -22,6 +22,37 @@
 
 namespace txopt_run {
 
+/// The training-run flags of `txopt-run --steps` (checkpoints, schedule,
+/// data order, log); parsed here (parseRunFlag) so that txopt-run.cpp only
+/// forwards them. Their semantics are shared with txrun through txrt
+/// (runtime/src/core/checkpoint.h, training.h).
+struct RunFlags {
+  /// --schedule cosine|linear|constant; implied cosine by --warmup,
+  /// --decay-steps or --min-lr.
+  std::optional<std::string> schedule;
+  std::optional<int64_t> warmup, decaySteps;
+  std::optional<double> minLr;
+  /// --shuffle: seeded window order (needs --data).
+  bool shuffle = false;
+  /// --save DIR [--save-every K]: checkpoint after every K-th step and
+  /// after the last one; --resume DIR: continue from a checkpoint.
+  std::optional<std::string> saveDir, resumeDir;
+  int64_t saveEvery = 0;
+  /// --log FILE: one JSON object per step.
+  std::optional<std::string> logPath;
+  bool any() const {
+    return schedule || warmup || decaySteps || minLr || shuffle || saveDir || resumeDir ||
+           saveEvery || logPath;
+  }
+};
+
+/// Matches argv[i] against the run flags; |matched| says whether it was
+/// one. False (with |error|) on a bad value.
+bool parseRunFlag(int argc, char **argv, int &i, RunFlags &flags, std::string &error,
+                  bool &matched);
+/// The --help lines of the run flags.
+const char *runFlagsHelp();
+
 struct StepOptions {
   int64_t steps = 1;
   /// Token file: .npy (1-D integers) or llm.c's .bin (uint16 tokens after a
@@ -34,6 +65,9 @@ struct StepOptions {
   std::optional<double> lr;
   /// Write the final state (every `tx.next` result) and the last loss here.
   std::optional<std::string> outputDir;
+  /// Checkpoints, schedule, shuffle, log. With --resume, |steps| is the
+  /// number of the last step, counted from the start of the run.
+  RunFlags run;
 };
 
 /// The dropout key of step |stepIndex| (counted from 0) of a run seeded with

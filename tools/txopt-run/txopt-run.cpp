@@ -121,6 +121,7 @@ struct Options {
   std::optional<int64_t> steps;
   std::optional<std::string> dataPath;
   std::optional<double> lr;
+  txopt_run::RunFlags run; // checkpoints, schedule, log (Steps.h)
   bool help = false;
 };
 
@@ -270,6 +271,10 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       }
       continue;
     }
+    if (!txopt_run::parseRunFlag(argc, argv, i, options.run, error, matched))
+      return false;
+    if (matched)
+      continue;
     if (arg.starts_with("-") && arg != "-") {
       error = "unknown option '" + arg.str() + "' (see --help)";
       return false;
@@ -287,6 +292,11 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   }
   if (options.lr && !options.steps) {
     error = "--lr needs --steps";
+    return false;
+  }
+  if (options.run.any() && !options.steps) {
+    error = "--schedule, --warmup, --decay-steps, --min-lr, --shuffle, --save, "
+            "--save-every, --resume and --log need --steps";
     return false;
   }
   if (!options.help && options.model.empty()) {
@@ -365,7 +375,7 @@ int main(int argc, char **argv) {
   if (!parseOptions(argc, argv, options, error))
     return fail(kUsageError, error);
   if (options.help) {
-    llvm::outs() << kHelp;
+    llvm::outs() << kHelp << "\n" << txopt_run::runFlagsHelp();
     return kSuccess;
   }
 
@@ -464,6 +474,7 @@ int main(int argc, char **argv) {
     stepOptions.seed = options.seed;
     stepOptions.lr = options.lr;
     stepOptions.outputDir = options.outputDir;
+    stepOptions.run = options.run;
     if (llvm::Error err =
             txopt_run::runSteps(executor, func, std::move(given), stepOptions,
                                 llvm::outs()))

@@ -95,7 +95,7 @@ Status readTokens(const std::string &path, std::vector<int64_t> &out) {
 
 Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
                            const std::optional<std::string> &dataPath,
-                           std::unique_ptr<BatchFeeder> &out) {
+                           std::unique_ptr<BatchFeeder> &out, bool shuffle) {
   auto feeder = std::make_unique<BatchFeeder>();
   feeder->seed_ = seed;
   const fb::Artifact &a = artifact.root();
@@ -106,6 +106,14 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
     const fb::Argument *arg = a.arguments()->Get(i);
     if (str(arg->role()) == "data")
       feeder->tokensPerStep_ = artifact.argumentElements(static_cast<unsigned>(i));
+    if (str(arg->role()) == "lr") {
+      if (arg->dtype() != fb::DType::F32 || artifact.argumentElements(static_cast<unsigned>(i)) != 1)
+        return Status::invalid("the lr argument '" + str(arg->name()) +
+                               "' must be one f32 (the learning rate)");
+      feeder->lrArg_ = Fed{static_cast<unsigned>(i), arg->dtype(), std::vector<uint8_t>(4)};
+      feeder->compiledLr_ = arg->init() == fb::InitKind::SPLAT ? arg->splat() : 0.0;
+      continue;
+    }
     if (arg->init() != fb::InitKind::BATCH)
       continue;
     if (str(arg->role()) == "rng") {
@@ -133,6 +141,8 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
             randomArgument(arg->dtype(), artifact.argumentElements(static_cast<unsigned>(i)),
                            seed, static_cast<unsigned>(i), bound)});
   }
+  if (shuffle && !dataPath)
+    return Status::invalid("--shuffle needs --data");
   if (dataPath) {
     if (tokenArgs.size() != 1)
       return Status::invalid("--data fills one token argument (and optionally one "
@@ -166,6 +176,7 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
                                  std::to_string(tokens[p]) + " at position " +
                                  std::to_string(p) + " is outside the vocabulary [0, " +
                                  std::to_string(bound) + ")");
+    feeder->windows_.emplace(static_cast<int64_t>(tokens.size()), feeder->window_, shuffle, seed);
     size_t bytes = static_cast<size_t>(feeder->window_) * dtypeSize(tokensArg->dtype());
     feeder->tokensArg_ = Fed{tokenArgs[0], tokensArg->dtype(), std::vector<uint8_t>(bytes)};
     if (labelArg) {
@@ -181,29 +192,39 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
 
 void BatchFeeder::writesForStep(int64_t step, std::vector<Write> &out) {
   out.clear();
-  if (step == 1)
+  if (!randomWritten_) {
     for (const Fed &fed : random_)
       out.push_back(Write{fed.argument, &fed.bytes});
+    randomWritten_ = true;
+  }
+  if (lrArg_ && schedule_) {
+    float lr = static_cast<float>(schedule_->at(step));
+    std::memcpy(lrArg_->bytes.data(), &lr, sizeof lr);
+    out.push_back(Write{lrArg_->argument, &lrArg_->bytes});
+  }
   if (rngArg_) {
     // txopt-run's key: seed * 2^32 + k, k counting steps from 0 (wrapping).
     uint64_t key = (seed_ << 32) + static_cast<uint64_t>(step - 1);
     std::memcpy(rngArg_->bytes.data(), &key, sizeof key);
     out.push_back(Write{rngArg_->argument, &rngArg_->bytes});
   }
-  if (tokens_.empty() || !tokensArg_)
+  if (tokens_.empty() || !tokensArg_ || !windows_)
     return;
-  if (offset_ + window_ + 1 > static_cast<int64_t>(tokens_.size()))
-    offset_ = 0;
+  int64_t offset = windows_->next();
   auto fill = [&](Fed &fed, int64_t shift) {
     for (int64_t k = 0; k < window_; ++k)
       storeFromInt64(fed.dtype, fed.bytes.data(), static_cast<size_t>(k),
-                     tokens_[static_cast<size_t>(offset_ + shift + k)]);
+                     tokens_[static_cast<size_t>(offset + shift + k)]);
     out.push_back(Write{fed.argument, &fed.bytes});
   };
   fill(*tokensArg_, 0);
   if (labelsArg_)
     fill(*labelsArg_, 1);
-  offset_ += window_;
+}
+
+double BatchFeeder::lrForStep(int64_t step) const {
+  double lr = schedule_ ? schedule_->at(step) : compiledLr_;
+  return static_cast<double>(static_cast<float>(lr));
 }
 
 } // namespace txrt

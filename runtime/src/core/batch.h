@@ -23,6 +23,7 @@
 
 #include "core/artifact.h"
 #include "core/dtype.h"
+#include "core/training.h"
 
 #include <optional>
 #include <string>
@@ -63,13 +64,36 @@ public:
     const std::vector<uint8_t> *bytes;
   };
 
+  /// |shuffle|: token windows in a seeded order per epoch (TokenWindows).
   static Status create(const Artifact &artifact, uint64_t seed,
                        const std::optional<std::string> &dataPath,
-                       std::unique_ptr<BatchFeeder> &out);
+                       std::unique_ptr<BatchFeeder> &out, bool shuffle = false);
 
   /// The argument values to upload before step |step| (1-based): every
-  /// BATCH argument before step 1, then only the token windows.
+  /// BATCH argument before the first step fed (step 1, or the first step
+  /// after a resume), then only the token windows, the dropout key and,
+  /// with a schedule, the learning rate.
   void writesForStep(int64_t step, std::vector<Write> &out);
+
+  /// The argument with role "lr" (f32 scalar), or -1; its compiled value.
+  int lrArgument() const { return lrArg_ ? static_cast<int>(lrArg_->argument) : -1; }
+  double compiledLr() const { return compiledLr_; }
+  /// Feed |schedule|.at(step), rounded to f32, to the lr argument before
+  /// every step (needs lrArgument() >= 0).
+  void setLrSchedule(const LrSchedule &schedule) { schedule_ = schedule; }
+  /// The lr step |step| reads: the schedule's, else the compiled value.
+  double lrForStep(int64_t step) const;
+
+  /// The data position (checkpoints): windows consumed, the sequential
+  /// offset of the next one, the stream's length; and continuing from one.
+  bool hasTokens() const { return windows_.has_value(); }
+  int64_t windowsConsumed() const { return windows_ ? windows_->consumed() : 0; }
+  int64_t dataOffset() const { return windows_ ? windows_->offset() : 0; }
+  uint64_t tokenCount() const { return tokens_.size(); }
+  void resumeData(int64_t consumed, int64_t offset) {
+    if (windows_)
+      windows_->resume(consumed, offset);
+  }
   /// Elements of the argument whose role is "data" (else of the token
   /// argument with --data); 0 when there is none.
   uint64_t tokensPerStep() const { return tokensPerStep_; }
@@ -87,7 +111,12 @@ private:
   std::optional<Fed> rngArg_;
   uint64_t seed_ = 0;
   std::vector<int64_t> tokens_;
-  int64_t window_ = 0, offset_ = 0;
+  int64_t window_ = 0;
+  std::optional<TokenWindows> windows_;
+  bool randomWritten_ = false;
+  std::optional<Fed> lrArg_;
+  double compiledLr_ = 0;
+  std::optional<LrSchedule> schedule_;
   uint64_t tokensPerStep_ = 0;
 };
 

@@ -1,0 +1,137 @@
+//===- training.cpp - run-level logic both drivers share ------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/training.h"
+
+#include "core/json.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace txrt {
+
+double LrSchedule::at(int64_t step) const {
+  if (warmup > 0 && step <= warmup)
+    return lr * static_cast<double>(step) / static_cast<double>(warmup);
+  if (kind == Kind::Constant)
+    return lr;
+  if (step >= decaySteps)
+    return minLr;
+  double p = static_cast<double>(step - warmup) / static_cast<double>(decaySteps - warmup);
+  if (kind == Kind::Cosine)
+    return minLr + 0.5 * (1.0 + std::cos(M_PI * p)) * (lr - minLr);
+  return lr + p * (minLr - lr);
+}
+
+std::string LrSchedule::json() const {
+  return std::string("{\"kind\":\"") + scheduleKindName(kind) + "\",\"lr\":" + json::number(lr) +
+         ",\"warmup\":" + std::to_string(warmup) + ",\"decay_steps\":" +
+         std::to_string(decaySteps) + ",\"min_lr\":" + json::number(minLr) + "}";
+}
+
+Status LrSchedule::validate() const {
+  if (!(lr >= 0) || !std::isfinite(lr) || !(minLr >= 0) || !std::isfinite(minLr))
+    return Status::invalid("the learning rates must be finite and >= 0");
+  if (warmup < 0)
+    return Status::invalid("--warmup must be >= 0");
+  if (kind != Kind::Constant && decaySteps <= warmup)
+    return Status::invalid("--decay-steps (" + std::to_string(decaySteps) +
+                           ") must exceed --warmup (" + std::to_string(warmup) +
+                           ") for a " + scheduleKindName(kind) + " schedule");
+  return Status();
+}
+
+bool parseScheduleKind(const std::string &text, LrSchedule::Kind &out) {
+  if (text == "cosine")
+    out = LrSchedule::Kind::Cosine;
+  else if (text == "linear")
+    out = LrSchedule::Kind::Linear;
+  else if (text == "constant")
+    out = LrSchedule::Kind::Constant;
+  else
+    return false;
+  return true;
+}
+
+const char *scheduleKindName(LrSchedule::Kind kind) {
+  switch (kind) {
+  case LrSchedule::Kind::Constant: return "constant";
+  case LrSchedule::Kind::Cosine: return "cosine";
+  case LrSchedule::Kind::Linear: return "linear";
+  }
+  return "?";
+}
+
+int64_t TokenWindows::next() {
+  int64_t result;
+  if (!shuffle_) {
+    if (offset_ + window_ + 1 > tokens_)
+      offset_ = 0;
+    result = offset_;
+    offset_ += window_;
+  } else {
+    int64_t perEpoch = windowsPerEpoch();
+    if (perEpoch <= 0)
+      return 0;
+    int64_t epoch = consumed_ / perEpoch, index = consumed_ % perEpoch;
+    if (epoch != epoch_) {
+      order_.resize(static_cast<size_t>(perEpoch));
+      for (int64_t j = 0; j < perEpoch; ++j)
+        order_[static_cast<size_t>(j)] = j;
+      uint64_t state = (seed_ << 32) ^ 0x73687566666c65ull ^
+                       (static_cast<uint64_t>(epoch) * 0xD1B54A32D192ED03ull);
+      auto nextRandom = [&]() {
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+      };
+      for (int64_t i = perEpoch - 1; i >= 1; --i) {
+        uint64_t j = nextRandom() % static_cast<uint64_t>(i + 1);
+        std::swap(order_[static_cast<size_t>(i)], order_[static_cast<size_t>(j)]);
+      }
+      epoch_ = epoch;
+    }
+    result = order_[static_cast<size_t>(index)] * window_;
+    // Keep the sequential position too, so a checkpoint records one.
+    if (offset_ + window_ + 1 > tokens_)
+      offset_ = 0;
+    offset_ += window_;
+  }
+  ++consumed_;
+  return result;
+}
+
+void TokenWindows::resume(int64_t consumed, int64_t offset) {
+  consumed_ = consumed < 0 ? 0 : consumed;
+  offset_ = offset < 0 ? 0 : offset;
+}
+
+namespace {
+std::string num(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+} // namespace
+
+std::string stepLogLine(const StepRecord &r) {
+  std::string line = "{\"step\":" + std::to_string(r.step) + ",\"loss\":" + num(r.loss);
+  if (r.hasGradNorm)
+    line += ",\"grad_norm\":" + num(r.gradNorm);
+  if (r.hasLr)
+    line += ",\"lr\":" + num(r.lr);
+  line += ",\"ms\":" + num(r.ms);
+  if (r.hasTokens)
+    line += ",\"tok_per_s\":" + num(r.tokPerS);
+  if (r.skipped)
+    line += ",\"skipped\":true";
+  return line + "}";
+}
+
+} // namespace txrt

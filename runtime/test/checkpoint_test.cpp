@@ -1,0 +1,257 @@
+//===- checkpoint_test.cpp - checkpoint format, schedules, windows --------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/checkpoint.h"
+#include "core/json.h"
+#include "core/training.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <iterator>
+#include <set>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace txrt;
+
+namespace {
+
+std::string tempDir(const std::string &name) {
+  const char *base = std::getenv("TMPDIR");
+  std::string dir = std::string(base ? base : "/tmp") + "/txrt-ckpt-" +
+                    std::to_string(getpid()) + "-" + name;
+  std::string command = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+  return dir;
+}
+
+Checkpoint sample(int64_t step, float scale) {
+  Checkpoint c;
+  c.info.producer = "test";
+  c.info.recipe = R"({"optimizer":"adamw","lr":0.001,"beta1":0.9})";
+  c.info.step = step;
+  c.info.seed = 7;
+  c.info.hasData = true;
+  c.info.dataFile = "tokens.bin";
+  c.info.dataTokens = 1000;
+  c.info.dataOffset = 64 * step;
+  c.info.dataWindows = step;
+  c.info.schedule = LrSchedule{LrSchedule::Kind::Cosine, 1e-3, 2, 10, 1e-4}.json();
+  CheckpointTensor w{"w", "param", "F32", {2, 3}, {}};
+  for (int i = 0; i < 6; ++i) {
+    float v = scale * static_cast<float>(i);
+    const auto *p = reinterpret_cast<const uint8_t *>(&v);
+    w.bytes.insert(w.bytes.end(), p, p + 4);
+  }
+  CheckpointTensor s{"step", "step", "I64", {}, std::vector<uint8_t>(8, 0)};
+  std::memcpy(s.bytes.data(), &step, 8);
+  CheckpointTensor flag{"flag", "fp8_state", "BOOL", {3}, {1, 0, 1}};
+  c.tensors = {w, s, flag};
+  return c;
+}
+
+std::vector<TensorSpec> specs() {
+  return {{"w", "param", "F32", {2, 3}}, {"step", "step", "I64", {}},
+          {"flag", "fp8_state", "BOOL", {3}}};
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+} // namespace
+
+TEST(Json, ParsesAndKeepsIntegersExact) {
+  json::Value v;
+  ASSERT_TRUE(json::parse(R"( {"a": [1, -2.5e3, "x\u00e9\n"], "big": 18446744073709551615,
+                               "t": true, "n": null} )", v).ok());
+  uint64_t big;
+  ASSERT_TRUE(v.find("big")->asUint64(big));
+  EXPECT_EQ(big, 18446744073709551615ull);
+  EXPECT_EQ(v.find("a")->array[1].number, -2500);
+  EXPECT_EQ(v.find("a")->array[2].text, "x\xc3\xa9\n");
+  EXPECT_FALSE(json::parse("{\"a\":1,}", v).ok());
+  EXPECT_FALSE(json::parse("[1] x", v).ok());
+}
+
+TEST(Checkpoint, RoundTripsAndIsSafetensors) {
+  std::string dir = tempDir("roundtrip");
+  Checkpoint c = sample(5, 0.5f);
+  ASSERT_TRUE(saveCheckpoint(dir, c).ok());
+  Checkpoint back;
+  Status s = loadCheckpoint(dir, back);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(back.info.step, 5);
+  EXPECT_EQ(back.info.seed, 7u);
+  EXPECT_EQ(back.info.dataOffset, 320);
+  EXPECT_EQ(back.info.dataWindows, 5);
+  ASSERT_EQ(back.tensors.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back.tensors[i].name, c.tensors[i].name);
+    EXPECT_EQ(back.tensors[i].role, c.tensors[i].role);
+    EXPECT_EQ(back.tensors[i].bytes, c.tensors[i].bytes);
+  }
+  EXPECT_TRUE(checkCompatible(back, c.info.recipe, specs()).ok());
+  // The safetensors layout: u64 header length, JSON, data.
+  std::string bytes = readFile(dir + "/model-00000005.safetensors");
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_EQ(n % 8, 0u);
+  json::Value header;
+  ASSERT_TRUE(json::parse(bytes.substr(8, n), header).ok());
+  EXPECT_EQ(header.find("w")->find("dtype")->text, "F32");
+  EXPECT_EQ(bytes.size(), 8 + n + 24 + 8 + 3);
+  // A second save replaces the first and removes its file.
+  ASSERT_TRUE(saveCheckpoint(dir, sample(10, 1.0f)).ok());
+  ASSERT_TRUE(loadCheckpoint(dir, back).ok());
+  EXPECT_EQ(back.info.step, 10);
+  EXPECT_FALSE(std::ifstream(dir + "/model-00000005.safetensors").good());
+  // Saving the same step again uses the other name, then removes the old.
+  ASSERT_TRUE(saveCheckpoint(dir, sample(10, 2.0f)).ok());
+  ASSERT_TRUE(loadCheckpoint(dir, back).ok());
+  EXPECT_EQ(back.tensors[0].bytes, sample(10, 2.0f).tensors[0].bytes);
+}
+
+TEST(Checkpoint, CorruptionNamesTheTensor) {
+  std::string dir = tempDir("corrupt");
+  ASSERT_TRUE(saveCheckpoint(dir, sample(3, 1.0f)).ok());
+  std::string path = dir + "/model-00000003.safetensors";
+  std::string bytes = readFile(path);
+  bytes[bytes.size() - 20] ^= 0x40; // inside w's data
+  std::ofstream(path, std::ios::binary) << bytes;
+  Checkpoint back;
+  Status s = loadCheckpoint(dir, back);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tensor 'w': checksum mismatch"), std::string::npos) << s.message();
+  // Truncation.
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() - 5);
+  s = loadCheckpoint(dir, back);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+  // No checkpoint at all.
+  s = loadCheckpoint(tempDir("none"), back);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no checkpoint.json"), std::string::npos) << s.message();
+}
+
+TEST(Checkpoint, OtherModelOrRecipeIsRefused) {
+  Checkpoint c = sample(3, 1.0f);
+  Status s = checkCompatible(c, R"({"optimizer":"sgd","lr":0.001,"beta1":0.9})", specs());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'optimizer' is \"adamw\" there and \"sgd\" in this step"),
+            std::string::npos)
+      << s.message();
+  // lr is an input, not the recipe's identity.
+  EXPECT_TRUE(checkCompatible(c, R"({"optimizer":"adamw","lr":0.5,"beta1":0.9})", specs()).ok());
+  std::vector<TensorSpec> other = specs();
+  other[0].shape = {3, 2};
+  s = checkCompatible(c, c.info.recipe, other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tensor 'w' is F32 [2, 3], but this step's is F32 [3, 2]"),
+            std::string::npos)
+      << s.message();
+  other = specs();
+  other.push_back({"v", "param", "F32", {1}});
+  s = checkCompatible(c, c.info.recipe, other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("has no tensor 'v'"), std::string::npos) << s.message();
+  other = specs();
+  other.pop_back();
+  s = checkCompatible(c, c.info.recipe, other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("has tensor 'flag'"), std::string::npos) << s.message();
+}
+
+// A save killed (SIGKILL) at every phase leaves a loadable checkpoint: the
+// previous one before the manifest is renamed, the new one after.
+TEST(Checkpoint, KillAtEveryPhaseKeepsACheckpoint) {
+  std::string dir = tempDir("kill");
+  ASSERT_TRUE(saveCheckpoint(dir, sample(1, 1.0f)).ok());
+  int64_t last = 1;
+  for (const std::string &phase : checkpointKillPhases()) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      setenv("TXRT_CHECKPOINT_KILL_AT", phase.c_str(), 1);
+      Status s = saveCheckpoint(dir, sample(last + 1, 3.0f));
+      _exit(s.ok() ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << phase;
+    Checkpoint back;
+    Status s = loadCheckpoint(dir, back);
+    ASSERT_TRUE(s.ok()) << phase << ": " << s.message();
+    bool committed = phase == "manifest-renamed" || phase == "cleaned";
+    EXPECT_EQ(back.info.step, committed ? last + 1 : last) << phase;
+    last = back.info.step;
+  }
+  // The leftovers of killed saves are removed by the next save.
+  ASSERT_TRUE(saveCheckpoint(dir, sample(last + 1, 1.0f)).ok());
+  std::string command = "test $(ls -A '" + dir + "' | wc -l) -eq 2";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+}
+
+TEST(Schedule, WarmupCosineLinearConstant) {
+  LrSchedule cosine{LrSchedule::Kind::Cosine, 1.0, 4, 12, 0.1};
+  ASSERT_TRUE(cosine.validate().ok());
+  EXPECT_DOUBLE_EQ(cosine.at(1), 0.25);
+  EXPECT_DOUBLE_EQ(cosine.at(4), 1.0);
+  EXPECT_DOUBLE_EQ(cosine.at(8), 0.1 + 0.5 * 0.9);
+  EXPECT_DOUBLE_EQ(cosine.at(12), 0.1);
+  EXPECT_DOUBLE_EQ(cosine.at(100), 0.1);
+  LrSchedule linear{LrSchedule::Kind::Linear, 1.0, 0, 10, 0.0};
+  EXPECT_DOUBLE_EQ(linear.at(5), 0.5);
+  LrSchedule constant{LrSchedule::Kind::Constant, 0.3, 2, 0, 0};
+  ASSERT_TRUE(constant.validate().ok());
+  EXPECT_DOUBLE_EQ(constant.at(1), 0.15);
+  EXPECT_DOUBLE_EQ(constant.at(50), 0.3);
+  EXPECT_FALSE((LrSchedule{LrSchedule::Kind::Cosine, 1.0, 10, 10, 0}).validate().ok());
+}
+
+TEST(TokenWindows, SequentialWrapsAndShuffleIsAPermutation) {
+  TokenWindows seq(100, 30, false, 0); // W = 3
+  EXPECT_EQ(seq.next(), 0);
+  EXPECT_EQ(seq.next(), 30);
+  EXPECT_EQ(seq.next(), 60);
+  EXPECT_EQ(seq.next(), 0);
+  TokenWindows shuffled(1001, 10, true, 5); // W = 100
+  std::set<int64_t> seen;
+  std::vector<int64_t> first;
+  for (int i = 0; i < 100; ++i) {
+    first.push_back(shuffled.next());
+    seen.insert(first.back());
+  }
+  EXPECT_EQ(seen.size(), 100u);
+  EXPECT_EQ(*seen.rbegin(), 990);
+  std::vector<int64_t> second;
+  for (int i = 0; i < 100; ++i)
+    second.push_back(shuffled.next());
+  EXPECT_NE(first, second); // each epoch its own order
+  // Resuming after 37 windows continues the same order.
+  TokenWindows again(1001, 10, true, 5);
+  again.resume(37, 370);
+  for (int i = 37; i < 100; ++i)
+    EXPECT_EQ(again.next(), first[static_cast<size_t>(i)]);
+}
+
+TEST(StepLog, Line) {
+  StepRecord r;
+  r.step = 3;
+  r.loss = 2.5;
+  r.hasGradNorm = true;
+  r.gradNorm = 0.125;
+  r.hasLr = true;
+  r.lr = 1e-3;
+  r.ms = 1.5;
+  EXPECT_EQ(stepLogLine(r),
+            R"({"step":3,"loss":2.5,"grad_norm":0.125,"lr":0.001,"ms":1.5})");
+}
