@@ -32,6 +32,12 @@ struct LoweringContext {
   llvm::DenseMap<Value, unsigned> bufferOfValue;
   std::vector<Buffer> buffers;
   const GPUOptions &options;
+  /// Ops already computed inside another op's kernel (a tx.quantize fused
+  /// into the tx.amax kernel of the same input); the step loop skips them.
+  llvm::DenseSet<Operation *> loweredElsewhere;
+  /// FP8 GEMM operands already written transposed ([..., N, K], the layout
+  /// cuBLASLt's FP8 GEMM reads B in), by the buffer holding them.
+  llvm::DenseMap<Value, unsigned> fp8Transposed;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)
@@ -72,6 +78,14 @@ LogicalResult lowerCrossEntropy(LoweringContext &ctx, Operation *op);
 LogicalResult lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerGatherGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
+
+/// FP8 (FP8Kernels.cpp): tx.amax (with a tx.quantize of the same input
+/// fused in when the scale is known before it), the delayed and current
+/// scale updates, and tx.fp8_matmul as a cuBLASLt FP8 GEMM.
+LogicalResult lowerAmax(LoweringContext &ctx, Operation *op);
+LogicalResult lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op);
+LogicalResult lowerFP8CurrentScale(LoweringContext &ctx, Operation *op);
+LogicalResult lowerFP8Matmul(LoweringContext &ctx, Operation *op);
 
 } // namespace mlir::txopt::cuda
 
