@@ -241,6 +241,19 @@ static std::pair<Value, Value> scaleFromAmax(KernelBuilder &kb, Value amax,
   return {s, arith::DivFOp::create(b, kb.f32(1.0), s)};
 }
 
+/// Lets |result| share the buffer of the step argument |state| when nothing
+/// after |op| reads the old value (as the optimizers do in OpKernels.cpp),
+/// so its next-step copy disappears.
+static void updateInPlace(LoweringContext &ctx, Operation *op, Value state,
+                          Value result) {
+  if (!isa<BlockArgument>(state) || ctx.bufferOfValue.count(result))
+    return;
+  for (Operation *user : state.getUsers())
+    if (user != op && !user->isBeforeInBlock(op))
+      return;
+  ctx.bufferOfValue[result] = ctx.bufferFor(state);
+}
+
 /// tx.fp8_scale_update: one block rolls the history (newest first) and
 /// takes its NaN-skipping max (maxnum from 0, so max(0, maxNum(...)));
 /// thread 0 derives the scale. Bit-exact: f32 divisions are correctly
@@ -256,6 +269,12 @@ LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
   int margin = static_cast<int>(std::min<int64_t>(recipe.getMargin(), 4096));
   double scaledMax = static_cast<float>(std::ldexp(fp8Max(update.getFp8Type()), -margin));
   int64_t length = typeOf(history).getNumElements();
+  // Thread 0 reads the scale before it writes the new one, so the scale
+  // may be updated in place (its quantize ran earlier in the step). The
+  // history may not: thread t reads slot t - 1 while thread t - 1 writes
+  // it. The scale inverse is no operand; the GEMM that reads it comes
+  // after this update anyway.
+  updateInPlace(ctx, op, scale, newScale);
   llvm::SmallVector<Value> outputs{newHistory, newScale, newScaleInv};
   llvm::SmallVector<Value> inputs{history, scale, amax};
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan,
