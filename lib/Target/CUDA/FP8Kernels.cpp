@@ -220,6 +220,41 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
   return success();
 }
 
+/// A tx.quantize on its own (current scaling: its scale comes from the amax
+/// of the same input). A loop kernel like any materialized elemental value,
+/// except that codes an FP8 GEMM reads as rhs are written as [..., N, K].
+LogicalResult cuda::lowerQuantize(LoweringContext &ctx, Operation *op) {
+  Value q = op->getResult(0);
+  if (!ctx.plan.isMaterialized(q))
+    return success();
+  if (!readAsTransposedRhs(q) || ctx.bufferOfValue.count(q))
+    return lowerElementalValue(ctx, q);
+  auto shape = typeOf(q).getShape();
+  int64_t n = typeOf(q).getNumElements();
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(q, ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs.getArrayRef(), ctx.plan);
+  auto &b = kb.builder();
+  Value codeArg = kb.insertBufferArgument(0, MemRefType::get({n}, b.getI8Type()));
+  Type fp8Type = typeOf(q).getElementType();
+  Value i = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
+  kb.ifThen(inRange, [&] {
+    auto index = kb.delinearize(i, shape);
+    Value code = emitFP8Encode(b, kb.emitComputed(q, index), fp8Type);
+    memref::StoreOp::create(b, code, codeArg,
+                            ValueRange{transposedLinear(kb, index, shape)});
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  unsigned codes = ctx.scratch(n, "fp8 gemm rhs, transposed");
+  ctx.fp8Transposed[q] = codes;
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), {codes},
+             ctx.buffersOf(inputs.getArrayRef()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Scale updates
 //===----------------------------------------------------------------------===//

@@ -80,9 +80,11 @@ LogicalResult lowerGatherGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
 
 /// FP8 (FP8Kernels.cpp): tx.amax (with a tx.quantize of the same input
-/// fused in when the scale is known before it), the delayed and current
-/// scale updates, and tx.fp8_matmul as a cuBLASLt FP8 GEMM.
+/// fused in when the scale is known before it), a materialized tx.quantize
+/// on its own, the delayed and current scale updates, and tx.fp8_matmul as
+/// a cuBLASLt FP8 GEMM.
 LogicalResult lowerAmax(LoweringContext &ctx, Operation *op);
+LogicalResult lowerQuantize(LoweringContext &ctx, Operation *op);
 LogicalResult lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op);
 LogicalResult lowerFP8CurrentScale(LoweringContext &ctx, Operation *op);
 LogicalResult lowerFP8Matmul(LoweringContext &ctx, Operation *op);

@@ -625,6 +625,11 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     }
     if (ctx.loweredElsewhere.contains(&op))
       continue;
+    if (isa<tx::QuantizeOp>(op)) {
+      if (failed(lowerQuantize(ctx, &op)))
+        return failure();
+      continue;
+    }
     if (isElementalOp(&op)) {
       for (Value r : op.getResults()) {
         if (!ctx.plan.isMaterialized(r))
