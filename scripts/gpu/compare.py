@@ -22,11 +22,19 @@ of the scores) and 1e-9 of rounding noise on either machine steps by +-lr
 either way. Elements whose CPU first moment is below 1e-5 of its tensor's
 largest are therefore left out of the parameter check (and counted in the
 table); their first moments are still checked.
-Reduced-precision cases (name ends in _bf16; state compared only when the
-CPU state was kept), against the executor's
+Reduced-precision cases (name ends in _bf16 or _fp8; state compared only
+when the CPU state was kept), against the executor's
 bit-exact bf16 emulation, which accumulates in double where the GPU
 accumulates in f32: loss and gradient norm within 2e-2 per step, first moments 5e-2,
-parameters 1e-1. A case also fails if it did not train (loss not falling),
+parameters 1e-1. FP8 cases: loss and gradient norm within 2e-2 per step.
+The casts, amaxes and scale updates are bit-exact on both sides, but the
+FP8 GEMMs' bf16 outputs differ in the last bit from the executor's (f32
+accumulation, Hopper's reduced-precision FP8 accumulator, against f64), so
+an amax and with it a delayed scale can differ by an ulp, and then the
+values near a rounding boundary of E4M3 (1/16 relative) or E5M2 (1/8) round
+the other way. Those flips are unbiased and average out in the loss; 2e-2
+is twice the bf16 bound for the coarser grid, and a wrong kernel (a
+transposed operand, a missing scale) moves the loss by far more. A case also fails if it did not train (loss not falling),
 if nothing was compared, or if graph replay and direct execution disagree
 beyond the loss tolerance.
 """
@@ -57,8 +65,10 @@ def main():
     for line in open(os.path.join(cases_dir, "cases.txt")):
         name, steps = line.split()
         steps = int(steps)
-        low = name.endswith("_bf16")
+        low = name.endswith(("_bf16", "_fp8"))
         loss_tol, moment_tol, param_tol = (2e-2, 5e-2, 1e-1) if low else (1e-5, 1e-4, 1e-3)
+        if name.endswith("_fp8"):
+            loss_tol = 2e-2
         cpu = losses(os.path.join(cases_dir, name + ".cpu.log"))
         gpu = losses(os.path.join(results_dir, name + ".gpu.log"))
         nograph = losses(os.path.join(results_dir, name + ".nograph.log"))

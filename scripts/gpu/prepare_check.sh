@@ -29,7 +29,7 @@ add_case() {
   rm -f "$out/$name.cpu/"*.exp_avg_sq.npy
   # Reduced precision is compared by its losses only (what travels to the
   # GPU machine is limited to 64 MiB with the tree).
-  case "$name" in *_bf16) rm -rf "$out/$name.cpu" ;; esac
+  case "$name" in *_bf16|*_fp8) rm -rf "$out/$name.cpu" ;; esac
   echo "$name $n" >> "$out/cases.txt"
   echo "prepared $name ($n steps)"
 }
@@ -42,6 +42,10 @@ done
 # curves are compared with a looser tolerance.
 add_case nanogpt_op18_loss_bf16 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=bf16
 add_case llama_op18_loss_bf16 "$models/llama_op18_loss.onnx" "$steps" --precision=bf16
+# FP8 (delayed scaling, hybrid formats): the executor's casts and scale
+# updates are bit-exact, its GEMMs sum in f64; compared by loss (compare.py).
+add_case nanogpt_op18_loss_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp8
+add_case llama_op18_loss_fp8 "$models/llama_op18_loss.onnx" "$steps" --precision=fp8
 # Learning curves (check.sh trains these on a token stream, f32 vs bf16).
 "$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 -o "$out/curve.txa" -q
 "$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 --precision=bf16 -o "$out/curve_bf16.txa" -q

@@ -428,12 +428,6 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
     error = "--gpu-plan, --gpu-kernels, --gpu-ptx and --tf32 need -o FILE.txa";
     return false;
   }
-  if (options.emitsArtifact() && options.precision == "fp8") {
-    error = "--precision=fp8 has no GPU lowering yet (FP8 GEMMs, quantize and "
-            "scale updates); compile with --precision=bf16 or fp32 for the GPU, "
-            "or run the fp8 step on the CPU with txopt-run";
-    return false;
-  }
   if (options.input.empty() && !options.showHelp && !options.showVersion) {
     error = "no model given (usage: txopt MODEL.onnx -o OUT.mlir)";
     return false;

@@ -77,6 +77,7 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
                                        r.next));
 
   std::vector<flatbuffers::Offset<fb::Command>> commands;
+  bool needsFP8 = false;
   for (const Command &c : program.commands) {
     auto origin = fbb.CreateString(c.origin);
     if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
@@ -91,7 +92,12 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
           g->ldd, g->strideA, g->strideB, g->strideD, toFb(g->aType),
           toFb(g->bType), toFb(g->dType),
           g->allowTF32 ? fb::ComputeType::F32_FAST_TF32 : fb::ComputeType::F32,
-          g->alpha, g->beta, g->a, g->b, g->d);
+          g->alpha, g->beta, g->a, g->b, g->d, /*bias=*/-1,
+          fb::Epilogue::NONE, g->aScale, g->bScale, g->dScale, g->dAmax);
+      // FP8 GEMMs need compute capability 8.9 (the FP8 casts do not: they
+      // are integer code in the kernels).
+      for (DType t : {g->aType, g->bType, g->dType})
+        needsFP8 |= t == DType::F8E4M3FN || t == DType::F8E5M2;
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Gemm, gemm.Union(), origin));
     } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
       auto memset = fb::CreateMemset(fbb, m->slot, m->value);
@@ -104,7 +110,7 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
 
   auto artifact = fb::CreateArtifact(
       fbb, kFormatVersion, fbb.CreateString("txopt 0.1.0"),
-      fbb.CreateString(program.target), /*needs_fp8=*/false,
+      fbb.CreateString(program.target), needsFP8,
       fbb.CreateString(program.recipe), program.arenaBytes,
       fbb.CreateVectorOfStructs(slots), fbb.CreateVector(imageList),
       fbb.CreateVector(kernels), fbb.CreateVector(constants),

@@ -31,7 +31,7 @@ bool cuda::isElementalOp(Operation *op) {
              tx::CastOp, tx::TriluOp, tx::ReshapeOp, tx::ExpandOp,
              tx::TransposeOp, tx::SliceOp, tx::ConcatOp, tx::SqueezeOp,
              tx::UnsqueezeOp, tx::IdentityOp, tx::SplitOp, tx::GatherOp,
-             tx::DropoutOp>(op) ||
+             tx::DropoutOp, tx::QuantizeOp, tx::DequantizeOp>(op) ||
          (isa<tx::PadOp>(op) &&
           cast<tx::PadOp>(op).getMode() == tx::PadMode::constant);
 }
@@ -40,11 +40,11 @@ static RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-/// The flat memref a tensor value is passed as (i1 stored as i8).
+/// The flat memref a tensor value is passed as (i1 and FP8 stored as i8).
 static MemRefType bufferType(Value v) {
   RankedTensorType type = tensorType(v);
   Type element = type.getElementType();
-  if (element.isInteger(1))
+  if (element.isInteger(1) || isFP8(element))
     element = IntegerType::get(v.getContext(), 8);
   return MemRefType::get({std::max<int64_t>(type.getNumElements(), 1)}, element);
 }
@@ -190,6 +190,14 @@ Value KernelBuilder::roundTo(Value scalar, Type elementType) {
     Value narrow = arith::TruncFOp::create(b, elementType, scalar);
     return arith::ExtFOp::create(b, b.getF32Type(), narrow);
   }
+  // FP8 through its code. From f64 (only f64 -> FP8 casts) the f32 step
+  // rounds first, which can move a tie; f64 steps are not GPU targets.
+  if (isFP8(elementType)) {
+    Value v = scalar;
+    if (v.getType().isF64())
+      v = arith::TruncFOp::create(b, b.getF32Type(), v);
+    return emitFP8Decode(b, emitFP8Encode(b, v, elementType), elementType);
+  }
   return scalar;
 }
 
@@ -257,6 +265,8 @@ Value KernelBuilder::load(Value tensor, Value linear) {
                                  arith::ConstantIntOp::create(b, 0, 8));
   if (element.isBF16() || element.isF16())
     return arith::ExtFOp::create(b, b.getF32Type(), raw);
+  if (isFP8(element))
+    return emitFP8Decode(b, raw, element);
   if (auto integer = dyn_cast<IntegerType>(element))
     if (integer.getWidth() < 64)
       return arith::ExtSIOp::create(b, b.getI64Type(), raw);
@@ -273,6 +283,8 @@ void KernelBuilder::store(Value tensor, Value linear, Value scalar) {
     raw = arith::ExtUIOp::create(b, b.getI8Type(), scalar);
   else if (element.isBF16() || element.isF16())
     raw = arith::TruncFOp::create(b, element, scalar);
+  else if (isFP8(element))
+    raw = emitFP8Encode(b, scalar, element);
   else if (auto integer = dyn_cast<IntegerType>(element))
     if (integer.getWidth() < 64)
       raw = arith::TruncIOp::create(b, element, scalar);
@@ -513,6 +525,14 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
       })
       .Case([&](tx::CastOp) -> Value {
         return castScalar(operandAt(0), operandType(0), elementType);
+      })
+      .Case([&](tx::QuantizeOp) -> Value {
+        // f32(x * scale), then to FP8: the executor's two roundings.
+        return round(arith::MulFOp::create(b, operandAt(0), operandAt(1)));
+      })
+      .Case([&](tx::DequantizeOp) -> Value {
+        // The FP8 value is exact in f32; f32(q * scale_inv), then the type.
+        return round(arith::MulFOp::create(b, operandAt(0), operandAt(1)));
       })
       .Case([&](tx::TriluOp trilu) -> Value {
         Value x = emit(trilu.getInput(), index);

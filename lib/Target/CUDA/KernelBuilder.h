@@ -47,6 +47,15 @@ struct Materialization {
 /// broadcast, data movement, splat constants).
 bool isElementalOp(Operation *op);
 
+/// True for f8E4M3FN and f8E5M2, stored as one byte (an i8 memref) and
+/// computed in f32.
+bool isFP8(Type type);
+/// The FP8 code (i8) of the f32 |value| rounded to |fp8Type| as the
+/// executor rounds: to nearest even, saturating, NaN kept (FP8Kernels.cpp).
+Value emitFP8Encode(ImplicitLocOpBuilder &b, Value value, Type fp8Type);
+/// The exact f32 value of the FP8 code |code| (i8).
+Value emitFP8Decode(ImplicitLocOpBuilder &b, Value code, Type fp8Type);
+
 /// One kernel under construction.
 class KernelBuilder {
 public:

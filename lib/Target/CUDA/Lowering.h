@@ -36,6 +36,12 @@ struct LoweringContext {
   /// kernels; each distinct one is compiled and shipped once.
   llvm::StringMap<unsigned> kernelByBody;
   unsigned builtKernels = 0;
+  /// Ops already computed inside another op's kernel (a tx.quantize fused
+  /// into the tx.amax kernel of the same input); the step loop skips them.
+  llvm::DenseSet<Operation *> loweredElsewhere;
+  /// FP8 GEMM operands already written transposed ([..., N, K], the layout
+  /// cuBLASLt's FP8 GEMM reads B in), by the buffer holding them.
+  llvm::DenseMap<Value, unsigned> fp8Transposed;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)
@@ -76,6 +82,16 @@ LogicalResult lowerCrossEntropy(LoweringContext &ctx, Operation *op);
 LogicalResult lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerGatherGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
+
+/// FP8 (FP8Kernels.cpp): tx.amax (with a tx.quantize of the same input
+/// fused in when the scale is known before it), a materialized tx.quantize
+/// on its own, the delayed and current scale updates, and tx.fp8_matmul as
+/// a cuBLASLt FP8 GEMM.
+LogicalResult lowerAmax(LoweringContext &ctx, Operation *op);
+LogicalResult lowerQuantize(LoweringContext &ctx, Operation *op);
+LogicalResult lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op);
+LogicalResult lowerFP8CurrentScale(LoweringContext &ctx, Operation *op);
+LogicalResult lowerFP8Matmul(LoweringContext &ctx, Operation *op);
 
 } // namespace mlir::txopt::cuda
 

@@ -180,6 +180,9 @@ void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
   touch(cmd.a);
   touch(cmd.b);
   touch(cmd.d);
+  for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax})
+    if (scalar >= 0)
+      touch(static_cast<unsigned>(scalar));
   program.commands.push_back({cmd, describeOrigin(origin)});
 }
 
@@ -634,6 +637,13 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       program.constants.push_back({id, std::vector<uint8_t>(bytes->begin(), bytes->end())});
       continue;
     }
+    if (ctx.loweredElsewhere.contains(&op))
+      continue;
+    if (isa<tx::QuantizeOp>(op)) {
+      if (failed(lowerQuantize(ctx, &op)))
+        return failure();
+      continue;
+    }
     if (isElementalOp(&op)) {
       for (Value r : op.getResults()) {
         if (!ctx.plan.isMaterialized(r))
@@ -669,6 +679,14 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       result = lowerGatherGrad(ctx, &op);
     else if (isa<tx::AdamOp, tx::SGDOp>(op))
       result = lowerOptimizer(ctx, &op);
+    else if (isa<tx::AmaxOp>(op))
+      result = lowerAmax(ctx, &op);
+    else if (isa<tx::FP8ScaleUpdateOp>(op))
+      result = lowerFP8ScaleUpdate(ctx, &op);
+    else if (isa<tx::FP8CurrentScaleOp>(op))
+      result = lowerFP8CurrentScale(ctx, &op);
+    else if (isa<tx::FP8MatmulOp>(op))
+      result = lowerFP8Matmul(ctx, &op);
     else
       return op.emitError("'") << op.getName()
                                << "' has no GPU lowering yet; txopt-run runs this step on the CPU";
@@ -710,7 +728,11 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   program.recipe = recipeJson(step);
   for (const Command &c : program.commands) {
     if (std::holds_alternative<LaunchCmd>(c.op)) ++program.stats.launches;
-    else if (std::holds_alternative<GemmCmd>(c.op)) ++program.stats.gemms;
+    else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
+      ++program.stats.gemms;
+      if (g->aType == DType::F8E4M3FN || g->aType == DType::F8E5M2)
+        ++program.stats.fp8Gemms;
+    }
     else if (std::holds_alternative<MemsetCmd>(c.op)) ++program.stats.memsets;
     else ++program.stats.copies;
   }
@@ -720,6 +742,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
 void StepProgram::print(llvm::raw_ostream &os) const {
   os << "gpu step for " << target << ": " << commands.size() << " commands ("
      << stats.launches << " launches, " << stats.gemms << " gemms, "
+     << (stats.fp8Gemms ? std::to_string(stats.fp8Gemms) + " of them fp8, " : "")
      << stats.memsets << " memsets, " << stats.copies << " copies), "
      << stats.fusedOps << " ops fused into their users\n";
   os << "arena " << arenaBytes << " bytes: arguments+constants "
@@ -739,10 +762,14 @@ void StepProgram::print(llvm::raw_ostream &os) const {
     } else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
       os << "gemm m=" << g->m << " n=" << g->n << " k=" << g->k
          << " batch=" << g->batch << " ta=" << g->transA << " tb=" << g->transB
-         << " " << dtypeName(g->aType) << "->" << dtypeName(g->dType)
-         << (g->allowTF32 ? " tf32" : "")
+         << " " << dtypeName(g->aType);
+      if (g->bType != g->aType)
+        os << "*" << dtypeName(g->bType);
+      os << "->" << dtypeName(g->dType) << (g->allowTF32 ? " tf32" : "")
          << " a=" << g->a << " b=" << g->b << " d=" << g->d
          << " beta=" << g->beta;
+      if (g->aScale >= 0)
+        os << " a_scale=" << g->aScale << " b_scale=" << g->bScale;
     } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
       os << "memset slot=" << m->slot << " value=" << m->value;
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {

@@ -279,6 +279,15 @@ private:
         return Status::invalid(where + ": gemm operand type " +
                                std::string(dtypeName(t)) +
                                " is not one of f32, f16, bf16, f8e4m3fn, f8e5m2");
+    // FP8 operands: the device check needs the flag (compute capability
+    // 8.9), and cuBLASLt's FP8 kernels take A transposed and B not.
+    bool fp8 = false;
+    for (DType t : {g.a_type(), g.b_type()})
+      fp8 |= t == DType::F8E4M3FN || t == DType::F8E5M2;
+    if (fp8 && !a_.needs_fp8())
+      return Status::invalid(where + ": FP8 gemm in an artifact without needs_fp8");
+    if (fp8 && (!g.trans_a() || g.trans_b()))
+      return Status::invalid(where + ": FP8 gemm is not in the TN form cuBLASLt needs");
     if (g.compute() != fb::ComputeType::F32 &&
         g.compute() != fb::ComputeType::F32_FAST_TF32)
       return Status::invalid(where + ": unknown compute type " +

@@ -57,6 +57,9 @@ struct GemmCmd {
   bool allowTF32 = false;
   float alpha = 1.0f, beta = 0.0f;
   unsigned a = 0, b = 0, d = 0;
+  /// FP8: slots of f32 scalars (-1: none). aScale/bScale multiply the
+  /// products (the operands' scale_inv); dScale and dAmax are for FP8 D.
+  int aScale = -1, bScale = -1, dScale = -1, dAmax = -1;
 };
 
 struct MemsetCmd {
@@ -106,6 +109,7 @@ struct ConstantUpload {
 /// Figures the report and the summary print.
 struct StepStatistics {
   unsigned launches = 0, gemms = 0, memsets = 0, copies = 0;
+  unsigned fp8Gemms = 0;      ///< of the gemms, those with FP8 operands
   unsigned fusedOps = 0;      ///< tx ops computed inside another op's kernel
   uint64_t argumentBytes = 0; ///< parameters, state and batch
   uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments

@@ -74,6 +74,20 @@ public:
         dType = cudaDataType(s.dType);
     if (aType < 0 || bType < 0 || dType < 0)
       return Status::invalid("unsupported GEMM operand type");
+    // cuBLASLt's FP8 kernels (sm_89/sm_90) take only the TN form and no
+    // E5M2 x E5M2; said here rather than as "no algorithm" from the
+    // heuristic.
+    auto isFP8 = [](fb::DType t) {
+      return t == fb::DType::F8E4M3FN || t == fb::DType::F8E5M2;
+    };
+    if (isFP8(s.aType) || isFP8(s.bType)) {
+      if (!s.transA || s.transB)
+        return Status::invalid("cuBLASLt FP8 GEMMs take A transposed and B not (TN)");
+      if (s.aType == fb::DType::F8E5M2 && s.bType == fb::DType::F8E5M2)
+        return Status::invalid("cuBLASLt has no f8E5M2 x f8E5M2 GEMM");
+      if (s.fastTf32)
+        return Status::invalid("an FP8 GEMM has no TF32 compute mode");
+    }
     auto plan = std::make_unique<LtPlan>(lt_);
     plan->spec = s;
     int compute = s.fastTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;

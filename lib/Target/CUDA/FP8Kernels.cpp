@@ -1,0 +1,459 @@
+//===- FP8Kernels.cpp - FP8 casts, amax, scale updates and GEMMs ----------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The GPU lowering of an fp8 training step (docs/Precision.md, "On the
+// GPU"): the f32 <-> FP8 conversions every kernel uses for FP8 tensors,
+// tx.amax as a multi-block max with a tx.quantize of the same input fused
+// into it, the single-block delayed and current scale updates, and
+// tx.fp8_matmul as a cuBLASLt FP8 GEMM with scale pointers. Each follows the
+// reference executor (lib/Reference/PrecisionOps.cpp) in f32; everything
+// but the GEMM's accumulation order is bit-exact.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FP8Convert.h"
+#include "Lowering.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+static unsigned ceilDiv(int64_t n, int64_t d) {
+  return static_cast<unsigned>(std::max<int64_t>((n + d - 1) / d, 1));
+}
+
+//===----------------------------------------------------------------------===//
+// Conversions
+//===----------------------------------------------------------------------===//
+
+bool cuda::isFP8(Type type) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+
+namespace {
+/// FP8Convert.h's operations as arith ops on i32.
+struct IROps {
+  ImplicitLocOpBuilder &b;
+  using V = Value;
+  using C = Value;
+  V c(uint32_t v) { return arith::ConstantIntOp::create(b, static_cast<int64_t>(v), 32); }
+  V add(V x, V y) { return arith::AddIOp::create(b, x, y); }
+  V sub(V x, V y) { return arith::SubIOp::create(b, x, y); }
+  V band(V x, V y) { return arith::AndIOp::create(b, x, y); }
+  V bor(V x, V y) { return arith::OrIOp::create(b, x, y); }
+  V shl(V x, V y) { return arith::ShLIOp::create(b, x, y); }
+  V shr(V x, V y) { return arith::ShRUIOp::create(b, x, y); }
+  V umin(V x, V y) { return arith::MinUIOp::create(b, x, y); }
+  C ugt(V x, V y) { return arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, x, y); }
+  C uge(V x, V y) { return arith::CmpIOp::create(b, arith::CmpIPredicate::uge, x, y); }
+  C eq(V x, V y) { return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y); }
+  V select(C c, V x, V y) { return arith::SelectOp::create(b, c, x, y); }
+};
+} // namespace
+
+static const FP8Params &paramsOf(Type fp8Type) {
+  return isa<Float8E5M2Type>(fp8Type) ? kE5M2 : kE4M3FN;
+}
+
+/// The largest finite value of an FP8 type.
+static double fp8Max(Type fp8Type) {
+  return isa<Float8E5M2Type>(fp8Type) ? 57344.0 : 448.0;
+}
+
+Value cuda::emitFP8Encode(ImplicitLocOpBuilder &b, Value value, Type fp8Type) {
+  if (value.getType().isF64())
+    value = arith::TruncFOp::create(b, b.getF32Type(), value);
+  IROps ops{b};
+  Value bits = arith::BitcastOp::create(b, b.getI32Type(), value);
+  Value code = fp8FromF32Bits(ops, bits, paramsOf(fp8Type));
+  return arith::TruncIOp::create(b, b.getI8Type(), code);
+}
+
+Value cuda::emitFP8Decode(ImplicitLocOpBuilder &b, Value code, Type fp8Type) {
+  IROps ops{b};
+  Value wide = arith::ExtUIOp::create(b, b.getI32Type(), code);
+  Value bits = fp8ToF32Bits(ops, wide, paramsOf(fp8Type));
+  return arith::BitcastOp::create(b, b.getF32Type(), bits);
+}
+
+//===----------------------------------------------------------------------===//
+// tx.amax (+ tx.quantize)
+//===----------------------------------------------------------------------===//
+
+/// Elements each block of the amax kernel covers (16 per thread).
+static constexpr int64_t kAmaxPerBlock = kBlockSize * 16;
+
+/// A tx.quantize of |amax|'s input that can be computed in the amax kernel:
+/// after it in the block, its scale already known when the amax runs (a
+/// step argument or an earlier value: under current scaling the scale
+/// comes from this very amax, so that quantize runs on its own), and in
+/// memory (a quantize fused into a consumer is recomputed there anyway).
+static tx::QuantizeOp fusableQuantize(LoweringContext &ctx, tx::AmaxOp amax) {
+  for (Operation *user : amax.getInput().getUsers()) {
+    auto q = dyn_cast<tx::QuantizeOp>(user);
+    if (!q || q.getInput() != amax.getInput() || q->getBlock() != amax->getBlock() ||
+        !amax->isBeforeInBlock(q) || ctx.loweredElsewhere.contains(q) ||
+        !ctx.plan.isMaterialized(q.getResult()) || ctx.bufferOfValue.count(q.getResult()))
+      continue;
+    Value scale = q.getScale();
+    Operation *def = scale.getDefiningOp();
+    if (def && (def->getBlock() != amax->getBlock() || !def->isBeforeInBlock(amax)))
+      continue;
+    return q;
+  }
+  return {};
+}
+
+/// True when |q|'s only reader is an FP8 GEMM that takes it as rhs: the
+/// quantize kernel then writes it as [..., N, K] directly.
+static bool readAsTransposedRhs(Value q) {
+  if (!q.hasOneUse() || typeOf(q).getRank() < 2)
+    return false;
+  OpOperand &use = *q.getUses().begin();
+  return isa<tx::FP8MatmulOp>(use.getOwner()) && use.getOperandNumber() == 1;
+}
+
+/// |index| with its last two entries swapped, linearized over |shape| with
+/// its last two dims swapped.
+static Value transposedLinear(KernelBuilder &kb, llvm::ArrayRef<Value> index,
+                              llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<Value> ti(index.begin(), index.end());
+  llvm::SmallVector<int64_t> ts(shape.begin(), shape.end());
+  size_t r = ti.size();
+  std::swap(ti[r - 1], ti[r - 2]);
+  std::swap(ts[r - 1], ts[r - 2]);
+  return kb.linearize(ti, ts);
+}
+
+/// tx.amax: each block takes max |x| over kAmaxPerBlock elements (the
+/// input's producers computed inline), then one atomic max of the f32 bits
+/// as unsigned integers into the zeroed result. Non-negative floats order
+/// as their bits do and every positive NaN lies above +inf, so this is the
+/// executor's NaN-propagating max; NaN is canonicalized first so the result
+/// does not depend on which block wins. A fused tx.quantize writes each
+/// element's code on the way (TE's cast kernels compute the amax the same
+/// way), transposed when an FP8 GEMM reads it as rhs.
+LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
+  auto amax = cast<tx::AmaxOp>(op);
+  Value x = amax.getInput(), result = amax.getResult();
+  auto shape = typeOf(x).getShape();
+  int64_t n = typeOf(x).getNumElements();
+  unsigned out = ctx.bufferFor(result);
+  ctx.memset(out, 0, op);
+  if (n == 0)
+    return success();
+  tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
+  bool transposed = quantize && readAsTransposedRhs(quantize.getResult());
+
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(result, ctx.plan, inputs);
+  if (quantize)
+    KernelBuilder::collectInputs(quantize.getResult(), ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs.getArrayRef(),
+                   ctx.plan, /*workgroupFloats=*/32);
+  auto &b = kb.builder();
+  Value amaxArg = kb.insertBufferArgument(0, MemRefType::get({1}, b.getI32Type()));
+  Value codeArg;
+  Type fp8Type;
+  if (quantize) {
+    codeArg = kb.insertBufferArgument(1, MemRefType::get({n}, b.getI8Type()));
+    fp8Type = typeOf(quantize.getResult()).getElementType();
+  }
+  Value scale = quantize ? kb.emit(quantize.getScale(), {}) : Value();
+  Value base = arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kAmaxPerBlock));
+  auto acc = kb.blockStridedLoop(kAmaxPerBlock, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value i = arith::AddIOp::create(b, base, j);
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
+    Value safe = arith::SelectOp::create(b, inRange, i, kb.idx(0));
+    auto index = kb.delinearize(safe, shape);
+    Value v = kb.emit(x, index);
+    if (v.getType().isF64())
+      v = arith::TruncFOp::create(b, b.getF32Type(), v);
+    Value mag = arith::SelectOp::create(b, inRange, math::AbsFOp::create(b, v), kb.f32(0.0));
+    if (quantize)
+      kb.ifThen(inRange, [&] {
+        // f32(x * scale), then the saturating FP8 rounding: tx.quantize.
+        Value code = emitFP8Encode(b, arith::MulFOp::create(b, v, scale), fp8Type);
+        Value at = transposed ? transposedLinear(kb, index, shape) : i;
+        memref::StoreOp::create(b, code, codeArg, ValueRange{at});
+      });
+    return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], mag)};
+  });
+  Value total = kb.blockReduce(acc[0], /*isMax=*/true);
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(first, [&] {
+    Value bits = arith::BitcastOp::create(b, b.getI32Type(), total);
+    Value isNaN = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, total, total);
+    bits = arith::SelectOp::create(
+        b, isNaN, arith::ConstantIntOp::create(b, 0x7fc00000, 32), bits);
+    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::maxu, bits, amaxArg,
+                                ValueRange{kb.idx(0)});
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  llvm::SmallVector<unsigned> outputs{out};
+  if (quantize) {
+    Value q = quantize.getResult();
+    unsigned codes = transposed ? ctx.scratch(n, "fp8 gemm rhs, transposed")
+                                : ctx.bufferFor(q);
+    if (transposed)
+      ctx.fp8Transposed[q] = codes;
+    outputs.push_back(codes);
+    ctx.loweredElsewhere.insert(quantize);
+  }
+  ctx.launch(kb, op, ceilDiv(n, kAmaxPerBlock), outputs,
+             ctx.buffersOf(inputs.getArrayRef()));
+  return success();
+}
+
+/// A tx.quantize on its own (current scaling: its scale comes from the amax
+/// of the same input). A loop kernel like any materialized elemental value,
+/// except that codes an FP8 GEMM reads as rhs are written as [..., N, K].
+LogicalResult cuda::lowerQuantize(LoweringContext &ctx, Operation *op) {
+  Value q = op->getResult(0);
+  if (!ctx.plan.isMaterialized(q))
+    return success();
+  if (!readAsTransposedRhs(q) || ctx.bufferOfValue.count(q))
+    return lowerElementalValue(ctx, q);
+  auto shape = typeOf(q).getShape();
+  int64_t n = typeOf(q).getNumElements();
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(q, ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs.getArrayRef(), ctx.plan);
+  auto &b = kb.builder();
+  Value codeArg = kb.insertBufferArgument(0, MemRefType::get({n}, b.getI8Type()));
+  Type fp8Type = typeOf(q).getElementType();
+  Value i = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
+  kb.ifThen(inRange, [&] {
+    auto index = kb.delinearize(i, shape);
+    Value code = emitFP8Encode(b, kb.emitComputed(q, index), fp8Type);
+    memref::StoreOp::create(b, code, codeArg,
+                            ValueRange{transposedLinear(kb, index, shape)});
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  unsigned codes = ctx.scratch(n, "fp8 gemm rhs, transposed");
+  ctx.fp8Transposed[q] = codes;
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), {codes},
+             ctx.buffersOf(inputs.getArrayRef()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Scale updates
+//===----------------------------------------------------------------------===//
+
+/// s is the new scale when |amax| is finite and positive, else |keep|;
+/// an infinite s becomes the f32 maximum. Returns (scale, 1 / scale).
+static std::pair<Value, Value> scaleFromAmax(KernelBuilder &kb, Value amax,
+                                             double scaledMax, Value keep) {
+  auto &b = kb.builder();
+  Value inf = kb.f32(std::numeric_limits<double>::infinity());
+  Value positive = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, amax, kb.f32(0.0));
+  Value finite = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, amax, inf);
+  Value use = arith::AndIOp::create(b, positive, finite);
+  Value s = arith::SelectOp::create(
+      b, use, arith::DivFOp::create(b, kb.f32(scaledMax), amax), keep);
+  Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ,
+                                      math::AbsFOp::create(b, s), inf);
+  s = arith::SelectOp::create(b, isInf, kb.f32(std::numeric_limits<float>::max()), s);
+  return {s, arith::DivFOp::create(b, kb.f32(1.0), s)};
+}
+
+/// Lets |result| share the buffer of the step argument |state| when nothing
+/// after |op| reads the old value (as the optimizers do in OpKernels.cpp),
+/// so its next-step copy disappears.
+static void updateInPlace(LoweringContext &ctx, Operation *op, Value state,
+                          Value result) {
+  if (!isa<BlockArgument>(state) || ctx.bufferOfValue.count(result))
+    return;
+  for (Operation *user : state.getUsers())
+    if (user != op && !user->isBeforeInBlock(op))
+      return;
+  ctx.bufferOfValue[result] = ctx.bufferFor(state);
+}
+
+/// tx.fp8_scale_update: one block rolls the history (newest first) and
+/// takes its NaN-skipping max (maxnum from 0, so max(0, maxNum(...)));
+/// thread 0 derives the scale. Bit-exact: f32 divisions are correctly
+/// rounded (the serializer asks NVPTX for IEEE division).
+LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
+  auto update = cast<tx::FP8ScaleUpdateOp>(op);
+  Value history = update.getAmaxHistory(), scale = update.getScale();
+  Value amax = update.getAmax();
+  Value newHistory = update.getNewAmaxHistory();
+  Value newScale = update.getNewScale(), newScaleInv = update.getNewScaleInv();
+  tx::FP8RecipeAttr recipe = update.getRecipe();
+  bool windowMax = recipe.getAmaxCompute() == tx::AmaxCompute::max;
+  int margin = static_cast<int>(std::min<int64_t>(recipe.getMargin(), 4096));
+  double scaledMax = static_cast<float>(std::ldexp(fp8Max(update.getFp8Type()), -margin));
+  int64_t length = typeOf(history).getNumElements();
+  // Thread 0 reads the scale before it writes the new one, so the scale
+  // may be updated in place (its quantize ran earlier in the step). The
+  // history may not: thread t reads slot t - 1 while thread t - 1 writes
+  // it. The scale inverse is no operand; the GEMM that reads it comes
+  // after this update anyway.
+  updateInPlace(ctx, op, scale, newScale);
+  llvm::SmallVector<Value> outputs{newHistory, newScale, newScaleInv};
+  llvm::SmallVector<Value> inputs{history, scale, amax};
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan,
+                   /*workgroupFloats=*/32);
+  auto &b = kb.builder();
+  Value latest = kb.load(amax, kb.idx(0));
+  auto acc = kb.blockStridedLoop(length, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
+    Value previous = arith::SelectOp::create(
+        b, isFirst, kb.idx(0), arith::SubIOp::create(b, j, kb.idx(1)));
+    Value v = arith::SelectOp::create(b, isFirst, latest, kb.load(history, previous));
+    kb.store(newHistory, j, v);
+    return llvm::SmallVector<Value>{arith::MaxNumFOp::create(b, a[0], v)};
+  });
+  Value window = windowMax ? kb.blockReduce(acc[0], /*isMax=*/true) : latest;
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(first, [&] {
+    auto [s, inv] = scaleFromAmax(kb, window, scaledMax, kb.load(scale, kb.idx(0)));
+    kb.store(newScale, kb.idx(0), s);
+    kb.store(newScaleInv, kb.idx(0), inv);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, 1, ctx.buffersOf(outputs), ctx.buffersOf(inputs));
+  return success();
+}
+
+/// tx.fp8_current_scale: one thread; 1 for an amax of 0, inf or NaN.
+LogicalResult cuda::lowerFP8CurrentScale(LoweringContext &ctx, Operation *op) {
+  auto current = cast<tx::FP8CurrentScaleOp>(op);
+  Value amax = current.getAmax();
+  llvm::SmallVector<Value> outputs{current.getScale(), current.getScaleInv()};
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, {amax}, ctx.plan);
+  auto &b = kb.builder();
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(first, [&] {
+    auto [s, inv] = scaleFromAmax(kb, kb.load(amax, kb.idx(0)),
+                                  fp8Max(current.getFp8Type()), kb.f32(1.0));
+    kb.store(outputs[0], kb.idx(0), s);
+    kb.store(outputs[1], kb.idx(0), inv);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, 1, ctx.buffersOf(outputs), ctx.buffersOf({amax}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// tx.fp8_matmul
+//===----------------------------------------------------------------------===//
+
+/// A loop kernel copying the FP8 bytes of |rhs| ([..., K, N]) transposed
+/// into |dst| ([..., N, K]).
+static LogicalResult transposeRhs(LoweringContext &ctx, Operation *op, Value rhs,
+                                  unsigned dst) {
+  auto shape = typeOf(rhs).getShape();
+  int64_t count = typeOf(rhs).getNumElements();
+  int64_t k = shape[shape.size() - 2], n = shape.back();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan);
+  auto &b = kb.builder();
+  auto bytes = MemRefType::get({count}, b.getI8Type());
+  Value outArg = kb.insertBufferArgument(0, bytes);
+  Value inArg = kb.insertBufferArgument(1, bytes);
+  Value i = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(count));
+  kb.ifThen(inRange, [&] {
+    // i = (batch, n', k') in [..., N, K]; the source is (batch, k', n').
+    auto index = kb.delinearize(i, {count / (k * n), n, k});
+    Value source = kb.linearize({index[0], index[2], index[1]}, {count / (k * n), k, n});
+    Value byte = memref::LoadOp::create(b, inArg, ValueRange{source});
+    memref::StoreOp::create(b, byte, outArg, ValueRange{i});
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, ceilDiv(count, kBlockSize), {dst}, {ctx.bufferFor(rhs)});
+  return success();
+}
+
+/// tx.fp8_matmul as one cuBLASLt FP8 GEMM. cuBLASLt's FP8 kernels take
+/// only the "TN" form: its A transposed, its B not, both K-contiguous. In
+/// row-major terms (lowerMatMul in StepLowering.cpp) its B is our lhs
+/// [..., M, K], already K-contiguous, and its A our rhs [..., K, N], which
+/// must be read as [..., N, K]: written that way by the fused quantize when
+/// the GEMM is its only reader, else transposed by a byte-copy kernel. The
+/// scale inverses go to the A/B scale pointers (device f32 scalars), D is
+/// bf16/f16/f32, so no D scale or D amax.
+LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
+  auto mm = cast<tx::FP8MatmulOp>(op);
+  Value lhs = mm.getLhs(), rhs = mm.getRhs(), result = mm.getResult();
+  auto lt = typeOf(lhs), rt = typeOf(rhs);
+  auto lhsType = dtypeOf(lt.getElementType()), rhsType = dtypeOf(rt.getElementType());
+  if (*lhsType == DType::F8E5M2 && *rhsType == DType::F8E5M2)
+    return op->emitError("cuBLASLt has no f8E5M2 x f8E5M2 GEMM");
+  int64_t M = lt.getShape()[lt.getRank() - 2], K = lt.getShape().back();
+  int64_t N = rt.getShape().back();
+  auto lhsBatch = lt.getShape().drop_back(2), rhsBatch = rt.getShape().drop_back(2);
+  auto product = [](llvm::ArrayRef<int64_t> s) {
+    int64_t p = 1;
+    for (int64_t d : s)
+      p *= d;
+    return p;
+  };
+  int64_t lhsCount = product(lhsBatch), rhsCount = product(rhsBatch);
+  GemmCmd g;
+  g.aType = *rhsType;
+  g.bType = *lhsType;
+  g.dType = *dtypeOf(typeOf(result).getElementType());
+  g.m = N;
+  g.n = M;
+  g.k = K;
+  g.transA = true;
+  g.lda = K;
+  g.transB = false;
+  g.ldb = K;
+  g.ldd = N;
+  if (rhsCount == 1) {
+    // One rhs for every batch: the lhs rows are contiguous, fold them into M.
+    g.n = M * lhsCount;
+  } else if (lhsCount == 1 || lhsBatch == rhsBatch) {
+    g.batch = std::max(lhsCount, rhsCount);
+    g.strideA = N * K;
+    g.strideB = lhsCount == 1 ? 0 : M * K;
+    g.strideD = M * N;
+  } else {
+    return op->emitError("the GPU FP8 matmul does not broadcast batch dims of ")
+           << lt << " against " << rt;
+  }
+  auto known = ctx.fp8Transposed.find(rhs);
+  unsigned rhsT;
+  if (known != ctx.fp8Transposed.end()) {
+    rhsT = known->second;
+  } else {
+    rhsT = ctx.scratch(rt.getNumElements(), "fp8 gemm rhs, transposed");
+    if (failed(transposeRhs(ctx, op, rhs, rhsT)))
+      return failure();
+  }
+  g.a = rhsT;
+  g.b = ctx.bufferFor(lhs);
+  g.d = ctx.bufferFor(result);
+  g.aScale = static_cast<int>(ctx.bufferFor(mm.getRhsScaleInv()));
+  g.bScale = static_cast<int>(ctx.bufferFor(mm.getLhsScaleInv()));
+  ctx.gemm(g, op);
+  return success();
+}
