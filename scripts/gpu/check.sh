@@ -59,6 +59,6 @@ for m in nanogpt_op18_loss nanogpt_op14_loss gpt2_op18_loss llama_op18_loss; do
     --data "$results/tokens.npy" --device cuda > "$results/$m.torch.log" 2>&1 ||
     { echo "$m: torch_reference failed"; tail -3 "$results/$m.torch.log"; status=1; continue; }
   echo -n "$m: "
-  python3 "$root/scripts/gpu/compare_torch.py" "$results/$m.data.log" "$results/$m.torch.log" --rtol 1e-4 | tail -1 || status=1
+  python3 "$root/scripts/gpu/compare_torch.py" "$results/$m.data.log" "$results/$m.torch.log" --rtol 1e-4 | tail -2 | tr "\n" " " || status=1; echo
 done
 exit $status

@@ -5,6 +5,8 @@
 # and runs the same steps on the CPU reference executor (txopt-run), whose
 # losses and final state the GPU results are compared with.
 # Usage: scripts/gpu/prepare_check.sh MODELS_DIR [OUT_DIR=gpu-run] [STEPS=5]
+#   HELDOUT_DIR=DIR also adds held-out exports (scripts/export_heldout_models.py
+#   writes them), compared by loss only.
 # Then, on the GPU machine: scripts/gpu/check.sh OUT_DIR
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -27,17 +29,20 @@ add_case() {
   # Parameters and first moments are compared (compare.py says why);
   # the second moments would only add to what travels to the GPU machine.
   rm -f "$out/$name.cpu/"*.exp_avg_sq.npy
-  # Reduced precision is compared by its losses only (what travels to the
-  # GPU machine is limited to 64 MiB with the tree).
+  # Reduced precision, and cases marked LOSS_ONLY, are compared by their
+  # losses only (what travels to the GPU machine is limited to 64 MiB with
+  # the tree).
   case "$name" in *_bf16|*_fp8) rm -rf "$out/$name.cpu" ;; esac
+  [ -n "${LOSS_ONLY:-}" ] && rm -rf "$out/$name.cpu"
   echo "$name $n" >> "$out/cases.txt"
   echo "prepared $name ($n steps)"
 }
 
 # (nanogpt_op17 is left out: it lowers like op18, and what travels is limited.)
-for m in nanogpt_op18_loss nanogpt_op14_loss gpt2_op18_loss llama_op18_loss; do
+for m in nanogpt_op18_loss gpt2_op18_loss llama_op18_loss; do
   add_case "$m" "$models/$m.onnx" "$steps"
 done
+LOSS_ONLY=1 add_case nanogpt_op14_loss "$models/nanogpt_op14_loss.onnx" "$steps"
 # Reduced precision: the executor emulates bf16 rounding per op, so the
 # curves are compared with a looser tolerance.
 add_case nanogpt_op18_loss_bf16 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=bf16
@@ -46,6 +51,15 @@ add_case llama_op18_loss_bf16 "$models/llama_op18_loss.onnx" "$steps" --precisio
 # updates are bit-exact, its GEMMs sum in f64; compared by loss (compare.py).
 add_case nanogpt_op18_loss_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp8
 add_case llama_op18_loss_fp8 "$models/llama_op18_loss.onnx" "$steps" --precision=fp8
+# Held-out exports (BERT, Mistral, eager-attention Llama at opset 14, a
+# torch.nn.TransformerEncoder, a bf16 Llama), by loss.
+if [ -n "${HELDOUT_DIR:-}" ]; then
+  for m in bert_mlm_op18_loss mistral_op17_loss llama_eager_op14_loss \
+           encoder_prenorm_gelu_op18_loss llama_tied_op18_loss; do
+    LOSS_ONLY=1 add_case "heldout_$m" "$HELDOUT_DIR/$m.onnx" "$steps"
+  done
+  add_case heldout_llama_bf16_op18_loss_bf16 "$HELDOUT_DIR/llama_bf16_op18_loss.onnx" "$steps"
+fi
 # Learning curves (check.sh trains these on a token stream, f32 vs bf16).
 "$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 -o "$out/curve.txa" -q
 "$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 --precision=bf16 -o "$out/curve_bf16.txa" -q

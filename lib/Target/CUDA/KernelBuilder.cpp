@@ -31,7 +31,8 @@ bool cuda::isElementalOp(Operation *op) {
              tx::CastOp, tx::TriluOp, tx::ReshapeOp, tx::ExpandOp,
              tx::TransposeOp, tx::SliceOp, tx::ConcatOp, tx::SqueezeOp,
              tx::UnsqueezeOp, tx::IdentityOp, tx::SplitOp, tx::GatherOp,
-             tx::DropoutOp, tx::QuantizeOp, tx::DequantizeOp>(op) ||
+             tx::GatherElementsOp, tx::DropoutOp, tx::QuantizeOp,
+             tx::DequantizeOp>(op) ||
          (isa<tx::PadOp>(op) &&
           cast<tx::PadOp>(op).getMode() == tx::PadMode::constant);
 }
@@ -666,6 +667,25 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
         llvm::SmallVector<Value> in(index.begin(), index.begin() + axis);
         in.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
         in.append(index.begin() + axis + ni, index.end());
+        return emit(g.getData(), in);
+      })
+      .Case([&](tx::GatherElementsOp g) -> Value {
+        // data[i with i[axis] = indices[i]]; negative indices count from
+        // the end, out-of-range ones are clamped (as tx.gather's).
+        auto dataShape = tensorType(g.getData()).getShape();
+        int64_t axis = static_cast<int64_t>(g.getAxis());
+        if (axis < 0)
+          axis += dataShape.size();
+        Value which = emit(g.getIndices(), index);
+        int64_t dim = dataShape[axis];
+        Value zero = arith::ConstantIntOp::create(b, 0, 64);
+        Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
+        which = arith::SelectOp::create(
+            b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
+        which = arith::MaxSIOp::create(
+            b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+        llvm::SmallVector<Value> in(index.begin(), index.end());
+        in[axis] = arith::IndexCastOp::create(b, b.getIndexType(), which);
         return emit(g.getData(), in);
       })
       .Case([&](tx::DropoutOp d) -> Value {

@@ -196,7 +196,9 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
 }
 
 /// tx.layer_norm_grad / tx.rms_norm_grad: dx per row; dgamma (and dbeta)
-/// summed over rows with f32 atomics into zeroed buffers.
+/// summed over rows with f32 atomics into zeroed buffers. A bf16/f16 model
+/// accumulates in f32 scratch and rounds once, by a small loop kernel, into
+/// its dgamma/dbeta (as the executor rounds the double sum once).
 LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   bool center = isa<tx::LayerNormGradOp>(op);
   Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
@@ -205,15 +207,38 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   int64_t d = typeOf(x).getShape().back();
   int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
   llvm::SmallVector<Value> outputs(op->getResults().begin(), op->getResults().end());
-  for (unsigned i = 1; i < outputs.size(); ++i)
-    if (!typeOf(outputs[i]).getElementType().isF32())
-      return op->emitError("the GPU norm gradient accumulates gamma/beta gradients in f32 only");
   llvm::SmallVector<Value> inputs{dy, x, gamma, rstd};
   if (center)
     inputs.push_back(mean);
-  RowKernel rk(ctx, op, outputs, inputs, d);
+  // The row kernel's outputs: dx, then one f32 accumulator per parameter
+  // gradient (the gradient itself when it is f32, else a scratch buffer).
+  bool f32Grads = llvm::all_of(llvm::drop_begin(outputs), [](Value v) {
+    return typeOf(v).getElementType().isF32();
+  });
+  llvm::SmallVector<Value> kernelOutputs{outputs[0]};
+  if (f32Grads)
+    kernelOutputs.append(outputs.begin() + 1, outputs.end());
+  RowKernel rk(ctx, op, kernelOutputs, inputs, d);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
+  llvm::SmallVector<Value> accumulators;
+  llvm::SmallVector<unsigned> accumulatorBuffers;
+  for (unsigned i = 1; i < outputs.size(); ++i) {
+    if (f32Grads) {
+      accumulatorBuffers.push_back(ctx.bufferFor(outputs[i]));
+      continue;
+    }
+    accumulators.push_back(kb.insertBufferArgument(
+        i, MemRefType::get({d}, b.getF32Type())));
+    accumulatorBuffers.push_back(ctx.scratch(d * 4, "f32 norm-gradient sums"));
+  }
+  auto accumulate = [&](unsigned which, Value j, Value v) {
+    if (f32Grads)
+      kb.atomicAdd(outputs[which + 1], j, v);
+    else
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, v,
+                                  accumulators[which], ValueRange{j});
+  };
   Value mu = center ? kb.load(mean, rk.row) : kb.f32(0.0);
   Value inv = kb.load(rstd, rk.row);
   auto xhatAt = [&](Value j) {
@@ -223,9 +248,9 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     Value dyj = kb.load(dy, rk.at(j));
     Value xhat = xhatAt(j);
     Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
-    kb.atomicAdd(outputs[1], j, arith::MulFOp::create(b, dyj, xhat));
+    accumulate(0, j, arith::MulFOp::create(b, dyj, xhat));
     if (center)
-      kb.atomicAdd(outputs[2], j, dyj);
+      accumulate(1, j, dyj);
     return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], g),
                                     arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhat))};
   });
@@ -246,11 +271,31 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  auto outBuffers = ctx.buffersOf(outputs);
-  for (unsigned i = 1; i < outBuffers.size(); ++i)
-    ctx.memset(outBuffers[i], 0, op);
+  for (unsigned buffer : accumulatorBuffers)
+    ctx.memset(buffer, 0, op);
+  llvm::SmallVector<unsigned> launchOutputs{ctx.bufferFor(outputs[0])};
+  launchOutputs.append(accumulatorBuffers.begin(), accumulatorBuffers.end());
   ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
-             outBuffers, ctx.buffersOf(inputs));
+             launchOutputs, ctx.buffersOf(inputs));
+  if (f32Grads)
+    return success();
+  // Round the f32 sums once into the model's type.
+  for (unsigned i = 1; i < outputs.size(); ++i) {
+    KernelBuilder cast(ctx.gpuModule, ctx.kernelName(op), {outputs[i]}, {}, ctx.plan);
+    auto &cb = cast.builder();
+    Value sumsArg = cast.insertBufferArgument(1, MemRefType::get({d}, cb.getF32Type()));
+    Value j = cast.globalThreadIndex();
+    Value inRange = arith::CmpIOp::create(cb, arith::CmpIPredicate::ult, j, cast.idx(d));
+    cast.ifThen(inRange, [&] {
+      Value v = memref::LoadOp::create(cb, sumsArg, ValueRange{j});
+      cast.store(outputs[i], j, v);
+    });
+    cast.finish();
+    if (failed(cast.status()))
+      return failure();
+    ctx.launch(cast, op, ceilDiv(d, kBlockSize), ctx.buffersOf({outputs[i]}),
+               {accumulatorBuffers[i - 1]});
+  }
   return success();
 }
 
@@ -481,17 +526,102 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
 /// tx.gather_grad: zero the table, then one thread per gradient element adds
 /// it into the row its index names (f32 atomics: the order of additions of
 /// repeated rows is unspecified, as the op says).
+/// Scatter-adds accumulate in f32 with atomics. For an f32 |result| the
+/// kernel adds into it directly; otherwise into an f32 scratch buffer that
+/// a loop kernel then rounds once into |result| (the executor rounds its
+/// double sum once). Returns the buffer the scatter kernel adds into, and
+/// sets |target| to the memref it adds through.
+static unsigned scatterTarget(LoweringContext &ctx, KernelBuilder &kb,
+                              Value result, unsigned position, Value &target) {
+  if (typeOf(result).getElementType().isF32()) {
+    target = Value();
+    return ctx.bufferFor(result);
+  }
+  int64_t n = typeOf(result).getNumElements();
+  target = kb.insertBufferArgument(position,
+                                   MemRefType::get({n}, kb.builder().getF32Type()));
+  return ctx.scratch(n * 4, "f32 scatter sums");
+}
+
+/// The loop kernel that rounds f32 sums in |sums| into |result|.
+static LogicalResult roundSumsInto(LoweringContext &ctx, Operation *op,
+                                   Value result, unsigned sums) {
+  if (typeOf(result).getElementType().isF32())
+    return success();
+  int64_t n = typeOf(result).getNumElements();
+  KernelBuilder cast(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan);
+  auto &cb = cast.builder();
+  Value sumsArg = cast.insertBufferArgument(1, MemRefType::get({n}, cb.getF32Type()));
+  Value j = cast.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(cb, arith::CmpIPredicate::ult, j, cast.idx(n));
+  cast.ifThen(inRange, [&] {
+    cast.store(result, j, memref::LoadOp::create(cb, sumsArg, ValueRange{j}));
+  });
+  cast.finish();
+  if (failed(cast.status()))
+    return failure();
+  ctx.launch(cast, op, ceilDiv(n, kBlockSize), ctx.buffersOf({result}), {sums});
+  return success();
+}
+
+/// tx.gather_elements_grad: zero the data's shape, then one thread per
+/// gradient element adds it at the position its index names.
+static LogicalResult lowerGatherElementsGrad(LoweringContext &ctx,
+                                             tx::GatherElementsGradOp op) {
+  Value grad = op.getGrad(), indices = op.getIndices(), result = op.getResult();
+  auto resultShape = typeOf(result).getShape();
+  auto gradShape = typeOf(grad).getShape();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += resultShape.size();
+  int64_t n = typeOf(grad).getNumElements();
+  bool direct = typeOf(result).getElementType().isF32();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), direct ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{}, {grad, indices}, ctx.plan);
+  Value target;
+  unsigned out = scatterTarget(ctx, kb, result, 0, target);
+  auto &b = kb.builder();
+  Value i = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
+  kb.ifThen(inRange, [&] {
+    auto gi = kb.delinearize(i, gradShape);
+    Value which = kb.load(indices, kb.linearize(gi, typeOf(indices).getShape()));
+    int64_t dim = resultShape[axis];
+    Value zero = arith::ConstantIntOp::create(b, 0, 64);
+    Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
+    which = arith::SelectOp::create(
+        b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
+    which = arith::MaxSIOp::create(
+        b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+    llvm::SmallVector<Value> ri(gi.begin(), gi.end());
+    ri[axis] = arith::IndexCastOp::create(b, b.getIndexType(), which);
+    Value at = kb.linearize(ri, resultShape);
+    if (target)
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, kb.load(grad, i), target, ValueRange{at});
+    else
+      kb.atomicAdd(result, at, kb.load(grad, i));
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.memset(out, 0, op);
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), {out}, ctx.buffersOf({grad, indices}));
+  return roundSumsInto(ctx, op, result, out);
+}
+
 LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
+  if (auto ge = dyn_cast<tx::GatherElementsGradOp>(op))
+    return lowerGatherElementsGrad(ctx, ge);
   auto gg = cast<tx::GatherGradOp>(op);
   Value grad = gg.getGrad(), indices = gg.getIndices(), result = gg.getResult();
-  if (!typeOf(result).getElementType().isF32())
-    return op->emitError("the GPU gather gradient accumulates in f32 only");
   auto resultShape = typeOf(result).getShape();
   auto gradShape = typeOf(grad).getShape();
   int64_t axis = static_cast<int64_t>(gg.getAxis());
   size_t ni = typeOf(indices).getRank();
   int64_t n = typeOf(grad).getNumElements();
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {grad, indices}, ctx.plan);
+  bool direct = typeOf(result).getElementType().isF32();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), direct ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{}, {grad, indices}, ctx.plan);
+  Value target;
+  unsigned out = scatterTarget(ctx, kb, result, 0, target);
   auto &b = kb.builder();
   Value i = kb.globalThreadIndex();
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
@@ -509,15 +639,18 @@ LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
     llvm::SmallVector<Value> ri(gi.begin(), gi.begin() + axis);
     ri.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
     ri.append(gi.begin() + axis + ni, gi.end());
-    kb.atomicAdd(result, kb.linearize(ri, resultShape), kb.load(grad, i));
+    Value at = kb.linearize(ri, resultShape);
+    if (target)
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, kb.load(grad, i), target, ValueRange{at});
+    else
+      kb.atomicAdd(result, at, kb.load(grad, i));
   });
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  unsigned out = ctx.bufferFor(result);
   ctx.memset(out, 0, op);
   ctx.launch(kb, op, ceilDiv(n, kBlockSize), {out}, ctx.buffersOf({grad, indices}));
-  return success();
+  return roundSumsInto(ctx, op, result, out);
 }
 
 //===----------------------------------------------------------------------===//

@@ -675,7 +675,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       result = lowerCrossEntropy(ctx, &op);
     else if (isa<tx::SoftmaxCrossEntropyGradOp>(op))
       result = lowerCrossEntropyGrad(ctx, &op);
-    else if (isa<tx::GatherGradOp>(op))
+    else if (isa<tx::GatherGradOp, tx::GatherElementsGradOp>(op))
       result = lowerGatherGrad(ctx, &op);
     else if (isa<tx::AdamOp, tx::SGDOp>(op))
       result = lowerOptimizer(ctx, &op);
