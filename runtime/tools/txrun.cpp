@@ -16,10 +16,12 @@
 #include "core/session.h"
 #include "core/training.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <sys/stat.h>
@@ -82,6 +84,9 @@ OPTIONS:
   --dump-results DIR   After the last step write every result as DIR/NAME.npy.
   --log-every K        Print every K-th step line (default 1; the first and
                        last steps always print).
+  --profile K          Time step K command by command (no graph) and print
+                       where the time goes: per kernel family and the
+                       slowest commands (the step still counts as a step).
   --no-graph           Run every step command by command instead of replaying
                        a CUDA graph captured at step 2.
   --sync-each          Debugging: synchronize after every command (implies
@@ -110,6 +115,7 @@ struct Options {
   int64_t saveEvery = 0;
   bool shuffle = false;
   bool noGraph = false, syncEach = false, help = false;
+  int64_t profileStep = 0;
   int device = 0;
 };
 
@@ -143,6 +149,51 @@ bool parseUnsigned(const std::string &text, uint64_t &out) {
     return false;
   out = v;
   return true;
+}
+
+/// The --profile table: device time per kind of command (kernel family by
+/// the op it came from, cuBLASLt GEMMs, memsets, copies) and the slowest
+/// single commands with their origin.
+void printProfile(const Artifact &artifact, const std::vector<float> &ms,
+                  float total) {
+  const fb::Artifact &a = artifact.root();
+  std::map<std::string, std::pair<double, int>> families;
+  std::vector<std::pair<float, unsigned>> order;
+  for (unsigned i = 0; i < ms.size(); ++i) {
+    const fb::Command *c = a.commands()->Get(i);
+    std::string family;
+    switch (c->op_type()) {
+    case fb::Op::Launch: {
+      std::string name = a.kernels()->Get(c->op_as_Launch()->kernel())->name()->str();
+      size_t underscore = name.find('_');
+      family = "kernel " + (underscore == std::string::npos ? name : name.substr(underscore + 1));
+      break;
+    }
+    case fb::Op::Gemm: family = "gemm (cuBLASLt)"; break;
+    case fb::Op::Memset: family = "memset"; break;
+    case fb::Op::Copy: family = "copy"; break;
+    default: family = "other"; break;
+    }
+    families[family].first += ms[i];
+    families[family].second += 1;
+    order.push_back({ms[i], i});
+  }
+  std::vector<std::pair<double, std::string>> rows;
+  for (auto &[name, v] : families)
+    rows.push_back({v.first, name});
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("profile: %zu commands, %.3f ms (events between commands, no graph)\n",
+              ms.size(), total);
+  std::printf("  %-36s %10s %6s %7s\n", "family", "ms", "count", "share");
+  for (auto &[t, name] : rows)
+    std::printf("  %-36s %10.3f %6d %6.1f%%\n", name.c_str(), t, families[name].second,
+                total > 0 ? 100.0 * t / total : 0.0);
+  std::sort(order.rbegin(), order.rend());
+  std::printf("  slowest commands:\n");
+  for (size_t k = 0; k < std::min<size_t>(12, order.size()); ++k)
+    std::printf("  %10.3f ms  %s\n", order[k].first,
+                artifact.describeCommand(order[k].second).c_str());
+  std::fflush(stdout);
 }
 
 bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
@@ -179,7 +230,8 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
                                           "--dump-results", "--log-every", "--device",
                                           "--lr", "--schedule", "--warmup",
                                           "--decay-steps", "--min-lr", "--save",
-                                          "--save-every", "--resume", "--log"};
+                                          "--save-every", "--resume", "--log",
+                                          "--profile"};
     bool valued = false;
     for (const char *v : kValued)
       valued |= name == v;
@@ -193,6 +245,11 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     if (name == "--steps") {
       if (!parseInt(value, o.steps) || o.steps <= 0) {
         error = "expected --steps N with N > 0, but got '" + value + "'";
+        return false;
+      }
+    } else if (name == "--profile") {
+      if (!parseInt(value, o.profileStep) || o.profileStep <= 0) {
+        error = "expected --profile K with K > 0, but got '" + value + "'";
         return false;
       }
     } else if (name == "--log-every") {
@@ -588,8 +645,14 @@ int run(const Options &o) {
       haveLastFinite = true;
     }
     float ms = 0;
-    if (Status s = session->runStep(&ms); !s.ok())
+    if (step == o.profileStep) {
+      std::vector<float> perCommand;
+      if (Status s = session->runStepProfiled(perCommand, &ms); !s.ok())
+        return fail(kRunError, s.message());
+      printProfile(session->artifact(), perCommand, ms);
+    } else if (Status s = session->runStep(&ms); !s.ok()) {
       return fail(kRunError, s.message());
+    }
     if (step > firstStep) {
       sumMs += ms;
       ++timedSteps;

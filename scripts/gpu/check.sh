@@ -30,12 +30,17 @@ while read -r name steps; do
 done < "$cases/cases.txt"
 python3 "$root/scripts/gpu/compare.py" "$cases" "$results" || status=1
 
-echo "== precision curves on the GPU: llama, ${CURVE_STEPS:=6000} steps on a learnable token stream"
+echo "== precision curves on the GPU: llama, ${CURVE_STEPS:=6000} steps on a learnable token stream, 3 data orders"
 python3 "$root/test/Training/make_markov_tokens.py" "$results/tokens.npy" 40000 512
 for p in "" _bf16; do
-  "$bin/txrun" "$cases/curve$p.txa" --steps "$CURVE_STEPS" --data "$results/tokens.npy"     > "$results/curve$p.log" 2>&1 || { echo "curve$p: txrun failed"; tail -3 "$results/curve$p.log"; status=1; }
+  for seed in 1 2 3; do
+    "$bin/txrun" "$cases/curve$p.txa" --steps "$CURVE_STEPS" --data "$results/tokens.npy" \
+      --shuffle --seed "$seed" > "$results/curve$p.$seed.log" 2>&1 ||
+      { echo "curve$p seed $seed: txrun failed"; tail -3 "$results/curve$p.$seed.log"; status=1; }
+  done
 done
-python3 "$root/scripts/gpu/compare_curves.py" --vocab 512 --tolerance 0.02   "$results/curve.log" "$results/curve_bf16.log" || status=1
+python3 "$root/scripts/gpu/compare_curves.py" --vocab 512 --tolerance 0.02 --tail 1000 --runs 3 \
+  "$results"/curve.[123].log "$results"/curve_bf16.[123].log || status=1
 
 if command -v compute-sanitizer >/dev/null 2>&1; then
   echo "== compute-sanitizer (memcheck, initcheck, racecheck) on 2 steps"

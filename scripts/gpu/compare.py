@@ -3,7 +3,10 @@
 """Compares GPU training steps (txrun) with the CPU reference executor
 (txopt-run) case by case and prints one table.
 
-f32 cases: every step's loss and gradient norm within 1e-5 relative; every
+f32 cases: every step's loss within 1e-5 relative, its gradient norm within
+1e-5 at step 1 and 1e-4 after (the norm sums squares of every gradient,
+tiny ones included, whose f32 summation-order noise Adam's normalized
+steps feed back into the next steps); every
 first moment (exp_avg, a running sum of gradients: it checks every gradient
 kernel at full sensitivity) within 1e-4 of its largest magnitude; every
 parameter within 1e-3 of its largest magnitude, over the elements whose
@@ -82,7 +85,8 @@ def main():
                                ("grad_norm", cpu[s][1], gpu[s][1])):
                 rel = abs(g - c) / max(abs(c), 1e-30)
                 worst_loss = max(worst_loss, rel)
-                if not np.isfinite(g) or rel > loss_tol:
+                tol = loss_tol if (what == "loss" or s == 1 or low) else 10 * loss_tol
+                if not np.isfinite(g) or rel > tol:
                     problems.append(f"step {s} {what} {g!r} vs cpu {c!r}")
         # Atomics (norm and embedding gradients) make the order of a few
         # f32 additions run-dependent, so replay is held to the same bound.

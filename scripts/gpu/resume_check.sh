@@ -12,6 +12,12 @@
 #  4. the checkpoint is safetensors + manifest that numpy reads;
 #  5. kill -9 at random moments of runs saving every step: the checkpoint
 #     always loads (txrun --resume, nothing left to run).
+# Bit-for-bit comparisons hold only if the step itself is deterministic. The
+# GPU step is not yet: the norm gradients' gamma/beta sums and the
+# embedding scatter add with f32 atomics, whose order varies run to run. So
+# the uninterrupted run is repeated first: when the two repeats differ,
+# checks 1-3 compare within 10x their spread (and say so) instead of bit
+# for bit.
 # Prints one verdict line per check; exits non-zero if any failed.
 # Usage: scripts/gpu/resume_check.sh [STEP.txa] [OUT_DIR]
 #   STEP.txa defaults to gpu-run/nanogpt_op18_loss.txa (prepare_check.sh),
@@ -41,10 +47,46 @@ verdict() { if [ "$1" = 0 ]; then echo "PASS $2"; else echo "FAIL $2"; status=1;
 rm -rf "$out/ck" "$out/ck5" "$out"/*.jsonl
 "$bin/txrun" "$txa" --steps 10 --seed 5 "${flags[@]}" --log "$out/full.jsonl" > "$out/full.log" 2>&1
 verdict $? "uninterrupted run"
+"$bin/txrun" "$txa" --steps 10 --seed 5 "${flags[@]}" > "$out/repeat.log" 2>&1
+# same LOG_A LOG_B [FIRST LAST]: step lines equal bit for bit, or within
+# 10x the repeat spread when the step is not deterministic.
+spread=$(python3 - "$out/full.log" "$out/repeat.log" <<'PY'
+import re, sys
+def steps(p):
+    return {int(m.group(1)): (float(m.group(2)), float(m.group(3))) for l in open(p)
+            for m in [re.match(r"^step (\d+)\s+loss (\S+)\s+grad_norm (\S+)", l)] if m}
+a, b = steps(sys.argv[1]), steps(sys.argv[2])
+print(max((abs(a[k][i] - b[k][i]) / abs(a[k][i]) for k in a if k in b for i in (0, 1)), default=0.0))
+PY
+)
+if [ "$spread" = "0.0" ]; then
+  echo "note: two uninterrupted runs are bit-identical: comparing bit for bit"
+else
+  echo "note: two uninterrupted runs differ by up to $spread relative (f32 atomics):" \
+       "comparing within 10x that, not bit for bit"
+fi
+same() {
+  if [ "$spread" = "0.0" ]; then
+    diff <(steplines "$1" | sed -n "${3:-1},${4:-\$}p") <(steplines "$2")
+  else
+    python3 - "$1" "$2" "$spread" "${3:-1}" "${4:-1000000}" <<'PY'
+import re, sys
+def steps(p):
+    return {int(m.group(1)): (float(m.group(2)), float(m.group(3))) for l in open(p)
+            for m in [re.match(r"^step (\d+)\s+loss (\S+)\s+grad_norm (\S+)", l)] if m}
+a, b = steps(sys.argv[1]), steps(sys.argv[2])
+tol, lo, hi = 10 * float(sys.argv[3]) + 1e-7, int(sys.argv[4]), int(sys.argv[5])
+keys = [k for k in a if lo <= k <= hi]
+bad = [k for k in keys if k not in b or any(abs(a[k][i] - b[k][i]) > tol * abs(a[k][i]) for i in (0, 1))]
+print("steps outside", tol, ":", bad) if bad else None
+sys.exit(1 if bad or not keys else 0)
+PY
+  fi
+}
 "$bin/txrun" "$txa" --steps 10 --seed 5 "${flags[@]}" --save "$out/ck" --save-every 5 \
   > "$out/saved.log" 2> "$out/saved.err"
 verdict $? "run saving at 5 and 10"
-diff <(steplines "$out/full.log") <(steplines "$out/saved.log") > "$out/saved.diff"
+same "$out/full.log" "$out/saved.log" > "$out/saved.diff"
 verdict $? "saving does not change the step lines (diff: $out/saved.diff)"
 grep -q "saved step 5 to" "$out/saved.err" && grep -q "saved step 10 to" "$out/saved.err"
 verdict $? "checkpoints written at steps 5 and 10"
@@ -55,15 +97,18 @@ verdict $? "5-step run saved"
 "$bin/txrun" "$txa" --steps 10 "${flags[@]}" --resume "$out/ck5" --log "$out/resumed.jsonl" \
   > "$out/resumed.log" 2>&1
 verdict $? "resumed to step 10"
-diff <(steplines "$out/full.log" | sed -n '6,10p') <(steplines "$out/resumed.log") \
-  > "$out/resume.diff"
-verdict $? "steps 6..10 after resume equal the uninterrupted run's bit for bit (diff: $out/resume.diff)"
-python3 - "$out/full.jsonl" "$out/resumed.jsonl" <<'PY'
+same "$out/full.log" "$out/resumed.log" 6 10 > "$out/resume.diff"
+verdict $? "steps 6..10 after resume equal the uninterrupted run's (diff: $out/resume.diff)"
+python3 - "$out/full.jsonl" "$out/resumed.jsonl" "$spread" <<'PY'
 import json, sys
 a = [json.loads(l) for l in open(sys.argv[1])]
 b = [json.loads(l) for l in open(sys.argv[2])]
-key = lambda r: (r["step"], r["loss"], r.get("grad_norm"), r.get("lr"))
-sys.exit(0 if [key(r) for r in a] == [key(r) for r in b] and len(a) == 10 else 1)
+tol = 10 * float(sys.argv[3]) + (1e-7 if float(sys.argv[3]) else 0.0)
+close = lambda x, y: x == y or (x is not None and y is not None and abs(x - y) <= tol * abs(x))
+ok = len(a) == 10 and len(b) == 10 and all(
+    r["step"] == q["step"] and r.get("lr") == q.get("lr") and close(r["loss"], q["loss"])
+    and close(r.get("grad_norm"), q.get("grad_norm")) for r, q in zip(a, b))
+sys.exit(0 if ok else 1)
 PY
 verdict $? "the resumed JSONL log (appended) equals the uninterrupted one"
 python3 - "$out/ck5" <<'PY'

@@ -409,6 +409,32 @@ Status Session::runStep(float *ms) {
   return sampleMemory();
 }
 
+Status Session::runStepProfiled(std::vector<float> &msPerCommand, float *ms) {
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  std::string step = "step " + std::to_string(stepsRun_ + 1) + " (profiled)";
+  const fb::Artifact &a = artifact_->root();
+  size_t n = a.commands() ? a.commands()->size() : 0;
+  std::vector<std::unique_ptr<hal::Event>> events(n + 1);
+  for (auto &event : events)
+    TXRT_RETURN_IF_ERROR(device_->createEvent(event).withContext(step));
+  for (size_t i = 0; i < n; ++i) {
+    TXRT_RETURN_IF_ERROR(stream_->record(*events[i]).withContext(step));
+    TXRT_RETURN_IF_ERROR(enqueueCommand(static_cast<unsigned>(i)).withContext(step));
+  }
+  TXRT_RETURN_IF_ERROR(stream_->record(*events[n]).withContext(step));
+  TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext(step));
+  msPerCommand.assign(n, 0.0f);
+  float total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    TXRT_RETURN_IF_ERROR(device_->elapsedMs(*events[i], *events[i + 1], msPerCommand[i]));
+    total += msPerCommand[i];
+  }
+  if (ms)
+    *ms = total;
+  ++stepsRun_;
+  return sampleMemory();
+}
+
 Status Session::sampleMemory() {
   size_t freeNow = 0, total = 0;
   TXRT_RETURN_IF_ERROR(device_->memoryInfo(freeNow, total));

@@ -50,6 +50,10 @@ public:
   Status readResult(unsigned index, void *data, size_t bytes);
   /// Runs the command list once; |ms| receives the device time of the step.
   Status runStep(float *ms);
+  /// Runs the step command by command (no graph), with an event between
+  /// every two commands: |msPerCommand| receives each command's device time
+  /// (launch gaps included), for a where-the-time-goes table.
+  Status runStepProfiled(std::vector<float> &msPerCommand, float *ms);
   /// Most device memory this session has had in use (driver-reported drop
   /// of free memory since before the arena was allocated, sampled after
   /// load and after every step; at least the arena).
