@@ -766,9 +766,16 @@ Value KernelBuilder::blockReduce(Value value, bool isMax) {
 llvm::SmallVector<Value> KernelBuilder::blockStridedLoop(
     int64_t count, llvm::ArrayRef<Value> init,
     llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body) {
-  Value lower = threadIndex(), upper = idx(count), step = idx(kBlockSize);
+  return blockStridedLoop(idx(0), idx(count), init, body);
+}
+
+llvm::SmallVector<Value> KernelBuilder::blockStridedLoop(
+    Value begin, Value end, llvm::ArrayRef<Value> init,
+    llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body) {
+  Value lower = arith::AddIOp::create(b, begin, threadIndex());
+  Value step = idx(kBlockSize);
   auto loop = scf::ForOp::create(
-      b, lower, upper, step, init,
+      b, lower, end, step, init,
       [&](OpBuilder &nested, Location, Value iv, ValueRange args) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());

@@ -113,6 +113,12 @@ public:
                    llvm::function_ref<llvm::SmallVector<Value>(
                        Value j, llvm::ArrayRef<Value> acc)> body);
 
+  /// `for (j = begin + threadIdx; j < end; j += blockDim)`.
+  llvm::SmallVector<Value>
+  blockStridedLoop(Value begin, Value end, llvm::ArrayRef<Value> init,
+                   llvm::function_ref<llvm::SmallVector<Value>(
+                       Value j, llvm::ArrayRef<Value> acc)> body);
+
   /// `if (cond) { body }` without results.
   void ifThen(Value cond, llvm::function_ref<void()> body);
 

@@ -78,15 +78,41 @@ LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
   bool isMax = isa<tx::ReduceMaxOp>(op);
   bool isMean = isa<tx::ReduceMeanOp>(op);
 
+  // Few outputs over many elements (the gradient norm's sums of squares,
+  // a loss's mean): one block per output would leave the GPU idle, so
+  // |chunks| blocks per output reduce slices into f32 partials, and a second
+  // kernel reduces those. Both sum in a fixed order: deterministic.
+  int64_t chunks = 1;
+  if (outerCount < 256 && innerCount >= (1 << 16))
+    chunks = std::min<int64_t>(1024, innerCount / 8192);
+  int64_t chunkLength = (innerCount + chunks - 1) / chunks;
+  Type element = typeOf(result).getElementType();
+
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result},
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op),
+                   chunks == 1 ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{},
                    inputs.getArrayRef(), ctx.plan, /*workgroupFloats=*/32);
   auto &b = kb.builder();
-  Value o = kb.blockIndex();
+  Value partials;
+  unsigned partialBuffer = 0;
+  if (chunks > 1) {
+    partials = kb.insertBufferArgument(
+        0, MemRefType::get({outerCount * chunks}, b.getF32Type()));
+    partialBuffer = ctx.scratch(outerCount * chunks * 4, "reduction partials");
+  }
+  Value block = kb.blockIndex();
+  Value o = chunks == 1 ? block : Value(arith::DivUIOp::create(b, block, kb.idx(chunks)));
+  Value begin = kb.idx(0), end = kb.idx(innerCount);
+  if (chunks > 1) {
+    Value chunk = arith::RemUIOp::create(b, block, kb.idx(chunks));
+    begin = arith::MulIOp::create(b, chunk, kb.idx(chunkLength));
+    end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, kb.idx(chunkLength)),
+                                 kb.idx(innerCount));
+  }
   auto outerIndex = kb.delinearize(o, outer);
   Value identity = kb.f32(isMax ? -INFINITY : 0.0);
-  auto acc = kb.blockStridedLoop(innerCount, {identity}, [&](Value r, llvm::ArrayRef<Value> a) {
+  auto acc = kb.blockStridedLoop(begin, end, {identity}, [&](Value r, llvm::ArrayRef<Value> a) {
     auto innerIndex = kb.delinearize(r, inner);
     llvm::SmallVector<Value> full;
     unsigned oi = 0, ii = 0;
@@ -100,21 +126,54 @@ LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
     return llvm::SmallVector<Value>{next};
   });
   Value total = kb.blockReduce(acc[0], isMax);
-  if (isMean)
-    total = arith::DivFOp::create(b, total, kb.f32(static_cast<double>(innerCount)));
-  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
-  kb.ifThen(first, [&] {
-    Type element = typeOf(result).getElementType();
-    Value v = total;
-    if (element.isF64())
-      v = arith::ExtFOp::create(b, b.getF64Type(), v);
-    kb.store(result, o, kb.roundTo(v, element));
-  });
+  auto finalStore = [&](KernelBuilder &k, Value out, Value sum) {
+    auto &kbb = k.builder();
+    if (isMean)
+      sum = arith::DivFOp::create(kbb, sum, k.f32(static_cast<double>(innerCount)));
+    Value first = arith::CmpIOp::create(kbb, arith::CmpIPredicate::eq, k.threadIndex(), k.idx(0));
+    k.ifThen(first, [&] {
+      Value v = sum;
+      if (element.isF64())
+        v = arith::ExtFOp::create(kbb, kbb.getF64Type(), v);
+      k.store(result, out, k.roundTo(v, element));
+    });
+  };
+  if (chunks == 1) {
+    finalStore(kb, o, total);
+  } else {
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] { memref::StoreOp::create(b, total, partials, ValueRange{block}); });
+  }
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(outerCount, 1)),
-             ctx.buffersOf({result}), ctx.buffersOf(inputs.getArrayRef()));
+  if (chunks == 1) {
+    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(outerCount, 1)),
+               ctx.buffersOf({result}), ctx.buffersOf(inputs.getArrayRef()));
+    return success();
+  }
+  ctx.launch(kb, op, static_cast<unsigned>(outerCount * chunks), {partialBuffer},
+             ctx.buffersOf(inputs.getArrayRef()));
+  // Stage two: one block per output over its partials.
+  KernelBuilder fin(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan, 32);
+  auto &fb2 = fin.builder();
+  Value parts = fin.insertBufferArgument(
+      1, MemRefType::get({outerCount * chunks}, fb2.getF32Type()));
+  Value out = fin.blockIndex();
+  Value base = arith::MulIOp::create(fb2, out, fin.idx(chunks));
+  auto sums = fin.blockStridedLoop(chunks, {fin.f32(isMax ? -INFINITY : 0.0)},
+                                   [&](Value j, llvm::ArrayRef<Value> a) {
+    Value v = memref::LoadOp::create(fb2, parts, ValueRange{arith::AddIOp::create(fb2, base, j)});
+    Value next = isMax ? Value(arith::MaximumFOp::create(fb2, a[0], v))
+                       : Value(arith::AddFOp::create(fb2, a[0], v));
+    return llvm::SmallVector<Value>{next};
+  });
+  finalStore(fin, out, fin.blockReduce(sums[0], isMax));
+  fin.finish();
+  if (failed(fin.status()))
+    return failure();
+  ctx.launch(fin, op, static_cast<unsigned>(std::max<int64_t>(outerCount, 1)),
+             ctx.buffersOf({result}), {partialBuffer});
   return success();
 }
 
