@@ -159,6 +159,7 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Options &options,
   txopt::ONNXImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
   importOptions.inlineWeights = options.inlineWeights;
+  importOptions.allowShapeMismatch = options.allowShapeMismatch;
   if (llvm::StringRef(options.input).ends_with(".onnxtxt")) {
     auto buffer = llvm::MemoryBuffer::getFile(options.input, /*IsText=*/true);
     if (!buffer) {

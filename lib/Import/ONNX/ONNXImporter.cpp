@@ -178,6 +178,15 @@ private:
 LogicalResult GraphImporter::checkModel(const onnx::ModelProto &model) {
   if (!model.has_graph())
     return fail("the model has no graph (empty or truncated file?)");
+  // IR versions 3 (the first with opset_import) to kMaxIrVersion; the text
+  // form may leave it out (importONNXText supplies a default).
+  if (!model.has_ir_version())
+    return fail("ir_version is missing");
+  if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion)
+    return fail("ir_version " + std::to_string(model.ir_version()) +
+                " is not an ONNX IR version txopt reads (" +
+                std::to_string(kMinIrVersion) + " to " +
+                std::to_string(kMaxIrVersion) + ")");
   std::optional<int64_t> found;
   for (const onnx::OperatorSetIdProto &entry : model.opset_import()) {
     if (!isDefaultDomain(entry.domain()))
@@ -229,6 +238,9 @@ LogicalResult GraphImporter::checkNodes(const onnx::GraphProto &graph) {
         return fail(label + ": " + node.op_type() + " needs opset " +
                     std::to_string(since) + ", but the model imports opset " +
                     std::to_string(opset));
+      std::string error;
+      if (failed(checkNodeSchema(node, opset, label, error)))
+        return fail(error);
     }
   }
   return success();
@@ -573,9 +585,23 @@ LogicalResult GraphImporter::importOutputs(const onnx::GraphProto &graph,
           if (declared.shape().dim(d).has_dim_value() &&
               declared.shape().dim(d).dim_value() != type.getDimSize(d))
             same = false;
-        if (!same)
-          shared.warnings.push_back(what + " is declared with another shape than the computed " +
-                                    tx::formatShape(type.getShape()));
+        if (!same) {
+          std::string declaredShape = "[";
+          for (int d = 0; d < declared.shape().dim_size(); ++d) {
+            const auto &dim = declared.shape().dim(d);
+            declaredShape += (d ? ", " : "");
+            declaredShape += dim.has_dim_value()
+                                 ? std::to_string(dim.dim_value())
+                                 : std::string("?");
+          }
+          declaredShape += "]";
+          std::string message = what + " is declared with shape " +
+                                declaredShape + ", but the graph computes " +
+                                tx::formatShape(type.getShape());
+          if (!options.allowShapeMismatch)
+            return fail(message + " (--allow-shape-mismatch accepts it)");
+          shared.warnings.push_back(message);
+        }
       }
     }
     results.push_back(value);
@@ -790,6 +816,9 @@ OwningOpRef<ModuleOp> mlir::txopt::importONNXText(MLIRContext &context,
       error = quote(sourceName) + ": invalid ONNX text: " + message;
       return nullptr;
     }
+    // The text header (`<ir_version: 8, ...>`) is optional.
+    if (!model.has_ir_version())
+      model.set_ir_version(kDefaultTextIrVersion);
     GraphImporter importer(context, options, info, parentDir(sourceName),
                            sourceName);
     return importer.import(model, error);

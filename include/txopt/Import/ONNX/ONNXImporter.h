@@ -32,6 +32,10 @@ struct ONNXImportOptions {
   /// initializer stored as external data becomes a parameter with a
   /// `source` and its bytes are not read.
   bool inlineWeights = false;
+  /// Accept a graph output whose declared static shape contradicts the
+  /// computed one (a warning, as onnxruntime does) instead of failing the
+  /// import (`--allow-shape-mismatch`).
+  bool allowShapeMismatch = false;
 };
 
 /// Facts about the imported model, for `--report` and the summary.
