@@ -167,6 +167,11 @@ def main(directory):
     t.data_type = TensorProto.FLOAT
     t.float_data.extend([1.0, 2.0, 3.0])
     save(directory, "float_data_count.onnx", weight_model(t, [2, 3]))
+    # Both raw_data and float_data: which one wins is up to the reader.
+    t = raw_tensor("w", [2, 3], TensorProto.FLOAT,
+                   np.ones(6, np.float32).tobytes())
+    t.float_data.extend([2.0] * 6)
+    save(directory, "raw_and_float_data.onnx", weight_model(t, [2, 3]))
 
     # --- External data ---------------------------------------------------
     weights = np.arange(6, dtype=np.float32).reshape(2, 3)

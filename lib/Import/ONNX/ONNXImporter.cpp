@@ -745,6 +745,15 @@ std::string parentDir(llvm::StringRef path) {
   return parent.empty() ? "." : parent.str();
 }
 
+/// Parses and imports the serialized model |bytes| (read from |path|, whose
+/// folder external data is relative to). Exceptions reach the caller's
+/// guarded().
+OwningOpRef<ModuleOp> importModelBytes(MLIRContext &context,
+                                       llvm::StringRef bytes,
+                                       llvm::StringRef path,
+                                       const ONNXImportOptions &options,
+                                       ONNXImportInfo &info, std::string &error);
+
 } // namespace
 
 OwningOpRef<ModuleOp> mlir::txopt::importONNXFile(MLIRContext &context,
@@ -759,7 +768,30 @@ OwningOpRef<ModuleOp> mlir::txopt::importONNXFile(MLIRContext &context,
       error = "cannot read " + quote(path) + ": " + buffer.getError().message();
       return nullptr;
     }
-    llvm::StringRef bytes = (*buffer)->getBuffer();
+    return importModelBytes(context, (*buffer)->getBuffer(), path, options,
+                            info, error);
+  });
+}
+
+OwningOpRef<ModuleOp> mlir::txopt::importONNXBytes(MLIRContext &context,
+                                                   llvm::StringRef bytes,
+                                                   llvm::StringRef path,
+                                                   const ONNXImportOptions &options,
+                                                   ONNXImportInfo &info,
+                                                   std::string &error) {
+  return guarded(error, [&]() -> OwningOpRef<ModuleOp> {
+    return importModelBytes(context, bytes, path, options, info, error);
+  });
+}
+
+namespace {
+OwningOpRef<ModuleOp> importModelBytes(MLIRContext &context,
+                                       llvm::StringRef bytes,
+                                       llvm::StringRef path,
+                                       const ONNXImportOptions &options,
+                                       ONNXImportInfo &info,
+                                       std::string &error) {
+  {
     if (bytes.empty()) {
       error = quote(path) + " is empty, not an ONNX model";
       return nullptr;
@@ -781,8 +813,9 @@ OwningOpRef<ModuleOp> mlir::txopt::importONNXFile(MLIRContext &context,
     }
     GraphImporter importer(context, options, info, parentDir(path), path);
     return importer.import(model, error);
-  });
+  }
 }
+} // namespace
 
 OwningOpRef<ModuleOp> mlir::txopt::importONNXText(MLIRContext &context,
                                                   llvm::StringRef text,

@@ -22,6 +22,7 @@
 #include <algorithm>
 
 using namespace mlir;
+using namespace mlir::txopt;
 using namespace mlir::txopt::onnx_import;
 
 namespace {

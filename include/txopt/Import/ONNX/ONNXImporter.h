@@ -63,6 +63,14 @@ OwningOpRef<ModuleOp> importONNXFile(MLIRContext &context, llvm::StringRef path,
                                      const ONNXImportOptions &options,
                                      ONNXImportInfo &info, std::string &error);
 
+/// Imports the serialized ModelProto |bytes|, as if read from |path| (whose
+/// folder external data is resolved against). Same contract as
+/// importONNXFile; the fuzzer (fuzz/) feeds it.
+OwningOpRef<ModuleOp> importONNXBytes(MLIRContext &context, llvm::StringRef bytes,
+                                      llvm::StringRef path,
+                                      const ONNXImportOptions &options,
+                                      ONNXImportInfo &info, std::string &error);
+
 /// Imports a model written in ONNX textual syntax (onnx::OnnxParser), as the
 /// lit tests do. |sourceName| names the text in errors and `tx.source`, and
 /// its folder is where external data would be looked up. Same contract as
