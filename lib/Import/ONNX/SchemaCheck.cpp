@@ -8,7 +8,8 @@
 // and output counts in range. Where libonnx knows the opset (its C++
 // schemas; opsets up to 17 for ONNX 1.12) OpSchema::Verify does it; past
 // that, the importer's own table of the attributes each supported op
-// defines at opsets 18 to kMaxOpset does the attribute part.
+// defines at opsets 18 to kMaxOpset does the attribute part (and at any
+// opset where libonnx has no schema for the op).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,8 +45,9 @@ struct AttrSpec {
   int64_t since = 0; ///< first opset that defines it (0: all supported)
 };
 
-/// The attributes of each supported default-domain op at opsets 18 to 23
-/// (from the ONNX operator docs); used where libonnx's schemas stop.
+/// The attributes of each supported default-domain op at opsets 13 to 23
+/// (from the ONNX operator docs); used where libonnx's schemas stop. Ops
+/// without attributes have no entry.
 const llvm::StringMap<std::vector<AttrSpec>> &attributeTable() {
   static const llvm::StringMap<std::vector<AttrSpec>> table = {
       {"Mod", {{"fmod", kInt}}},
@@ -129,11 +131,11 @@ LogicalResult onnx_import::checkNodeSchema(const onnx::NodeProto &node,
         return failure();
       }
 
-  if (opset <= lastKnownOpset()) {
-    const onnx::OpSchema *schema =
-        onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset));
-    if (!schema)
-      return success(); // the importer's own checks decide
+  const onnx::OpSchema *schema =
+      opset <= lastKnownOpset()
+          ? onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset))
+          : nullptr;
+  if (schema) {
     try {
       // Verify reads the node's domain-less op_type; a node in "ai.onnx"
       // is the same op.
