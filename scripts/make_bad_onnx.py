@@ -612,11 +612,27 @@ def corpus_extreme_valid(c):
                               (step, "t"))]
         data = np.arange(20, dtype=np.float32).reshape(4, 5)
         m = model([node], [f32("x", [4, 5])], [f32("y", None)], inits)
-        # onnx's reference evaluator, not onnxruntime: onnxruntime reads
-        # end = INT64_MAX with a negative step as "to the front", where the
-        # spec (and onnx's shape inference) clamps it to dim - 1.
+        # The expected value from the spec's formula, not onnxruntime (which
+        # reads end = INT64_MAX with a negative step as "to the front" where
+        # the spec and onnx's shape inference clamp it to dim - 1) nor onnx's
+        # reference evaluator (whose Python slicing reads a clamped end of
+        # -1 as "the last element").
         c.add("slice_extreme_%d" % i, m, "ort", inputs={"x": data.tolist()},
-              oracle="reference")
+              expected={"y": slice_spec(data, start, end, 1, step).tolist()})
+
+
+def slice_spec(x, start, end, axis, step):
+    """ONNX Slice on one axis, as the operator spec words it."""
+    dim = x.shape[axis]
+    if start < 0:
+        start += dim
+    if end < 0:
+        end += dim
+    if step > 0:
+        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+    else:
+        start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+    return np.take(x, list(range(start, end, step)), axis=axis)
 
 
 def write_corpus(directory):

@@ -21,6 +21,7 @@
 #include "onnx/defs/schema.h"
 
 #include <algorithm>
+#include <cstdint>
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -42,7 +43,8 @@ enum Kind : int {
 struct AttrSpec {
   const char *name;
   int kind;
-  int64_t since = 0; ///< first opset that defines it (0: all supported)
+  int64_t since = 0;        ///< first opset that defines it (0: all supported)
+  int64_t until = INT64_MAX; ///< last opset that defines it
 };
 
 /// The attributes of each supported default-domain op at opsets 13 to 23
@@ -56,23 +58,25 @@ const llvm::StringMap<std::vector<AttrSpec>> &attributeTable() {
       {"Gather", {{"axis", kInt}}},
       {"GatherElements", {{"axis", kInt}}},
       {"GatherND", {{"batch_dims", kInt}}},
-      {"Reshape", {{"allowzero", kInt}}},
+      {"Reshape", {{"allowzero", kInt, 14}}},
       {"Flatten", {{"axis", kInt}}},
       {"Transpose", {{"perm", kInts}}},
       {"Split", {{"axis", kInt}, {"num_outputs", kInt, 18}}},
       {"Concat", {{"axis", kInt}}},
       {"Pad", {{"mode", kString}}},
       {"Trilu", {{"upper", kInt}}},
-      {"ReduceMean", {{"keepdims", kInt}, {"noop_with_empty_axes", kInt}}},
+      {"ReduceMean", {{"keepdims", kInt}, {"axes", kInts, 0, 17},
+                      {"noop_with_empty_axes", kInt, 18}}},
       {"ReduceSum", {{"keepdims", kInt}, {"noop_with_empty_axes", kInt}}},
-      {"ReduceMax", {{"keepdims", kInt}, {"noop_with_empty_axes", kInt}}},
+      {"ReduceMax", {{"keepdims", kInt}, {"axes", kInts, 0, 17},
+                     {"noop_with_empty_axes", kInt, 18}}},
       {"CumSum", {{"exclusive", kInt}, {"reverse", kInt}}},
       {"Softmax", {{"axis", kInt}}},
       {"LayerNormalization", {{"axis", kInt}, {"epsilon", kFloat}, {"stash_type", kInt}}},
       {"RMSNormalization", {{"axis", kInt}, {"epsilon", kFloat}, {"stash_type", kInt}}},
       {"SoftmaxCrossEntropyLoss", {{"ignore_index", kInt}, {"reduction", kString}}},
       {"Dropout", {{"seed", kInt}}},
-      {"Shape", {{"start", kInt}, {"end", kInt}}},
+      {"Shape", {{"start", kInt, 15}, {"end", kInt, 15}}},
       {"ConstantOfShape", {{"value", kTensor}}},
       {"Constant",
        {{"value", kTensor}, {"sparse_value", kSparse}, {"value_float", kFloat},
@@ -152,7 +156,8 @@ LogicalResult onnx_import::checkNodeSchema(const onnx::NodeProto &node,
               std::to_string(schema->SinceVersion()) + "): " + oneLine(e.what());
       return failure();
     }
-    return success();
+    // Some of libonnx's schemas accept any attribute (LayerNormalization
+    // in ONNX 1.12); the table below still applies.
   }
 
   auto it = attributeTable().find(node.op_type());
@@ -160,7 +165,8 @@ LogicalResult onnx_import::checkNodeSchema(const onnx::NodeProto &node,
     const AttrSpec *spec = nullptr;
     if (it != attributeTable().end())
       for (const AttrSpec &candidate : it->second)
-        if (attr.name() == candidate.name && opset >= candidate.since)
+        if (attr.name() == candidate.name && opset >= candidate.since &&
+            opset <= candidate.until)
           spec = &candidate;
     if (!spec) {
       error = label + ": attribute " + quote(attr.name()) + " is not defined by " +
