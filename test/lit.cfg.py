@@ -23,7 +23,8 @@ llvm_config.use_default_substitutions()
 
 tool_dirs = [config.txopt_tools_dir, config.llvm_tools_dir]
 tools = ["txopt", "txopt-opt", "txopt-run", "txopt-capi-test",
-         "txopt-float-formats-test", "txopt-fp8-convert-test", "mlir-opt"]
+         "txopt-float-formats-test", "txopt-fp8-convert-test",
+         "txopt-fp8-scale-property-test", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.add_tool_substitutions(["txrun", "txrt-info"], [config.txrt_tools_dir])
 # GPU tests say `REQUIRES: cuda-gpu` (skipped, visibly, on machines without

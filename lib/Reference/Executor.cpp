@@ -15,6 +15,7 @@
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -77,6 +78,9 @@ llvm::Expected<const Tensor *> Executor::getParameter(llvm::StringRef name) {
   // A sourced parameter is read from its file now, on first use, through
   // the same path and bounds checks as the importer (WeightSource.h); that
   // error already names the parameter and the file.
+  if (llvm::Error err = checkTensorBudget(parameter.getType(),
+                                          "parameter '" + name + "'", heldBytes))
+    return std::move(err);
   std::optional<llvm::Expected<Tensor>> loaded;
   if (parameter.isSourced()) {
     auto bytes = tx::readParameterBytes(parameter, module);
@@ -92,6 +96,7 @@ llvm::Expected<const Tensor *> Executor::getParameter(llvm::StringRef name) {
                                    "': " + llvm::toString(value.takeError()));
   if (!options.computeInF64)
     roundToElementType(*value);
+  heldBytes += storageBytes(value->getShape()).value_or(0);
   return &parameters.insert({name, std::move(*value)}).first->second;
 }
 
@@ -111,11 +116,27 @@ llvm::Expected<Tensor> Executor::evaluateConstant(Operation *op) {
   auto it = constants.find(op);
   if (it != constants.end())
     return it->second;
-  auto value = Tensor::fromAttr(cast<tx::ConstantOp>(op).getValue());
+  ElementsAttr attr = cast<tx::ConstantOp>(op).getValue();
+  // A splat constant is tiny in the IR, but the executor stores every
+  // element: check its size before materializing it (twice: the cached
+  // copy and the value).
+  if (auto type = dyn_cast<RankedTensorType>(attr.getType())) {
+    std::optional<uint64_t> bytes = storageBytes(type.getShape());
+    if (bytes)
+      bytes = llvm::checkedMulUnsigned<uint64_t>(*bytes, 2);
+    std::string typeText;
+    llvm::raw_string_ostream os(typeText);
+    os << type;
+    if (llvm::Error err = checkBudget("its value (" + typeText + ")", bytes,
+                                      heldBytes + liveBytes))
+      return opError(op, llvm::toString(std::move(err)));
+  }
+  auto value = Tensor::fromAttr(attr);
   if (!value)
     return opError(op, llvm::toString(value.takeError()));
   if (!options.computeInF64)
     roundToElementType(*value);
+  heldBytes += storageBytes(value->getShape()).value_or(0);
   constants[op] = *value;
   return std::move(*value);
 }
@@ -174,6 +195,13 @@ Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
     remainingUses[value] = uses;
   };
 
+  // Bytes held by live values (arguments and op results not yet dropped):
+  // every op's results are checked against the memory budget on top of it
+  // before the kernel allocates them.
+  liveBytes = 0;
+  auto bytesOf = [](const Tensor &tensor) {
+    return storageBytes(tensor.getShape()).value_or(0);
+  };
   for (auto [index, argument] : llvm::enumerate(block.getArguments())) {
     const Tensor &given = arguments[index];
     if (given.getType() != argument.getType()) {
@@ -187,6 +215,7 @@ Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
     Tensor value = given;
     if (!options.computeInF64)
       roundToElementType(value);
+    liveBytes += bytesOf(value);
     values[argument] = std::move(value);
     countUses(argument);
   }
@@ -200,6 +229,23 @@ Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
     }
 
     llvm::SmallVector<Tensor, 2> results;
+    if (!isa<tx::ConstantOp>(op)) {
+      std::optional<uint64_t> needed = 0;
+      std::string types;
+      for (Type type : op.getResultTypes()) {
+        auto ranked = dyn_cast<RankedTensorType>(type);
+        if (!ranked || !ranked.hasStaticShape())
+          continue;
+        std::optional<uint64_t> bytes = storageBytes(ranked.getShape());
+        needed = needed && bytes ? llvm::checkedAddUnsigned(*needed, *bytes)
+                                 : std::nullopt;
+        llvm::raw_string_ostream os(types);
+        os << (types.empty() ? "" : ", ") << type;
+      }
+      if (llvm::Error err = checkBudget("its result (" + types + ")", needed,
+                                        liveBytes + heldBytes))
+        return opError(&op, llvm::toString(std::move(err)));
+    }
     if (isa<tx::ConstantOp>(op)) {
       auto value = evaluateConstant(&op);
       if (!value)
@@ -257,10 +303,16 @@ Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
     // Drop operands whose last use this was.
     for (Value operand : op.getOperands()) {
       auto it = remainingUses.find(operand);
-      if (it != remainingUses.end() && --it->second == 0)
-        values.erase(operand);
+      if (it != remainingUses.end() && --it->second == 0) {
+        auto value = values.find(operand);
+        if (value != values.end()) {
+          liveBytes -= std::min(liveBytes, bytesOf(value->second));
+          values.erase(value);
+        }
+      }
     }
     for (auto [result, tensor] : llvm::zip(op.getResults(), results)) {
+      liveBytes += bytesOf(tensor);
       values[result] = std::move(tensor);
       countUses(result);
     }

@@ -94,6 +94,15 @@ void evalScaleUpdate(tx::FP8ScaleUpdateOp op, llvm::ArrayRef<const Tensor *> in,
   double newScale = (std::isfinite(amax) && amax > 0.0) ? r32(scaledMax / amax)
                                                         : scale;
   newScale = clampInfiniteScale(newScale);
+  // The mirror image: a finite amax near the f32 maximum with a large margin
+  // (or a margin past ~150 binades) gives a scale that underflows f32 to a
+  // denormal or 0, which would zero every cast and make scale_inv infinite.
+  // It becomes the smallest normal f32 instead, whose inverse is finite.
+  // (TE does not guard this case; no amax a real tensor produces reaches it
+  // at margins below 100.)
+  const double smallestNormal = std::numeric_limits<float>::min();
+  if (newScale < smallestNormal && !(scale < smallestNormal))
+    newScale = smallestNormal;
 
   Tensor scaleOut = makeResult(op, 1), scaleInvOut = makeResult(op, 2);
   scaleOut.floats()[0] = newScale;

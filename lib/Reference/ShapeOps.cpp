@@ -243,7 +243,8 @@ Tensor evalTrilu(tx::TriluOp op, const Tensor &input) {
   std::vector<int64_t> map(result.getNumElements());
   for (int64_t i = 0, n = result.getNumElements(); i < n; ++i) {
     int64_t col = i % cols, row = (i / cols) % rows;
-    bool keep = upper ? col >= row + k : col <= row + k;
+    // col - row cannot overflow; row + k can (k near INT64_MAX).
+    bool keep = upper ? col - row >= k : col - row <= k;
     map[i] = keep ? i : -1;
   }
   return gatherMap(std::move(result), input, map);

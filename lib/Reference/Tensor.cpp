@@ -13,18 +13,108 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include <unistd.h>
+
 using namespace mlir;
 using namespace mlir::txopt::reference;
 
+//===----------------------------------------------------------------------===//
+// Memory budget
+//===----------------------------------------------------------------------===//
+
+static std::atomic<uint64_t> &budgetStorage() {
+  static std::atomic<uint64_t> budget{defaultMemoryBudget()};
+  return budget;
+}
+
+uint64_t mlir::txopt::reference::defaultMemoryBudget() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return 0;
+  return llvm::checkedMulUnsigned<uint64_t>(pages, pageSize)
+      .value_or(std::numeric_limits<uint64_t>::max());
+}
+
+uint64_t mlir::txopt::reference::getMemoryBudget() { return budgetStorage(); }
+
+void mlir::txopt::reference::setMemoryBudget(uint64_t bytes) {
+  budgetStorage() = bytes;
+}
+
+std::optional<uint64_t>
+mlir::txopt::reference::storageBytes(llvm::ArrayRef<int64_t> shape) {
+  uint64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    std::optional<uint64_t> next =
+        llvm::checkedMulUnsigned<uint64_t>(count, static_cast<uint64_t>(d));
+    if (!next)
+      return std::nullopt;
+    count = *next;
+  }
+  return llvm::checkedMulUnsigned<uint64_t>(count, sizeof(double));
+}
+
+llvm::Error mlir::txopt::reference::checkBudget(const llvm::Twine &what,
+                                                std::optional<uint64_t> bytes,
+                                                uint64_t inUse) {
+  uint64_t budget = getMemoryBudget();
+  if (!bytes)
+    return llvm::createStringError(what + " needs more than 2^64 bytes");
+  if (budget == 0)
+    return llvm::Error::success();
+  std::optional<uint64_t> total = llvm::checkedAddUnsigned(*bytes, inUse);
+  if (total && *total <= budget)
+    return llvm::Error::success();
+  std::string used =
+      inUse ? " with " + std::to_string(inUse) + " bytes already in use" : "";
+  return llvm::createStringError(what + " needs " + std::to_string(*bytes) +
+                                 " bytes, more than the memory budget of " +
+                                 std::to_string(budget) + " bytes" + used +
+                                 " (--max-memory)");
+}
+
+llvm::Error mlir::txopt::reference::checkTensorBudget(RankedTensorType type,
+                                                      const llvm::Twine &what,
+                                                      uint64_t inUse) {
+  std::string typeText;
+  llvm::raw_string_ostream os(typeText);
+  os << type;
+  if (!type.hasStaticShape())
+    return llvm::createStringError(what + " (" + typeText +
+                                   ") is not statically shaped");
+  return checkBudget(what + " (" + typeText + ")", storageBytes(type.getShape()),
+                     inUse);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor
+//===----------------------------------------------------------------------===//
+
 Tensor::Tensor(Type elementType, llvm::ArrayRef<int64_t> shape)
     : elementType(elementType), shape(shape.begin(), shape.end()) {
-  numElements = 1;
-  for (int64_t d : shape)
-    numElements *= d;
+  std::optional<uint64_t> bytes = storageBytes(shape);
+  uint64_t budget = getMemoryBudget();
+  if (!bytes || (budget && *bytes > budget)) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    os << "a tensor of shape " << RankedTensorType::get(shape, elementType)
+       << " needs "
+       << (bytes ? std::to_string(*bytes) + " bytes" : "more than 2^64 bytes")
+       << ", more than the memory budget of " << budget
+       << " bytes (--max-memory)";
+    throw TensorBudgetError(message);
+  }
+  numElements = static_cast<int64_t>(*bytes / sizeof(double));
   floatStorage = isa<FloatType>(elementType);
   if (floatStorage)
     floatData.assign(numElements, 0.0);

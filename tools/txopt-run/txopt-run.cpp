@@ -22,6 +22,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -99,6 +100,14 @@ OPTIONS:
                           integer .npy or an llm.c .bin token file; step k
                           reads the next window of batch size tokens, the
                           labels argument the same window shifted by one.
+  --max-memory BYTES      Budget for the executor's tensors (8 bytes per
+                          element whatever the type; a K, M, G or T suffix
+                          multiplies by 2^10, 2^20, 2^30, 2^40; 0: no
+                          limit). Default: the machine's physical memory.
+                          An argument, constant, parameter or op result
+                          that would not fit (with the values live at that
+                          point) stops the run with an error naming it and
+                          the bytes it needs (exit 1).
   --help                  Print this help.
 
 OUTPUT: one line per result, in order: `NAME = VALUE` for a 0-d result, else
@@ -122,8 +131,29 @@ struct Options {
   std::optional<std::string> dataPath;
   std::optional<double> lr;
   txopt_run::RunFlags run; // checkpoints, schedule, log (Steps.h)
+  std::optional<uint64_t> maxMemory;
   bool help = false;
 };
+
+/// "123", "64K", "2G", ...: bytes with an optional binary suffix.
+std::optional<uint64_t> parseBytes(llvm::StringRef text) {
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    switch (llvm::toUpper(text.back())) {
+    case 'K': scale = uint64_t(1) << 10; break;
+    case 'M': scale = uint64_t(1) << 20; break;
+    case 'G': scale = uint64_t(1) << 30; break;
+    case 'T': scale = uint64_t(1) << 40; break;
+    default: break;
+    }
+    if (scale != 1)
+      text = text.drop_back();
+  }
+  uint64_t value;
+  if (text.empty() || text.getAsInteger(10, value))
+    return std::nullopt;
+  return llvm::checkedMulUnsigned(value, scale);
+}
 
 /// `--name=value` or `--name value`.
 bool takeValue(int argc, char **argv, int &i, llvm::StringRef name,
@@ -261,6 +291,17 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       options.lr = lr;
       continue;
     }
+    if (!takeValue(argc, argv, i, "max-memory", value, error, matched))
+      return false;
+    if (matched) {
+      options.maxMemory = parseBytes(value);
+      if (!options.maxMemory) {
+        error = "expected --max-memory BYTES (an integer, optionally with a "
+                "K, M, G or T suffix), but got '" + value + "'";
+        return false;
+      }
+      continue;
+    }
     if (!takeValue(argc, argv, i, "print-limit", value, error, matched))
       return false;
     if (matched) {
@@ -367,9 +408,7 @@ func::FuncOp pickFunction(ModuleOp module, const Options &options,
   return {};
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+int runMain(int argc, char **argv) {
   Options options;
   std::string error;
   if (!parseOptions(argc, argv, options, error))
@@ -378,6 +417,8 @@ int main(int argc, char **argv) {
     llvm::outs() << kHelp << "\n" << txopt_run::runFlagsHelp();
     return kSuccess;
   }
+  if (options.maxMemory)
+    setMemoryBudget(*options.maxMemory);
 
   DialectRegistry registry;
   mlir::txopt::registerAllDialects(registry);
@@ -466,6 +507,19 @@ int main(int argc, char **argv) {
     if (!findArg(name))
       return unknownArg("--int-range", name);
 
+  // Every argument is materialized before the first op runs: check their
+  // sizes together against the budget before allocating any.
+  uint64_t argumentBytes = 0;
+  for (unsigned i = 0; i < numArgs; ++i) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (!type || !type.hasStaticShape())
+      continue;
+    if (llvm::Error err = checkTensorBudget(
+            type, "argument '" + argNames[i] + "'", argumentBytes))
+      return fail(kRunError, llvm::toString(std::move(err)));
+    argumentBytes += *storageBytes(type.getShape());
+  }
+
   if (options.steps) {
     Executor executor(*module, options.executor);
     txopt_run::StepOptions stepOptions;
@@ -540,4 +594,21 @@ int main(int argc, char **argv) {
     }
   }
   return kSuccess;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // The size checks above and in the executor come first; this is the last
+  // resort, so that no exception escapes as an abort.
+  try {
+    return runMain(argc, argv);
+  } catch (const TensorBudgetError &e) {
+    return fail(kRunError, e.what());
+  } catch (const std::bad_alloc &) {
+    return fail(kRunError, "out of memory (lower the model's sizes, or see "
+                           "--max-memory)");
+  } catch (const std::exception &e) {
+    return fail(kRunError, std::string("internal error: ") + e.what());
+  }
 }

@@ -32,6 +32,9 @@ OPTIONS:
                           the IR as dense values. By default they stay in
                           their file: the IR records file, offset and length
                           (see docs/Import.md) and nothing reads them.
+  --allow-shape-mismatch  Accept a graph output whose declared shape
+                          contradicts the shape txopt computes (a warning
+                          instead of an error).
   --no-fuse=LIST          Skip fusions: comma-separated 'norms', 'optimizer'
                           or 'all'.
   --report=FILE           Write a JSON report: what was imported, fused, and
@@ -302,6 +305,8 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       options.printLocations = true;
     } else if (arg == "--inline-weights") {
       options.inlineWeights = true;
+    } else if (arg == "--allow-shape-mismatch") {
+      options.allowShapeMismatch = true;
     } else if (arg == "-o") {
       if (i + 1 >= argc) {
         error = "option '-o' needs a file name";

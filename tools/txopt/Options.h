@@ -31,6 +31,7 @@ struct Options {
   bool quiet = false;
   bool printLocations = false;
   bool inlineWeights = false; ///< --inline-weights: external data into the IR
+  bool allowShapeMismatch = false; ///< --allow-shape-mismatch
   bool fuseNorms = true;     ///< off with --no-fuse=norms
   bool fuseOptimizer = true; ///< off with --no-fuse=optimizer
   /// --train and the options of the step it builds (see TrainStep.h);

@@ -159,6 +159,7 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Options &options,
   txopt::ONNXImportOptions importOptions;
   importOptions.inputShapes = options.inputShapes;
   importOptions.inlineWeights = options.inlineWeights;
+  importOptions.allowShapeMismatch = options.allowShapeMismatch;
   if (llvm::StringRef(options.input).ends_with(".onnxtxt")) {
     auto buffer = llvm::MemoryBuffer::getFile(options.input, /*IsText=*/true);
     if (!buffer) {
@@ -173,7 +174,22 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Options &options,
 }
 } // namespace
 
+static int runMain(int argc, char **argv);
+
 int main(int argc, char **argv) {
+  // The importer catches its own exceptions; this is the last resort for
+  // the rest (an allocation failure in a pass), so that nothing escapes as
+  // an abort.
+  try {
+    return runMain(argc, argv);
+  } catch (const std::bad_alloc &) {
+    return fail(kCompileError, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(kCompileError, std::string("internal error: ") + e.what());
+  }
+}
+
+static int runMain(int argc, char **argv) {
   Options options;
   std::string error;
   if (!parseOptions(argc, argv, options, error))

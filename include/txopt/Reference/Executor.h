@@ -82,6 +82,10 @@ private:
   ExecutorOptions options;
   llvm::StringMap<Tensor> parameters;
   llvm::DenseMap<Operation *, Tensor> constants;
+  /// Bytes held by `parameters` and `constants` (for the memory budget).
+  uint64_t heldBytes = 0;
+  /// Bytes held by the live values of the run in progress.
+  uint64_t liveBytes = 0;
 };
 
 /// Describes |loc| for a one-line message: `'node name'` for a NameLoc (what

@@ -19,16 +19,60 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace mlir::txopt::reference {
 
+//===----------------------------------------------------------------------===//
+// Memory budget
+//===----------------------------------------------------------------------===//
+//
+// Every tensor stores 8 bytes per element (a double or an int64_t), whatever
+// its element type. A model that import accepts may still ask for a tensor
+// larger than the machine (a 2^31 input dim, a 2^37-element splat constant),
+// so the executor and txopt-run check sizes against a process-wide budget
+// before they allocate, and report the value at fault; the Tensor
+// constructor checks again as a last resort and throws TensorBudgetError
+// (tools catch it at main and print one line).
+
+/// Bytes the executor stores for a tensor of |shape| (8 per element), or
+/// std::nullopt when a dim is negative or the count overflows 64 bits.
+std::optional<uint64_t> storageBytes(llvm::ArrayRef<int64_t> shape);
+
+/// The budget for tensors, in bytes (0: unlimited). Defaults to
+/// defaultMemoryBudget().
+uint64_t getMemoryBudget();
+void setMemoryBudget(uint64_t bytes);
+/// The machine's physical memory (sysconf _SC_PHYS_PAGES * _SC_PAGE_SIZE),
+/// or 0 (unlimited) when it cannot be read.
+uint64_t defaultMemoryBudget();
+
+/// Fails unless |bytes| more (on top of |inUse|) fit in the budget. The
+/// message reads "<what> needs N bytes, more than the memory budget of M
+/// bytes (--max-memory)" (with the bytes already in use, when any).
+llvm::Error checkBudget(const llvm::Twine &what, std::optional<uint64_t> bytes,
+                        uint64_t inUse = 0);
+/// checkBudget for a tensor of |type|; |what| names the value, and the
+/// message adds the type.
+llvm::Error checkTensorBudget(RankedTensorType type, const llvm::Twine &what,
+                              uint64_t inUse = 0);
+
+/// What the Tensor constructor throws for a shape over the budget (or whose
+/// size overflows): the last resort behind the checks above.
+class TensorBudgetError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 class Tensor {
 public:
   Tensor() = default;
   /// A zero-filled tensor of |shape| with |elementType| (a FloatType or a
-  /// signless IntegerType).
+  /// signless IntegerType). Throws TensorBudgetError when the tensor does
+  /// not fit in the memory budget (callers check first; see above).
   Tensor(Type elementType, llvm::ArrayRef<int64_t> shape);
   Tensor(RankedTensorType type) : Tensor(type.getElementType(), type.getShape()) {}
 

@@ -704,7 +704,10 @@ onnx_import::evaluateOp(Operation *op, llvm::ArrayRef<DenseElementsAttr> operand
     Values out;
     for (int64_t e = 0; e < resultType.getNumElements(); ++e) {
       int64_t j = e % cols, i = (e / cols) % rows;
-      bool keep = upper ? j >= i + k : j <= i + k;
+      // Compare the diagonal offset j - i (|j - i| < 2^40) with k: i + k
+      // overflows for k near INT64_MAX, and any k is valid (beyond the
+      // matrix it keeps all or nothing).
+      bool keep = upper ? j - i >= k : j - i <= k;
       if (floatResult)
         out.floats.push_back(keep ? lits[0].f(e) : 0.0);
       else

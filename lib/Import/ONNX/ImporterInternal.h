@@ -45,6 +45,13 @@ constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
 /// text does not balloon with folded data (splats fold at any size).
 constexpr int64_t kMaxFoldElements = int64_t(1) << 16;
 
+/// ONNX IR versions a model may declare: 3 introduced opset_import, and
+/// 14 is the newest the onnx package this was checked with writes. Models
+/// in ONNX text that leave the header out get kDefaultTextIrVersion.
+constexpr int64_t kMinIrVersion = 3;
+constexpr int64_t kMaxIrVersion = 14;
+constexpr int64_t kDefaultTextIrVersion = 8;
+
 /// Supported default-domain (ai.onnx) opsets.
 constexpr int64_t kMinOpset = 13;
 constexpr int64_t kMaxOpset = 23;
@@ -299,6 +306,13 @@ LogicalResult importNode(NodeImporter &importer, llvm::StringRef domain);
 /// True when |domain| / |opType| has a mapping (for the up-front check that
 /// names every unsupported node before any IR is built).
 bool isSupportedOp(llvm::StringRef domain, llvm::StringRef opType);
+
+/// Checks a default-domain |node| against its op's schema at |opset|:
+/// attributes the op does not define there, attribute kinds, input and
+/// output counts (SchemaCheck.cpp). Other domains pass. On failure sets
+/// |error| to "<label>: ..." (one line).
+LogicalResult checkNodeSchema(const onnx::NodeProto &node, int64_t opset,
+                              const std::string &label, std::string &error);
 
 /// Default-domain opset that introduced |opType| as tx imports it, e.g. 17
 /// for LayerNormalization; 0 when any supported opset will do.

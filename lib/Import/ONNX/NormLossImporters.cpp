@@ -186,6 +186,20 @@ LogicalResult onnx_import::importDropout(NodeImporter &n) {
   auto seed = n.attrOptionalInt("seed");
   if (failed(n.expectInputs(1, 3)) || failed(seed))
     return failure();
+  // ONNX types ratio as a float tensor (T1) and training_mode as bool
+  // (T2); anything else is an invalid model, not a value to convert.
+  if (n.has(1) && !llvm::isa<FloatType>(n.type(1).getElementType()))
+    return n.fail("ratio (input " + quote(n.node.input(1)) +
+                  ") must be a float tensor, but has element type " +
+                  [&] {
+                    std::string text;
+                    llvm::raw_string_ostream os(text);
+                    os << n.type(1).getElementType();
+                    return text;
+                  }());
+  if (n.has(2) && !n.type(2).getElementType().isInteger(1))
+    return n.fail("training_mode (input " + quote(n.node.input(2)) +
+                  ") must be a bool tensor");
   bool training = false;
   if (n.has(2)) {
     auto mode = n.constantScalar(2, "training_mode");

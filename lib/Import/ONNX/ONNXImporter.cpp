@@ -178,6 +178,15 @@ private:
 LogicalResult GraphImporter::checkModel(const onnx::ModelProto &model) {
   if (!model.has_graph())
     return fail("the model has no graph (empty or truncated file?)");
+  // IR versions 3 (the first with opset_import) to kMaxIrVersion; the text
+  // form may leave it out (importONNXText supplies a default).
+  if (!model.has_ir_version())
+    return fail("ir_version is missing");
+  if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion)
+    return fail("ir_version " + std::to_string(model.ir_version()) +
+                " is not an ONNX IR version txopt reads (" +
+                std::to_string(kMinIrVersion) + " to " +
+                std::to_string(kMaxIrVersion) + ")");
   std::optional<int64_t> found;
   for (const onnx::OperatorSetIdProto &entry : model.opset_import()) {
     if (!isDefaultDomain(entry.domain()))
@@ -229,6 +238,9 @@ LogicalResult GraphImporter::checkNodes(const onnx::GraphProto &graph) {
         return fail(label + ": " + node.op_type() + " needs opset " +
                     std::to_string(since) + ", but the model imports opset " +
                     std::to_string(opset));
+      std::string error;
+      if (failed(checkNodeSchema(node, opset, label, error)))
+        return fail(error);
     }
   }
   return success();
@@ -573,9 +585,23 @@ LogicalResult GraphImporter::importOutputs(const onnx::GraphProto &graph,
           if (declared.shape().dim(d).has_dim_value() &&
               declared.shape().dim(d).dim_value() != type.getDimSize(d))
             same = false;
-        if (!same)
-          shared.warnings.push_back(what + " is declared with another shape than the computed " +
-                                    tx::formatShape(type.getShape()));
+        if (!same) {
+          std::string declaredShape = "[";
+          for (int d = 0; d < declared.shape().dim_size(); ++d) {
+            const auto &dim = declared.shape().dim(d);
+            declaredShape += (d ? ", " : "");
+            declaredShape += dim.has_dim_value()
+                                 ? std::to_string(dim.dim_value())
+                                 : std::string("?");
+          }
+          declaredShape += "]";
+          std::string message = what + " is declared with shape " +
+                                declaredShape + ", but the graph computes " +
+                                tx::formatShape(type.getShape());
+          if (!options.allowShapeMismatch)
+            return fail(message + " (--allow-shape-mismatch accepts it)");
+          shared.warnings.push_back(message);
+        }
       }
     }
     results.push_back(value);
@@ -719,6 +745,15 @@ std::string parentDir(llvm::StringRef path) {
   return parent.empty() ? "." : parent.str();
 }
 
+/// Parses and imports the serialized model |bytes| (read from |path|, whose
+/// folder external data is relative to). Exceptions reach the caller's
+/// guarded().
+OwningOpRef<ModuleOp> importModelBytes(MLIRContext &context,
+                                       llvm::StringRef bytes,
+                                       llvm::StringRef path,
+                                       const ONNXImportOptions &options,
+                                       ONNXImportInfo &info, std::string &error);
+
 } // namespace
 
 OwningOpRef<ModuleOp> mlir::txopt::importONNXFile(MLIRContext &context,
@@ -733,7 +768,30 @@ OwningOpRef<ModuleOp> mlir::txopt::importONNXFile(MLIRContext &context,
       error = "cannot read " + quote(path) + ": " + buffer.getError().message();
       return nullptr;
     }
-    llvm::StringRef bytes = (*buffer)->getBuffer();
+    return importModelBytes(context, (*buffer)->getBuffer(), path, options,
+                            info, error);
+  });
+}
+
+OwningOpRef<ModuleOp> mlir::txopt::importONNXBytes(MLIRContext &context,
+                                                   llvm::StringRef bytes,
+                                                   llvm::StringRef path,
+                                                   const ONNXImportOptions &options,
+                                                   ONNXImportInfo &info,
+                                                   std::string &error) {
+  return guarded(error, [&]() -> OwningOpRef<ModuleOp> {
+    return importModelBytes(context, bytes, path, options, info, error);
+  });
+}
+
+namespace {
+OwningOpRef<ModuleOp> importModelBytes(MLIRContext &context,
+                                       llvm::StringRef bytes,
+                                       llvm::StringRef path,
+                                       const ONNXImportOptions &options,
+                                       ONNXImportInfo &info,
+                                       std::string &error) {
+  {
     if (bytes.empty()) {
       error = quote(path) + " is empty, not an ONNX model";
       return nullptr;
@@ -755,8 +813,9 @@ OwningOpRef<ModuleOp> mlir::txopt::importONNXFile(MLIRContext &context,
     }
     GraphImporter importer(context, options, info, parentDir(path), path);
     return importer.import(model, error);
-  });
+  }
 }
+} // namespace
 
 OwningOpRef<ModuleOp> mlir::txopt::importONNXText(MLIRContext &context,
                                                   llvm::StringRef text,
@@ -790,6 +849,9 @@ OwningOpRef<ModuleOp> mlir::txopt::importONNXText(MLIRContext &context,
       error = quote(sourceName) + ": invalid ONNX text: " + message;
       return nullptr;
     }
+    // The text header (`<ir_version: 8, ...>`) is optional.
+    if (!model.has_ir_version())
+      model.set_ir_version(kDefaultTextIrVersion);
     GraphImporter importer(context, options, info, parentDir(sourceName),
                            sourceName);
     return importer.import(model, error);

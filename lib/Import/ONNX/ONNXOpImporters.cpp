@@ -17,6 +17,9 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <limits>
 
 #include <type_traits>
 
@@ -135,10 +138,38 @@ LogicalResult importGemm(NodeImporter &n) {
                                   n.named("transB", b.getBoolAttr(*transB != 0))}));
 }
 
+/// Constant indices must lie in [-dim, dim) along the gathered axis: ONNX
+/// leaves an index out of range undefined, so such a model is invalid, and
+/// the importer says so instead of leaving it to txopt-run.
+LogicalResult checkConstantIndices(NodeImporter &n, int64_t axis) {
+  DenseElementsAttr indices = n.constantInput(1);
+  if (!indices || !llvm::isa<IntegerType>(indices.getElementType()))
+    return success();
+  auto normalized = axisFor(n, axis, n.type(0).getRank());
+  if (failed(normalized))
+    return failure();
+  int64_t dim = n.type(0).getDimSize(*normalized);
+  int64_t position = 0;
+  for (const APInt &value : indices.getValues<APInt>()) {
+    int64_t index = value.getBitWidth() == 1
+                        ? static_cast<int64_t>(value.getZExtValue())
+                        : value.getSExtValue();
+    if (index < -dim || index >= dim)
+      return n.fail("index " + std::to_string(index) + " (element " +
+                    std::to_string(position) + " of the constant indices " +
+                    quote(n.node.input(1)) + ") is out of range for dim " +
+                    std::to_string(*normalized) + " of size " +
+                    std::to_string(dim));
+    ++position;
+  }
+  return success();
+}
+
 template <typename OpTy>
 LogicalResult importGather(NodeImporter &n) {
   auto axis = n.attrInt("axis", 0);
-  if (failed(n.expectInputs(2, 2)) || failed(axis))
+  if (failed(n.expectInputs(2, 2)) || failed(axis) ||
+      failed(checkConstantIndices(n, *axis)))
     return failure();
   return setOne(n, n.createOne<OpTy>(
                        {n.input(0), n.input(1)},
@@ -355,7 +386,9 @@ LogicalResult importSplit(NodeImporter &n) {
     if (size < 0 || size > dim)
       return n.fail("the split sizes " + tx::formatShape(sizes) +
                     " are invalid for dim " + std::to_string(dim));
-    total += size;
+    // Each size is at most dim, but enough of them overflow a plain sum.
+    total = llvm::checkedAdd(total, size).value_or(
+        std::numeric_limits<int64_t>::max());
   }
   if (total != dim)
     return n.fail("the split sizes " + tx::formatShape(sizes) + " sum to " +
@@ -537,9 +570,12 @@ LogicalResult importPad(NodeImporter &n) {
     full[axes[i]] = pads[i];
     full[axes[i] + rank] = pads[i + axes.size()];
   }
+  // (Not std::abs: INT64_MIN has no absolute value.)
+  auto absurd = [](int64_t pad) {
+    return pad > kMaxTensorElements || pad < -kMaxTensorElements;
+  };
   for (int64_t d = 0; d < rank; ++d)
-    if (std::abs(full[d]) > kMaxTensorElements ||
-        std::abs(full[d + rank]) > kMaxTensorElements)
+    if (absurd(full[d]) || absurd(full[d + rank]))
       return n.fail("pads " + tx::formatShape(full) + " are absurdly large");
   double value = 0.0;
   if (n.has(2)) {

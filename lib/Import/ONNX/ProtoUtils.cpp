@@ -203,6 +203,31 @@ onnx_import::convertTensorType(MLIRContext *context,
     return fail("has more than 2^40 elements");
   if (tensor.has_segment())
     return fail("is segmented, which is not supported");
+  // A tensor keeps its data in exactly one place; two would leave it to the
+  // reader which one wins (onnxruntime and onnx's numpy_helper differ).
+  llvm::SmallVector<const char *, 2> fields;
+  if (tensor.has_raw_data())
+    fields.push_back("raw_data");
+  if (tensor.float_data_size())
+    fields.push_back("float_data");
+  if (tensor.int32_data_size())
+    fields.push_back("int32_data");
+  if (tensor.string_data_size())
+    fields.push_back("string_data");
+  if (tensor.int64_data_size())
+    fields.push_back("int64_data");
+  if (tensor.double_data_size())
+    fields.push_back("double_data");
+  if (tensor.uint64_data_size())
+    fields.push_back("uint64_data");
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    fields.push_back("external data");
+  else if (tensor.external_data_size())
+    return fail("has external_data entries, but its data_location is not "
+                "EXTERNAL");
+  if (fields.size() > 1)
+    return fail("holds data in both " + llvm::Twine(fields[0]) + " and " +
+                fields[1] + "; a tensor has one data field");
   return RankedTensorType::get(dims, elementType);
 }
 

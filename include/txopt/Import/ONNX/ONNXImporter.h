@@ -32,6 +32,10 @@ struct ONNXImportOptions {
   /// initializer stored as external data becomes a parameter with a
   /// `source` and its bytes are not read.
   bool inlineWeights = false;
+  /// Accept a graph output whose declared static shape contradicts the
+  /// computed one (a warning, as onnxruntime does) instead of failing the
+  /// import (`--allow-shape-mismatch`).
+  bool allowShapeMismatch = false;
 };
 
 /// Facts about the imported model, for `--report` and the summary.
@@ -58,6 +62,14 @@ struct ONNXImportInfo {
 OwningOpRef<ModuleOp> importONNXFile(MLIRContext &context, llvm::StringRef path,
                                      const ONNXImportOptions &options,
                                      ONNXImportInfo &info, std::string &error);
+
+/// Imports the serialized ModelProto |bytes|, as if read from |path| (whose
+/// folder external data is resolved against). Same contract as
+/// importONNXFile; the fuzzer (fuzz/) feeds it.
+OwningOpRef<ModuleOp> importONNXBytes(MLIRContext &context, llvm::StringRef bytes,
+                                      llvm::StringRef path,
+                                      const ONNXImportOptions &options,
+                                      ONNXImportInfo &info, std::string &error);
 
 /// Imports a model written in ONNX textual syntax (onnx::OnnxParser), as the
 /// lit tests do. |sourceName| names the text in errors and `tx.source`, and
