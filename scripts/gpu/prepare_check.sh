@@ -51,6 +51,14 @@ add_case llama_op18_loss_bf16 "$models/llama_op18_loss.onnx" "$steps" --precisio
 # updates are bit-exact, its GEMMs sum in f64; compared by loss (compare.py).
 add_case nanogpt_op18_loss_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp8
 add_case llama_op18_loss_fp8 "$models/llama_op18_loss.onnx" "$steps" --precision=fp8
+# One small model per kernel family (elementwise math, data movement,
+# reductions, softmax over two axes, gathers and cum-sum, matmul/gemm forms,
+# ONNX-level norms, cross-entropy): each family's forward and backward
+# kernels against the executor on a random batch.
+python3 "$root/scripts/gpu/make_op_cases.py" "$out/ops" | while read -r name flags; do
+  add_case "$name" "$out/ops/$name.onnxtxt" "$steps" $flags
+done
+rm -rf "$out/ops"
 # Held-out exports (BERT, Mistral, eager-attention Llama at opset 14, a
 # torch.nn.TransformerEncoder, a bf16 Llama), by loss.
 if [ -n "${HELDOUT_DIR:-}" ]; then

@@ -31,8 +31,9 @@ bool cuda::isElementalOp(Operation *op) {
              tx::CastOp, tx::TriluOp, tx::ReshapeOp, tx::ExpandOp,
              tx::TransposeOp, tx::SliceOp, tx::ConcatOp, tx::SqueezeOp,
              tx::UnsqueezeOp, tx::IdentityOp, tx::SplitOp, tx::GatherOp,
-             tx::GatherElementsOp, tx::DropoutOp, tx::QuantizeOp,
-             tx::DequantizeOp>(op) ||
+             tx::GatherElementsOp, tx::GatherNDOp, tx::SliceGradOp,
+             tx::CumSumOp, tx::ConstantOfShapeOp, tx::DropoutOp,
+             tx::QuantizeOp, tx::DequantizeOp>(op) ||
          (isa<tx::PadOp>(op) &&
           cast<tx::PadOp>(op).getMode() == tx::PadMode::constant);
 }
@@ -687,6 +688,109 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
         llvm::SmallVector<Value> in(index.begin(), index.end());
         in[axis] = arith::IndexCastOp::create(b, b.getIndexType(), which);
         return emit(g.getData(), in);
+      })
+      .Case([&](tx::ConstantOfShapeOp c) -> Value {
+        auto attr = cast<ElementsAttr>(c.getValue());
+        Type ct = computeType(elementType);
+        if (isa<FloatType>(ct))
+          return roundTo(arith::ConstantOp::create(
+                             b, b.getFloatAttr(ct, (*attr.value_begin<APFloat>()).convertToDouble())),
+                         elementType);
+        APInt v = *attr.value_begin<APInt>();
+        if (ct.isInteger(1))
+          return arith::ConstantIntOp::create(b, v.getBoolValue(), 1);
+        return arith::ConstantIntOp::create(b, v.getSExtValue(), 64);
+      })
+      .Case([&](tx::GatherNDOp g) -> Value {
+        // result[a, i, s] = data[a, indices[a, i, :], s] (tx.gather_nd).
+        auto dataShape = tensorType(g.getData()).getShape();
+        auto indicesShape = tensorType(g.getIndices()).getShape();
+        size_t q = indicesShape.size();
+        int64_t bd = static_cast<int64_t>(g.getBatchDims());
+        int64_t k = indicesShape.back();
+        llvm::SmallVector<Value> in(index.begin(), index.begin() + bd);
+        llvm::SmallVector<Value> tuple(index.begin(), index.begin() + (q - 1));
+        tuple.push_back(Value());
+        for (int64_t t = 0; t < k; ++t) {
+          tuple.back() = idx(t);
+          Value which = emit(g.getIndices(), tuple);
+          int64_t dim = dataShape[bd + t];
+          Value zero = arith::ConstantIntOp::create(b, 0, 64);
+          Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
+          which = arith::SelectOp::create(
+              b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
+          which = arith::MaxSIOp::create(
+              b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+          in.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
+        }
+        in.append(index.begin() + (q - 1), index.end());
+        return emit(g.getData(), in);
+      })
+      .Case([&](tx::SliceGradOp sg) -> Value {
+        // grad at (k - offset) / stride where that is a whole, in-range
+        // position on every dim; 0 elsewhere.
+        auto gradShape = tensorType(sg.getGrad()).getShape();
+        Value inside = arith::ConstantIntOp::create(b, 1, 1);
+        llvm::SmallVector<Value> in;
+        Value zero = arith::ConstantIntOp::create(b, 0, 64);
+        for (size_t d = 0; d < index.size(); ++d) {
+          int64_t stride = sg.getStrides()[d];
+          Value off = arith::SubIOp::create(
+              b, arith::IndexCastOp::create(b, b.getI64Type(), index[d]),
+              arith::ConstantIntOp::create(b, sg.getOffsets()[d], 64));
+          Value s = arith::ConstantIntOp::create(b, stride, 64);
+          Value q = arith::DivSIOp::create(b, off, s);
+          Value whole = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                              arith::RemSIOp::create(b, off, s), zero);
+          Value lo = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, q, zero);
+          Value hi = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, q,
+                                           arith::ConstantIntOp::create(b, gradShape[d], 64));
+          inside = arith::AndIOp::create(b, inside, arith::AndIOp::create(b, whole, arith::AndIOp::create(b, lo, hi)));
+          Value clamped = arith::MaxSIOp::create(
+              b, arith::MinSIOp::create(b, q, arith::ConstantIntOp::create(b, std::max<int64_t>(gradShape[d] - 1, 0), 64)), zero);
+          in.push_back(arith::IndexCastOp::create(b, b.getIndexType(), clamped));
+        }
+        Value v = emit(sg.getGrad(), in);
+        Value z = arith::ConstantOp::create(b, b.getZeroAttr(v.getType()));
+        return arith::SelectOp::create(b, inside, v, z);
+      })
+      .Case([&](tx::CumSumOp c) -> Value {
+        // A loop over the summed positions of the axis (n per element:
+        // fine for the short axes exporters cum-sum over).
+        int64_t rank = shape.size();
+        int64_t axis = static_cast<int64_t>(c.getAxis());
+        if (axis < 0)
+          axis += rank;
+        int64_t n = shape[axis];
+        Value pos = index[axis];
+        Value lower, upper;
+        bool rev = c.getReverse(), excl = c.getExclusive();
+        if (!rev) {
+          lower = idx(0);
+          upper = excl ? pos : Value(arith::AddIOp::create(b, pos, idx(1)));
+        } else {
+          lower = excl ? Value(arith::AddIOp::create(b, pos, idx(1))) : pos;
+          upper = idx(n);
+        }
+        Type ct = computeType(elementType);
+        Value init = arith::ConstantOp::create(b, b.getZeroAttr(ct));
+        auto loop = scf::ForOp::create(
+            b, lower, upper, idx(1), ValueRange{init},
+            [&](OpBuilder &nested, Location, Value j, ValueRange args) {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+              pushScope();
+              llvm::SmallVector<Value> in(index.begin(), index.end());
+              in[axis] = j;
+              Value v = emit(c.getInput(), in);
+              Value sum = isa<FloatType>(ct) ? Value(arith::AddFOp::create(b, args[0], v))
+                                             : Value(arith::AddIOp::create(b, args[0], v));
+              popScope();
+              scf::YieldOp::create(b, sum);
+            });
+        Value total = loop.getResult(0);
+        return isa<FloatType>(ct) ? roundTo(total, elementType)
+                                  : castScalar(total, b.getI64Type(), elementType);
       })
       .Case([&](tx::DropoutOp d) -> Value {
         // The reference executor's counter-based mask (ElementwiseOps.cpp),

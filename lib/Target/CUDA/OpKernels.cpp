@@ -204,13 +204,37 @@ struct RowKernel {
 
 /// tx.layer_norm / tx.rms_norm: y, [mean,] rstd over the innermost dim.
 LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
-  bool center = isa<tx::LayerNormOp>(op);
+  // tx.layer_norm / tx.rms_norm normalize the innermost dim and also return
+  // their statistics; the ONNX-level tx.layer_normalization /
+  // tx.rms_normalization (left when norm fusion is off) normalize the dims
+  // from `axis` on and return only y.
+  bool center = isa<tx::LayerNormOp, tx::LayerNormalizationOp>(op);
   Value x = op->getOperand(0), gamma = op->getOperand(1);
   Value beta = center && op->getNumOperands() > 2 ? op->getOperand(2) : Value();
-  double eps = center ? cast<tx::LayerNormOp>(op).getEpsilon().convertToDouble()
-                      : cast<tx::RMSNormOp>(op).getEpsilon().convertToDouble();
-  int64_t d = typeOf(x).getShape().back();
+  double eps = 0;
+  int64_t axis = typeOf(x).getRank() - 1;
+  if (auto ln = dyn_cast<tx::LayerNormOp>(op)) {
+    eps = ln.getEpsilon().convertToDouble();
+  } else if (auto rms = dyn_cast<tx::RMSNormOp>(op)) {
+    eps = rms.getEpsilon().convertToDouble();
+  } else if (auto ln = dyn_cast<tx::LayerNormalizationOp>(op)) {
+    eps = ln.getEpsilon().convertToDouble();
+    axis = static_cast<int64_t>(ln.getAxis());
+  } else {
+    auto rms = cast<tx::RMSNormalizationOp>(op);
+    eps = rms.getEpsilon().convertToDouble();
+    axis = static_cast<int64_t>(rms.getAxis());
+  }
+  if (axis < 0)
+    axis += typeOf(x).getRank();
+  int64_t d = 1;
+  for (int64_t k = axis; k < typeOf(x).getRank(); ++k)
+    d *= typeOf(x).getShape()[k];
   int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
+  for (Value param : {gamma, beta})
+    if (param && typeOf(param).getNumElements() != d)
+      return op->emitError("the GPU norm expects scale and bias of the normalized size ")
+             << d << ", but got " << param.getType();
   llvm::SmallVector<Value> outputs(op->getResults().begin(), op->getResults().end());
   llvm::SmallVector<Value> inputs{x, gamma};
   if (beta)
@@ -241,11 +265,12 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
     kb.store(outputs[0], rk.at(j), kb.roundTo(v, element));
     return llvm::SmallVector<Value>{};
   });
-  rk.onFirstThread([&] {
-    if (center)
-      kb.store(outputs[1], rk.row, mean);
-    kb.store(outputs.back(), rk.row, rstd);
-  });
+  if (outputs.size() > 1)
+    rk.onFirstThread([&] {
+      if (center)
+        kb.store(outputs[1], rk.row, mean);
+      kb.store(outputs.back(), rk.row, rstd);
+    });
   kb.finish();
   if (failed(kb.status()))
     return failure();
@@ -358,32 +383,46 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   return success();
 }
 
+/// tx.softmax over any axis: one block per row along the axis; rows of an
+/// inner axis are strided (element j of row (o, i) at (o*D + j)*inner + i).
 LogicalResult cuda::lowerSoftmax(LoweringContext &ctx, Operation *op) {
   auto softmax = cast<tx::SoftmaxOp>(op);
   Value x = softmax.getInput(), y = softmax.getResult();
   int64_t rank = typeOf(x).getRank();
-  int64_t axis = static_cast<int64_t>(softmax.getAxis()) < 0 ? static_cast<int64_t>(softmax.getAxis()) + rank : static_cast<int64_t>(softmax.getAxis());
-  if (axis != rank - 1)
-    return op->emitError("the GPU softmax supports the innermost axis only, but got axis ")
-           << static_cast<int64_t>(softmax.getAxis());
-  int64_t d = typeOf(x).getShape().back();
+  int64_t axis = static_cast<int64_t>(softmax.getAxis());
+  if (axis < 0)
+    axis += rank;
+  auto shape = typeOf(x).getShape();
+  int64_t d = shape[axis], inner = 1;
+  for (int64_t k = axis + 1; k < rank; ++k)
+    inner *= shape[k];
   int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
   RowKernel rk(ctx, op, {y}, {x}, d);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
+  Value rowBase = rk.base;
+  if (inner != 1) {
+    Value o = arith::DivUIOp::create(b, rk.row, kb.idx(inner));
+    Value i = arith::RemUIOp::create(b, rk.row, kb.idx(inner));
+    rowBase = arith::AddIOp::create(b, arith::MulIOp::create(b, o, kb.idx(d * inner)), i);
+  }
+  auto at = [&](Value j) -> Value {
+    Value offset = inner == 1 ? j : Value(arith::MulIOp::create(b, j, kb.idx(inner)));
+    return arith::AddIOp::create(b, rowBase, offset);
+  };
   auto m = kb.blockStridedLoop(d, {kb.f32(-INFINITY)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], kb.load(x, rk.at(j)))};
+    return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], kb.load(x, at(j)))};
   });
   Value max = kb.blockReduce(m[0], true);
-  auto s = kb.blockStridedLoop(d, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(x, rk.at(j)), max));
+  auto s2 = kb.blockStridedLoop(d, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(x, at(j)), max));
     return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], e)};
   });
-  Value sum = kb.blockReduce(s[0], false);
+  Value sum = kb.blockReduce(s2[0], false);
   Type element = typeOf(y).getElementType();
   kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
-    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(x, rk.at(j)), max));
-    kb.store(y, rk.at(j), kb.roundTo(arith::DivFOp::create(b, e, sum), element));
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(x, at(j)), max));
+    kb.store(y, at(j), kb.roundTo(arith::DivFOp::create(b, e, sum), element));
     return llvm::SmallVector<Value>{};
   });
   kb.finish();
@@ -667,9 +706,61 @@ static LogicalResult lowerGatherElementsGrad(LoweringContext &ctx,
   return roundSumsInto(ctx, op, result, out);
 }
 
+/// tx.gather_nd_grad: zero the data's shape, then one thread per gradient
+/// element adds it at data[a, indices[a, i, :], s].
+static LogicalResult lowerGatherNDGrad(LoweringContext &ctx, tx::GatherNDGradOp op) {
+  Value grad = op.getGrad(), indices = op.getIndices(), result = op.getResult();
+  auto resultShape = typeOf(result).getShape();
+  auto gradShape = typeOf(grad).getShape();
+  auto indicesShape = typeOf(indices).getShape();
+  size_t q = indicesShape.size();
+  int64_t bd = static_cast<int64_t>(op.getBatchDims());
+  int64_t k = indicesShape.back();
+  int64_t n = typeOf(grad).getNumElements();
+  bool direct = typeOf(result).getElementType().isF32();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), direct ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{}, {grad, indices}, ctx.plan);
+  Value target;
+  unsigned out = scatterTarget(ctx, kb, result, 0, target);
+  auto &b = kb.builder();
+  Value i = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
+  kb.ifThen(inRange, [&] {
+    auto gi = kb.delinearize(i, gradShape);
+    llvm::SmallVector<Value> ri(gi.begin(), gi.begin() + bd);
+    llvm::SmallVector<Value> tuple(gi.begin(), gi.begin() + (q - 1));
+    tuple.push_back(Value());
+    Value zero = arith::ConstantIntOp::create(b, 0, 64);
+    for (int64_t t = 0; t < k; ++t) {
+      tuple.back() = kb.idx(t);
+      Value which = kb.load(indices, kb.linearize(tuple, indicesShape));
+      int64_t dim = resultShape[bd + t];
+      Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
+      which = arith::SelectOp::create(
+          b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
+      which = arith::MaxSIOp::create(
+          b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+      ri.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
+    }
+    ri.append(gi.begin() + (q - 1), gi.end());
+    Value at = kb.linearize(ri, resultShape);
+    if (target)
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, kb.load(grad, i), target, ValueRange{at});
+    else
+      kb.atomicAdd(result, at, kb.load(grad, i));
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.memset(out, 0, op);
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), {out}, ctx.buffersOf({grad, indices}));
+  return roundSumsInto(ctx, op, result, out);
+}
+
 LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
   if (auto ge = dyn_cast<tx::GatherElementsGradOp>(op))
     return lowerGatherElementsGrad(ctx, ge);
+  if (auto gn = dyn_cast<tx::GatherNDGradOp>(op))
+    return lowerGatherNDGrad(ctx, gn);
   auto gg = cast<tx::GatherGradOp>(op);
   Value grad = gg.getGrad(), indices = gg.getIndices(), result = gg.getResult();
   auto resultShape = typeOf(result).getShape();

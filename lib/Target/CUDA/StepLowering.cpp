@@ -665,7 +665,8 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       result = lowerMatMul(ctx, mm);
     else if (auto gemm = dyn_cast<tx::GemmOp>(op))
       result = lowerGemm(ctx, gemm);
-    else if (isa<tx::LayerNormOp, tx::RMSNormOp>(op))
+    else if (isa<tx::LayerNormOp, tx::RMSNormOp, tx::LayerNormalizationOp,
+                 tx::RMSNormalizationOp>(op))
       result = lowerNorm(ctx, &op);
     else if (isa<tx::LayerNormGradOp, tx::RMSNormGradOp>(op))
       result = lowerNormGrad(ctx, &op);
@@ -675,7 +676,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       result = lowerCrossEntropy(ctx, &op);
     else if (isa<tx::SoftmaxCrossEntropyGradOp>(op))
       result = lowerCrossEntropyGrad(ctx, &op);
-    else if (isa<tx::GatherGradOp, tx::GatherElementsGradOp>(op))
+    else if (isa<tx::GatherGradOp, tx::GatherElementsGradOp, tx::GatherNDGradOp>(op))
       result = lowerGatherGrad(ctx, &op);
     else if (isa<tx::AdamOp, tx::SGDOp>(op))
       result = lowerOptimizer(ctx, &op);
