@@ -104,6 +104,15 @@ TEST(Artifact, ImageIndexOutOfRange) {
   expectRejected(t, "kernel 0 ('k'): names image 3, but the artifact has 1 images");
 }
 
+TEST(Artifact, JitImageMustBeAnExistingPtxImage) {
+  TestArtifact t;
+  t.kernelJitImage = 0; // the one image is PTX: valid
+  Status s = load(t.build());
+  EXPECT_TRUE(s.ok()) << s.message();
+  t.kernelJitImage = 2;
+  expectRejected(t, "kernel 0 ('k'): its JIT image 2 is not a PTX image of the artifact's 1");
+}
+
 TEST(Artifact, GridNeedsThreeNonzeroEntries) {
   TestArtifact t;
   t.grid = {1, 1};

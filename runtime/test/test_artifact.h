@@ -26,6 +26,7 @@ struct TestArtifact {
   std::vector<fb::Slot> slots = {fb::Slot(0, 1024), fb::Slot(1024, 1024),
                                  fb::Slot(2048, 256), fb::Slot(2304, 256)};
   uint32_t kernelImage = 0;
+  int32_t kernelJitImage = -1;
   uint32_t launchKernel = 0;
   std::vector<uint32_t> launchArgs = {0, 1};
   std::vector<uint32_t> grid = {1, 1, 1}, block = {32, 1, 1};
@@ -48,7 +49,7 @@ struct TestArtifact {
     auto image = fb::CreateKernelImage(
         b, fb::ImageFormat::PTX,
         b.CreateVector(reinterpret_cast<const uint8_t *>(kPtx), sizeof(kPtx)));
-    auto kernel = fb::CreateKernel(b, b.CreateString("k"), kernelImage);
+    auto kernel = fb::CreateKernel(b, b.CreateString("k"), kernelImage, kernelJitImage);
     auto launch = fb::CreateLaunch(b, launchKernel, b.CreateVector(grid),
                                    b.CreateVector(block), 0, b.CreateVector(launchArgs));
     fb::GemmBuilder gb(b);

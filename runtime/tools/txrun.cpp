@@ -87,6 +87,9 @@ OPTIONS:
   --profile K          Time step K command by command (no graph) and print
                        where the time goes: per kernel family and the
                        slowest commands (the step still counts as a step).
+  --jit                Load the artifact's PTX (compiled by the driver) even
+                       where its cubin would run: the path GPUs of another
+                       architecture take, for testing it.
   --no-graph           Run every step command by command instead of replaying
                        a CUDA graph captured at step 2.
   --sync-each          Debugging: synchronize after every command (implies
@@ -114,7 +117,7 @@ struct Options {
   std::optional<int64_t> warmup, decaySteps;
   int64_t saveEvery = 0;
   bool shuffle = false;
-  bool noGraph = false, syncEach = false, help = false;
+  bool noGraph = false, syncEach = false, help = false, forceJit = false;
   int64_t profileStep = 0;
   int device = 0;
 };
@@ -205,6 +208,10 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     }
     if (arg == "--no-graph") {
       o.noGraph = true;
+      continue;
+    }
+    if (arg == "--jit") {
+      o.forceJit = true;
       continue;
     }
     if (arg == "--sync-each") {
@@ -570,6 +577,7 @@ int run(const Options &o) {
   if (o.weightsDir)
     sessionOptions.weightsDir = *o.weightsDir;
   sessionOptions.useGraphs = !o.noGraph;
+  sessionOptions.forceJit = o.forceJit;
   sessionOptions.syncEachCommand = o.syncEach;
   std::unique_ptr<Session> session;
   if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
@@ -578,6 +586,9 @@ int run(const Options &o) {
   const hal::DeviceInfo &info = session->deviceInfo();
   std::printf("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
               info.ccMinor);
+  if (session->usesJit())
+    std::printf("kernels: the artifact's PTX, compiled by the driver at load%s\n",
+                o.forceJit ? " (--jit)" : " (its cubins are for another architecture)");
   std::printf("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
   if (checkpoint) {
     for (size_t k = 0; k < stateArgs.size(); ++k) {

@@ -31,22 +31,28 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
   for (const Slot &s : program.slots)
     slots.emplace_back(s.offset, s.bytes);
 
+  // The cubin (when ptxas made one) runs on the target's architecture; the
+  // PTX is kept beside it for the driver's JIT on other (newer) GPUs.
   std::vector<flatbuffers::Offset<fb::KernelImage>> imageList;
-  unsigned image = 0;
+  int cubinImage = -1;
   if (!images.cubin.empty()) {
     auto data = fbb.CreateVector(reinterpret_cast<const uint8_t *>(images.cubin.data()),
                                  images.cubin.size());
     imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::CUBIN, data));
-  } else {
-    std::string ptx = images.ptx;
-    ptx.push_back('\0');
-    auto data = fbb.CreateVector(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size());
-    imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::PTX, data));
+    cubinImage = 0;
   }
+  std::string ptx = images.ptx;
+  ptx.push_back('\0');
+  auto ptxData = fbb.CreateVector(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size());
+  imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::PTX, ptxData));
+  int ptxImage = static_cast<int>(imageList.size()) - 1;
 
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   for (const std::string &name : program.kernelNames)
-    kernels.push_back(fb::CreateKernel(fbb, fbb.CreateString(name), image));
+    kernels.push_back(fb::CreateKernel(
+        fbb, fbb.CreateString(name),
+        static_cast<uint32_t>(cubinImage >= 0 ? cubinImage : ptxImage),
+        cubinImage >= 0 ? ptxImage : -1));
 
   std::vector<flatbuffers::Offset<fb::ConstantData>> constants;
   for (const ConstantUpload &c : program.constants)

@@ -120,6 +120,13 @@ private:
                                "'): names image " + std::to_string(k->image()) +
                                ", but the artifact has " +
                                std::to_string(numImages) + " images");
+      if (k->jit_image() >= 0 &&
+          (static_cast<size_t>(k->jit_image()) >= numImages ||
+           a_.images()->Get(k->jit_image())->format() != fb::ImageFormat::PTX))
+        return Status::invalid(where + " ('" + k->name()->str() +
+                               "'): its JIT image " + std::to_string(k->jit_image()) +
+                               " is not a PTX image of the artifact's " +
+                               std::to_string(numImages));
     }
     return Status();
   }

@@ -131,25 +131,48 @@ Status Session::load(const SessionOptions &options) {
   TXRT_RETURN_IF_ERROR(device_->createEvent(start_));
   TXRT_RETURN_IF_ERROR(device_->createEvent(end_));
 
+  // A cubin runs only on its own architecture (same major version): another
+  // GPU (a newer one) takes the PTX the compiler kept, compiled by the
+  // driver's JIT at load. Images are loaded only if a kernel uses them.
+  int targetMajor = 0, targetMinor = 0;
+  parseSmTarget(target, targetMajor, targetMinor);
+  bool jit = options.forceJit || (targetMajor != 0 && info.ccMajor != targetMajor);
   size_t numImages = a.images() ? a.images()->size() : 0;
-  for (size_t i = 0; i < numImages; ++i) {
-    const fb::KernelImage *image = a.images()->Get(i);
+  modules_.resize(numImages);
+  auto imageOf = [&](const fb::Kernel *k) -> Status {
+    unsigned index = k->image();
+    if (jit && k->jit_image() >= 0)
+      index = static_cast<unsigned>(k->jit_image());
+    else if (jit && a.images()->Get(index)->format() == fb::ImageFormat::CUBIN)
+      return Status::invalid("kernel '" + k->name()->str() + "' is a cubin for " + target +
+                             ", which " + deviceName +
+                             " cannot run, and the artifact keeps no PTX for it; "
+                             "recompile with --target for this GPU");
+    if (a.images()->Get(index)->format() == fb::ImageFormat::PTX)
+      usesJit_ = true;
+    if (modules_[index])
+      return Status();
+    const fb::KernelImage *image = a.images()->Get(index);
     std::unique_ptr<hal::Module> module;
     TXRT_RETURN_IF_ERROR(device_
                              ->loadModule(image->format(), image->data()->data(),
                                           image->data()->size(), module)
-                             .withContext("image " + std::to_string(i) + " (" +
+                             .withContext("image " + std::to_string(index) + " (" +
                                           (image->format() == fb::ImageFormat::PTX
                                                ? "PTX"
                                                : "cubin") +
                                           ")"));
-    modules_.push_back(std::move(module));
-  }
+    modules_[index] = std::move(module);
+    return Status();
+  };
   size_t numKernels = a.kernels() ? a.kernels()->size() : 0;
   for (size_t i = 0; i < numKernels; ++i) {
     const fb::Kernel *k = a.kernels()->Get(i);
+    TXRT_RETURN_IF_ERROR(imageOf(k));
+    unsigned index = jit && k->jit_image() >= 0 ? static_cast<unsigned>(k->jit_image())
+                                                : k->image();
     std::unique_ptr<hal::Kernel> kernel;
-    TXRT_RETURN_IF_ERROR(modules_[k->image()]->getKernel(k->name()->str(), kernel)
+    TXRT_RETURN_IF_ERROR(modules_[index]->getKernel(k->name()->str(), kernel)
                              .withContext("kernel " + std::to_string(i)));
     kernels_.push_back(std::move(kernel));
   }

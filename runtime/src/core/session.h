@@ -27,6 +27,9 @@ struct SessionOptions {
   std::string weightsDir;
   /// Replay steps after the first from a captured CUDA graph.
   bool useGraphs = true;
+  /// Run the artifact's PTX through the driver's JIT even where its cubin
+  /// would run (to test the path newer GPUs take).
+  bool forceJit = false;
   /// Debugging: synchronize after every command of a direct run, so that a
   /// faulting kernel is named (implies no graphs).
   bool syncEachCommand = false;
@@ -59,6 +62,8 @@ public:
   /// load and after every step; at least the arena).
   Status peakMemory(uint64_t &bytes);
   uint64_t stepsRun() const { return stepsRun_; }
+  /// Whether the kernels came from PTX compiled by the driver at load.
+  bool usesJit() const { return usesJit_; }
 
 private:
   Session() = default;
@@ -87,6 +92,7 @@ private:
   std::vector<std::unique_ptr<LaunchPlan>> launches_; // per command, or null
   std::unique_ptr<hal::Graph> graph_;
   bool useGraphs_ = true;
+  bool usesJit_ = false;
   bool syncEach_ = false;
   uint64_t stepsRun_ = 0;
   size_t freeBefore_ = 0, minFree_ = 0;
