@@ -362,6 +362,23 @@ static int64_t sliceStart(int64_t start, int64_t step, int64_t dim) {
 Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
                             Type elementType, llvm::ArrayRef<int64_t> shape,
                             llvm::ArrayRef<Value> index) {
+  if (isa<tx::TriluOp, tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp,
+          tx::IdentityOp, tx::ExpandOp, tx::TransposeOp, tx::SliceOp,
+          tx::ConcatOp, tx::PadOp, tx::SplitOp>(op))
+    return emitDataMovement(op, resultNumber, elementType, shape, index);
+  if (isa<tx::GatherOp, tx::GatherElementsOp, tx::GatherNDOp, tx::SliceGradOp,
+          tx::ConstantOfShapeOp, tx::CumSumOp>(op))
+    return emitIndexed(op, resultNumber, elementType, shape, index);
+  if (isa<tx::DropoutOp>(op))
+    return emitDropout(op, resultNumber, elementType, shape, index);
+  return emitArithmetic(op, resultNumber, elementType, shape, index);
+}
+
+/// Constants, arithmetic, comparisons, logic, select, math, casts and FP8
+/// quantization: the element of each operand at the broadcast index.
+Value KernelBuilder::emitArithmetic(Operation *op, unsigned resultNumber,
+                            Type elementType, llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<Value> index) {
   auto operandAt = [&](unsigned i) {
     Value operand = op->getOperand(i);
     return emit(operand,
@@ -378,6 +395,11 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
   };
   bool isFloat = isa<FloatType>(elementType);
 
+  (void)resultNumber;
+  (void)shape;
+  (void)operandType;
+  (void)isFloat;
+  (void)round;
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tx::ConstantOp c) -> Value {
         auto attr = cast<ElementsAttr>(c.getValue());
@@ -536,6 +558,39 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
         // The FP8 value is exact in f32; f32(q * scale_inv), then the type.
         return round(arith::MulFOp::create(b, operandAt(0), operandAt(1)));
       })
+      .Default([&](Operation *) -> Value {
+        return fail("'" + op->getName().getStringRef() +
+                    "' cannot be computed inside a GPU kernel");
+      });
+}
+
+/// Reshapes, transposes, slices, concatenation, padding, splits, expand,
+/// trilu: the element of the input at a remapped index.
+Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
+                            Type elementType, llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<Value> index) {
+  auto operandAt = [&](unsigned i) {
+    Value operand = op->getOperand(i);
+    return emit(operand,
+                broadcastIndex(*this, tensorType(operand).getShape(), index));
+  };
+  auto operandType = [&](unsigned i) {
+    return tensorType(op->getOperand(i)).getElementType();
+  };
+  auto round = [&](Value v) { return roundTo(v, elementType); };
+  auto fail = [&](const llvm::Twine &why) -> Value {
+    op->emitError() << why;
+    failed = true;
+    return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
+  };
+  bool isFloat = isa<FloatType>(elementType);
+
+  (void)resultNumber;
+  (void)shape;
+  (void)operandType;
+  (void)isFloat;
+  (void)round;
+  return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tx::TriluOp trilu) -> Value {
         Value x = emit(trilu.getInput(), index);
         size_t r = index.size();
@@ -648,6 +703,39 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
         in[axis] = arith::AddIOp::create(b, index[axis], idx(offset));
         return emit(s.getInput(), in);
       })
+      .Default([&](Operation *) -> Value {
+        return fail("'" + op->getName().getStringRef() +
+                    "' cannot be computed inside a GPU kernel");
+      });
+}
+
+/// Gathers (by index tensors), slice gradients, constant_of_shape and
+/// cum_sum: elements found through other elements or loops.
+Value KernelBuilder::emitIndexed(Operation *op, unsigned resultNumber,
+                            Type elementType, llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<Value> index) {
+  auto operandAt = [&](unsigned i) {
+    Value operand = op->getOperand(i);
+    return emit(operand,
+                broadcastIndex(*this, tensorType(operand).getShape(), index));
+  };
+  auto operandType = [&](unsigned i) {
+    return tensorType(op->getOperand(i)).getElementType();
+  };
+  auto round = [&](Value v) { return roundTo(v, elementType); };
+  auto fail = [&](const llvm::Twine &why) -> Value {
+    op->emitError() << why;
+    failed = true;
+    return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
+  };
+  bool isFloat = isa<FloatType>(elementType);
+
+  (void)resultNumber;
+  (void)shape;
+  (void)operandType;
+  (void)isFloat;
+  (void)round;
+  return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tx::GatherOp g) -> Value {
         auto dataShape = tensorType(g.getData()).getShape();
         auto indicesShape = tensorType(g.getIndices()).getShape();
@@ -792,6 +880,38 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
         return isa<FloatType>(ct) ? roundTo(total, elementType)
                                   : castScalar(total, b.getI64Type(), elementType);
       })
+      .Default([&](Operation *) -> Value {
+        return fail("'" + op->getName().getStringRef() +
+                    "' cannot be computed inside a GPU kernel");
+      });
+}
+
+/// Dropout: the executor's counter-based mask, drawn per element.
+Value KernelBuilder::emitDropout(Operation *op, unsigned resultNumber,
+                            Type elementType, llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<Value> index) {
+  auto operandAt = [&](unsigned i) {
+    Value operand = op->getOperand(i);
+    return emit(operand,
+                broadcastIndex(*this, tensorType(operand).getShape(), index));
+  };
+  auto operandType = [&](unsigned i) {
+    return tensorType(op->getOperand(i)).getElementType();
+  };
+  auto round = [&](Value v) { return roundTo(v, elementType); };
+  auto fail = [&](const llvm::Twine &why) -> Value {
+    op->emitError() << why;
+    failed = true;
+    return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
+  };
+  bool isFloat = isa<FloatType>(elementType);
+
+  (void)resultNumber;
+  (void)shape;
+  (void)operandType;
+  (void)isFloat;
+  (void)round;
+  return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tx::DropoutOp d) -> Value {
         // The reference executor's counter-based mask (ElementwiseOps.cpp),
         // in wrapping 64-bit arithmetic: s = seed + key * K, then the

@@ -133,8 +133,18 @@ public:
   LogicalResult status() const { return failed ? failure() : success(); }
 
 private:
+  /// The element of result |resultNumber| of |op| (an elemental op) at
+  /// |index|: dispatches to one of the families below.
   Value emitOp(Operation *op, unsigned resultNumber, Type elementType,
                llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
+  Value emitArithmetic(Operation *op, unsigned resultNumber, Type elementType,
+                       llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
+  Value emitDataMovement(Operation *op, unsigned resultNumber, Type elementType,
+                         llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
+  Value emitIndexed(Operation *op, unsigned resultNumber, Type elementType,
+                    llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
+  Value emitDropout(Operation *op, unsigned resultNumber, Type elementType,
+                    llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
   Value bufferOf(Value tensor);
   void pushScope();
   void popScope();
