@@ -118,6 +118,15 @@ void KernelBuilder::collectInputs(Value root, const Materialization &plan,
 // Indices
 //===----------------------------------------------------------------------===//
 
+Value KernelBuilder::clampIndex(Value which, int64_t dim) {
+  Value zero = arith::ConstantIntOp::create(b, 0, 64);
+  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
+  which = arith::SelectOp::create(
+      b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
+  return arith::MaxSIOp::create(
+      b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+}
+
 Value KernelBuilder::idx(int64_t v) {
   return arith::ConstantIndexOp::create(b, v);
 }
@@ -357,6 +366,22 @@ static int64_t sliceStart(int64_t start, int64_t step, int64_t dim) {
   if (step > 0)
     return std::min(std::max<int64_t>(start, 0), dim);
   return std::min(std::max<int64_t>(start, 0), dim - 1);
+}
+
+/// Operand |i| of |op| at the numpy-broadcast image of |index|.
+Value KernelBuilder::emitOperand(Operation *op, unsigned i,
+                                 llvm::ArrayRef<Value> index) {
+  Value operand = op->getOperand(i);
+  return emit(operand, broadcastIndex(*this, tensorType(operand).getShape(), index));
+}
+
+/// Reports that |op| cannot be computed in a kernel; a zero stands in so
+/// emission can continue to the end (the kernel is then discarded).
+Value KernelBuilder::emitFailure(Operation *op, const llvm::Twine &why,
+                                 Type elementType) {
+  op->emitError() << why;
+  failed = true;
+  return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
 }
 
 Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
@@ -747,12 +772,7 @@ Value KernelBuilder::emitIndexed(Operation *op, unsigned resultNumber,
         int64_t dim = dataShape[axis];
         // Negative indices count from the end; out-of-range ones are clamped
         // (the runtime checks token ids against the table before a step).
-        Value zero = arith::ConstantIntOp::create(b, 0, 64);
-        Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
-        which = arith::SelectOp::create(
-            b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
-        which = arith::MaxSIOp::create(
-            b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+        which = clampIndex(which, dim);
         llvm::SmallVector<Value> in(index.begin(), index.begin() + axis);
         in.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
         in.append(index.begin() + axis + ni, index.end());
@@ -767,12 +787,7 @@ Value KernelBuilder::emitIndexed(Operation *op, unsigned resultNumber,
           axis += dataShape.size();
         Value which = emit(g.getIndices(), index);
         int64_t dim = dataShape[axis];
-        Value zero = arith::ConstantIntOp::create(b, 0, 64);
-        Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
-        which = arith::SelectOp::create(
-            b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
-        which = arith::MaxSIOp::create(
-            b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+        which = clampIndex(which, dim);
         llvm::SmallVector<Value> in(index.begin(), index.end());
         in[axis] = arith::IndexCastOp::create(b, b.getIndexType(), which);
         return emit(g.getData(), in);
@@ -801,14 +816,7 @@ Value KernelBuilder::emitIndexed(Operation *op, unsigned resultNumber,
         tuple.push_back(Value());
         for (int64_t t = 0; t < k; ++t) {
           tuple.back() = idx(t);
-          Value which = emit(g.getIndices(), tuple);
-          int64_t dim = dataShape[bd + t];
-          Value zero = arith::ConstantIntOp::create(b, 0, 64);
-          Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
-          which = arith::SelectOp::create(
-              b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
-          which = arith::MaxSIOp::create(
-              b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+          Value which = clampIndex(emit(g.getIndices(), tuple), dataShape[bd + t]);
           in.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
         }
         in.append(index.begin() + (q - 1), index.end());

@@ -73,6 +73,11 @@ public:
   ImplicitLocOpBuilder &builder() { return b; }
   gpu::GPUFuncOp func() { return kernel; }
 
+  /// An i64 index into a dim of size |dim| as gathers read it: negative
+  /// counts from the end, out of range clamps (token ids are checked
+  /// against the table by the runtime before a step).
+  Value clampIndex(Value which, int64_t dim);
+
   // Index helpers (all `index` typed).
   Value idx(int64_t v);
   Value globalThreadIndex();
@@ -145,6 +150,8 @@ private:
                     llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
   Value emitDropout(Operation *op, unsigned resultNumber, Type elementType,
                     llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
+  Value emitOperand(Operation *op, unsigned i, llvm::ArrayRef<Value> index);
+  Value emitFailure(Operation *op, const llvm::Twine &why, Type elementType);
   Value bufferOf(Value tensor);
   void pushScope();
   void popScope();

@@ -684,12 +684,7 @@ static LogicalResult lowerGatherElementsGrad(LoweringContext &ctx,
     auto gi = kb.delinearize(i, gradShape);
     Value which = kb.load(indices, kb.linearize(gi, typeOf(indices).getShape()));
     int64_t dim = resultShape[axis];
-    Value zero = arith::ConstantIntOp::create(b, 0, 64);
-    Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
-    which = arith::SelectOp::create(
-        b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
-    which = arith::MaxSIOp::create(
-        b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+    which = kb.clampIndex(which, dim);
     llvm::SmallVector<Value> ri(gi.begin(), gi.end());
     ri[axis] = arith::IndexCastOp::create(b, b.getIndexType(), which);
     Value at = kb.linearize(ri, resultShape);
@@ -729,16 +724,10 @@ static LogicalResult lowerGatherNDGrad(LoweringContext &ctx, tx::GatherNDGradOp 
     llvm::SmallVector<Value> ri(gi.begin(), gi.begin() + bd);
     llvm::SmallVector<Value> tuple(gi.begin(), gi.begin() + (q - 1));
     tuple.push_back(Value());
-    Value zero = arith::ConstantIntOp::create(b, 0, 64);
     for (int64_t t = 0; t < k; ++t) {
       tuple.back() = kb.idx(t);
       Value which = kb.load(indices, kb.linearize(tuple, indicesShape));
-      int64_t dim = resultShape[bd + t];
-      Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
-      which = arith::SelectOp::create(
-          b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
-      which = arith::MaxSIOp::create(
-          b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+      which = kb.clampIndex(which, resultShape[bd + t]);
       ri.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
     }
     ri.append(gi.begin() + (q - 1), gi.end());
@@ -780,12 +769,7 @@ LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
     llvm::SmallVector<Value> ii(gi.begin() + axis, gi.begin() + axis + ni);
     Value which = kb.load(indices, kb.linearize(ii, typeOf(indices).getShape()));
     int64_t dim = resultShape[axis];
-    Value zero = arith::ConstantIntOp::create(b, 0, 64);
-    Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, which, zero);
-    which = arith::SelectOp::create(
-        b, neg, arith::AddIOp::create(b, which, arith::ConstantIntOp::create(b, dim, 64)), which);
-    which = arith::MaxSIOp::create(
-        b, arith::MinSIOp::create(b, which, arith::ConstantIntOp::create(b, dim - 1, 64)), zero);
+    which = kb.clampIndex(which, dim);
     llvm::SmallVector<Value> ri(gi.begin(), gi.begin() + axis);
     ri.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
     ri.append(gi.begin() + axis + ni, gi.end());
