@@ -35,8 +35,10 @@ OPTIONS:
   --allow-shape-mismatch  Accept a graph output whose declared shape
                           contradicts the shape txopt computes (a warning
                           instead of an error).
-  --no-fuse=LIST          Skip fusions: comma-separated 'norms', 'optimizer'
-                          or 'all'.
+  --no-fuse=LIST          Skip fusions: comma-separated 'norms', 'optimizer',
+                          'attention' or 'all'. Attention is not fused
+                          when compiling a GPU step (-o step.txa): the GPU
+                          backend has no tx.attention lowering yet.
   --report=FILE           Write a JSON report: what was imported, fused, and
                           why each near-miss was not fused.
   --train                 Build a training step instead: one function
@@ -353,9 +355,12 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
           options.fuseNorms = false;
         if (item == "optimizer" || item == "all")
           options.fuseOptimizer = false;
-        if (item != "norms" && item != "optimizer" && item != "all") {
+        if (item == "attention" || item == "all")
+          options.fuseAttention = false;
+        if (item != "norms" && item != "optimizer" && item != "attention" &&
+            item != "all") {
           error = "unknown fusion '" + item +
-                  "' in --no-fuse (expected norms, optimizer or all)";
+                  "' in --no-fuse (expected norms, optimizer, attention or all)";
           return false;
         }
         if (comma == std::string::npos)
