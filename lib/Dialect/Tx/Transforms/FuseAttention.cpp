@@ -119,6 +119,9 @@ Value stripScale(Value value, double &scale, SmallVectorImpl<Operation *> &ops,
 /// else is reshaped.
 std::optional<HeadsRef> traceHeads(Value x, ArrayRef<int64_t> target) {
   int64_t b = target[0], h = target[1];
+  // The grouped-query repeat first (anywhere up the reshape chain), then the
+  // first ancestor of the exact shape.
+  std::optional<HeadsRef> exact;
   for (Value y = x;;) {
     if (auto expand = y.getDefiningOp<ExpandOp>()) {
       ArrayRef<int64_t> es = tensorType(expand).getShape();
@@ -130,13 +133,15 @@ std::optional<HeadsRef> traceHeads(Value x, ArrayRef<int64_t> target) {
         return HeadsRef{k0, {}, SmallVector<int64_t>(tensorType(k0).getShape())};
       }
     }
-    if (tensorType(y).getShape() == target)
-      return HeadsRef{y, {}, SmallVector<int64_t>(target)};
+    if (!exact && tensorType(y).getShape() == target)
+      exact = HeadsRef{y, {}, SmallVector<int64_t>(target)};
     auto reshape = y.getDefiningOp<ReshapeOp>();
     if (!reshape)
       break;
     y = reshape.getInput();
   }
+  if (exact)
+    return exact;
   ArrayRef<int64_t> xs = tensorType(x).getShape();
   if (xs.size() < 2 || xs.take_back(2) != target.take_back(2) ||
       getNumElements(x) != b * h * target[2] * target[3])
