@@ -84,7 +84,7 @@ func.func @mask_shape(%q: tensor<2x4x16x64xf32>, %k: tensor<2x4x8x64xf32>, %v: t
 // -----
 
 func.func @scale_not_finite(%q: tensor<2x4x16x64xf32>, %k: tensor<2x4x16x64xf32>, %v: tensor<2x4x16x64xf32>) {
-  // expected-error @+1 {{expected a finite scale, but got inf}}
+  // expected-error @+1 {{expected a finite scale, but got INF}}
   %o, %l = tx.attention %q, %k, %v scale(0x7FF0000000000000) : tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>
   return
 }

@@ -42,8 +42,8 @@ func.func @attention_mask(%q: tensor<2x4x6x8xf16>, %k: tensor<2x4x12x8xf16>, %v:
 
 // The gradient, with and without a mask.
 // CHECK-LABEL: func.func @attention_grad
-// CHECK:         %{{.+}}:3 = tx.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} scale(1.250000e-01) causal window(3) : tensor<2x8x16x32xbf16>, tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x32xbf16>, tensor<2x8x16xf32>
-// CHECK:         %{{.+}}:3 = tx.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, mask(%{{.+}}), %{{.+}}, %{{.+}} scale(1.250000e-01) : tensor<2x8x16x32xbf16>, tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x32xbf16>, tensor<2x8x16xf32>, tensor<16x16xbf16>
+// CHECK:         %{{.+}}, %{{.+}}, %{{.+}} = tx.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} scale(1.250000e-01) causal window(3) : tensor<2x8x16x32xbf16>, tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x32xbf16>, tensor<2x8x16xf32>
+// CHECK:         %{{.+}}, %{{.+}}, %{{.+}} = tx.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, mask(%{{.+}}), %{{.+}}, %{{.+}} scale(1.250000e-01) : tensor<2x8x16x32xbf16>, tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x32xbf16>, tensor<2x8x16xf32>, tensor<16x16xbf16>
 func.func @attention_grad(%do: tensor<2x8x16x32xbf16>, %q: tensor<2x8x16x64xbf16>, %k: tensor<2x2x16x64xbf16>,
                           %v: tensor<2x2x16x32xbf16>, %o: tensor<2x8x16x32xbf16>, %lse: tensor<2x8x16xf32>,
                           %m: tensor<16x16xbf16>)
