@@ -30,7 +30,7 @@ struct DefaultPipelineOptions
       *this, "fuse-attention",
       llvm::cl::desc("Run tx-fuse-attention (txopt turns it off for GPU "
                      "steps: no GPU lowering of tx.attention yet)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(false)};
   Option<bool> fuseOptimizer{*this, "fuse-optimizer",
                              llvm::cl::desc("Run tx-fuse-optimizer"),
                              llvm::cl::init(true)};
