@@ -27,12 +27,17 @@ void txopt::buildDefaultPipeline(OpPassManager &pm,
     norms.explain = options.explain;
     funcPm.addPass(tx::createFuseNormsPass(norms));
   }
+  if (options.fuseAttention) {
+    tx::FuseAttentionPassOptions attention;
+    attention.explain = options.explain;
+    funcPm.addPass(tx::createFuseAttentionPass(attention));
+  }
   if (options.fuseOptimizer) {
     tx::FuseOptimizerPassOptions optimizer;
     optimizer.explain = options.explain;
     funcPm.addPass(tx::createFuseOptimizerPass(optimizer));
   }
-  if (options.fuseNorms || options.fuseOptimizer) {
+  if (options.fuseNorms || options.fuseOptimizer || options.fuseAttention) {
     funcPm.addPass(createCanonicalizerPass());
     funcPm.addPass(createCSEPass());
   }

@@ -271,7 +271,8 @@ Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
       }
       bool handled = false;
       for (auto family : {evalElementwiseOp, evalShapeOp, evalLinalgOp,
-                          evalReductionOp, evalTrainingOp, evalPrecisionOp}) {
+                          evalReductionOp, evalTrainingOp, evalAttentionOp,
+                          evalPrecisionOp}) {
         llvm::Expected<bool> done = family(&op, args);
         if (!done)
           return opError(&op, llvm::toString(done.takeError()));

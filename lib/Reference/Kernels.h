@@ -45,6 +45,7 @@ llvm::Expected<bool> evalShapeOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalLinalgOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalReductionOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalTrainingOp(Operation *op, const KernelArgs &args);
+llvm::Expected<bool> evalAttentionOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalGradientOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalPrecisionOp(Operation *op, const KernelArgs &args);
 

@@ -343,6 +343,33 @@ CASES = [
     %n, %rstd = tx.rms_norm %x, %g eps(1.0e-06) : {T((2,3,5), 'f32')}, {T((5,), 'f32')}
     %y = tx.cast %n : {T((2,3,5), 'f32')} to {T((2,3,5))}""", T((2, 3, 5)),
          optional="tx.rms_norm / tx.rms_norm_grad kernels"),
+    # --- fused attention (tx.attention / tx.attention_grad) ----------------
+    # Grouped-query (2 query heads on 1 kv head), causal, Dv != D.
+    Case("attention_gqa_causal", ["attention"], [A(2, 2, 3, 4), A(2, 1, 3, 4), A(2, 1, 3, 5)], f"""
+    %q = tx.cast %a0 : {T((2,2,3,4))} to {T((2,2,3,4), 'f32')}
+    %k = tx.cast %a1 : {T((2,1,3,4))} to {T((2,1,3,4), 'f32')}
+    %v = tx.cast %a2 : {T((2,1,3,5))} to {T((2,1,3,5), 'f32')}
+    %o, %lse = tx.attention %q, %k, %v scale(0.5) causal : {T((2,2,3,4), 'f32')}, {T((2,1,3,4), 'f32')}, {T((2,1,3,5), 'f32')}
+    %y = tx.cast %o : {T((2,2,3,5), 'f32')} to {T((2,2,3,5))}""", T((2, 2, 3, 5)),
+         optional="tx.attention / tx.attention_grad kernels"),
+    # A sliding window, Tq != Tk.
+    Case("attention_window", ["attention"], [A(1, 2, 4, 3), A(1, 2, 4, 3), A(1, 2, 4, 3)], f"""
+    %q = tx.cast %a0 : {T((1,2,4,3))} to {T((1,2,4,3), 'f32')}
+    %k = tx.cast %a1 : {T((1,2,4,3))} to {T((1,2,4,3), 'f32')}
+    %v = tx.cast %a2 : {T((1,2,4,3))} to {T((1,2,4,3), 'f32')}
+    %o, %lse = tx.attention %q, %k, %v scale(0.7) causal window(2) : {T((1,2,4,3), 'f32')}, {T((1,2,4,3), 'f32')}, {T((1,2,4,3), 'f32')}
+    %y = tx.cast %o : {T((1,2,4,3), 'f32')} to {T((1,2,4,3))}""", T((1, 2, 4, 3)),
+         optional="tx.attention / tx.attention_grad kernels"),
+    # A constant additive mask broadcast over batch and heads (one key of the
+    # second query masked with -inf), not causal.
+    Case("attention_mask", ["attention"], [A(2, 1, 2, 3), A(2, 1, 3, 3), A(2, 1, 3, 2)], f"""
+    %q = tx.cast %a0 : {T((2,1,2,3))} to {T((2,1,2,3), 'f32')}
+    %k = tx.cast %a1 : {T((2,1,3,3))} to {T((2,1,3,3), 'f32')}
+    %v = tx.cast %a2 : {T((2,1,3,2))} to {T((2,1,3,2), 'f32')}
+    %m = tx.constant dense<[[0.5, 0.0, -1.0], [0.0, 0xFF800000, 0.25]]> : {T((2,3), 'f32')}
+    %o, %lse = tx.attention %q, %k, %v mask(%m) scale(1.0) : {T((2,1,2,3), 'f32')}, {T((2,1,3,3), 'f32')}, {T((2,1,3,2), 'f32')}, {T((2,3), 'f32')}
+    %y = tx.cast %o : {T((2,1,2,2), 'f32')} to {T((2,1,2,2))}""", T((2, 1, 2, 2)),
+         optional="tx.attention / tx.attention_grad kernels"),
     # --- parameters, reuse, composition --------------------------------------
     Case("parameters_and_reuse", ["load_parameter", "summing", "frozen"],
          [A(2, 3)], f"""

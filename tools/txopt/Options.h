@@ -34,6 +34,7 @@ struct Options {
   bool allowShapeMismatch = false; ///< --allow-shape-mismatch
   bool fuseNorms = true;     ///< off with --no-fuse=norms
   bool fuseOptimizer = true; ///< off with --no-fuse=optimizer
+  bool fuseAttention = false; ///< on with --fuse-attention (never for GPU steps)
   /// --train and the options of the step it builds (see TrainStep.h);
   /// trainFlags lists the training options given, to reject them without
   /// --train.

@@ -32,7 +32,8 @@ std::map<std::string, int64_t> txopt_cli::countFused(mlir::ModuleOp module) {
   namespace tx = mlir::txopt::tx;
   std::map<std::string, int64_t> fused = {
       {"layer_norm", 0},     {"rms_norm", 0},       {"layer_norm_grad", 0},
-      {"rms_norm_grad", 0},  {"optimizer_params", 0}, {"optimizer_ops", 0}};
+      {"rms_norm_grad", 0},  {"optimizer_params", 0}, {"optimizer_ops", 0},
+      {"attention", 0},      {"attention_grad", 0}};
   module.walk([&](mlir::Operation *op) {
     if (mlir::isa<tx::LayerNormOp>(op))
       ++fused["layer_norm"];
@@ -42,6 +43,10 @@ std::map<std::string, int64_t> txopt_cli::countFused(mlir::ModuleOp module) {
       ++fused["layer_norm_grad"];
     else if (mlir::isa<tx::RMSNormGradOp>(op))
       ++fused["rms_norm_grad"];
+    else if (mlir::isa<tx::AttentionOp>(op))
+      ++fused["attention"];
+    else if (mlir::isa<tx::AttentionGradOp>(op))
+      ++fused["attention_grad"];
     else if (auto adam = mlir::dyn_cast<tx::AdamOp>(op)) {
       ++fused["optimizer_ops"];
       fused["optimizer_params"] += adam.getParams().size();
@@ -322,7 +327,8 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
        << count("rms_norm") << " rms_norm, " << count("layer_norm_grad")
        << " layer_norm_grad, " << count("rms_norm_grad") << " rms_norm_grad, "
        << count("optimizer_params") << " params in " << count("optimizer_ops")
-       << " optimizer op(s)\n";
+       << " optimizer op(s), " << count("attention") << " attention, "
+       << count("attention_grad") << " attention_grad\n";
     os << "  not fused  " << summary.notFused.size() << " near-miss(es)";
     if (!summary.notFused.empty() && !verbose)
       os << " (-v or --report lists them)";

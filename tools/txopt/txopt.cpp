@@ -243,6 +243,11 @@ static int runMain(int argc, char **argv) {
     txopt::DefaultPipelineOptions pipelineOptions;
     pipelineOptions.fuseNorms = options.fuseNorms;
     pipelineOptions.fuseOptimizer = options.fuseOptimizer;
+    // The GPU backend has no tx.attention lowering yet: a GPU step keeps
+    // attention in primitive ops.
+    bool gpuStep = options.emitsArtifact() || options.gpuPlanPath ||
+                   options.gpuKernelsPath || options.gpuPtxPath;
+    pipelineOptions.fuseAttention = options.fuseAttention && !gpuStep;
     pipelineOptions.explain = true; // near-misses feed the summary and report
     // FP8 runs the GEMMs it cannot convert in bf16.
     pipelineOptions.precision =
@@ -284,6 +289,8 @@ static int runMain(int argc, char **argv) {
       summary.fusionsRun.push_back("norms");
     if (options.fuseOptimizer)
       summary.fusionsRun.push_back("optimizer");
+    if (pipelineOptions.fuseAttention)
+      summary.fusionsRun.push_back("attention");
     if (failed(pm.run(*module)))
       return fail(kCompileError, collector.firstError().empty()
                                      ? "the default pipeline failed"

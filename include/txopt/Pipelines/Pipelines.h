@@ -26,6 +26,11 @@ struct DefaultPipelineOptions
   Option<bool> fuseNorms{*this, "fuse-norms",
                          llvm::cl::desc("Run tx-fuse-norms"),
                          llvm::cl::init(true)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Run tx-fuse-attention (txopt turns it off for GPU "
+                     "steps: no GPU lowering of tx.attention yet)"),
+      llvm::cl::init(false)};
   Option<bool> fuseOptimizer{*this, "fuse-optimizer",
                              llvm::cl::desc("Run tx-fuse-optimizer"),
                              llvm::cl::init(true)};

@@ -865,6 +865,23 @@ LogicalResult rule(RuleContext &c, RMSNormOp op) {
   return success();
 }
 
+// Fused tx.attention: tx.attention_grad with the saved output and lse. The
+// mask gets no gradient (a learned additive bias is refused, not dropped).
+LogicalResult rule(RuleContext &c, AttentionOp op) {
+  if (c.resultGrads[1])
+    return unsupported(op, "through its lse result");
+  if (op.getMask() && c.wants(3))
+    return unsupported(op, "with respect to its mask");
+  auto grad = AttentionGradOp::create(
+      c.b, c.g(), op.getQ(), op.getK(), op.getV(), op.getMask(),
+      op.getResult(), op.getLse(), op.getScaleAttr(), op.getCausalAttr(),
+      op.getWindowAttr());
+  c.set(0, grad.getQGrad());
+  c.set(1, grad.getKGrad());
+  c.set(2, grad.getVGrad());
+  return success();
+}
+
 // d loss / d scores = g * w / norm * (softmax(scores) - onehot(labels)),
 // fused into tx.softmax_cross_entropy_grad (see its description).
 LogicalResult rule(RuleContext &c, SoftmaxCrossEntropyLossOp op) {
@@ -892,7 +909,7 @@ bool tx::hasGradientRule(Operation *op) {
              ConcatOp, SplitOp, PadOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
              CumSumOp, SoftmaxOp,
              LayerNormalizationOp, RMSNormalizationOp, LayerNormOp, RMSNormOp,
-             SoftmaxCrossEntropyLossOp>(op);
+             AttentionOp, SoftmaxCrossEntropyLossOp>(op);
 }
 
 LogicalResult tx::buildOperandGradients(OpBuilder &builder, Operation *op,
@@ -913,7 +930,7 @@ LogicalResult tx::buildOperandGradients(OpBuilder &builder, Operation *op,
                 GatherNDOp, ExpandOp, TransposeOp, SliceOp, ConcatOp, SplitOp,
                 PadOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, CumSumOp,
                 SoftmaxOp, LayerNormalizationOp,
-                RMSNormalizationOp, LayerNormOp, RMSNormOp,
+                RMSNormalizationOp, LayerNormOp, RMSNormOp, AttentionOp,
                 SoftmaxCrossEntropyLossOp>(
               [&](auto typed) { return rule(context, typed); })
           .Case<ReshapeOp, SqueezeOp, UnsqueezeOp>(

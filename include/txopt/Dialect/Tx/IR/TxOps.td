@@ -898,6 +898,7 @@ def Tx_DropoutOp : Tx_Op<"dropout", [AllTypesMatch<["input", "result"]>]> {
 }
 
 include "txopt/Dialect/Tx/IR/TxNormOps.td"
+include "txopt/Dialect/Tx/IR/TxAttentionOps.td"
 include "txopt/Dialect/Tx/IR/TxOptimOps.td"
 include "txopt/Dialect/Tx/IR/TxGradOps.td"
 include "txopt/Dialect/Tx/IR/TxPrecisionOps.td"

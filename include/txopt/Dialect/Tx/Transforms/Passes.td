@@ -245,6 +245,86 @@ def DifferentiatePass : Pass<"tx-differentiate", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
+  let summary = "Fuse scaled-dot-product attention subgraphs into tx.attention";
+  let description = [{
+    Replaces the attention that exporters write out in primitive ops with
+    one `tx.attention` (see its description), so that neither the scores nor
+    the probabilities are materialized and autodiff produces one
+    `tx.attention_grad`.
+
+    Before (PyTorch SDPA through the dynamo exporter, opset 18; GQA with 4
+    query heads on 2 key/value heads; types abbreviated):
+
+    ```mlir
+    %ku  = tx.unsqueeze %k axes [2] : tensor<2x2x32x32xf32>
+    %ke  = tx.expand %ku : tensor<2x2x1x32x32xf32> -> tensor<2x2x2x32x32xf32>
+    %k3  = tx.reshape %ke : tensor<2x2x2x32x32xf32> -> tensor<8x32x32xf32>
+    %kt3 = tx.transpose %k3 perm [0, 2, 1] : tensor<8x32x32xf32>
+    %kt  = tx.reshape %kt3 : tensor<8x32x32xf32> -> tensor<2x4x32x32xf32>
+    %qs  = tx.mul %q, %c : tensor<2x4x32x32xf32>, tensor<f32>     // c = sqrt(scale)
+    %kts = tx.mul %kt, %c : tensor<2x4x32x32xf32>, tensor<f32>
+    %s   = tx.matmul %qs, %kts : tensor<2x4x32x32xf32>, tensor<2x4x32x32xf32>
+    %sm  = tx.add %s, %causal : tensor<2x4x32x32xf32>, tensor<2x1x32x32xf32>
+    %p   = tx.softmax %sm axis(-1) : tensor<2x4x32x32xf32>
+    %nan = tx.is_nan %p : tensor<2x4x32x32xf32> -> tensor<2x4x32x32xi1>
+    %pz  = tx.where %nan, %zero, %p : tensor<2x4x32x32xi1>, tensor<f32>, tensor<2x4x32x32xf32>
+    %o   = tx.matmul %pz, %v4 : tensor<2x4x32x32xf32>, tensor<2x4x32x32xf32>
+    ```
+
+    After (`%causal` was a constant 0 / -inf triangle; `%v4` the same
+    repeat of `%v`):
+
+    ```mlir
+    %o, %lse = tx.attention %q, %k, %v scale(0.17677669529663687) causal
+        : tensor<2x4x32x32xf32>, tensor<2x2x32x32xf32>, tensor<2x2x32x32xf32>
+    ```
+
+    Recognized: `softmax(scores, axis = -1)` whose probabilities (optionally
+    through `Where(IsNaN(p), 0, p)`) are the lhs of one rank-4 `matmul` with
+    v, where `scores = matmul(q', kT') [*|/ c] [+ mask]` and `q'`, `kT'` are
+    q and kT times scalar constants; the product of all those constants is
+    `scale`. kT is a transpose whose last two output dims are (D, Tk),
+    possibly between reshapes that keep those dims (`k.transpose(-2, -1)`,
+    the dynamo exporter's `[B*H, T, D]` transpose, TorchScript's
+    `permute(0, 2, 3, 1)` of `[B, T, H, D]`); the swap is undone into k's
+    `[B, H, Tk, D]` layout (a new transpose/reshape where needed). A
+    grouped-query repeat `reshape(expand(unsqueeze(x, 2)))` of k and v folds
+    into their `Hkv` heads. A mask that is a constant (or a frozen
+    parameter with an inline value) is classified: all zeros disappears;
+    the same lower triangle in every `[Tq, Tk]` slice (0 where `j <= i`,
+    `-inf` or `<= -1e30` elsewhere) becomes `causal`, and a band of width
+    `w < Tq` in it `window(w)`; any other mask stays an additive `mask`
+    operand.
+
+    Preconditions, each reported as a near miss under `explain=true`: the
+    softmax is over the last axis of rank-4 scores; every scale factor is a
+    scalar constant (a Mul by a tensor is a scale not applied uniformly);
+    q, kT and v have matching `[B, H, ...]` shapes without broadcasting and
+    one f16/bf16/f32 type; k and v fold to the same head count; the mask
+    broadcasts to the scores without widening them and needs no gradient
+    (reads no trainable parameter); no intermediate (scaled q or kT, scores,
+    masked scores, probabilities) has a user outside the attention; no
+    dropout on the probabilities (not part of tx.attention yet).
+
+    Left as they are: the head-split transposes and reshapes around q, v
+    and the output (the op's layout is `[B, H, T, D]`), a mask applied with
+    `Where(cond, scores, -inf)` instead of an Add, and rank-3 (`bmm`)
+    attention.
+
+    With `explain=true`, every candidate that was not fused gets a remark
+    `not fused: attention: <reason>` at its softmax.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+  let options = [
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Emit a remark for every attention candidate that was not fused, with the reason">,
+  ];
+  let statistics = [
+    Statistic<"numAttention", "num-attention", "Number of tx.attention ops created">,
+  ];
+}
+
 def FuseNormsPass : Pass<"tx-fuse-norms", "::mlir::func::FuncOp"> {
   let summary = "Fuse LayerNorm / RMSNorm subgraphs into tx.layer_norm / tx.rms_norm";
   let description = [{

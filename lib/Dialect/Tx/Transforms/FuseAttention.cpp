@@ -1,0 +1,509 @@
+//===- FuseAttention.cpp - fuse scaled-dot-product attention --------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// tx-fuse-attention: matmul(q, kT) [* scale] [+ mask] -> softmax(-1)
+// [-> Where(IsNaN(p), 0, p)] -> matmul(p, v) becomes tx.attention (see
+// Passes.td for the contract).
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
+
+#include "txopt/Dialect/Tx/IR/TxDialect.h"
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/PatternUtils.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace mlir::txopt::tx {
+#define GEN_PASS_DEF_FUSEATTENTIONPASS
+#include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
+} // namespace mlir::txopt::tx
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::tx;
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+bool isAttentionElementType(Type type) {
+  return type.isF16() || type.isBF16() || type.isF32();
+}
+
+/// A [B, H, T, D] operand of the fused op as found in the graph: |base|,
+/// transposed by |perm| when it is not empty, then reshaped to |shape| when
+/// its shape differs (a pure view: row-major order is kept).
+struct HeadsRef {
+  Value base;
+  SmallVector<int64_t> perm;
+  SmallVector<int64_t> shape;
+
+  Value materialize(RewriterBase &rewriter, Location loc) const {
+    Value value = base;
+    if (!perm.empty())
+      value = TransposeOp::create(rewriter, loc, value,
+                                  rewriter.getDenseI64ArrayAttr(perm));
+    auto type = tensorType(value);
+    if (type.getShape() != ArrayRef<int64_t>(shape))
+      value = ReshapeOp::create(
+          rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
+          value);
+    return value;
+  }
+};
+
+/// What matching around one softmax found.
+struct AttentionMatch {
+  enum Status { NotACandidate, NearMiss, Matched };
+  Status status = NotACandidate;
+  std::string reason;
+  Value q, mask;
+  HeadsRef k, v;
+  double scale = 1.0;
+  bool causal = false;
+  std::optional<int64_t> window;
+  Operation *root = nullptr;
+  /// The ops the fused op replaces, in data-flow order.
+  SmallVector<Operation *> ops;
+};
+
+/// Multiplies |scale| by the scalar-constant factors of the single-use
+/// Mul/Div ops that produce |value| and returns what they scale. Stops at
+/// anything else; |why| is set when a Mul/Div by a non-scalar looks like a
+/// scale that is not applied uniformly.
+Value stripScale(Value value, double &scale, SmallVectorImpl<Operation *> &ops,
+                 std::string &why) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (!isa<MulOp, DivOp>(op))
+      break;
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    std::optional<double> factor = getScalarConstant(rhs);
+    Value scaled = lhs;
+    if (!factor && isa<MulOp>(op)) {
+      factor = getScalarConstant(lhs);
+      scaled = rhs;
+    }
+    if (!factor) {
+      if (getNumElements(lhs) != getNumElements(rhs) &&
+          (isa_and_nonnull<ConstantOp>(rhs.getDefiningOp()) ||
+           isa_and_nonnull<ConstantOp>(lhs.getDefiningOp())))
+        why = "expected a scalar scale, but '" +
+              op->getName().getStringRef().str() + "' scales by a tensor";
+      break;
+    }
+    if (tensorType(scaled).getShape() != tensorType(value).getShape())
+      break;
+    scale *= isa<DivOp>(op) ? 1.0 / *factor : *factor;
+    ops.push_back(op);
+    value = scaled;
+  }
+  return value;
+}
+
+/// |x| (shape [..., T, D] holding the row-major data of a [B, H, T, D]
+/// tensor) as a fused-op operand: the grouped-query repeat
+/// `reshape(expand(unsqueeze(k0, 2)))` folds into k0's fewer heads, an
+/// ancestor through reshapes of the exact shape is used directly, anything
+/// else is reshaped.
+std::optional<HeadsRef> traceHeads(Value x, ArrayRef<int64_t> target) {
+  int64_t b = target[0], h = target[1];
+  // The grouped-query repeat first (anywhere up the reshape chain), then the
+  // first ancestor of the exact shape.
+  std::optional<HeadsRef> exact;
+  for (Value y = x;;) {
+    if (auto expand = y.getDefiningOp<ExpandOp>()) {
+      ArrayRef<int64_t> es = tensorType(expand).getShape();
+      auto unsqueeze = expand.getInput().getDefiningOp<UnsqueezeOp>();
+      if (unsqueeze && es.size() == 5 && es[0] == b && es[1] * es[2] == h &&
+          es[3] == target[2] && es[4] == target[3] &&
+          unsqueeze.getAxes() == ArrayRef<int64_t>{2}) {
+        Value k0 = unsqueeze.getInput();
+        return HeadsRef{k0, {}, SmallVector<int64_t>(tensorType(k0).getShape())};
+      }
+    }
+    if (!exact && tensorType(y).getShape() == target)
+      exact = HeadsRef{y, {}, SmallVector<int64_t>(target)};
+    auto reshape = y.getDefiningOp<ReshapeOp>();
+    if (!reshape)
+      break;
+    y = reshape.getInput();
+  }
+  if (exact)
+    return exact;
+  ArrayRef<int64_t> xs = tensorType(x).getShape();
+  if (xs.size() < 2 || xs.take_back(2) != target.take_back(2) ||
+      getNumElements(x) != b * h * target[2] * target[3])
+    return std::nullopt;
+  return HeadsRef{x, {}, SmallVector<int64_t>(target)};
+}
+
+/// k as [B, H, Tk, D] from |kt|, a [B, H, D, Tk] value: a transpose whose
+/// last two output dims are (D, Tk), reached through reshapes that keep
+/// them, with the swap of those two dims undone.
+std::optional<HeadsRef> traceKeys(Value kt, ArrayRef<int64_t> target) {
+  ArrayRef<int64_t> trailing = tensorType(kt).getShape().take_back(2);
+  Value y = kt;
+  while (auto reshape = y.getDefiningOp<ReshapeOp>()) {
+    y = reshape.getInput();
+    if (tensorType(y).getShape().take_back(2) != trailing)
+      return std::nullopt;
+  }
+  auto transpose = y.getDefiningOp<TransposeOp>();
+  if (!transpose)
+    return std::nullopt;
+  SmallVector<int64_t> perm(transpose.getPerm());
+  if (perm.size() < 2)
+    return std::nullopt;
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  bool identity = llvm::all_of(llvm::enumerate(perm), [](auto pair) {
+    return pair.value() == static_cast<int64_t>(pair.index());
+  });
+  if (identity)
+    return traceHeads(transpose.getInput(), target);
+  ArrayRef<int64_t> in = tensorType(transpose.getInput()).getShape();
+  SmallVector<int64_t> permuted;
+  for (int64_t p : perm)
+    permuted.push_back(in[p]);
+  if (ArrayRef<int64_t>(permuted).take_back(2) != target.take_back(2))
+    return std::nullopt;
+  return HeadsRef{transpose.getInput(), perm, SmallVector<int64_t>(target)};
+}
+
+/// The dense value of a constant or of a frozen parameter with an inline
+/// value; null for anything else (a sourced weight included).
+ElementsAttr constantMaskValue(Value mask) {
+  Operation *def = mask.getDefiningOp();
+  if (auto constant = dyn_cast_or_null<ConstantOp>(def))
+    return constant.getValue();
+  if (auto load = dyn_cast_or_null<LoadParameterOp>(def)) {
+    auto parameter = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+        load, load.getNameAttr());
+    if (parameter && parameter.getFrozen() && parameter.getInitialValue())
+      return *parameter.getInitialValue();
+  }
+  return nullptr;
+}
+
+/// True when |value| reads (transitively) a parameter that is not frozen,
+/// so it would need a gradient that the fused op does not give.
+bool dependsOnTrainable(Value value) {
+  SmallVector<Value> work{value};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (auto load = dyn_cast<LoadParameterOp>(def)) {
+      auto parameter = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+          load, load.getNameAttr());
+      if (!parameter || !parameter.getFrozen())
+        return true;
+      continue;
+    }
+    if (seen.size() > 4096)
+      return true;
+    llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+/// What a constant additive mask of shape [..., Tq, Tk] is.
+struct MaskKind {
+  enum Kind { Zero, Causal, Other } kind = Other;
+  std::optional<int64_t> window;
+};
+
+/// Classifies a constant mask: every entry 0 (no mask), or every [Tq, Tk]
+/// slice the same causal triangle (0 where key j is visible from query i,
+/// -inf or at most -1e30 elsewhere, which exp flushes to exactly 0) with an
+/// optional sliding window; anything else is a general mask.
+MaskKind classifyMask(ElementsAttr value, int64_t tq, int64_t tk) {
+  MaskKind result;
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return result;
+  SmallVector<double> data;
+  for (APFloat element : value.getValues<APFloat>())
+    data.push_back(element.convertToDouble());
+  if (llvm::all_of(data, [](double x) { return x == 0.0; })) {
+    result.kind = MaskKind::Zero;
+    return result;
+  }
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() < 2 || shape.take_back(2) != ArrayRef<int64_t>{tq, tk})
+    return result;
+  // Per row the first visible key; the window is the widest visible run.
+  SmallVector<int64_t> first(tq, -1);
+  for (int64_t i = 0; i < tq; ++i)
+    for (int64_t j = 0; j < tk; ++j)
+      if (data[i * tk + j] == 0.0) {
+        first[i] = j;
+        break;
+      }
+  int64_t window = 0;
+  for (int64_t i = 0; i < tq; ++i) {
+    if (first[i] < 0)
+      return result; // a fully masked row: leave it to the general path
+    window = std::max(window, i - first[i] + 1);
+  }
+  for (int64_t slice = 0, n = data.size() / (tq * tk); slice < n; ++slice)
+    for (int64_t i = 0; i < tq; ++i)
+      for (int64_t j = 0; j < tk; ++j) {
+        double x = data[(slice * tq + i) * tk + j];
+        bool visible = j <= i && j > i - window;
+        if (visible ? x != 0.0 : !(x <= -1e30))
+          return result;
+      }
+  result.kind = MaskKind::Causal;
+  if (window < tq)
+    result.window = window;
+  return result;
+}
+
+AttentionMatch matchAttention(SoftmaxOp softmax) {
+  AttentionMatch match;
+  auto notCandidate = [&](StringRef why) {
+    match.status = AttentionMatch::NotACandidate;
+    match.reason = why.str();
+    return match;
+  };
+  auto nearMiss = [&](const Twine &why) {
+    match.status = AttentionMatch::NearMiss;
+    match.reason = why.str();
+    return match;
+  };
+
+  // Downstream: the probabilities feed one matmul, maybe through HF's
+  // Where(IsNaN(p), 0, p).
+  Value probs = softmax.getResult();
+  SmallVector<Operation *> tail;
+  Value consumed = probs;
+  {
+    SmallVector<Operation *> users(probs.getUsers());
+    if (users.size() == 2) {
+      auto isNan = dyn_cast<IsNaNOp>(users[0]);
+      auto where = dyn_cast<WhereOp>(users[1]);
+      if (!isNan) {
+        isNan = dyn_cast<IsNaNOp>(users[1]);
+        where = dyn_cast<WhereOp>(users[0]);
+      }
+      if (isNan && where && where.getCondition() == isNan.getResult() &&
+          where.getRhs() == probs && isSplatConstant(where.getLhs(), 0.0) &&
+          isNan->hasOneUse() && where.getType() == softmax.getType()) {
+        tail = {isNan, where};
+        consumed = where.getResult();
+      }
+    }
+  }
+  if (!consumed.hasOneUse()) {
+    for (Operation *user : consumed.getUsers())
+      if (isa<MatMulOp>(user) && user->getOperand(0) == consumed)
+        return nearMiss("expected the probabilities to feed only the matmul "
+                        "with v, but they have another user ('" +
+                        (*llvm::find_if(consumed.getUsers(), [&](Operation *u) {
+                          return u != user;
+                        }))->getName().getStringRef() + "')");
+    return notCandidate("the softmax does not feed one matmul");
+  }
+  Operation *user = *consumed.getUsers().begin();
+  if (isa<DropoutOp>(user))
+    return nearMiss("expected no dropout on the probabilities (not fused "
+                    "yet), but got 'tx.dropout'");
+  auto pv = dyn_cast<MatMulOp>(user);
+  if (!pv || pv.getLhs() != consumed)
+    return notCandidate("the softmax does not feed a matmul as its lhs");
+
+  // Upstream: [scale] [+ mask] over matmul(q, kT).
+  Value scores = softmax.getInput();
+  SmallVector<Operation *> head;
+  Value mask;
+  double scale = 1.0;
+  std::string scaleWhy;
+  if (auto add = scores.getDefiningOp<AddOp>()) {
+    Value lhs = add.getLhs(), rhs = add.getRhs();
+    bool lhsScores = false;
+    for (Value candidate : {lhs, rhs}) {
+      double ignored = 1.0;
+      SmallVector<Operation *> ignoredOps;
+      std::string ignoredWhy;
+      if (stripScale(candidate, ignored, ignoredOps, ignoredWhy)
+              .getDefiningOp<MatMulOp>()) {
+        lhsScores = candidate == lhs;
+        break;
+      }
+    }
+    mask = lhsScores ? rhs : lhs;
+    scores = lhsScores ? lhs : rhs;
+    head.push_back(add);
+  }
+  SmallVector<Operation *> scaleOps;
+  scores = stripScale(scores, scale, scaleOps, scaleWhy);
+  if (!scaleWhy.empty())
+    return nearMiss(scaleWhy);
+  auto qk = scores.getDefiningOp<MatMulOp>();
+  if (!qk)
+    return notCandidate("the softmax input is not a scaled matmul");
+
+  auto type = tensorType(softmax.getInput());
+  if (type.getRank() != 4)
+    return nearMiss("expected rank-4 scores [B, H, Tq, Tk], but got rank " +
+                    std::to_string(type.getRank()));
+  FailureOr<int64_t> axis = normalizeAxis(softmax.getAxis(), 4);
+  if (failed(axis) || *axis != 3)
+    return nearMiss("expected a softmax over the last axis (keys), but got "
+                    "axis " + std::to_string(softmax.getAxis()));
+
+  SmallVector<Operation *> qOps, kOps;
+  std::string qWhy, kWhy;
+  Value q = stripScale(qk.getLhs(), scale, qOps, qWhy);
+  Value kt = stripScale(qk.getRhs(), scale, kOps, kWhy);
+  if (!qWhy.empty() || !kWhy.empty())
+    return nearMiss(qWhy.empty() ? kWhy : qWhy);
+  if (!std::isfinite(scale) || scale == 0.0)
+    return nearMiss("expected a finite non-zero scale, but got " +
+                    formatNumber(scale));
+  auto qType = tensorType(q), ktType = tensorType(kt);
+  auto vValue = pv.getRhs();
+  auto vType = tensorType(vValue);
+  if (qType.getRank() != 4 || ktType.getRank() != 4 || vType.getRank() != 4)
+    return nearMiss("expected rank-4 q, kT and v");
+  ArrayRef<int64_t> qs = qType.getShape(), kts = ktType.getShape(),
+                    vs = vType.getShape();
+  int64_t b = qs[0], h = qs[1], tq = qs[2], d = qs[3], tk = kts[3], dv = vs[3];
+  if (kts != ArrayRef<int64_t>{b, h, d, tk} || vs != ArrayRef<int64_t>{b, h, tk, dv})
+    return nearMiss("expected kT " + formatShape({b, h, d, tk}) + " and v " +
+                    formatShape({b, h, tk, dv}) +
+                    " without batch broadcasting, but got " +
+                    formatShape(kts) + " and " + formatShape(vs));
+  Type element = qType.getElementType();
+  if (!isAttentionElementType(element) || ktType.getElementType() != element ||
+      vType.getElementType() != element)
+    return nearMiss("expected q, k and v of one f16, bf16 or f32 type");
+  std::optional<HeadsRef> k = traceKeys(kt, {b, h, tk, d});
+  if (!k)
+    return nearMiss("expected the matmul rhs to be a transpose of k's last "
+                    "two dims, but got " +
+                    (kt.getDefiningOp()
+                         ? "'" + kt.getDefiningOp()->getName().getStringRef().str() + "'"
+                         : std::string("a block argument")));
+  std::optional<HeadsRef> v = traceHeads(vValue, {b, h, tk, dv});
+  if (!v)
+    return nearMiss("expected v as [B, H, Tk, Dv]");
+  // GQA folds k and v alike; a repeat on one only stays unfolded.
+  int64_t hk = k->shape[1], hv = v->shape[1];
+  if (hk != hv) {
+    return nearMiss("expected k and v repeated to the same number of heads, "
+                    "but got " + std::to_string(hk) + " and " +
+                    std::to_string(hv));
+  }
+
+  // The mask: a constant causal triangle (or sliding window) becomes an
+  // attribute, an all-zero constant disappears, anything else is an operand.
+  if (mask) {
+    auto maskType = tensorType(mask);
+    auto addType = tensorType(head.front()->getResult(0));
+    if (addType != type || maskType.getRank() > 4)
+      return nearMiss("expected the mask to broadcast to the scores' shape " +
+                      formatShape(type.getShape()) + ", but got " +
+                      formatShape(maskType.getShape()));
+    if (maskType.getElementType() != element && !maskType.getElementType().isF32())
+      return nearMiss("expected a mask of the scores' element type or f32");
+    if (ElementsAttr value = constantMaskValue(mask)) {
+      MaskKind kind = classifyMask(value, tq, tk);
+      if (kind.kind == MaskKind::Zero) {
+        mask = Value();
+      } else if (kind.kind == MaskKind::Causal) {
+        match.causal = true;
+        match.window = kind.window;
+        mask = Value();
+      }
+    }
+    if (mask && dependsOnTrainable(mask))
+      return nearMiss("expected a mask that needs no gradient, but it reads "
+                      "a trainable parameter");
+  }
+
+  // No intermediate may escape: the fused op exposes none of them.
+  SmallVector<Operation *> ops;
+  llvm::append_range(ops, qOps);
+  llvm::append_range(ops, kOps);
+  ops.push_back(qk);
+  llvm::append_range(ops, llvm::reverse(scaleOps));
+  llvm::append_range(ops, head);
+  ops.push_back(softmax);
+  llvm::append_range(ops, tail);
+  ops.push_back(pv);
+  llvm::SmallPtrSet<Operation *, 16> inChain(ops.begin(), ops.end());
+  for (Operation *op : ops) {
+    if (op->getBlock() != pv->getBlock())
+      return nearMiss("expected the attention in one block");
+    if (op == pv.getOperation())
+      continue;
+    if (Operation *outside = findUserOutside(op, inChain))
+      return nearMiss("intermediate '" + op->getName().getStringRef() +
+                      "' has a user outside the attention ('" +
+                      outside->getName().getStringRef() + "')");
+  }
+
+  match.q = q;
+  match.k = *k;
+  match.v = *v;
+  match.mask = mask;
+  match.scale = scale;
+  match.root = pv;
+  match.ops = std::move(ops);
+  match.status = AttentionMatch::Matched;
+  return match;
+}
+
+void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
+  SmallVector<Location> locs = llvm::map_to_vector(
+      match.ops, [](Operation *op) { return op->getLoc(); });
+  Location loc = rewriter.getFusedLoc(locs);
+  rewriter.setInsertionPoint(match.root);
+  Value k = match.k.materialize(rewriter, loc);
+  Value v = match.v.materialize(rewriter, loc);
+  auto fused = AttentionOp::create(
+      rewriter, loc, match.q, k, v, match.mask,
+      rewriter.getF64FloatAttr(match.scale),
+      match.causal ? rewriter.getUnitAttr() : nullptr,
+      match.window ? rewriter.getI64IntegerAttr(*match.window) : nullptr);
+  rewriter.replaceOp(match.root, fused.getResult());
+  for (Operation *op : llvm::reverse(match.ops))
+    if (op != match.root && op->use_empty())
+      rewriter.eraseOp(op);
+}
+
+struct FuseAttentionPass : tx::impl::FuseAttentionPassBase<FuseAttentionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    SmallVector<SoftmaxOp> softmaxes;
+    func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (SoftmaxOp softmax : softmaxes) {
+      AttentionMatch match = matchAttention(softmax);
+      if (match.status == AttentionMatch::Matched) {
+        rewrite(match, rewriter);
+        ++numAttention;
+      } else if (match.status == AttentionMatch::NearMiss && explain) {
+        reportNearMiss(softmax, "attention", match.reason);
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,203 @@
+//===- AttentionOps.cpp - tx.attention and tx.attention_grad --------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The fused attention ops (TxAttentionOps.td). Scores, probabilities and
+// every sum are computed in double, row by row, and never stored as a
+// [B, H, Tq, Tk] tensor; the executor rounds each result once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::reference;
+
+namespace {
+
+/// Shapes, attributes and the mask's broadcast strides of one attention.
+struct Geometry {
+  int64_t b, h, tq, d, hkv, tk, dv, group;
+  double scale;
+  bool causal;
+  std::optional<int64_t> window;
+  const Tensor *mask = nullptr;
+  int64_t maskStride[4] = {0, 0, 0, 0};
+
+  Geometry(const Tensor &q, const Tensor &k, const Tensor &v,
+           const Tensor *mask, double scale, bool causal,
+           std::optional<int64_t> window)
+      : scale(scale), causal(causal), window(window), mask(mask) {
+    b = q.getShape()[0];
+    h = q.getShape()[1];
+    tq = q.getShape()[2];
+    d = q.getShape()[3];
+    hkv = k.getShape()[1];
+    tk = k.getShape()[2];
+    dv = v.getShape()[3];
+    group = h / hkv;
+    if (mask) {
+      // Right-aligned numpy broadcast: a dim of 1 (or a missing one) has
+      // stride 0.
+      llvm::ArrayRef<int64_t> ms = mask->getShape();
+      int64_t stride = 1;
+      for (int64_t i = static_cast<int64_t>(ms.size()) - 1; i >= 0; --i) {
+        int64_t axis = 4 - static_cast<int64_t>(ms.size()) + i;
+        maskStride[axis] = ms[i] == 1 ? 0 : stride;
+        stride *= ms[i];
+      }
+    }
+  }
+
+  bool visible(int64_t i, int64_t j) const {
+    if (!causal)
+      return true;
+    if (j > i)
+      return false;
+    return !window || j > i - *window;
+  }
+
+  /// Scores of row (bi, hi, i) into |s| (-inf where not visible).
+  void scores(const Tensor &q, const Tensor &k, int64_t bi, int64_t hi,
+              int64_t i, std::vector<double> &s) const {
+    int64_t g = hi / group;
+    const double *qr = q.floats().data() + ((bi * h + hi) * tq + i) * d;
+    for (int64_t j = 0; j < tk; ++j) {
+      if (!visible(i, j)) {
+        s[j] = -std::numeric_limits<double>::infinity();
+        continue;
+      }
+      const double *kr = k.floats().data() + ((bi * hkv + g) * tk + j) * d;
+      double dot = 0.0;
+      for (int64_t e = 0; e < d; ++e)
+        dot += qr[e] * kr[e];
+      double value = scale * dot;
+      if (mask)
+        value += mask->floats()[bi * maskStride[0] + hi * maskStride[1] +
+                                i * maskStride[2] + j * maskStride[3]];
+      s[j] = value;
+    }
+  }
+};
+
+/// log(sum_j exp(s_j)), -inf when every s_j is -inf.
+double logSumExp(const std::vector<double> &s) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (double x : s)
+    max = std::max(max, x);
+  if (max == -std::numeric_limits<double>::infinity())
+    return max;
+  double sum = 0.0;
+  for (double x : s)
+    sum += std::exp(x - max);
+  return max + std::log(sum);
+}
+
+/// exp(s_j - lse), 0 for a fully masked row.
+void probabilities(std::vector<double> &s, double lse) {
+  bool empty = lse == -std::numeric_limits<double>::infinity();
+  for (double &x : s)
+    x = empty ? 0.0 : std::exp(x - lse);
+}
+
+void evalForward(tx::AttentionOp op, llvm::ArrayRef<const Tensor *> in,
+                 llvm::SmallVectorImpl<Tensor> &results) {
+  const Tensor &q = *in[0], &k = *in[1], &v = *in[2];
+  Geometry geo(q, k, v, op.getMask() ? in[3] : nullptr,
+               op.getScale().convertToDouble(), op.getCausal(), op.getWindow());
+  Tensor out = makeResult(op, 0), lse = makeResult(op, 1);
+  std::vector<double> s(geo.tk);
+  for (int64_t bi = 0; bi < geo.b; ++bi)
+    for (int64_t hi = 0; hi < geo.h; ++hi)
+      for (int64_t i = 0; i < geo.tq; ++i) {
+        geo.scores(q, k, bi, hi, i, s);
+        int64_t row = (bi * geo.h + hi) * geo.tq + i;
+        double l = logSumExp(s);
+        lse.floats()[row] = l;
+        probabilities(s, l);
+        double *o = out.floats().data() + row * geo.dv;
+        int64_t g = hi / geo.group;
+        for (int64_t j = 0; j < geo.tk; ++j) {
+          if (s[j] == 0.0)
+            continue;
+          const double *vr =
+              v.floats().data() + ((bi * geo.hkv + g) * geo.tk + j) * geo.dv;
+          for (int64_t e = 0; e < geo.dv; ++e)
+            o[e] += s[j] * vr[e];
+        }
+      }
+  results.push_back(std::move(out));
+  results.push_back(std::move(lse));
+}
+
+void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
+                  llvm::SmallVectorImpl<Tensor> &results) {
+  bool hasMask = static_cast<bool>(op.getMask());
+  const Tensor &dO = *in[0], &q = *in[1], &k = *in[2], &v = *in[3];
+  const Tensor *mask = hasMask ? in[4] : nullptr;
+  const Tensor &out = *in[hasMask ? 5 : 4], &lse = *in[hasMask ? 6 : 5];
+  Geometry geo(q, k, v, mask, op.getScale().convertToDouble(), op.getCausal(),
+               op.getWindow());
+  // Gradients accumulate in double tensors of the results' shapes; the
+  // executor rounds them once.
+  Tensor dq = makeResult(op, 0), dk = makeResult(op, 1), dv = makeResult(op, 2);
+  std::vector<double> p(geo.tk);
+  for (int64_t bi = 0; bi < geo.b; ++bi)
+    for (int64_t hi = 0; hi < geo.h; ++hi) {
+      int64_t g = hi / geo.group;
+      for (int64_t i = 0; i < geo.tq; ++i) {
+        int64_t row = (bi * geo.h + hi) * geo.tq + i;
+        geo.scores(q, k, bi, hi, i, p);
+        probabilities(p, lse.floats()[row]);
+        const double *dor = dO.floats().data() + row * geo.dv;
+        const double *outr = out.floats().data() + row * geo.dv;
+        const double *qr = q.floats().data() + row * geo.d;
+        double *dqr = dq.floats().data() + row * geo.d;
+        double dsum = 0.0;
+        for (int64_t e = 0; e < geo.dv; ++e)
+          dsum += dor[e] * outr[e];
+        for (int64_t j = 0; j < geo.tk; ++j) {
+          if (p[j] == 0.0)
+            continue;
+          int64_t kvRow = (bi * geo.hkv + g) * geo.tk + j;
+          const double *vr = v.floats().data() + kvRow * geo.dv;
+          const double *kr = k.floats().data() + kvRow * geo.d;
+          double *dkr = dk.floats().data() + kvRow * geo.d;
+          double *dvr = dv.floats().data() + kvRow * geo.dv;
+          double dp = 0.0;
+          for (int64_t e = 0; e < geo.dv; ++e) {
+            dp += dor[e] * vr[e];
+            dvr[e] += p[j] * dor[e];
+          }
+          double ds = p[j] * (dp - dsum) * geo.scale;
+          for (int64_t e = 0; e < geo.d; ++e) {
+            dqr[e] += ds * kr[e];
+            dkr[e] += ds * qr[e];
+          }
+        }
+      }
+    }
+  results.push_back(std::move(dq));
+  results.push_back(std::move(dk));
+  results.push_back(std::move(dv));
+}
+
+} // namespace
+
+llvm::Expected<bool>
+mlir::txopt::reference::evalAttentionOp(Operation *op, const KernelArgs &args) {
+  if (auto attention = dyn_cast<tx::AttentionOp>(op)) {
+    evalForward(attention, args.operands, args.results);
+    return true;
+  }
+  if (auto grad = dyn_cast<tx::AttentionGradOp>(op)) {
+    evalBackward(grad, args.operands, args.results);
+    return true;
+  }
+  return false;
+}

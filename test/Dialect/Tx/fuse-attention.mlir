@@ -1,0 +1,259 @@
+// RUN: txopt-opt %s --split-input-file --tx-fuse-attention | FileCheck %s
+// RUN: txopt-opt %s --split-input-file --tx-fuse-attention=explain=true 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=EXPLAIN --implicit-check-not=remark
+
+// The EXPLAIN lines check the near-miss remark that explain=true adds at the
+// softmax (the line after them) of every candidate that was not fused; fused
+// attention and non-candidates stay silent (--implicit-check-not).
+
+//===----------------------------------------------------------------------===//
+// Fused
+//===----------------------------------------------------------------------===//
+
+// PyTorch SDPA through the dynamo exporter (nanogpt_op18): q and kT each
+// scaled by sqrt(scale), kT as reshape/transpose/reshape through [B*H, T, D],
+// a causal mask of 0 / finfo.min as a frozen parameter.
+tx.parameter @causal = dense<[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38],
+                              [0.0, 0.0, -3.40282347E+38, -3.40282347E+38],
+                              [0.0, 0.0, 0.0, -3.40282347E+38],
+                              [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32> frozen
+// CHECK-LABEL: func.func @sdpa_dynamo
+// CHECK-SAME:    %[[Q:[^:]+]]: tensor<1x2x4x8xf32>, %[[K:[^:]+]]: tensor<1x2x4x8xf32>, %[[V:[^:]+]]: tensor<1x2x4x8xf32>
+// CHECK:         %[[O:.+]], %{{.+}} = tx.attention %[[Q]], %[[K]], %[[V]] scale(0.12499999{{[0-9]+}}) causal : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+// CHECK-NOT:     tx.softmax
+// CHECK-NOT:     tx.matmul
+// CHECK:         return %[[O]]
+func.func @sdpa_dynamo(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %c = tx.constant dense<0.353553385> : tensor<1xf32>
+  %mask = tx.load_parameter @causal : tensor<4x4xf32>
+  %k3 = tx.reshape %k : tensor<1x2x4x8xf32> -> tensor<2x4x8xf32>
+  %kt3 = tx.transpose %k3 perm [0, 2, 1] : tensor<2x4x8xf32>
+  %kt = tx.reshape %kt3 : tensor<2x8x4xf32> -> tensor<1x2x8x4xf32>
+  %qs = tx.mul %q, %c : tensor<1x2x4x8xf32>, tensor<1xf32>
+  %kts = tx.mul %kt, %c : tensor<1x2x8x4xf32>, tensor<1xf32>
+  %s = tx.matmul %qs, %kts : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %sm = tx.add %s, %mask : tensor<1x2x4x4xf32>, tensor<4x4xf32>
+  %p = tx.softmax %sm axis(-1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// The TorchScript exporter (nanogpt_op14): kT = permute(0, 2, 3, 1) of the
+// [B, T, H, D] head split, a constant 0 / -inf mask. k becomes the
+// transpose(0, 2, 1, 3) of the split.
+// CHECK-LABEL: func.func @sdpa_torchscript
+// CHECK-SAME:    %[[Q:[^:]+]]: tensor<1x2x4x8xf32>, %[[KS:[^:]+]]: tensor<1x4x2x8xf32>, %[[V:[^:]+]]: tensor<1x2x4x8xf32>
+// CHECK:         %[[K:.+]] = tx.transpose %[[KS]] perm [0, 2, 1, 3] : tensor<1x4x2x8xf32>
+// CHECK:         %[[O:.+]], %{{.+}} = tx.attention %[[Q]], %[[K]], %[[V]] scale(0.12499999{{[0-9]+}}) causal
+// CHECK:         return %[[O]]
+func.func @sdpa_torchscript(%q: tensor<1x2x4x8xf32>, %ksplit: tensor<1x4x2x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %mask = tx.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000],
+                             [0.0, 0.0, 0xFF800000, 0xFF800000],
+                             [0.0, 0.0, 0.0, 0xFF800000],
+                             [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %c = tx.constant dense<0.353553385> : tensor<1xf32>
+  %kt = tx.transpose %ksplit perm [0, 2, 3, 1] : tensor<1x4x2x8xf32>
+  %qs = tx.mul %q, %c : tensor<1x2x4x8xf32>, tensor<1xf32>
+  %kts = tx.mul %kt, %c : tensor<1x2x8x4xf32>, tensor<1xf32>
+  %s = tx.matmul %qs, %kts : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %sm = tx.add %s, %mask : tensor<1x2x4x4xf32>, tensor<4x4xf32>
+  %p = tx.softmax %sm axis(-1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Hugging Face eager Llama: k and v repeated from 1 to 2 heads (repeat_kv),
+// k.transpose(2, 3), scores * 1/sqrt(d), a mask computed at run time (an
+// argument: an operand, never `causal`), Where(IsNaN(p), 0, p).
+// CHECK-LABEL: func.func @hf_eager_gqa_runtime_mask
+// CHECK-SAME:    %[[Q:[^:]+]]: tensor<1x2x4x8xf32>, %[[K:[^:]+]]: tensor<1x1x4x8xf32>, %[[V:[^:]+]]: tensor<1x1x4x8xf32>, %[[M:[^:]+]]: tensor<1x1x4x4xf32>
+// CHECK:         %[[O:.+]], %{{.+}} = tx.attention %[[Q]], %[[K]], %[[V]] mask(%[[M]]) scale(1.250000e-01) : tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x4xf32>
+// CHECK-NOT:     tx.is_nan
+// CHECK:         return %[[O]]
+func.func @hf_eager_gqa_runtime_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>, %m: tensor<1x1x4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %ku = tx.unsqueeze %k axes [2] : tensor<1x1x4x8xf32>
+  %ke = tx.expand %ku : tensor<1x1x1x4x8xf32> -> tensor<1x1x2x4x8xf32>
+  %kr = tx.reshape %ke : tensor<1x1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  %vu = tx.unsqueeze %v axes [2] : tensor<1x1x4x8xf32>
+  %ve = tx.expand %vu : tensor<1x1x1x4x8xf32> -> tensor<1x1x2x4x8xf32>
+  %vr = tx.reshape %ve : tensor<1x1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  %kt = tx.transpose %kr perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %c = tx.constant dense<0.125> : tensor<f32>
+  %ss = tx.mul %s, %c : tensor<1x2x4x4xf32>, tensor<f32>
+  %sm = tx.add %ss, %m : tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>
+  %p = tx.softmax %sm axis(-1) : tensor<1x2x4x4xf32>
+  %nan = tx.is_nan %p : tensor<1x2x4x4xf32> -> tensor<1x2x4x4xi1>
+  %zero = tx.constant dense<0.0> : tensor<f32>
+  %pz = tx.where %nan, %zero, %p : tensor<1x2x4x4xi1>, tensor<f32>, tensor<1x2x4x4xf32>
+  %o = tx.matmul %pz, %vr : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Mistral's sliding window (2 keys) as a constant [B, 1, T, T] mask.
+// CHECK-LABEL: func.func @sliding_window
+// CHECK:         tx.attention %{{.+}}, %{{.+}}, %{{.+}} scale(1.250000e-01) causal window(2)
+func.func @sliding_window(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %mask = tx.constant dense<[[[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38],
+                               [0.0, 0.0, -3.40282347E+38, -3.40282347E+38],
+                               [-3.40282347E+38, 0.0, 0.0, -3.40282347E+38],
+                               [-3.40282347E+38, -3.40282347E+38, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %c = tx.constant dense<8.0> : tensor<f32>
+  %ss = tx.div %s, %c : tensor<1x2x4x4xf32>, tensor<f32>
+  %sm = tx.add %ss, %mask : tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>
+  %p = tx.softmax %sm axis(3) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// BERT without padding: an all-zero constant mask disappears; the scores
+// divided by sqrt(d).
+// CHECK-LABEL: func.func @zero_mask_div
+// CHECK:         tx.attention %{{.+}}, %{{.+}}, %{{.+}} scale(0.35355339{{[0-9]+}}) : tensor<1x2x4x8xf32>
+// CHECK-NOT:     causal
+func.func @zero_mask_div(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %mask = tx.constant dense<0.0> : tensor<1x1x1x4xf32>
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %c = tx.constant dense<2.82842712> : tensor<f32>
+  %ss = tx.div %s, %c : tensor<1x2x4x4xf32>, tensor<f32>
+  %sm = tx.add %mask, %ss : tensor<1x1x1x4xf32>, tensor<1x2x4x4xf32>
+  %p = tx.softmax %sm axis(-1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A constant that is neither zero nor causal (an upper triangle) stays a
+// mask operand.
+// CHECK-LABEL: func.func @constant_not_causal
+// CHECK:         %[[M:.+]] = tx.constant
+// CHECK:         tx.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]]) scale(1.000000e+00) :
+func.func @constant_not_causal(%q: tensor<1x1x2x8xf32>, %k: tensor<1x1x2x8xf32>, %v: tensor<1x1x2x8xf32>) -> tensor<1x1x2x8xf32> {
+  %mask = tx.constant dense<[[0.0, 0.0], [0xFF800000, 0.0]]> : tensor<2x2xf32>
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x1x2x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x1x2x8xf32>, tensor<1x1x8x2xf32>
+  %sm = tx.add %s, %mask : tensor<1x1x2x2xf32>, tensor<2x2xf32>
+  %p = tx.softmax %sm axis(-1) : tensor<1x1x2x2xf32>
+  %o = tx.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x8xf32>
+  return %o : tensor<1x1x2x8xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Not fused
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// A softmax over the queries, not the keys.
+// CHECK-LABEL: func.func @softmax_other_axis
+// CHECK-NOT:     tx.attention
+// CHECK:         tx.softmax
+func.func @softmax_other_axis(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  // EXPLAIN: remark: not fused: attention: expected a softmax over the last axis (keys), but got axis 2
+  %p = tx.softmax %s axis(2) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A scale that differs per key is not a uniform scale.
+// CHECK-LABEL: func.func @scale_per_key
+// CHECK-NOT:     tx.attention
+func.func @scale_per_key(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %c = tx.constant dense<[0.125, 0.25, 0.125, 0.125]> : tensor<4xf32>
+  %ss = tx.mul %s, %c : tensor<1x2x4x4xf32>, tensor<4xf32>
+  // EXPLAIN: remark: not fused: attention: expected a scalar scale, but 'tx.mul' scales by a tensor
+  %p = tx.softmax %ss axis(-1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// The probabilities escape (attention weights returned, output_attentions).
+// CHECK-LABEL: func.func @probabilities_escape
+// CHECK-NOT:     tx.attention
+func.func @probabilities_escape(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>) {
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  // EXPLAIN: remark: not fused: attention: expected the probabilities to feed only the matmul with v, but they have another user ('func.return')
+  %p = tx.softmax %s axis(-1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o, %p : tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// The scores escape.
+// CHECK-LABEL: func.func @scores_escape
+// CHECK-NOT:     tx.attention
+func.func @scores_escape(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>) {
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  // EXPLAIN: remark: not fused: attention: intermediate 'tx.matmul' has a user outside the attention ('func.return')
+  %p = tx.softmax %s axis(-1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o, %s : tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// A training dropout on the probabilities (not part of tx.attention yet).
+// CHECK-LABEL: func.func @dropout_on_probabilities
+// CHECK-NOT:     tx.attention
+func.func @dropout_on_probabilities(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %key = tx.constant dense<0> : tensor<i64>
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  // EXPLAIN: remark: not fused: attention: expected no dropout on the probabilities (not fused yet), but got 'tx.dropout'
+  %p = tx.softmax %s axis(-1) : tensor<1x2x4x4xf32>
+  %d = tx.dropout %p, %key ratio(1.000000e-01) seed(1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %d, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A learned additive bias would need the gradient tx.attention_grad does not give.
+tx.parameter @bias = dense<0.5> : tensor<4x4xf32>
+// CHECK-LABEL: func.func @trainable_mask
+// CHECK-NOT:     tx.attention
+func.func @trainable_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %b = tx.load_parameter @bias : tensor<4x4xf32>
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %sm = tx.add %s, %b : tensor<1x2x4x4xf32>, tensor<4x4xf32>
+  // EXPLAIN: remark: not fused: attention: expected a mask that needs no gradient, but it reads a trainable parameter
+  %p = tx.softmax %sm axis(-1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A softmax that is not attention (a classifier head) is not a candidate.
+// CHECK-LABEL: func.func @plain_softmax
+// CHECK:         tx.softmax
+func.func @plain_softmax(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
+  %p = tx.softmax %x axis(-1) : tensor<2x10xf32>
+  return %p : tensor<2x10xf32>
+}
