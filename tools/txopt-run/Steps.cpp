@@ -90,29 +90,6 @@ llvm::Expected<std::vector<int64_t>> readTokens(MLIRContext *context,
   return tokens;
 }
 
-/// tx.train_step as JSON, exactly as the GPU backend writes the artifact's
-/// recipe (lib/Target/CUDA/StepLowering.cpp), so that checkpoints of both
-/// drivers compare equal.
-std::string recipeJson(func::FuncOp step) {
-  auto dict = step->getAttrOfType<DictionaryAttr>("tx.train_step");
-  llvm::json::Object object;
-  if (dict)
-    for (NamedAttribute entry : dict) {
-      llvm::StringRef key = entry.getName().getValue();
-      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
-        object[key] = s.getValue().str();
-      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
-        object[key] = f.getValueAsDouble();
-      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
-        object[key] = i.getInt();
-      else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
-        object[key] = b.getValue();
-    }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(std::move(object));
-  return text;
-}
 
 /// The safetensors dtype of |type|, or "" when checkpoints cannot hold it.
 std::string safetensorsDType(Type type) {
@@ -559,7 +536,7 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
     stateArgs.push_back(a);
   llvm::sort(stateArgs);
   stateArgs.erase(std::unique(stateArgs.begin(), stateArgs.end()), stateArgs.end());
-  std::string recipe = recipeJson(func);
+  std::string recipe = tx::trainStepRecipeJson(func);
   std::vector<txrt::TensorSpec> specs;
   if (run.saveDir || run.resumeDir) {
     for (unsigned a : stateArgs) {

@@ -404,27 +404,15 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
 Value KernelBuilder::emitArithmetic(Operation *op, unsigned resultNumber,
                             Type elementType, llvm::ArrayRef<int64_t> shape,
                             llvm::ArrayRef<Value> index) {
-  auto operandAt = [&](unsigned i) {
-    Value operand = op->getOperand(i);
-    return emit(operand,
-                broadcastIndex(*this, tensorType(operand).getShape(), index));
-  };
+  auto operandAt = [&](unsigned i) { return emitOperand(op, i, index); };
   auto operandType = [&](unsigned i) {
     return tensorType(op->getOperand(i)).getElementType();
   };
   auto round = [&](Value v) { return roundTo(v, elementType); };
-  auto fail = [&](const llvm::Twine &why) -> Value {
-    op->emitError() << why;
-    failed = true;
-    return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
-  };
+  auto fail = [&](const llvm::Twine &why) { return emitFailure(op, why, elementType); };
   bool isFloat = isa<FloatType>(elementType);
-
-  (void)resultNumber;
-  (void)shape;
-  (void)operandType;
-  (void)isFloat;
-  (void)round;
+  (void)resultNumber, (void)shape, (void)operandAt, (void)operandType, (void)isFloat,
+      (void)round;
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tx::ConstantOp c) -> Value {
         auto attr = cast<ElementsAttr>(c.getValue());
@@ -594,27 +582,15 @@ Value KernelBuilder::emitArithmetic(Operation *op, unsigned resultNumber,
 Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
                             Type elementType, llvm::ArrayRef<int64_t> shape,
                             llvm::ArrayRef<Value> index) {
-  auto operandAt = [&](unsigned i) {
-    Value operand = op->getOperand(i);
-    return emit(operand,
-                broadcastIndex(*this, tensorType(operand).getShape(), index));
-  };
+  auto operandAt = [&](unsigned i) { return emitOperand(op, i, index); };
   auto operandType = [&](unsigned i) {
     return tensorType(op->getOperand(i)).getElementType();
   };
   auto round = [&](Value v) { return roundTo(v, elementType); };
-  auto fail = [&](const llvm::Twine &why) -> Value {
-    op->emitError() << why;
-    failed = true;
-    return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
-  };
+  auto fail = [&](const llvm::Twine &why) { return emitFailure(op, why, elementType); };
   bool isFloat = isa<FloatType>(elementType);
-
-  (void)resultNumber;
-  (void)shape;
-  (void)operandType;
-  (void)isFloat;
-  (void)round;
+  (void)resultNumber, (void)shape, (void)operandAt, (void)operandType, (void)isFloat,
+      (void)round;
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tx::TriluOp trilu) -> Value {
         Value x = emit(trilu.getInput(), index);
@@ -739,27 +715,15 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
 Value KernelBuilder::emitIndexed(Operation *op, unsigned resultNumber,
                             Type elementType, llvm::ArrayRef<int64_t> shape,
                             llvm::ArrayRef<Value> index) {
-  auto operandAt = [&](unsigned i) {
-    Value operand = op->getOperand(i);
-    return emit(operand,
-                broadcastIndex(*this, tensorType(operand).getShape(), index));
-  };
+  auto operandAt = [&](unsigned i) { return emitOperand(op, i, index); };
   auto operandType = [&](unsigned i) {
     return tensorType(op->getOperand(i)).getElementType();
   };
   auto round = [&](Value v) { return roundTo(v, elementType); };
-  auto fail = [&](const llvm::Twine &why) -> Value {
-    op->emitError() << why;
-    failed = true;
-    return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
-  };
+  auto fail = [&](const llvm::Twine &why) { return emitFailure(op, why, elementType); };
   bool isFloat = isa<FloatType>(elementType);
-
-  (void)resultNumber;
-  (void)shape;
-  (void)operandType;
-  (void)isFloat;
-  (void)round;
+  (void)resultNumber, (void)shape, (void)operandAt, (void)operandType, (void)isFloat,
+      (void)round;
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tx::GatherOp g) -> Value {
         auto dataShape = tensorType(g.getData()).getShape();
@@ -898,27 +862,15 @@ Value KernelBuilder::emitIndexed(Operation *op, unsigned resultNumber,
 Value KernelBuilder::emitDropout(Operation *op, unsigned resultNumber,
                             Type elementType, llvm::ArrayRef<int64_t> shape,
                             llvm::ArrayRef<Value> index) {
-  auto operandAt = [&](unsigned i) {
-    Value operand = op->getOperand(i);
-    return emit(operand,
-                broadcastIndex(*this, tensorType(operand).getShape(), index));
-  };
+  auto operandAt = [&](unsigned i) { return emitOperand(op, i, index); };
   auto operandType = [&](unsigned i) {
     return tensorType(op->getOperand(i)).getElementType();
   };
   auto round = [&](Value v) { return roundTo(v, elementType); };
-  auto fail = [&](const llvm::Twine &why) -> Value {
-    op->emitError() << why;
-    failed = true;
-    return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
-  };
+  auto fail = [&](const llvm::Twine &why) { return emitFailure(op, why, elementType); };
   bool isFloat = isa<FloatType>(elementType);
-
-  (void)resultNumber;
-  (void)shape;
-  (void)operandType;
-  (void)isFloat;
-  (void)round;
+  (void)resultNumber, (void)shape, (void)operandAt, (void)operandType, (void)isFloat,
+      (void)round;
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](tx::DropoutOp d) -> Value {
         // The reference executor's counter-based mask (ElementwiseOps.cpp),

@@ -18,6 +18,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 #include "txopt/Reference/Executor.h"
 
@@ -454,26 +455,6 @@ static int64_t indexBound(Value arg) {
   return bound;
 }
 
-static std::string recipeJson(func::FuncOp step) {
-  auto dict = step->getAttrOfType<DictionaryAttr>("tx.train_step");
-  llvm::json::Object object;
-  if (dict)
-    for (NamedAttribute entry : dict) {
-      llvm::StringRef key = entry.getName().getValue();
-      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
-        object[key] = s.getValue().str();
-      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
-        object[key] = f.getValueAsDouble();
-      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
-        object[key] = i.getInt();
-      else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
-        object[key] = b.getValue();
-    }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(std::move(object));
-  return text;
-}
 
 static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
                                    func::FuncOp step) {
@@ -726,7 +707,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     ctx.buffers[r.slot].lastCommand = last;
 
   planMemory(ctx);
-  program.recipe = recipeJson(step);
+  program.recipe = tx::trainStepRecipeJson(step);
   for (const Command &c : program.commands) {
     if (std::holds_alternative<LaunchCmd>(c.op)) ++program.stats.launches;
     else if (auto *g = std::get_if<GemmCmd>(&c.op)) {

@@ -20,6 +20,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Regex.h"
 
 #include <cmath>
@@ -588,3 +589,24 @@ struct BuildTrainStepPass
   }
 };
 } // namespace
+
+std::string mlir::txopt::tx::trainStepRecipeJson(func::FuncOp step) {
+  auto dict = step->getAttrOfType<DictionaryAttr>(kTrainStepAttrName);
+  llvm::json::Object object;
+  if (dict)
+    for (NamedAttribute entry : dict) {
+      llvm::StringRef key = entry.getName().getValue();
+      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
+        object[key] = s.getValue().str();
+      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+        object[key] = f.getValueAsDouble();
+      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        object[key] = i.getInt();
+      else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
+        object[key] = b.getValue();
+    }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(object));
+  return text;
+}

@@ -89,6 +89,11 @@ struct TrainStepOptions {
 FailureOr<func::FuncOp> buildTrainStep(ModuleOp module,
                                        const TrainStepOptions &options);
 
+/// The step's recipe (`tx.train_step`) as one-line JSON, the form drivers
+/// print and store: the GPU artifact's recipe and both drivers'
+/// checkpoints compare it, so it is written in one place.
+std::string trainStepRecipeJson(func::FuncOp step);
+
 /// Attribute names of the step-function contract above.
 inline constexpr StringLiteral kTrainStepAttrName = "tx.train_step";
 inline constexpr StringLiteral kRoleAttrName = "tx.role";
