@@ -44,8 +44,11 @@ grep -q '^TXOPT_ENABLE_SANITIZERS:BOOL=ON' "$build/CMakeCache.txt" || {
 ninja -C "$build" ${TXOPT_ASAN_JOBS:+-j "$TXOPT_ASAN_JOBS"}
 t1=$SECONDS
 
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allow_user_poisoning=0}"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# abort_on_error=1: a report ends the process with SIGABRT, not exit 1 (23
+# for leaks), so a report in an error path fails `not txopt ...` RUN lines
+# and the scripts that accept exit 1 too (LLVM's `not` fails on a signal).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allow_user_poisoning=0:abort_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}"
 if [ -z "${LSAN_OPTIONS:-}" ] && [ -s "$root/scripts/lsan.supp" ]; then
   export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
 fi
