@@ -25,6 +25,19 @@ tool_dirs = [config.txopt_tools_dir, config.llvm_tools_dir]
 tools = ["txopt", "txopt-opt", "txopt-run", "txopt-capi-test",
          "txopt-float-formats-test", "txopt-fp8-convert-test",
          "txopt-fp8-scale-property-test", "mlir-opt"]
+# A sanitizer build (cmake -DTXOPT_ENABLE_SANITIZERS=ON, see
+# scripts/test_sanitizers.sh): our own executables carry the ASan runtime,
+# but stock mlir-opt-22 does not, and loading the instrumented
+# libTxoptPlugin.so into it fails ("ASan runtime does not come first") unless
+# the runtime is preloaded. Only mlir-opt gets LD_PRELOAD: never python or
+# ptxas, which must run as they are.
+asan_runtime = getattr(config, "txopt_asan_runtime", "")
+if asan_runtime:
+    config.available_features.add("asan")
+    tools.remove("mlir-opt")
+    mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+    llvm_config.add_tool_substitutions(
+        [ToolSubst("mlir-opt", command="env LD_PRELOAD=%s %s" % (asan_runtime, mlir_opt))])
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.add_tool_substitutions(["txrun", "txrt-info"], [config.txrt_tools_dir])
 # GPU tests say `REQUIRES: cuda-gpu` (skipped, visibly, on machines without
