@@ -35,9 +35,42 @@ setup_venv() {
   "$venv/bin/python" -m pip install -q --disable-pip-version-check $want
 }
 
+# cuDNN's header-only C++ frontend (its graph API builds the fused
+# attention the runtime runs), from NVIDIA's PyPI wheel, unpacked into
+# .deps/. Build-time only: the runtime dlopens libcudnn.so.9 on the GPU
+# machine. Pinned; without it the runtime builds without fused attention.
+setup_cudnn_frontend() {
+  local version=1.32.0
+  local dir="$root/.deps/cudnn-frontend-$version"
+  if [ -f "$dir/include/cudnn_frontend.h" ]; then
+    echo "setup: cuDNN frontend $version ready ($dir)"
+    return
+  fi
+  local tmp
+  tmp="$(mktemp -d)"
+  if "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+       "nvidia-cudnn-frontend==$version" -d "$tmp"; then
+    mkdir -p "$dir"
+    "$venv/bin/python" - "$tmp"/nvidia_cudnn_frontend-*.whl "$dir" <<'PY'
+import sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith("include/"):
+            z.extract(name, out)
+PY
+    echo "setup: cuDNN frontend $version unpacked into $dir"
+  else
+    echo "setup: warning: could not download nvidia-cudnn-frontend==$version;" \
+         "the runtime builds without fused attention" >&2
+  fi
+  rm -rf "$tmp"
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
   setup_venv
+  setup_cudnn_frontend
   exit 0
 fi
 
@@ -56,3 +89,4 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 setup_venv
+setup_cudnn_frontend

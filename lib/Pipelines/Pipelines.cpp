@@ -30,6 +30,7 @@ void txopt::buildDefaultPipeline(OpPassManager &pm,
   if (options.fuseAttention) {
     tx::FuseAttentionPassOptions attention;
     attention.explain = options.explain;
+    attention.cudnnLimits = options.attentionCudnnLimits;
     funcPm.addPass(tx::createFuseAttentionPass(attention));
   }
   if (options.fuseOptimizer) {

@@ -83,7 +83,54 @@ CASES = {
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),
 }
-FLAGS = {"norms": "--no-fuse=norms"}
+
+
+def attention(name, mask_lines, inputs=(), heads=4, d=16, t=64, b=2):
+    """Self-attention over x [b, t, heads*d] as exporters write it (head
+    split by Reshape + Transpose, q.kT scaled, an additive mask, Softmax,
+    times v), which tx-fuse-attention turns into tx.attention; in a bf16 GPU
+    step that is one cuDNN SDPA call forward and one backward. The lines of
+    `mask_lines` define `mask`."""
+    c = heads * d
+    return model(name, [f"float[{b}, {t}, {c}] x", *inputs],
+                 [weights("wq", [c, c]), weights("wk", [c, c], 0.2), weights("wv", [c, c])], [
+        f"split = Constant <value = int64[4] {{{b}, {t}, {heads}, {d}}}> ()",
+        f"merge = Constant <value = int64[3] {{{b}, {t}, {c}}}> ()",
+        "q0 = MatMul(x, wq)", "k0 = MatMul(x, wk)", "v0 = MatMul(x, wv)",
+        "q1 = Reshape(q0, split)", "k1 = Reshape(k0, split)", "v1 = Reshape(v0, split)",
+        "q = Transpose <perm = [0, 2, 1, 3]> (q1)", "kt = Transpose <perm = [0, 2, 3, 1]> (k1)",
+        "v = Transpose <perm = [0, 2, 1, 3]> (v1)",
+        f"scale = Constant <value = float {{{1.0 / d ** 0.5}}}> ()",
+        "s0 = MatMul(q, kt)", "s1 = Mul(s0, scale)", *mask_lines, "s2 = Add(s1, mask)",
+        "p = Softmax <axis = -1> (s2)", "o = MatMul(p, v)",
+        "ot = Transpose <perm = [0, 2, 1, 3]> (o)", "y = Reshape(ot, merge)",
+        "z = Mul(y, y)", "loss = ReduceMean <keepdims = 0> (z)"])
+
+
+def band_mask(t, window=None):
+    """An additive mask, 0 where key j is visible from query i (j <= i, and
+    j > i - window with a window), -1e30 elsewhere; folded to a constant."""
+    lines = [f"tshape = Constant <value = int64[2] {{{t}, {t}}}> ()",
+             "ones = ConstantOfShape <value = float[1] {1.0}> (tshape)",
+             "lower = Trilu <upper = 0> (ones)", "one = Constant <value = float {1.0}> ()",
+             "big = Constant <value = float {-1e30}> ()"]
+    if window:
+        lines += [f"kw = Constant <value = int64 {{{-window}}}> ()",
+                  "far = Trilu <upper = 0> (ones, kw)", "visible = Sub(lower, far)"]
+    else:
+        lines += ["visible = Identity(lower)"]
+    return lines + ["hidden = Sub(one, visible)", "mask = Mul(hidden, big)"]
+
+
+# Fused attention (bf16 GPU steps only: cuDNN's SDPA), against the executor's
+# tx.attention: causal, a sliding window, and a per-batch additive mask
+# (the batch input `m`, a padding-style bias broadcast over heads and rows).
+CASES["attention_causal"] = attention("atc", band_mask(64))
+CASES["attention_window"] = attention("atw", band_mask(64, window=16))
+CASES["attention_bias"] = attention("atb", ["mask = Identity(m)"], inputs=["float[2, 1, 1, 64] m"])
+
+FLAGS = {"norms": "--no-fuse=norms", "attention_causal": "--precision=bf16",
+         "attention_window": "--precision=bf16", "attention_bias": "--precision=bf16"}
 
 
 def main():

@@ -21,7 +21,11 @@ mkdir -p "$out"
 add_case() {
   local name="$1" model="$2" n="$3"; shift 3
   "$bin/txopt" "$model" --train "$@" -o "$out/$name.txa" -q
-  "$bin/txopt" "$model" --train "$@" -o "$out/$name.mlir" -q
+  # A bf16/fp8 GPU step fuses attention (cuDNN SDPA): so does its CPU
+  # reference, which then runs the executor's tx.attention.
+  local cpu_flags=()
+  case "$*" in *--precision=*) cpu_flags=(--fuse-attention) ;; esac
+  "$bin/txopt" "$model" --train "$@" "${cpu_flags[@]}" -o "$out/$name.mlir" -q
   rm -rf "$out/$name.cpu"
   "$bin/txopt-run" "$out/$name.mlir" --steps "$n" --output-dir "$out/$name.cpu" \
     > "$out/$name.cpu.log"

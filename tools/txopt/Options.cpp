@@ -37,10 +37,13 @@ OPTIONS:
                           instead of an error).
   --no-fuse=LIST          Skip fusions: comma-separated 'norms', 'optimizer',
                           'attention' or 'all'.
-  --fuse-attention        Fuse attention into tx.attention (off by default
-                          until the expectations of the existing tests are
-                          updated; never for a GPU step, -o step.txa: the
-                          GPU backend has no tx.attention lowering yet).
+  --fuse-attention        Fuse attention into tx.attention. On by default
+                          for a GPU step (-o step.txa) in bf16, fp16 or fp8,
+                          where it runs as cuDNN's fused flash attention;
+                          off by default otherwise (the CPU path, until the
+                          expectations of its tests are updated). An f32 GPU
+                          step keeps attention unfused, with a warning:
+                          cuDNN's fused attention runs bf16/fp16 only.
   --report=FILE           Write a JSON report: what was imported, fused, and
                           why each near-miss was not fused.
   --train                 Build a training step instead: one function

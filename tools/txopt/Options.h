@@ -34,7 +34,9 @@ struct Options {
   bool allowShapeMismatch = false; ///< --allow-shape-mismatch
   bool fuseNorms = true;     ///< off with --no-fuse=norms
   bool fuseOptimizer = true; ///< off with --no-fuse=optimizer
-  bool fuseAttention = false; ///< on with --fuse-attention (never for GPU steps)
+  /// --fuse-attention / --no-fuse=attention; unset: on for a GPU step in
+  /// bf16/fp16/fp8 (cuDNN's fused attention), off otherwise.
+  std::optional<bool> fuseAttention;
   /// --train and the options of the step it builds (see TrainStep.h);
   /// trainFlags lists the training options given, to reject them without
   /// --train.

@@ -229,7 +229,10 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
   };
   if (!summary.gpu.empty()) {
     report["launches"] = summary.gpuLaunches;
-    report["memory"] = llvm::json::Object{{"arena_bytes", summary.gpuArenaBytes}};
+    report["memory"] = llvm::json::Object{
+        {"arena_bytes", summary.gpuArenaBytes},
+        {"attention_score_bytes_avoided", summary.gpuAttentionBytesAvoided}};
+    report["attention_calls"] = summary.gpuAttentionCalls;
     report["gpu"] = summary.gpu;
   }
   {

@@ -75,6 +75,8 @@ struct CompileSummary {
   std::string gpu;
   int64_t gpuLaunches = 0;
   int64_t gpuArenaBytes = 0;
+  int64_t gpuAttentionCalls = 0;        ///< fused attention, fwd + bwd
+  int64_t gpuAttentionBytesAvoided = 0; ///< scores/probabilities not stored
 };
 
 /// Counts the ops of |module| by name (func.func and the module excluded).

@@ -238,16 +238,28 @@ static int runMain(int argc, char **argv) {
                     "parameter '" + parameter.getSymName() +
                     "'; refusing to overwrite it");
 
+  bool f32GpuAttentionUnfused = false;
   if (options.emit == EmitKind::Fused) {
     PassManager pm(&context);
     txopt::DefaultPipelineOptions pipelineOptions;
     pipelineOptions.fuseNorms = options.fuseNorms;
     pipelineOptions.fuseOptimizer = options.fuseOptimizer;
-    // The GPU backend has no tx.attention lowering yet: a GPU step keeps
-    // attention in primitive ops.
+    // A GPU step runs fused attention as cuDNN's SDPA, which is bf16/fp16
+    // only: an f32 GPU step keeps attention in primitive ops (GEMMs and
+    // softmax kernels), and says so when fusion was asked for.
     bool gpuStep = options.emitsArtifact() || options.gpuPlanPath ||
                    options.gpuKernelsPath || options.gpuPtxPath;
-    pipelineOptions.fuseAttention = options.fuseAttention && !gpuStep;
+    bool lowPrecision = options.precision != "fp32";
+    pipelineOptions.fuseAttention =
+        options.fuseAttention.value_or(gpuStep && lowPrecision);
+    f32GpuAttentionUnfused = gpuStep && !lowPrecision;
+    if (gpuStep && !lowPrecision && pipelineOptions.fuseAttention) {
+      pipelineOptions.fuseAttention = false;
+      summary.import.warnings.push_back(
+          "attention left unfused: the GPU's fused attention (cuDNN SDPA) "
+          "runs in bf16/fp16; compile with --precision=bf16 to fuse it");
+    }
+    pipelineOptions.attentionCudnnLimits = gpuStep;
     pipelineOptions.explain = true; // near-misses feed the summary and report
     // FP8 runs the GEMMs it cannot convert in bf16.
     pipelineOptions.precision =
@@ -326,7 +338,18 @@ static int runMain(int argc, char **argv) {
         gpuProgram.target, st.launches, st.gemms, st.memsets, st.copies,
         st.fusedOps, gpuProgram.arenaBytes / 1e6, st.argumentBytes / 1e6,
         st.scratchBytes / 1e6, st.unplannedBytes / 1e6);
-    summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies;
+    if (f32GpuAttentionUnfused)
+      summary.gpu += "; attention unfused (an f32 step: cuDNN's fused "
+                     "attention runs bf16/fp16)";
+    if (st.attentions)
+      summary.gpu += llvm::formatv(
+          "; {0} fused attention calls (cuDNN SDPA), {1:F1} MB of attention "
+          "scores and probabilities never materialized",
+          st.attentions, st.attentionScoreBytesAvoided / 1e6);
+    summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies +
+                          st.attentions;
+    summary.gpuAttentionCalls = st.attentions;
+    summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;
     summary.gpuArenaBytes = gpuProgram.arenaBytes;
   } else {
     OpPrintingFlags flags;

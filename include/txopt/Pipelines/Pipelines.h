@@ -28,8 +28,13 @@ struct DefaultPipelineOptions
                          llvm::cl::init(true)};
   Option<bool> fuseAttention{
       *this, "fuse-attention",
-      llvm::cl::desc("Run tx-fuse-attention (txopt turns it off for GPU "
-                     "steps: no GPU lowering of tx.attention yet)"),
+      llvm::cl::desc("Run tx-fuse-attention (txopt turns it on for GPU "
+                     "steps in bf16/fp16/fp8)"),
+      llvm::cl::init(false)};
+  Option<bool> attentionCudnnLimits{
+      *this, "attention-cudnn-limits",
+      llvm::cl::desc("Fuse only the attention cuDNN's fused SDPA runs (head "
+                     "dims multiples of 8, at most 256): for GPU steps"),
       llvm::cl::init(false)};
   Option<bool> fuseOptimizer{*this, "fuse-optimizer",
                              llvm::cl::desc("Run tx-fuse-optimizer"),

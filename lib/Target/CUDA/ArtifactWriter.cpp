@@ -111,6 +111,41 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {
       auto copy = fb::CreateCopy(fbb, cp->dst, cp->src, cp->bytes);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Copy, copy.Union(), origin));
+    } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
+      auto tensor = [](const AttentionTensor &t) {
+        return fb::AttentionTensor(t.slot, flatbuffers::span<const int64_t, 4>(t.dims),
+                                   flatbuffers::span<const int64_t, 4>(t.strides));
+      };
+      fb::AttentionBuilder ab(fbb);
+      ab.add_backward(at->backward);
+      ab.add_dtype(toFb(at->dtype));
+      ab.add_scale(at->scale);
+      ab.add_causal(at->causal);
+      ab.add_window(at->window);
+      auto q = tensor(at->q), k = tensor(at->k), v = tensor(at->v), o = tensor(at->o);
+      ab.add_q(&q);
+      ab.add_k(&k);
+      ab.add_v(&v);
+      ab.add_o(&o);
+      ab.add_lse(at->lse);
+      fb::AttentionTensor mask, gradO, gradQ, gradK, gradV;
+      if (at->mask) {
+        mask = tensor(*at->mask);
+        ab.add_has_mask(true);
+        ab.add_mask(&mask);
+      }
+      if (at->backward) {
+        gradO = tensor(at->gradO);
+        gradQ = tensor(at->gradQ);
+        gradK = tensor(at->gradK);
+        gradV = tensor(at->gradV);
+        ab.add_grad_o(&gradO);
+        ab.add_grad_q(&gradQ);
+        ab.add_grad_k(&gradK);
+        ab.add_grad_v(&gradV);
+      }
+      auto attention = ab.Finish();
+      commands.push_back(fb::CreateCommand(fbb, fb::Op::Attention, attention.Union(), origin));
     }
   }
 

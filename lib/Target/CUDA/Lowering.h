@@ -61,6 +61,7 @@ struct LoweringContext {
   void memset(unsigned buffer, uint32_t value, Operation *origin);
   void gemm(GemmCmd gemm, Operation *origin);
   void copy(unsigned dst, unsigned src, uint64_t bytes, llvm::StringRef origin);
+  void attention(AttentionCmd cmd, Operation *origin);
   void touch(unsigned buffer);
 
   /// Buffers of a list of values.
@@ -82,6 +83,13 @@ LogicalResult lowerCrossEntropy(LoweringContext &ctx, Operation *op);
 LogicalResult lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerGatherGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
+
+/// Fused attention (AttentionLowering.cpp): one cuDNN SDPA call each.
+/// prepareAttentionMasks runs before the grouping: it rewrites masks into
+/// the [B|1, H|1, Tq, Tk] bias of the q type that cuDNN reads.
+void prepareAttentionMasks(func::FuncOp step);
+LogicalResult lowerAttention(LoweringContext &ctx, Operation *op);
+LogicalResult lowerAttentionGrad(LoweringContext &ctx, Operation *op);
 
 /// FP8 (FP8Kernels.cpp): tx.amax (with a tx.quantize of the same input
 /// fused in when the scale is known before it), a materialized tx.quantize

@@ -194,6 +194,18 @@ void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
   program.commands.push_back({CopyCmd{dst, src, bytes}, origin.str()});
 }
 
+void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
+  for (const AttentionTensor *t : {&cmd.q, &cmd.k, &cmd.v, &cmd.o})
+    touch(t->slot);
+  touch(cmd.lse);
+  if (cmd.mask)
+    touch(cmd.mask->slot);
+  if (cmd.backward)
+    for (const AttentionTensor *t : {&cmd.gradO, &cmd.gradQ, &cmd.gradK, &cmd.gradV})
+      touch(t->slot);
+  program.commands.push_back({std::move(cmd), describeOrigin(origin)});
+}
+
 //===----------------------------------------------------------------------===//
 // Grouping
 //===----------------------------------------------------------------------===//
@@ -584,6 +596,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   auto gpuModule = gpu::GPUModuleOp::create(builder, step.getLoc(), "kernels");
 
   LoweringContext ctx(program, gpuModule, options);
+  prepareAttentionMasks(step);
   decideMaterialization(step, ctx.plan, program.stats.fusedOps);
   if (failed(bindArguments(ctx, module, step)))
     return failure();
@@ -669,6 +682,10 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       result = lowerFP8CurrentScale(ctx, &op);
     else if (isa<tx::FP8MatmulOp>(op))
       result = lowerFP8Matmul(ctx, &op);
+    else if (isa<tx::AttentionOp>(op))
+      result = lowerAttention(ctx, &op);
+    else if (isa<tx::AttentionGradOp>(op))
+      result = lowerAttentionGrad(ctx, &op);
     else
       return op.emitError("'") << op.getName()
                                << "' has no GPU lowering yet; txopt-run runs this step on the CPU";
@@ -716,6 +733,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
         ++program.stats.fp8Gemms;
     }
     else if (std::holds_alternative<MemsetCmd>(c.op)) ++program.stats.memsets;
+    else if (std::holds_alternative<AttentionCmd>(c.op)) ++program.stats.attentions;
     else ++program.stats.copies;
   }
   return success();
@@ -725,8 +743,9 @@ void StepProgram::print(llvm::raw_ostream &os) const {
   os << "gpu step for " << target << ": " << commands.size() << " commands ("
      << stats.launches << " launches, " << stats.gemms << " gemms, "
      << (stats.fp8Gemms ? std::to_string(stats.fp8Gemms) + " of them fp8, " : "")
-     << stats.memsets << " memsets, " << stats.copies << " copies), "
-     << stats.fusedOps << " ops fused into their users\n";
+     << stats.memsets << " memsets, " << stats.copies << " copies"
+     << (stats.attentions ? ", " + std::to_string(stats.attentions) + " fused attention" : "")
+     << "), " << stats.fusedOps << " ops fused into their users\n";
   os << "arena " << arenaBytes << " bytes: arguments+constants "
      << stats.argumentBytes << ", scratch " << stats.scratchBytes
      << " (unplanned " << stats.unplannedBytes << ")\n";
@@ -756,6 +775,22 @@ void StepProgram::print(llvm::raw_ostream &os) const {
       os << "memset slot=" << m->slot << " value=" << m->value;
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {
       os << "copy dst=" << cp->dst << " src=" << cp->src << " bytes=" << cp->bytes;
+    } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
+      os << (at->backward ? "attention_grad" : "attention") << " b=" << at->q.dims[0]
+         << " h=" << at->q.dims[1] << " hkv=" << at->k.dims[1]
+         << " tq=" << at->q.dims[2] << " tk=" << at->k.dims[2]
+         << " d=" << at->q.dims[3] << " dv=" << at->v.dims[3] << " "
+         << dtypeName(at->dtype) << " scale=" << at->scale
+         << (at->causal ? " causal" : "");
+      if (at->window)
+        os << " window=" << at->window;
+      os << " q=" << at->q.slot << " k=" << at->k.slot << " v=" << at->v.slot
+         << " o=" << at->o.slot << " lse=" << at->lse;
+      if (at->mask)
+        os << " mask=" << at->mask->slot;
+      if (at->backward)
+        os << " do=" << at->gradO.slot << " dq=" << at->gradQ.slot
+           << " dk=" << at->gradK.slot << " dv=" << at->gradV.slot;
     }
     os << "  // " << c.origin << "\n";
   }

@@ -45,6 +45,7 @@ const char *opName(fb::Op op) {
   case fb::Op::Gemm: return "gemm";
   case fb::Op::Memset: return "memset";
   case fb::Op::Copy: return "copy";
+  case fb::Op::Attention: return "attention";
   default: return "command";
   }
 }
@@ -332,6 +333,70 @@ private:
     return Status();
   }
 
+  /// A [B, H, T, D] attention tensor: known dims, non-negative strides, and
+  /// its last element inside its slot.
+  Status checkAttentionTensor(const std::string &where, const char *name,
+                              const fb::AttentionTensor *t, DType type) {
+    if (!t)
+      return Status::invalid(where + ": attention tensor " + name + " is missing");
+    TXRT_RETURN_IF_ERROR(checkSlotIndex(where, std::string("attention tensor ") + name,
+                                        t->slot()));
+    uint64_t last = 0;
+    for (unsigned d = 0; d < 4; ++d) {
+      int64_t dim = t->dims()->Get(d), stride = t->strides()->Get(d);
+      uint64_t span;
+      if (dim <= 0 || stride < 0 ||
+          !mulChecked(static_cast<uint64_t>(dim - 1), static_cast<uint64_t>(stride), span) ||
+          !addChecked(last, span, last))
+        return Status::invalid(where + ": attention tensor " + name +
+                               " has dim " + std::to_string(dim) + " / stride " +
+                               std::to_string(stride) + " at axis " + std::to_string(d));
+    }
+    uint64_t bytes;
+    if (!addChecked(last, 1, last) || !mulChecked(last, dtypeSize(type), bytes) ||
+        bytes > slotBytes(t->slot()))
+      return Status::invalid(where + ": attention tensor " + name + " spans " +
+                             std::to_string(last) + " elements, more than slot " +
+                             std::to_string(t->slot()) + " holds (" +
+                             std::to_string(slotBytes(t->slot())) + " bytes)");
+    return Status();
+  }
+
+  Status checkAttention(const std::string &where, const fb::Attention &at) {
+    if (at.dtype() != DType::BF16 && at.dtype() != DType::F16)
+      return Status::invalid(where + ": attention type " +
+                             std::string(dtypeName(at.dtype())) +
+                             " is not bf16 or f16");
+    if (at.window() < 0 || (at.window() > 0 && !at.causal()))
+      return Status::invalid(where + ": attention window " +
+                             std::to_string(at.window()) + " needs causal and >= 0");
+    DType t = at.dtype();
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "q", at.q(), t));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "k", at.k(), t));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "v", at.v(), t));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "o", at.o(), t));
+    auto q = at.q()->dims(), k = at.k()->dims(), v = at.v()->dims(), o = at.o()->dims();
+    if (k->Get(0) != q->Get(0) || v->Get(0) != q->Get(0) || q->Get(1) % k->Get(1) != 0 ||
+        v->Get(1) != k->Get(1) || k->Get(3) != q->Get(3) || v->Get(2) != k->Get(2) ||
+        o->Get(0) != q->Get(0) || o->Get(1) != q->Get(1) || o->Get(2) != q->Get(2) ||
+        o->Get(3) != v->Get(3))
+      return Status::invalid(where + ": attention q/k/v/o dims do not agree");
+    TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "attention lse", at.lse()));
+    uint64_t rows = static_cast<uint64_t>(q->Get(0)) * q->Get(1) * q->Get(2);
+    if (slotBytes(at.lse()) < rows * 4)
+      return Status::invalid(where + ": attention lse slot holds fewer than " +
+                             std::to_string(rows) + " f32");
+    if (at.has_mask())
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "mask", at.mask(), t));
+    if (at.backward()) {
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_o", at.grad_o(), t));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_q", at.grad_q(), t));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_k", at.grad_k(), t));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_v", at.grad_v(), t));
+    }
+    return Status();
+  }
+
   Status checkCommands() {
     size_t numKernels = sizeOf(a_.kernels());
     for (size_t i = 0; i < sizeOf(a_.commands()); ++i) {
@@ -363,6 +428,9 @@ private:
       }
       case fb::Op::Gemm:
         TXRT_RETURN_IF_ERROR(checkGemm(where, *c->op_as_Gemm()));
+        break;
+      case fb::Op::Attention:
+        TXRT_RETURN_IF_ERROR(checkAttention(where, *c->op_as_Attention()));
         break;
       case fb::Op::Memset: {
         const fb::Memset *m = c->op_as_Memset();

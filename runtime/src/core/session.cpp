@@ -200,7 +200,9 @@ Status Session::load(const SessionOptions &options) {
   // Per-command plans: GEMM descriptors and algorithms, launch parameters.
   size_t numCommands = a.commands() ? a.commands()->size() : 0;
   gemms_.resize(numCommands);
+  attentions_.resize(numCommands);
   launches_.resize(numCommands);
+  size_t attentionWorkspace = 0;
   for (size_t i = 0; i < numCommands; ++i) {
     const fb::Command *c = a.commands()->Get(i);
     std::string where = "command " + std::to_string(i) + " (origin '" +
@@ -246,10 +248,57 @@ Status Session::load(const SessionOptions &options) {
                           dtypeName(s.dType) + ")";
       TXRT_RETURN_IF_ERROR(
           blas_->prepare(s, gemms_[i]).withContext(where + ": " + shape));
+    } else if (const fb::Attention *at = c->op_as_Attention()) {
+      if (!attention_)
+        TXRT_RETURN_IF_ERROR(device_->createAttention(attention_).withContext(where));
+      hal::AttentionSpec s = attentionSpec(*at);
+      std::string shape =
+          std::string(s.backward ? "attention backward" : "attention") + " B " +
+          std::to_string(s.q.dims[0]) + " H " + std::to_string(s.q.dims[1]) + "/" +
+          std::to_string(s.k.dims[1]) + " Tq " + std::to_string(s.q.dims[2]) +
+          " Tk " + std::to_string(s.k.dims[2]) + " D " + std::to_string(s.q.dims[3]) +
+          " (" + dtypeName(s.dtype) + (s.causal ? ", causal" : "") +
+          (s.hasMask ? ", bias" : "") + ")";
+      TXRT_RETURN_IF_ERROR(
+          attention_->prepare(s, attentions_[i]).withContext(where + ": " + shape));
+      attentionWorkspace = std::max(attentionWorkspace, attentions_[i]->workspaceBytes());
     }
   }
+  if (attention_)
+    TXRT_RETURN_IF_ERROR(device_->allocate(attentionWorkspace, attentionWorkspace_)
+                             .withContext("the attention workspace"));
   TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext("loading the artifact"));
   return sampleMemory();
+}
+
+hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
+  auto bind = [&](const fb::AttentionTensor *t) {
+    hal::AttentionTensorSpec spec;
+    if (!t)
+      return spec;
+    spec.ptr = slotAddress(t->slot());
+    for (unsigned d = 0; d < 4; ++d) {
+      spec.dims[d] = t->dims()->Get(d);
+      spec.strides[d] = t->strides()->Get(d);
+    }
+    return spec;
+  };
+  hal::AttentionSpec s;
+  s.backward = at.backward();
+  s.dtype = at.dtype();
+  s.scale = at.scale();
+  s.causal = at.causal();
+  s.window = at.window();
+  s.q = bind(at.q()), s.k = bind(at.k()), s.v = bind(at.v()), s.o = bind(at.o());
+  s.lse = slotAddress(at.lse());
+  s.hasMask = at.has_mask();
+  if (s.hasMask)
+    s.mask = bind(at.mask());
+  if (s.backward) {
+    s.gradO = bind(at.grad_o()), s.gradQ = bind(at.grad_q());
+    s.gradK = bind(at.grad_k()), s.gradV = bind(at.grad_v());
+  }
+  return s;
 }
 
 Status Session::initializeArgument(unsigned index, const SessionOptions &options) {
@@ -369,6 +418,10 @@ Status Session::enqueueCommand(unsigned index) {
   }
   case fb::Op::Gemm:
     return blas_->run(*gemms_[index], *stream_).withContext(where() + ": gemm");
+  case fb::Op::Attention:
+    return attention_
+        ->run(*attentions_[index], attentionWorkspace_->address(), *stream_)
+        .withContext(where() + ": attention");
   case fb::Op::Memset: {
     const fb::Memset *m = c->op_as_Memset();
     return stream_->memset32(slotAddress(m->slot()), m->value(), slotBytes(m->slot()) / 4)

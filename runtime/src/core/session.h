@@ -70,6 +70,8 @@ private:
   struct LaunchPlan;
   Status load(const SessionOptions &options);
   Status initializeArgument(unsigned index, const SessionOptions &options);
+  /// The bound form of an attention command (addresses resolved).
+  hal::AttentionSpec attentionSpec(const fb::Attention &at) const;
   Status enqueueCommands(bool syncEach);
   Status enqueueCommand(unsigned index);
   Status sampleMemory();
@@ -89,6 +91,11 @@ private:
   std::unique_ptr<hal::Buffer> arena_;
   std::unique_ptr<hal::Blas> blas_;
   std::vector<std::unique_ptr<hal::GemmPlan>> gemms_; // per command, or null
+  std::unique_ptr<hal::Attention> attention_;
+  std::vector<std::unique_ptr<hal::AttentionPlan>> attentions_; // per command, or null
+  /// Scratch of the attention calls: they run in order on one stream, so
+  /// one buffer of the largest workspace serves all.
+  std::unique_ptr<hal::Buffer> attentionWorkspace_;
   std::vector<std::unique_ptr<LaunchPlan>> launches_; // per command, or null
   std::unique_ptr<hal::Graph> graph_;
   bool useGraphs_ = true;

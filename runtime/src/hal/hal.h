@@ -119,6 +119,46 @@ public:
   virtual Status run(GemmPlan &plan, Stream &stream) = 0;
 };
 
+/// A [B, H, T, D] view: address, dims and element strides.
+struct AttentionTensorSpec {
+  DevicePtr ptr = 0;
+  int64_t dims[4] = {0, 0, 0, 0};
+  int64_t strides[4] = {0, 0, 0, 0};
+};
+
+/// One fused attention call (artifact.fbs `Attention`) with every address
+/// bound. `lse` is f32 [B, H, Tq] (contiguous).
+struct AttentionSpec {
+  bool backward = false;
+  fb::DType dtype = fb::DType::BF16;
+  float scale = 1.0f;
+  bool causal = false;
+  int64_t window = 0;
+  AttentionTensorSpec q, k, v, o;
+  DevicePtr lse = 0;
+  bool hasMask = false;
+  AttentionTensorSpec mask;
+  AttentionTensorSpec gradO, gradQ, gradK, gradV;
+};
+
+/// An attention call whose plan was built once, at load.
+class AttentionPlan {
+public:
+  virtual ~AttentionPlan() = default;
+  /// Scratch the call needs while it runs (the session provides it).
+  virtual size_t workspaceBytes() const = 0;
+};
+
+/// Fused scaled-dot-product attention (cuDNN's SDPA on CUDA).
+class Attention {
+public:
+  virtual ~Attention() = default;
+  /// Builds the plan; fails, naming the reason, when the library cannot run
+  /// this shape/type on this GPU.
+  virtual Status prepare(const AttentionSpec &spec, std::unique_ptr<AttentionPlan> &out) = 0;
+  virtual Status run(AttentionPlan &plan, DevicePtr workspace, Stream &stream) = 0;
+};
+
 class Device {
 public:
   virtual ~Device() = default;
@@ -132,6 +172,9 @@ public:
   virtual Status loadModule(fb::ImageFormat format, const void *data, size_t size,
                             std::unique_ptr<Module> &out) = 0;
   virtual Status createBlas(std::unique_ptr<Blas> &out) = 0;
+  /// TXRT_UNAVAILABLE, with the reason, when the attention library is not
+  /// there (or this runtime was built without it).
+  virtual Status createAttention(std::unique_ptr<Attention> &out) = 0;
   virtual Status memoryInfo(size_t &freeBytes, size_t &totalBytes) = 0;
   virtual Status synchronize() = 0;
 };

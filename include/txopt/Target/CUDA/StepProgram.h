@@ -72,8 +72,32 @@ struct CopyCmd {
   uint64_t bytes;
 };
 
+/// A [B, H, T, D] tensor of an attention call: a slot read with element
+/// strides, so views (a head split by reshape + transpose) need no copy.
+struct AttentionTensor {
+  unsigned slot = 0;
+  int64_t dims[4] = {0, 0, 0, 0};
+  int64_t strides[4] = {0, 0, 0, 0};
+};
+
+/// One fused attention call (cuDNN's SDPA at run time; see
+/// runtime/include/txrt/artifact.fbs): tx.attention, or tx.attention_grad
+/// when `backward`. q/k/v/o in `dtype` (bf16 or f16); lse f32 [B, H, Tq];
+/// the mask, when present, an additive bias of `dtype`, [B|1, H|1, Tq, Tk].
+struct AttentionCmd {
+  bool backward = false;
+  DType dtype = DType::BF16;
+  float scale = 1.0f;
+  bool causal = false;
+  int64_t window = 0; ///< 0: none
+  AttentionTensor q, k, v, o;
+  unsigned lse = 0;
+  std::optional<AttentionTensor> mask;
+  AttentionTensor gradO, gradQ, gradK, gradV; ///< backward only
+};
+
 struct Command {
-  std::variant<LaunchCmd, GemmCmd, MemsetCmd, CopyCmd> op;
+  std::variant<LaunchCmd, GemmCmd, MemsetCmd, CopyCmd, AttentionCmd> op;
   std::string origin; ///< the op and ONNX node it came from
 };
 
@@ -110,6 +134,10 @@ struct ConstantUpload {
 struct StepStatistics {
   unsigned launches = 0, gemms = 0, memsets = 0, copies = 0;
   unsigned fp8Gemms = 0;      ///< of the gemms, those with FP8 operands
+  unsigned attentions = 0;    ///< fused attention calls, forward + backward
+  /// Bytes of the B·H·Tq·Tk scores and probabilities the unfused
+  /// attention would have written (forward and backward, before reuse).
+  uint64_t attentionScoreBytesAvoided = 0;
   unsigned fusedOps = 0;      ///< tx ops computed inside another op's kernel
   uint64_t argumentBytes = 0; ///< parameters, state and batch
   uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments

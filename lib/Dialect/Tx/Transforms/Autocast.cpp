@@ -1,9 +1,11 @@
 //===- Autocast.cpp - tx-autocast: GEMMs in bf16 / fp16 -------------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// The mixed-precision policy of `txopt --precision`: matrix products run in
-// the low-precision type, everything else (reductions, softmax, norm
-// statistics, the loss, the optimizer) stays f32. Run on the forward before
+// The mixed-precision policy of `txopt --precision`: matrix products and
+// fused attention run in the low-precision type, everything else
+// (reductions, softmax, norm statistics, the loss, the optimizer) stays f32.
+// Attention follows torch.autocast (scaled_dot_product_attention runs in the
+// low type); its row log-sum-exp and its mask keep their types. Run on the forward before
 // tx-build-train-step: the gradient rules then give the backward GEMMs the
 // same precision, and the casts differentiate to casts, so gradients reach
 // the f32 master weights in f32.
@@ -51,11 +53,15 @@ struct AutocastPass : tx::impl::AutocastPassBase<AutocastPass> {
       return signalPassFailure();
     }
     SmallVector<Operation *> gemms;
+    SmallVector<AttentionOp> attentions;
     func.walk([&](Operation *op) {
       if (isa<MatMulOp, GemmOp>(op) &&
           llvm::all_of(op->getOperandTypes(), isF32Tensor) &&
           isF32Tensor(op->getResult(0).getType()))
         gemms.push_back(op);
+      if (auto attention = dyn_cast<AttentionOp>(op))
+        if (isF32Tensor(attention.getQ().getType()))
+          attentions.push_back(attention);
     });
     OpBuilder builder(&getContext());
     for (Operation *op : gemms) {
@@ -77,6 +83,28 @@ struct AutocastPass : tx::impl::AutocastPassBase<AutocastPass> {
                                   lowered->getResult(0));
       op->getResult(0).replaceAllUsesWith(back);
       op->erase();
+    }
+    // q, k and v to the low type, the output back to f32; the gradient rule
+    // then gives tx.attention_grad the same types (the casts differentiate
+    // to casts).
+    for (AttentionOp op : attentions) {
+      builder.setInsertionPoint(op);
+      auto toLow = [&](Value value) -> Value {
+        return CastOp::create(builder, op.getLoc(),
+                              withElementType(value.getType(), low), value);
+      };
+      // One statement each: the casts come out in q, k, v order.
+      Value q = toLow(op.getQ());
+      Value k = toLow(op.getK());
+      Value v = toLow(op.getV());
+      auto lowered = AttentionOp::create(
+          builder, op.getLoc(), q, k, v, op.getMask(), op.getScaleAttr(),
+          op.getCausalAttr(), op.getWindowAttr());
+      Value back = CastOp::create(builder, op.getLoc(),
+                                  op.getResult().getType(), lowered.getResult());
+      op.getResult().replaceAllUsesWith(back);
+      op.getLse().replaceAllUsesWith(lowered.getLse());
+      op.erase();
     }
   }
 };

@@ -486,6 +486,23 @@ void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
       rewriter.eraseOp(op);
 }
 
+/// For a GPU step: cuDNN's fused SDPA (what tx.attention lowers to there)
+/// takes head dims that are multiples of 8 and at most 256. Attention it
+/// cannot run stays in primitive ops, as a near miss that says why.
+void checkCudnnLimits(AttentionMatch &match) {
+  int64_t d = tensorType(match.q).getShape()[3], dv = match.v.shape[3];
+  for (int64_t dim : {d, dv}) {
+    if (dim % 8 == 0 && dim <= 256)
+      continue;
+    match.status = AttentionMatch::NearMiss;
+    match.reason = "head dims " + std::to_string(d) + " (q, k) and " +
+                   std::to_string(dv) +
+                   " (v): the GPU's fused attention (cuDNN SDPA) needs "
+                   "multiples of 8, at most 256";
+    return;
+  }
+}
+
 struct FuseAttentionPass : tx::impl::FuseAttentionPassBase<FuseAttentionPass> {
   using Base::Base;
 
@@ -496,6 +513,8 @@ struct FuseAttentionPass : tx::impl::FuseAttentionPassBase<FuseAttentionPass> {
     IRRewriter rewriter(&getContext());
     for (SoftmaxOp softmax : softmaxes) {
       AttentionMatch match = matchAttention(softmax);
+      if (match.status == AttentionMatch::Matched && cudnnLimits)
+        checkCudnnLimits(match);
       if (match.status == AttentionMatch::Matched) {
         rewrite(match, rewriter);
         ++numAttention;

@@ -233,6 +233,9 @@ public:
   Status createBlas(std::unique_ptr<hal::Blas> &out) override {
     return createCudaBlas(*this, out);
   }
+  Status createAttention(std::unique_ptr<hal::Attention> &out) override {
+    return createCudnnAttention(*this, out);
+  }
   Status memoryInfo(size_t &freeBytes, size_t &totalBytes) override {
     TXRT_CU(cuMemGetInfo, &freeBytes, &totalBytes);
     return Status();

@@ -27,6 +27,10 @@ CUstream streamHandle(hal::Stream &stream);
 /// allocates its workspace.
 Status createCudaBlas(hal::Device &device, std::unique_ptr<hal::Blas> &out);
 
+/// The cuDNN implementation of hal::Attention (cudnn_attention.cpp): cuDNN's
+/// fused SDPA through its C++ frontend, libcudnn.so.9 dlopened.
+Status createCudnnAttention(hal::Device &device, std::unique_ptr<hal::Attention> &out);
+
 } // namespace txrt::cuda
 
 #endif // TXRT_HAL_CUDA_CUDA_HAL_H

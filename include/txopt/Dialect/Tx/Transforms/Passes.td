@@ -21,6 +21,7 @@ def AutocastPass : Pass<"tx-autocast", "::mlir::func::FuncOp"> {
     | ops | precision |
     |---|---|
     | `tx.matmul`, `tx.gemm` | the low type (operands cast, result cast back to f32) |
+    | `tx.attention` | q, k, v and the output in the low type (output cast back to f32); the row log-sum-exp stays f32, the mask keeps its type (as `torch.autocast` runs `scaled_dot_product_attention`) |
     | everything else: reductions, softmax, norms and their statistics, the loss, the optimizer | f32 |
 
     Every f32 `tx.matmul` / `tx.gemm` gets its operands cast to the low type,
@@ -319,6 +320,9 @@ def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
   let options = [
     Option<"explain", "explain", "bool", /*default=*/"false",
            "Emit a remark for every attention candidate that was not fused, with the reason">,
+    Option<"cudnnLimits", "cudnn-limits", "bool", /*default=*/"false",
+           "Fuse only what the GPU's fused attention (cuDNN SDPA) runs: head "
+           "dims multiples of 8, at most 256 (txopt sets it for GPU steps)">,
   ];
   let statistics = [
     Statistic<"numAttention", "num-attention", "Number of tx.attention ops created">,

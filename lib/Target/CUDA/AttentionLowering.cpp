@@ -1,0 +1,177 @@
+//===- AttentionLowering.cpp - tx.attention(_grad) as fused attention calls -===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// tx.attention and tx.attention_grad become one AttentionCmd each, which the
+// runtime runs as cuDNN's fused flash attention (SDPA forward / backward):
+// the B·H·Tq·Tk scores and probabilities never exist in memory, only the
+// f32 row log-sum-exp the backward needs. The compiler checks here what
+// cuDNN's SDPA accepts on sm_90 (bf16/f16, head dims multiples of 8 up to
+// 256) so that a step.txa never fails at load for a shape reason;
+// tx-fuse-attention with `cudnn-limits` already leaves the others unfused.
+//
+// A mask is handed to cuDNN as an additive bias of the q type shaped
+// [B|1, H|1, Tq, Tk]: prepareAttentionMasks rewrites any other broadcastable
+// mask (a [B, 1, 1, Tk] padding mask, an f32 mask) into that form with a
+// tx.expand and a tx.cast before the grouping runs, so the existing
+// elemental kernels materialize it (B·Tq·Tk at most, never ·H unless the
+// mask itself has heads).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The contiguous [B, H, T, D] view of a materialized value.
+AttentionTensor contiguous(LoweringContext &ctx, Value v) {
+  AttentionTensor t;
+  t.slot = ctx.bufferFor(v);
+  auto shape = typeOf(v).getShape();
+  int64_t stride = 1;
+  for (int d = 3; d >= 0; --d) {
+    t.dims[d] = shape[d];
+    t.strides[d] = stride;
+    stride *= shape[d];
+  }
+  return t;
+}
+
+/// What cuDNN's SDPA supports on Hopper, checked at compile time.
+LogicalResult checkSupported(Operation *op, Value q, Value k, Value v) {
+  Type element = typeOf(q).getElementType();
+  if (!element.isBF16() && !element.isF16())
+    return op->emitError("fused attention on the GPU runs in bf16 or f16 "
+                         "(cuDNN's SDPA), but q is ")
+           << element << "; compile with --precision=bf16, or leave "
+                         "attention unfused (--no-fuse=attention)";
+  int64_t d = typeOf(q).getShape()[3], dv = typeOf(v).getShape()[3];
+  for (int64_t dim : {d, dv})
+    if (dim % 8 != 0 || dim > 256)
+      return op->emitError("fused attention on the GPU needs head dims that "
+                           "are multiples of 8 and at most 256 (cuDNN's "
+                           "SDPA), but got ")
+             << d << " (q/k) and " << dv << " (v)";
+  (void)k;
+  return success();
+}
+
+/// Fills the attributes and the q, k, v (and mask) operands both ops share.
+template <typename OpT>
+LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
+  if (failed(checkSupported(op, op.getQ(), op.getK(), op.getV())))
+    return failure();
+  cmd.dtype = *dtypeOf(typeOf(op.getQ()).getElementType());
+  cmd.scale = static_cast<float>(op.getScale().convertToDouble());
+  cmd.causal = op.getCausal();
+  cmd.window = op.getWindow() ? static_cast<int64_t>(*op.getWindow()) : 0;
+  cmd.q = contiguous(ctx, op.getQ());
+  cmd.k = contiguous(ctx, op.getK());
+  cmd.v = contiguous(ctx, op.getV());
+  if (Value mask = op.getMask()) {
+    // prepareAttentionMasks guarantees the bias form.
+    auto type = typeOf(mask);
+    if (type.getRank() != 4 || type.getElementType() != typeOf(op.getQ()).getElementType())
+      return op.emitError("internal error: attention mask not prepared for the GPU");
+    cmd.mask = contiguous(ctx, mask);
+  }
+  return success();
+}
+
+/// Scores and probabilities of the unfused attention, for the report.
+uint64_t scoreBytes(Value q, Value k) {
+  auto qs = typeOf(q).getShape();
+  uint64_t elements = static_cast<uint64_t>(qs[0] * qs[1] * qs[2]) *
+                      static_cast<uint64_t>(typeOf(k).getShape()[2]);
+  return 2 * elements * dtypeBytes(*dtypeOf(typeOf(q).getElementType()));
+}
+
+} // namespace
+
+void cuda::prepareAttentionMasks(func::FuncOp step) {
+  llvm::DenseMap<std::pair<Value, Type>, Value> prepared;
+  step.walk([&](Operation *op) {
+    Value q, mask, k;
+    OpOperand *maskOperand = nullptr;
+    if (auto a = dyn_cast<tx::AttentionOp>(op)) {
+      q = a.getQ(); k = a.getK(); mask = a.getMask();
+      if (mask) maskOperand = &a.getMaskMutable()[0];
+    } else if (auto g = dyn_cast<tx::AttentionGradOp>(op)) {
+      q = g.getQ(); k = g.getK(); mask = g.getMask();
+      if (mask) maskOperand = &g.getMaskMutable()[0];
+    }
+    if (!mask)
+      return;
+    auto qType = typeOf(q), mType = typeOf(mask);
+    Type element = qType.getElementType();
+    auto ms = mType.getShape();
+    // Broadcast over B and H stays (cuDNN's bias broadcasts those); Tq and
+    // Tk are spelled out.
+    auto dimFromEnd = [&](int64_t fromEnd) -> int64_t {
+      return fromEnd < static_cast<int64_t>(ms.size()) ? ms[ms.size() - 1 - fromEnd] : 1;
+    };
+    llvm::SmallVector<int64_t, 4> shape = {
+        dimFromEnd(3), dimFromEnd(2), qType.getShape()[2],
+        typeOf(k).getShape()[2]};
+    auto want = RankedTensorType::get(shape, element);
+    if (mType == want)
+      return;
+    auto [it, inserted] = prepared.try_emplace({mask, want}, Value());
+    if (inserted) {
+      OpBuilder b(op);
+      if (Operation *def = mask.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(mask.getParentBlock());
+      Value value = mask;
+      auto wide = RankedTensorType::get(shape, mType.getElementType());
+      if (mType != wide)
+        value = tx::ExpandOp::create(b, op->getLoc(), wide, value);
+      if (mType.getElementType() != element)
+        value = tx::CastOp::create(b, op->getLoc(), want, value);
+      it->second = value;
+    }
+    maskOperand->set(it->second);
+  });
+}
+
+LogicalResult cuda::lowerAttention(LoweringContext &ctx, Operation *op) {
+  auto attention = cast<tx::AttentionOp>(op);
+  AttentionCmd cmd;
+  if (failed(fillCommon(ctx, attention, cmd)))
+    return failure();
+  cmd.o = contiguous(ctx, attention.getResult());
+  cmd.lse = ctx.bufferFor(attention.getLse());
+  ctx.program.stats.attentionScoreBytesAvoided +=
+      scoreBytes(attention.getQ(), attention.getK());
+  ctx.attention(std::move(cmd), op);
+  return success();
+}
+
+LogicalResult cuda::lowerAttentionGrad(LoweringContext &ctx, Operation *op) {
+  auto grad = cast<tx::AttentionGradOp>(op);
+  AttentionCmd cmd;
+  cmd.backward = true;
+  if (failed(fillCommon(ctx, grad, cmd)))
+    return failure();
+  cmd.o = contiguous(ctx, grad.getOut());
+  cmd.lse = ctx.bufferFor(grad.getLse());
+  cmd.gradO = contiguous(ctx, grad.getGrad());
+  cmd.gradQ = contiguous(ctx, grad.getQGrad());
+  cmd.gradK = contiguous(ctx, grad.getKGrad());
+  cmd.gradV = contiguous(ctx, grad.getVGrad());
+  // The backward recomputes P and writes dP and dS in the unfused form.
+  ctx.program.stats.attentionScoreBytesAvoided +=
+      2 * scoreBytes(grad.getQ(), grad.getK());
+  ctx.attention(std::move(cmd), op);
+  return success();
+}

@@ -1,0 +1,275 @@
+//===- cudnn_attention.cpp - hal::Attention on cuDNN's fused SDPA ---------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Each attention call of a step becomes one cuDNN frontend graph (an SDPA
+// forward with its row statistics, or an SDPA backward), validated and
+// planned once at load; running it is one execute on the session's stream,
+// which a CUDA graph captures like any other launch.
+//
+// cuDNN is dlopened (libcudnn.so.9), like the driver and cuBLASLt, so the
+// runtime still starts on a machine without it and only an artifact that
+// has attention calls asks for it. The frontend is header-only and built
+// with NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING: every backend call goes
+// through dlsym on the handle opened here. The frontend also dlopens
+// libcudart by soname for device queries; the toolkit's copy is loaded
+// first from the usual CUDA folders so that soname resolves when
+// /usr/local/cuda/lib64 is not on the loader's path.
+//
+// Statistics: cuDNN's "Stats" output is the natural-log log-sum-exp of the
+// scaled, masked scores per query row (f32), which is exactly tx.attention's
+// `lse`, so the forward's output feeds the backward unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hal/cuda/cuda_hal.h"
+
+#ifdef TXRT_HAVE_CUDNN_FRONTEND
+
+#include <dlfcn.h>
+
+#include <cudnn_frontend.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace cudnn_frontend {
+// The frontend's dynamic-loading shim resolves every cuDNN symbol here.
+void *cudnn_dlhandle = nullptr;
+} // namespace cudnn_frontend
+
+namespace txrt::cuda {
+namespace {
+
+namespace fe = cudnn_frontend;
+
+/// Opens libcudnn.so.9 (TXRT_CUDNN_LIBRARY overrides) and makes a CUDA 13
+/// libcudart resolvable by soname. Once per process; the error is kept.
+const std::string &openCudnn() {
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL)) {
+      const char *candidates[] = {
+          "/usr/local/cuda/lib64/libcudart.so.13",
+          "/usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.13",
+          "/usr/local/cuda-13.0/lib64/libcudart.so.13"};
+      bool found = false;
+      for (const char *path : candidates)
+        if (dlopen(path, RTLD_NOW | RTLD_GLOBAL)) {
+          found = true;
+          break;
+        }
+      if (!found) {
+        error = "libcudart.so.13 (CUDA 13's runtime, which cuDNN's frontend "
+                "queries the device with) was not found on the loader path "
+                "or in /usr/local/cuda/lib64";
+        return;
+      }
+    }
+    const char *override = std::getenv("TXRT_CUDNN_LIBRARY");
+    const char *name = override && *override ? override : "libcudnn.so.9";
+    fe::cudnn_dlhandle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!fe::cudnn_dlhandle) {
+      const char *why = dlerror();
+      error = std::string("cannot load cuDNN (") + name + "): " +
+              (why ? why : "unknown error") +
+              "; fused attention needs cuDNN 9 (set TXRT_CUDNN_LIBRARY to its path)";
+      return;
+    }
+    try {
+      size_t version = fe::detail::get_backend_version();
+      if (version < 90000)
+        error = "cuDNN " + std::to_string(version) +
+                " is too old for fused attention (needs 9.0 or newer)";
+    } catch (const std::exception &e) {
+      error = std::string("cuDNN does not answer cudnnGetVersion: ") + e.what();
+    }
+  });
+  return error;
+}
+
+fe::DataType_t feType(fb::DType type) {
+  return type == fb::DType::F16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16;
+}
+
+std::vector<int64_t> dimsOf(const hal::AttentionTensorSpec &t) {
+  return {t.dims[0], t.dims[1], t.dims[2], t.dims[3]};
+}
+std::vector<int64_t> stridesOf(const hal::AttentionTensorSpec &t) {
+  return {t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
+}
+
+/// Tensor uids of the variant pack.
+enum Uid : int64_t { Q = 1, K, V, O, LSE, BIAS, DO, DQ, DK, DV };
+
+class CudnnPlan final : public hal::AttentionPlan {
+public:
+  size_t workspaceBytes() const override { return workspace; }
+  fe::graph::Graph graph;
+  std::unordered_map<int64_t, void *> pointers;
+  size_t workspace = 0;
+};
+
+class CudnnAttention final : public hal::Attention {
+public:
+  explicit CudnnAttention(cudnnHandle_t handle) : handle_(handle) {}
+  ~CudnnAttention() override {
+    try {
+      fe::detail::destroy_handle(handle_);
+    } catch (...) {
+    }
+  }
+
+  Status prepare(const hal::AttentionSpec &spec,
+                 std::unique_ptr<hal::AttentionPlan> &out) override {
+    auto plan = std::make_unique<CudnnPlan>();
+    try {
+      TXRT_RETURN_IF_ERROR(build(spec, *plan));
+    } catch (const std::exception &e) {
+      return Status::internal(std::string("cuDNN frontend: ") + e.what());
+    }
+    out = std::move(plan);
+    return Status();
+  }
+
+  Status run(hal::AttentionPlan &generic, hal::DevicePtr workspace,
+             hal::Stream &stream) override {
+    auto &plan = static_cast<CudnnPlan &>(generic);
+    try {
+      cudnnStatus_t s = fe::detail::set_stream(
+          handle_, reinterpret_cast<cudaStream_t>(streamHandle(stream)));
+      if (s != CUDNN_STATUS_SUCCESS)
+        return Status::internal("cudnnSetStream failed: status " + std::to_string(s));
+      auto result = plan.graph.execute(handle_, plan.pointers,
+                                       reinterpret_cast<void *>(workspace));
+      if (result.is_bad())
+        return Status::internal("cuDNN SDPA execute failed: " + result.get_message());
+    } catch (const std::exception &e) {
+      return Status::internal(std::string("cuDNN frontend: ") + e.what());
+    }
+    return Status();
+  }
+
+private:
+  Status build(const hal::AttentionSpec &spec, CudnnPlan &plan) {
+    fe::graph::Graph &graph = plan.graph;
+    graph.set_io_data_type(feType(spec.dtype))
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    auto tensor = [&](const char *name, Uid uid, const hal::AttentionTensorSpec &t) {
+      plan.pointers[uid] = reinterpret_cast<void *>(t.ptr);
+      return graph.tensor(fe::graph::Tensor_attributes()
+                              .set_name(name)
+                              .set_uid(uid)
+                              .set_dim(dimsOf(t))
+                              .set_stride(stridesOf(t)));
+    };
+    auto q = tensor("Q", Q, spec.q);
+    auto k = tensor("K", K, spec.k);
+    auto v = tensor("V", V, spec.v);
+    const int64_t b = spec.q.dims[0], h = spec.q.dims[1], tq = spec.q.dims[2];
+    std::vector<int64_t> lseDims = {b, h, tq, 1}, lseStrides = {h * tq, tq, 1, 1};
+    plan.pointers[LSE] = reinterpret_cast<void *>(spec.lse);
+    std::shared_ptr<fe::graph::Tensor_attributes> bias;
+    if (spec.hasMask)
+      bias = tensor("Bias", BIAS, spec.mask);
+
+    if (!spec.backward) {
+      auto options = fe::graph::SDPA_attributes()
+                         .set_name("sdpa_forward")
+                         .set_generate_stats(true)
+                         .set_attn_scale(spec.scale);
+      if (spec.causal)
+        options.set_causal_mask(true);
+      if (spec.window > 0)
+        options.set_diagonal_band_left_bound(static_cast<int>(spec.window));
+      if (bias)
+        options.set_bias(bias);
+      auto [o, stats] = graph.sdpa(q, k, v, options);
+      o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o));
+      stats->set_output(true).set_uid(LSE).set_data_type(fe::DataType_t::FLOAT)
+          .set_dim(lseDims).set_stride(lseStrides);
+      plan.pointers[O] = reinterpret_cast<void *>(spec.o.ptr);
+    } else {
+      auto o = tensor("O", O, spec.o);
+      auto dO = tensor("dO", DO, spec.gradO);
+      auto stats = graph.tensor(fe::graph::Tensor_attributes()
+                                    .set_name("Stats")
+                                    .set_uid(LSE)
+                                    .set_dim(lseDims)
+                                    .set_stride(lseStrides)
+                                    .set_data_type(fe::DataType_t::FLOAT));
+      auto options = fe::graph::SDPA_backward_attributes()
+                         .set_name("sdpa_backward")
+                         .set_attn_scale(spec.scale);
+      if (spec.causal)
+        options.set_causal_mask(true);
+      if (spec.window > 0)
+        options.set_diagonal_band_left_bound(static_cast<int>(spec.window));
+      if (bias)
+        options.set_bias(bias);
+      auto [dQ, dK, dV] = graph.sdpa_backward(q, k, v, o, dO, stats, options);
+      dQ->set_output(true).set_uid(DQ).set_dim(dimsOf(spec.gradQ)).set_stride(stridesOf(spec.gradQ));
+      dK->set_output(true).set_uid(DK).set_dim(dimsOf(spec.gradK)).set_stride(stridesOf(spec.gradK));
+      dV->set_output(true).set_uid(DV).set_dim(dimsOf(spec.gradV)).set_stride(stridesOf(spec.gradV));
+      plan.pointers[DQ] = reinterpret_cast<void *>(spec.gradQ.ptr);
+      plan.pointers[DK] = reinterpret_cast<void *>(spec.gradK.ptr);
+      plan.pointers[DV] = reinterpret_cast<void *>(spec.gradV.ptr);
+    }
+
+    auto check = [](fe::error_t result, const char *stage) -> Status {
+      if (result.is_good())
+        return Status();
+      return Status::unavailable(std::string("cuDNN SDPA ") + stage + ": " +
+                                 result.get_message());
+    };
+    TXRT_RETURN_IF_ERROR(check(graph.validate(), "validate"));
+    TXRT_RETURN_IF_ERROR(check(graph.build_operation_graph(handle_), "operation graph"));
+    TXRT_RETURN_IF_ERROR(check(graph.create_execution_plans({fe::HeurMode_t::A}),
+                               "execution plans"));
+    TXRT_RETURN_IF_ERROR(check(graph.check_support(handle_), "support on this GPU"));
+    TXRT_RETURN_IF_ERROR(check(graph.build_plans(handle_), "build plans"));
+    int64_t workspace = 0;
+    TXRT_RETURN_IF_ERROR(check(graph.get_workspace_size(workspace), "workspace size"));
+    plan.workspace = static_cast<size_t>(workspace);
+    return Status();
+  }
+
+  cudnnHandle_t handle_;
+};
+
+} // namespace
+
+Status createCudnnAttention(hal::Device &device, std::unique_ptr<hal::Attention> &out) {
+  const std::string &error = openCudnn();
+  if (!error.empty())
+    return Status::unavailable(error);
+  TXRT_RETURN_IF_ERROR(device.makeCurrent());
+  cudnnHandle_t handle = nullptr;
+  try {
+    cudnnStatus_t s = fe::detail::create_handle(&handle);
+    if (s != CUDNN_STATUS_SUCCESS)
+      return Status::unavailable("cudnnCreate failed: status " + std::to_string(s));
+  } catch (const std::exception &e) {
+    return Status::unavailable(std::string("cuDNN frontend: ") + e.what());
+  }
+  out = std::make_unique<CudnnAttention>(handle);
+  return Status();
+}
+
+} // namespace txrt::cuda
+
+#else // !TXRT_HAVE_CUDNN_FRONTEND
+
+namespace txrt::cuda {
+
+Status createCudnnAttention(hal::Device &, std::unique_ptr<hal::Attention> &) {
+  return Status::unavailable(
+      "this txrt was built without cuDNN's frontend headers, so it cannot run "
+      "fused attention (run scripts/setup.sh, which fetches them, and rebuild; "
+      "or compile the step with --no-fuse=attention)");
+}
+
+} // namespace txrt::cuda
+
+#endif // TXRT_HAVE_CUDNN_FRONTEND

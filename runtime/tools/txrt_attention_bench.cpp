@@ -1,0 +1,213 @@
+//===- txrt_attention_bench.cpp - time and dump the runtime's fused attention ===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Runs hal::Attention (cuDNN's SDPA, exactly what a step.txa's attention
+// commands run) on random bf16 inputs of one shape, forward and backward:
+//   txrt-attention-bench B H HKV T D [--causal] [--window W] [--iters N]
+//                        [--dump DIR]
+// Prints one JSON line: median milliseconds of the forward and of forward +
+// backward over N timed repetitions (after warm-up; CUDA events), and the
+// TFLOP/s with the FLOP count of ANCHORS.md (4·B·H·T²·D forward, halved when
+// causal; backward 2.5× the forward). With --dump, writes the inputs and
+// outputs as f32 .npy files (bf16 values exactly) plus lse, so
+// bench/attention/check_attention.py can compare them with PyTorch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/dtype.h"
+#include "core/npy.h"
+#include "hal/cuda/cuda_hal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <tuple>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace txrt;
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "txrt-attention-bench: error: %s\n", message.c_str());
+  return 1;
+}
+
+/// splitmix64 -> N(0, 1) by Box-Muller, rounded to bf16.
+std::vector<uint16_t> randomBf16(size_t n, uint64_t seed, double scale) {
+  auto next = [&seed]() {
+    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  std::vector<uint16_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    double u1 = ((next() >> 11) + 1.0) / 9007199254740993.0;
+    double u2 = (next() >> 11) / 9007199254740992.0;
+    out[i] = bf16FromDouble(scale * std::sqrt(-2.0 * std::log(u1)) *
+                            std::cos(6.283185307179586 * u2));
+  }
+  return out;
+}
+
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::unique_ptr<hal::Buffer> buffer;
+  size_t elements() const {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    return n;
+  }
+  hal::AttentionTensorSpec spec() const {
+    hal::AttentionTensorSpec s;
+    s.ptr = buffer->address();
+    int64_t stride = 1;
+    for (int d = 3; d >= 0; --d) {
+      s.dims[d] = shape[d];
+      s.strides[d] = stride;
+      stride *= shape[d];
+    }
+    return s;
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 6)
+    return fail("usage: txrt-attention-bench B H HKV T D [--causal] [--window W] "
+                "[--iters N] [--dump DIR]");
+  int64_t B = std::atoll(argv[1]), H = std::atoll(argv[2]), HKV = std::atoll(argv[3]),
+          T = std::atoll(argv[4]), D = std::atoll(argv[5]);
+  bool causal = false;
+  int64_t window = 0;
+  int iters = 20;
+  std::string dump;
+  for (int i = 6; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--causal") causal = true;
+    else if (a == "--window" && i + 1 < argc) window = std::atoll(argv[++i]);
+    else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+    else return fail("unknown argument '" + a + "'");
+  }
+  if (B <= 0 || H <= 0 || HKV <= 0 || H % HKV != 0 || T <= 0 || D <= 0 || iters <= 0)
+    return fail("bad shape: need positive B H HKV T D with HKV dividing H");
+
+  std::unique_ptr<hal::Device> device;
+  if (Status s = cuda::createCudaDevice(0, device); !s.ok())
+    return fail(s.message());
+  std::unique_ptr<hal::Stream> stream;
+  std::unique_ptr<hal::Attention> attention;
+  if (Status s = device->createStream(stream); !s.ok()) return fail(s.message());
+  if (Status s = device->createAttention(attention); !s.ok()) return fail(s.message());
+
+  auto make = [&](std::vector<int64_t> shape, size_t elementBytes, Tensor &t) {
+    t.shape = std::move(shape);
+    return device->allocate(t.elements() * elementBytes, t.buffer);
+  };
+  Tensor q, k, v, o, lse, dO, dQ, dK, dV;
+  for (auto [t, shape, bytes] :
+       {std::tuple{&q, std::vector<int64_t>{B, H, T, D}, 2}, {&k, {B, HKV, T, D}, 2},
+        {&v, {B, HKV, T, D}, 2}, {&o, {B, H, T, D}, 2}, {&lse, {B, H, T, 1}, 4},
+        {&dO, {B, H, T, D}, 2}, {&dQ, {B, H, T, D}, 2}, {&dK, {B, HKV, T, D}, 2},
+        {&dV, {B, HKV, T, D}, 2}})
+    if (Status s = make(shape, bytes, *t); !s.ok())
+      return fail(s.message());
+  std::vector<std::vector<uint16_t>> host;
+  uint64_t seed = 1;
+  for (Tensor *t : {&q, &k, &v, &dO}) {
+    host.push_back(randomBf16(t->elements(), seed++ << 32, 1.0));
+    if (Status s = stream->copyHostToDevice(t->buffer->address(), host.back().data(),
+                                            host.back().size() * 2);
+        !s.ok())
+      return fail(s.message());
+  }
+
+  hal::AttentionSpec forward;
+  forward.dtype = fb::DType::BF16;
+  forward.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  forward.causal = causal || window > 0;
+  forward.window = window;
+  forward.q = q.spec(), forward.k = k.spec(), forward.v = v.spec(), forward.o = o.spec();
+  forward.lse = lse.buffer->address();
+  hal::AttentionSpec backward = forward;
+  backward.backward = true;
+  backward.gradO = dO.spec(), backward.gradQ = dQ.spec();
+  backward.gradK = dK.spec(), backward.gradV = dV.spec();
+  std::unique_ptr<hal::AttentionPlan> fwdPlan, bwdPlan;
+  if (Status s = attention->prepare(forward, fwdPlan); !s.ok())
+    return fail("forward: " + s.message());
+  if (Status s = attention->prepare(backward, bwdPlan); !s.ok())
+    return fail("backward: " + s.message());
+  std::unique_ptr<hal::Buffer> workspace;
+  if (Status s = device->allocate(std::max(fwdPlan->workspaceBytes(), bwdPlan->workspaceBytes()),
+                                  workspace);
+      !s.ok())
+    return fail(s.message());
+
+  auto timeMs = [&](bool withBackward, double &median) -> Status {
+    std::unique_ptr<hal::Event> start, end;
+    TXRT_RETURN_IF_ERROR(device->createEvent(start));
+    TXRT_RETURN_IF_ERROR(device->createEvent(end));
+    std::vector<float> times;
+    for (int i = 0; i < iters + 3; ++i) {
+      TXRT_RETURN_IF_ERROR(stream->record(*start));
+      TXRT_RETURN_IF_ERROR(attention->run(*fwdPlan, workspace->address(), *stream));
+      if (withBackward)
+        TXRT_RETURN_IF_ERROR(attention->run(*bwdPlan, workspace->address(), *stream));
+      TXRT_RETURN_IF_ERROR(stream->record(*end));
+      TXRT_RETURN_IF_ERROR(stream->synchronize());
+      float ms = 0;
+      TXRT_RETURN_IF_ERROR(device->elapsedMs(*start, *end, ms));
+      if (i >= 3)
+        times.push_back(ms);
+    }
+    std::sort(times.begin(), times.end());
+    median = times[times.size() / 2];
+    return Status();
+  };
+  double fwdMs = 0, bothMs = 0;
+  if (Status s = timeMs(false, fwdMs); !s.ok()) return fail(s.message());
+  if (Status s = timeMs(true, bothMs); !s.ok()) return fail(s.message());
+  double flops = 4.0 * B * H * static_cast<double>(T) * T * D * (causal || window ? 0.5 : 1.0);
+  std::printf("{\"B\": %lld, \"H\": %lld, \"HKV\": %lld, \"T\": %lld, \"D\": %lld, "
+              "\"causal\": %s, \"window\": %lld, \"fwd_ms\": %.4f, \"fwd_bwd_ms\": %.4f, "
+              "\"fwd_tflops\": %.1f, \"fwd_bwd_tflops\": %.1f}\n",
+              (long long)B, (long long)H, (long long)HKV, (long long)T, (long long)D,
+              causal ? "true" : "false", (long long)window, fwdMs, bothMs,
+              flops / fwdMs / 1e9, 3.5 * flops / bothMs / 1e9);
+
+  if (!dump.empty()) {
+    // Outputs of one more forward + backward, then everything as f32.
+    if (Status s = attention->run(*fwdPlan, workspace->address(), *stream); !s.ok())
+      return fail(s.message());
+    if (Status s = attention->run(*bwdPlan, workspace->address(), *stream); !s.ok())
+      return fail(s.message());
+    struct Named { const char *name; Tensor *t; bool f32; };
+    for (Named n : {Named{"q", &q, false}, {"k", &k, false}, {"v", &v, false},
+                    {"do", &dO, false}, {"o", &o, false}, {"lse", &lse, true},
+                    {"dq", &dQ, false}, {"dk", &dK, false}, {"dv", &dV, false}}) {
+      size_t count = n.t->elements();
+      std::vector<uint8_t> raw(count * (n.f32 ? 4 : 2));
+      if (Status s = stream->copyDeviceToHost(raw.data(), n.t->buffer->address(), raw.size());
+          !s.ok())
+        return fail(s.message());
+      std::vector<float> values(count);
+      for (size_t i = 0; i < count; ++i)
+        values[i] = n.f32 ? reinterpret_cast<float *>(raw.data())[i]
+                          : static_cast<float>(bf16ToDouble(
+                                reinterpret_cast<uint16_t *>(raw.data())[i]));
+      if (Status s = writeNpyFile(dump + "/" + n.name + ".npy", DType::F32, n.t->shape,
+                                  values.data(), values.size() * 4);
+          !s.ok())
+        return fail(s.message());
+    }
+  }
+  return 0;
+}
