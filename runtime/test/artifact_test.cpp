@@ -182,6 +182,29 @@ TEST(Artifact, MemsetAndCopyChecked) {
   expectRejected(t, "command 3 (origin 'next'): copy of 4096 bytes exceeds");
 }
 
+TEST(Artifact, AttentionChecked) {
+  TestArtifact t;
+  t.withAttention = true;
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(t.build(), "/weights", artifact).ok());
+  t.attnT = 64; // 64 x 8 bf16 = 1 KiB fits slot 0; 64 x 16 does not
+  t.attnD = 16;
+  expectRejected(t, "command 4 (origin '/attention'): attention tensor q spans 1024 elements");
+  t = TestArtifact();
+  t.withAttention = true;
+  t.attnType = fb::DType::F32;
+  expectRejected(t, "attention type f32 is not bf16 or f16");
+  t = TestArtifact();
+  t.withAttention = true;
+  t.attnCausal = false;
+  t.attnWindow = 2;
+  expectRejected(t, "attention window 2 needs causal");
+  t = TestArtifact();
+  t.withAttention = true;
+  t.attnLse = 9;
+  expectRejected(t, "attention lse names slot 9");
+}
+
 TEST(Artifact, MissingFileIsNamed) {
   std::unique_ptr<Artifact> artifact;
   Status s = Artifact::loadFile("/nonexistent/step.txa", artifact);

@@ -42,6 +42,13 @@ struct TestArtifact {
   // Argument 2: "labels", i64[2, 4], BATCH, role labels.
   // Result 0: "loss", f32[], slot 3.
   uint32_t lossSlot = 3;
+  // Optional command 4: a fused attention over [1, 1, attnT, attnD] bf16
+  // tensors in slots 0 (q, k, v) and 1 (o), lse in slot 3.
+  bool withAttention = false;
+  int64_t attnT = 4, attnD = 8, attnWindow = 0;
+  bool attnCausal = true;
+  fb::DType attnType = fb::DType::BF16;
+  uint32_t attnLse = 3;
 
   std::vector<uint8_t> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -65,6 +72,23 @@ struct TestArtifact {
         fb::CreateCommand(b, fb::Op::Memset, memset.Union(), b.CreateString("zero")),
         fb::CreateCommand(b, fb::Op::Copy, copy.Union(), b.CreateString("next")),
     };
+    if (withAttention) {
+      int64_t dims[4] = {1, 1, attnT, attnD}, strides[4] = {attnT * attnD, attnT * attnD, attnD, 1};
+      fb::AttentionTensor in(0, flatbuffers::span<const int64_t, 4>(dims),
+                             flatbuffers::span<const int64_t, 4>(strides));
+      fb::AttentionTensor out(1, flatbuffers::span<const int64_t, 4>(dims),
+                              flatbuffers::span<const int64_t, 4>(strides));
+      fb::AttentionBuilder ab(b);
+      ab.add_dtype(attnType);
+      ab.add_scale(0.125f);
+      ab.add_causal(attnCausal);
+      ab.add_window(attnWindow);
+      ab.add_q(&in), ab.add_k(&in), ab.add_v(&in), ab.add_o(&out);
+      ab.add_lse(attnLse);
+      auto attention = ab.Finish();
+      commands.push_back(fb::CreateCommand(b, fb::Op::Attention, attention.Union(),
+                                           b.CreateString("/attention")));
+    }
     std::vector<int64_t> tokenShape = {2, 4};
     std::vector<flatbuffers::Offset<fb::Argument>> args = {
         fb::CreateArgument(b, b.CreateString("w"), b.CreateString("param"), wSlot,

@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
                           : static_cast<float>(bf16ToDouble(
                                 reinterpret_cast<uint16_t *>(raw.data())[i]));
       if (Status s = writeNpyFile(dump + "/" + n.name + ".npy", DType::F32, n.t->shape,
-                                  values.data(), values.size() * 4);
+                                  values.data(), values.size());
           !s.ok())
         return fail(s.message());
     }

@@ -155,8 +155,8 @@ bool parseUnsigned(const std::string &text, uint64_t &out) {
 }
 
 /// The --profile table: device time per kind of command (kernel family by
-/// the op it came from, cuBLASLt GEMMs, memsets, copies) and the slowest
-/// single commands with their origin.
+/// the op it came from, cuBLASLt GEMMs, fused attention, memsets, copies)
+/// and the slowest single commands with their origin.
 void printProfile(const Artifact &artifact, const std::vector<float> &ms,
                   float total) {
   const fb::Artifact &a = artifact.root();
@@ -175,6 +175,7 @@ void printProfile(const Artifact &artifact, const std::vector<float> &ms,
     case fb::Op::Gemm: family = "gemm (cuBLASLt)"; break;
     case fb::Op::Memset: family = "memset"; break;
     case fb::Op::Copy: family = "copy"; break;
+    case fb::Op::Attention: family = "attention (cuDNN SDPA)"; break;
     default: family = "other"; break;
     }
     families[family].first += ms[i];
