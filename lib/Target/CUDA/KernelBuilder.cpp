@@ -62,7 +62,7 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   for (Value v : outputs)
     argTypes.push_back(bufferType(v));
   for (Value v : inputs)
-    argTypes.push_back(bufferType(v));
+    argTypes.push_back(bufferType(storageOf(v, plan)));
   llvm::SmallVector<Type> workgroup;
   if (workgroupFloats)
     workgroup.push_back(MemRefType::get(
@@ -76,8 +76,12 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   unsigned i = 0;
   for (Value v : outputs)
     buffers[v] = entry.getArgument(i++);
-  for (Value v : inputs)
-    buffers[v] = entry.getArgument(i++);
+  for (Value v : inputs) {
+    Value storage = storageOf(v, plan);
+    buffers[storage] = entry.getArgument(i++);
+    if (storage != v)
+      castSources[v] = storage;
+  }
   b.setInsertionPointToStart(&entry);
   scopes.emplace_back();
 }
@@ -265,7 +269,22 @@ Value KernelBuilder::bufferOf(Value tensor) {
   return it->second;
 }
 
+Value KernelBuilder::storageOf(Value v, const Materialization &plan) {
+  if (plan.isMaterialized(v))
+    return v;
+  auto castOp = v.getDefiningOp<tx::CastOp>();
+  if (castOp && plan.isMaterialized(castOp.getInput()))
+    return castOp.getInput();
+  return v;
+}
+
 Value KernelBuilder::load(Value tensor, Value linear) {
+  // A recomputed cast (StepLowering's isRecomputedCast): read its input and
+  // convert, as the tx.cast would have.
+  if (auto it = castSources.find(tensor); it != castSources.end())
+    return castScalar(load(it->second, linear),
+                      tensorType(it->second).getElementType(),
+                      tensorType(tensor).getElementType());
   Value buffer = bufferOf(tensor);
   Type element = tensorType(tensor).getElementType();
   if (!buffer)

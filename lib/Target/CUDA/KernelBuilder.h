@@ -97,6 +97,9 @@ public:
   /// Loads / stores the element |linear| of a kernel argument's buffer,
   /// converting between storage and compute type.
   Value load(Value tensor, Value linear);
+  /// What holds |v| in memory: |v| itself, or for a cast left out of memory
+  /// (recomputed by its users) the materialized value it converts.
+  static Value storageOf(Value v, const Materialization &plan);
   void store(Value tensor, Value linear, Value scalar);
   /// Atomic f32 add into |tensor| (an f32 output).
   void atomicAdd(Value tensor, Value linear, Value scalar);
@@ -159,6 +162,8 @@ private:
   ImplicitLocOpBuilder b;
   gpu::GPUFuncOp kernel;
   const Materialization &plan;
+  /// Inputs that are casts recomputed on load, by the value they convert.
+  llvm::DenseMap<Value, Value> castSources;
   llvm::DenseMap<Value, Value> buffers;
   std::vector<llvm::DenseMap<Operation *, llvm::SmallVector<std::pair<llvm::SmallVector<Value>, Value>>>> scopes;
   bool failed = false;

@@ -8,7 +8,8 @@
 // Grouping rule. An elementwise, broadcast or data-movement op (see
 // isElementalOp) whose result has exactly one user, which is itself such an
 // op, a reduction or a loop kernel, is computed inside that user's kernel
-// (recomputed per element, never stored). Everything else is materialized:
+// (recomputed per element, never stored). A cast of a value in memory is
+// recomputed in every such user however many there are (isRecomputedCast). Everything else is materialized:
 // values read by GEMMs, fused row ops, optimizers and scatters, values with
 // several users, step arguments and results. Reshapes of materialized values
 // are views (the same bytes), not copies.
@@ -93,6 +94,12 @@ unsigned LoweringContext::bufferFor(Value v) {
   auto it = bufferOfValue.find(v);
   if (it != bufferOfValue.end())
     return it->second;
+  // A cast recomputed by its users: they read the value it converts.
+  if (Value storage = KernelBuilder::storageOf(v, plan); storage != v) {
+    unsigned id = bufferFor(storage);
+    bufferOfValue[v] = id;
+    return id;
+  }
   // A view shares its input's buffer.
   if (Operation *def = v.getDefiningOp())
     if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(def) &&
@@ -239,6 +246,36 @@ static bool isFoldedIntoGemm(Operation *op) {
          llvm::all_of(result.getUsers(), [](Operation *u) { return isa<tx::MatMulOp>(u); });
 }
 
+/// Kernels that read every operand element through KernelBuilder::load,
+/// which converts a recomputed cast on the fly: the row kernels and the
+/// optimizers.
+static bool loadsOperands(Operation *user) {
+  return isa<tx::LayerNormOp, tx::RMSNormOp, tx::LayerNormGradOp,
+             tx::RMSNormGradOp, tx::SoftmaxOp, tx::SoftmaxCrossEntropyLossOp,
+             tx::SoftmaxCrossEntropyGradOp, tx::AdamOp, tx::SGDOp>(user);
+}
+
+/// A float tx.cast of a value that is in memory anyway, read only by kernels
+/// that compute their operands' elements or load them: recomputing it in
+/// each of them (one read of its input per user) beats storing it (a read
+/// and a write, then a read per user) however many users it has. In a bf16
+/// step this keeps the f32 copies of bf16 GEMM outputs (read by an
+/// activation and its gradient, a norm's backward, the optimizer) out of
+/// memory. GEMMs, attention and the step's results still need it stored.
+static bool isRecomputedCast(Operation &op, const Materialization &plan) {
+  auto castOp = dyn_cast<tx::CastOp>(op);
+  if (!castOp || !isa<FloatType>(typeOf(castOp.getInput()).getElementType()) ||
+      !isa<FloatType>(typeOf(castOp.getResult()).getElementType()))
+    return false;
+  Value input = castOp.getInput();
+  Operation *def = input.getDefiningOp();
+  bool inputInMemory = !def || !isElementalOp(def) || plan.isMaterialized(input);
+  return inputInMemory &&
+         llvm::all_of(castOp.getResult().getUsers(), [](Operation *user) {
+           return fusesOperands(user) || loadsOperands(user);
+         });
+}
+
 static void decideMaterialization(func::FuncOp step, Materialization &plan,
                                   unsigned &fusedOps) {
   Block &body = step.getBody().front();
@@ -249,6 +286,8 @@ static void decideMaterialization(func::FuncOp step, Materialization &plan,
       plan.materialized.insert(op.getOperand(0));
       continue;
     }
+    if (isRecomputedCast(op, plan))
+      continue;
     for (Value result : op.getResults()) {
       bool needed = !isElementalOp(&op);
       llvm::SmallPtrSet<Operation *, 4> users;
