@@ -60,7 +60,7 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   b.setInsertionPointToEnd(gpuModule.getBody());
   llvm::SmallVector<Type> argTypes;
   for (Value v : outputs)
-    argTypes.push_back(bufferType(v));
+    argTypes.push_back(bufferType(storageOf(v, plan)));
   for (Value v : inputs)
     argTypes.push_back(bufferType(storageOf(v, plan)));
   llvm::SmallVector<Type> workgroup;
@@ -74,8 +74,12 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   Block &entry = kernel.getBody().front();
   unsigned i = 0;
-  for (Value v : outputs)
-    buffers[v] = entry.getArgument(i++);
+  for (Value v : outputs) {
+    Value storage = storageOf(v, plan);
+    buffers[storage] = entry.getArgument(i++);
+    if (storage != v)
+      storedAs[v] = storage;
+  }
   for (Value v : inputs) {
     Value storage = storageOf(v, plan);
     buffers[storage] = entry.getArgument(i++);
@@ -272,10 +276,26 @@ Value KernelBuilder::bufferOf(Value tensor) {
 Value KernelBuilder::storageOf(Value v, const Materialization &plan) {
   if (plan.isMaterialized(v))
     return v;
-  auto castOp = v.getDefiningOp<tx::CastOp>();
-  if (castOp && plan.isMaterialized(castOp.getInput()))
-    return castOp.getInput();
-  return v;
+  if (Value stored = plan.storedAs.lookup(v))
+    return stored;
+  // Views (same elements, same order) and at most one cast, down to a
+  // value in memory.
+  Value current = v;
+  bool castSeen = false;
+  while (!plan.isMaterialized(current)) {
+    Operation *def = current.getDefiningOp();
+    if (!def)
+      return v;
+    if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(def)) {
+      current = def->getOperand(0);
+    } else if (isa<tx::CastOp>(def) && !castSeen) {
+      castSeen = true;
+      current = def->getOperand(0);
+    } else {
+      return v;
+    }
+  }
+  return castSeen ? current : v;
 }
 
 Value KernelBuilder::load(Value tensor, Value linear) {
@@ -304,6 +324,10 @@ Value KernelBuilder::load(Value tensor, Value linear) {
 }
 
 void KernelBuilder::store(Value tensor, Value linear, Value scalar) {
+  // A result stored as its cast: rounding into the cast's type here is what
+  // the tx.cast would have done (the result itself is f32).
+  if (auto it = storedAs.find(tensor); it != storedAs.end())
+    return store(it->second, linear, scalar);
   Value buffer = bufferOf(tensor);
   if (!buffer)
     return;

@@ -40,6 +40,11 @@ constexpr unsigned kBlockSize = 256;
 /// elemental emitter inside the kernel that reads it.
 struct Materialization {
   llvm::DenseSet<Value> materialized;
+  /// Row-kernel results written straight in the type of the one cast that
+  /// reads them (StepLowering's absorbCastsIntoStores): result -> the cast's
+  /// result, which is what memory holds. The cast ops are in absorbedCasts.
+  llvm::DenseMap<Value, Value> storedAs;
+  llvm::DenseSet<Operation *> absorbedCasts;
   bool isMaterialized(Value v) const { return materialized.contains(v); }
 };
 
@@ -98,7 +103,8 @@ public:
   /// converting between storage and compute type.
   Value load(Value tensor, Value linear);
   /// What holds |v| in memory: |v| itself, or for a cast left out of memory
-  /// (recomputed by its users) the materialized value it converts.
+  /// (recomputed by its users, maybe behind reshapes) the materialized value
+  /// it converts, or for a row-kernel result stored as its cast, that cast.
   static Value storageOf(Value v, const Materialization &plan);
   void store(Value tensor, Value linear, Value scalar);
   /// Atomic f32 add into |tensor| (an f32 output).
@@ -162,8 +168,11 @@ private:
   ImplicitLocOpBuilder b;
   gpu::GPUFuncOp kernel;
   const Materialization &plan;
-  /// Inputs that are casts recomputed on load, by the value they convert.
+  /// Inputs that are casts recomputed on load (through views), by the
+  /// value in memory they convert.
   llvm::DenseMap<Value, Value> castSources;
+  /// Outputs stored in the type of the cast that reads them.
+  llvm::DenseMap<Value, Value> storedAs;
   llvm::DenseMap<Value, Value> buffers;
   std::vector<llvm::DenseMap<Operation *, llvm::SmallVector<std::pair<llvm::SmallVector<Value>, Value>>>> scopes;
   bool failed = false;

@@ -94,7 +94,8 @@ unsigned LoweringContext::bufferFor(Value v) {
   auto it = bufferOfValue.find(v);
   if (it != bufferOfValue.end())
     return it->second;
-  // A cast recomputed by its users: they read the value it converts.
+  // A cast recomputed by its users (they read the value it converts), or a
+  // result stored as its cast.
   if (Value storage = KernelBuilder::storageOf(v, plan); storage != v) {
     unsigned id = bufferFor(storage);
     bufferOfValue[v] = id;
@@ -262,6 +263,25 @@ static bool loadsOperands(Operation *user) {
 /// step this keeps the f32 copies of bf16 GEMM outputs (read by an
 /// activation and its gradient, a norm's backward, the optimizer) out of
 /// memory. GEMMs, attention and the step's results still need it stored.
+/// A view of a recomputed cast read only by kernels that load their
+/// operands: they read through it (KernelBuilder::storageOf) to the value
+/// the cast converts; it needs no memory of its own.
+static bool isLoadedView(Operation &view, const Materialization &plan) {
+  Value input = view.getOperand(0);
+  while (Operation *def = input.getDefiningOp()) {
+    if (!isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(def))
+      break;
+    if (plan.isMaterialized(input))
+      return false;
+    input = def->getOperand(0);
+  }
+  auto castOp = input.getDefiningOp<tx::CastOp>();
+  if (!castOp || plan.isMaterialized(input) ||
+      !plan.isMaterialized(castOp.getInput()))
+    return false;
+  return llvm::all_of(view.getResult(0).getUsers(), loadsOperands);
+}
+
 static bool isRecomputedCast(Operation &op, const Materialization &plan) {
   auto castOp = dyn_cast<tx::CastOp>(op);
   if (!castOp || !isa<FloatType>(typeOf(castOp.getInput()).getElementType()) ||
@@ -274,6 +294,44 @@ static bool isRecomputedCast(Operation &op, const Materialization &plan) {
          llvm::all_of(castOp.getResult().getUsers(), [](Operation *user) {
            return fusesOperands(user) || loadsOperands(user);
          });
+}
+
+/// A row kernel's f32 result read only by one cast to bf16/f16, maybe
+/// through reshapes (a norm's output or a loss gradient going into a GEMM),
+/// is written by the kernel in
+/// the cast's type: the f32 tensor and the cast kernel disappear, and the
+/// single rounding is the cast's own.
+static void absorbCastsIntoStores(func::FuncOp step, Materialization &plan) {
+  for (Operation &op : step.getBody().front()) {
+    // Results written by kb.store, once per element, in f32.
+    llvm::SmallVector<Value, 1> candidates;
+    if (isa<tx::LayerNormOp, tx::RMSNormOp, tx::SoftmaxOp,
+            tx::SoftmaxCrossEntropyGradOp, tx::LayerNormGradOp,
+            tx::RMSNormGradOp>(op))
+      candidates.push_back(op.getResult(0));
+    for (Value result : candidates) {
+      if (!typeOf(result).getElementType().isF32())
+        continue;
+      // Through single-use views (same elements, same order) to the cast.
+      Value reader = result;
+      while (reader.hasOneUse() &&
+             isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(
+                 *reader.getUsers().begin()))
+        reader = reader.getUsers().begin()->getResult(0);
+      if (!reader.hasOneUse() || (reader != result && plan.isMaterialized(reader)))
+        continue;
+      auto castOp = dyn_cast<tx::CastOp>(*reader.getUsers().begin());
+      if (!castOp)
+        continue;
+      Type to = typeOf(castOp.getResult()).getElementType();
+      if (!to.isBF16() && !to.isF16())
+        continue;
+      plan.materialized.erase(result);
+      plan.materialized.insert(castOp.getResult());
+      plan.storedAs[result] = castOp.getResult();
+      plan.absorbedCasts.insert(castOp);
+    }
+  }
 }
 
 static void decideMaterialization(func::FuncOp step, Materialization &plan,
@@ -302,11 +360,19 @@ static void decideMaterialization(func::FuncOp step, Materialization &plan,
         plan.materialized.insert(result);
     }
   }
-  // A materialized view needs its input in memory (it aliases it).
+  // A materialized view needs its input in memory (it aliases it), unless
+  // only kernels that load through views read it (a reshape of a recomputed
+  // cast, read by a row kernel: KernelBuilder::storageOf).
   for (Operation &op : llvm::reverse(body))
     if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(op) &&
-        plan.isMaterialized(op.getResult(0)))
+        plan.isMaterialized(op.getResult(0))) {
+      if (isLoadedView(op, plan)) {
+        plan.materialized.erase(op.getResult(0));
+        continue;
+      }
       plan.materialized.insert(op.getOperand(0));
+    }
+  absorbCastsIntoStores(step, plan);
   fusedOps = 0;
   for (Operation &op : body)
     if (isElementalOp(&op) && op.getNumResults() && !isFoldedIntoGemm(&op) &&
@@ -670,7 +736,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       program.constants.push_back({id, std::vector<uint8_t>(bytes->begin(), bytes->end())});
       continue;
     }
-    if (ctx.loweredElsewhere.contains(&op))
+    if (ctx.loweredElsewhere.contains(&op) || ctx.plan.absorbedCasts.contains(&op))
       continue;
     if (isa<tx::QuantizeOp>(op)) {
       if (failed(lowerQuantize(ctx, &op)))
