@@ -42,7 +42,7 @@ void txopt::buildDefaultPipeline(OpPassManager &pm,
     funcPm.addPass(createCSEPass());
   }
   // After fusion: the fused norms keep f32 statistics whatever the GEMMs do.
-  if (options.precision != "fp32") {
+  if (options.precision != tx::GemmPrecision::fp32) {
     tx::AutocastPassOptions autocast;
     autocast.precision = options.precision;
     funcPm.addPass(tx::createAutocastPass(autocast));

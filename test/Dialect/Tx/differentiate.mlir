@@ -7,7 +7,8 @@
 // The structure of what tx-differentiate builds. The numbers are checked by
 // test/Reference/gradcheck.py (finite differences on the reference executor).
 
-// BADWRT: error: expected wrt=params|args|all, but got 'weights'
+// Enumerated options are checked when the pipeline is parsed.
+// BADWRT: for the --wrt option: expected params|args|all, but got 'weights'
 
 // function= picks one function; a module without it is an error.
 // FUNC-DAG: func.func @linear_grad

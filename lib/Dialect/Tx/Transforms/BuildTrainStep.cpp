@@ -570,20 +570,8 @@ struct BuildTrainStepPass
       options.weightDecay = weightDecay;
     if (!noDecay.empty())
       options.noDecay = noDecay;
-    std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
-    std::optional<LossKind> lossKind = parseLossKind(loss);
-    if (!kind) {
-      emitError(module.getLoc(), "expected optimizer=adamw|adam|sgd, but got '")
-          << optimizer << "'";
-      return signalPassFailure();
-    }
-    if (!lossKind) {
-      emitError(module.getLoc(), "expected loss=output|cross-entropy, but got '")
-          << loss << "'";
-      return signalPassFailure();
-    }
-    options.optimizer = *kind;
-    options.loss = *lossKind;
+    options.optimizer = optimizer;
+    options.loss = loss;
     if (failed(buildTrainStep(module, options)))
       signalPassFailure();
   }

@@ -278,12 +278,6 @@ struct DifferentiatePass : tx::impl::DifferentiatePassBase<DifferentiatePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<GradientWrt> mode = parseGradientWrt(wrt);
-    if (!mode) {
-      emitError(module.getLoc(), "expected wrt=params|args|all, but got '")
-          << wrt << "'";
-      return signalPassFailure();
-    }
     SmallVector<func::FuncOp> forwards;
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || func->hasAttr(kGradOfAttrName))
@@ -298,7 +292,7 @@ struct DifferentiatePass : tx::impl::DifferentiatePassBase<DifferentiatePass> {
       return signalPassFailure();
     }
     GradientOptions options;
-    options.wrt = *mode;
+    options.wrt = wrt;
     bool failure = false;
     for (func::FuncOp forward : forwards)
       failure |= failed(buildGradientFunction(forward, options));

@@ -93,35 +93,31 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
     (void)context;
   }
 
+  /// The enumerated options are checked by their parser; target is a
+  /// string (any sm_XY), so it is checked here, when the pipeline is parsed,
+  /// rather than when the pass runs.
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(Base::initializeOptions(options, errorHandler)))
+      return failure();
+    if (!parseSM(target))
+      return errorHandler("expected target=sm_XY (e.g. sm_90), but got '" +
+                          target + "'");
+    return success();
+  }
+
+  static std::optional<int> parseSM(StringRef text) {
+    int sm = 0;
+    if (!text.consume_front("sm_") || text.getAsInteger(10, sm) || sm <= 0)
+      return std::nullopt;
+    return sm;
+  }
+
   std::optional<FP8RecipeAttr> buildRecipe(ModuleOp module) {
     MLIRContext *context = &getContext();
-    FP8Format fmt;
-    if (format == "hybrid")
-      fmt = FP8Format::hybrid;
-    else if (format == "e4m3")
-      fmt = FP8Format::e4m3;
-    else {
-      emitError(module.getLoc(), "expected format=hybrid|e4m3, but got '")
-          << format << "'";
-      return std::nullopt;
-    }
-    if (scaling == "current")
-      return FP8RecipeAttr::getCurrent(context, fmt);
-    if (scaling != "delayed") {
-      emitError(module.getLoc(), "expected scaling=delayed|current, but got '")
-          << scaling << "'";
-      return std::nullopt;
-    }
-    AmaxCompute compute;
-    if (amax == "max")
-      compute = AmaxCompute::max;
-    else if (amax == "most_recent")
-      compute = AmaxCompute::most_recent;
-    else {
-      emitError(module.getLoc(), "expected amax=max|most_recent, but got '")
-          << amax << "'";
-      return std::nullopt;
-    }
+    if (scaling == FP8ScalingKind::current)
+      return FP8RecipeAttr::getCurrent(context, format);
     if (history < 1 || margin < 0) {
       emitError(module.getLoc(), "expected history >= 1 and margin >= 0, but "
                                  "got ")
@@ -129,13 +125,13 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
           << static_cast<int64_t>(margin);
       return std::nullopt;
     }
-    return FP8RecipeAttr::getDelayed(context, fmt, history, compute, margin);
+    return FP8RecipeAttr::getDelayed(context, format, history, amax, margin);
   }
 
+  /// Options set from C++ skip initializeOptions: check target again.
   std::optional<int> parseTarget(ModuleOp module) {
-    StringRef text = target;
-    int sm = 0;
-    if (!text.consume_front("sm_") || text.getAsInteger(10, sm) || sm <= 0) {
+    std::optional<int> sm = parseSM(target);
+    if (!sm) {
       emitError(module.getLoc(), "expected target=sm_XY (e.g. sm_90), but got '")
           << target << "'";
       return std::nullopt;
