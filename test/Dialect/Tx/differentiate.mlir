@@ -265,6 +265,21 @@ func.func @no_rule(%x: tensor<4xf32>) -> tensor<f32> {
 
 // -----
 
+// Every op on the path that lacks a rule is named, not just the first.
+tx.parameter @p = dense<0.5> : tensor<4xf32>
+func.func @no_rules(%x: tensor<4xf32>) -> tensor<f32> {
+  %p = tx.load_parameter @p : tensor<4xf32>
+  // expected-error @+1 {{no gradient rule for 'tx.mod'}}
+  %m = tx.mod %x, %p {fmod = true} : tensor<4xf32>, tensor<4xf32>
+  %e = tx.exp %m : tensor<4xf32>
+  // expected-error @+1 {{no gradient rule for 'tx.mod'}}
+  %n = tx.mod %e, %p {fmod = true} : tensor<4xf32>, tensor<4xf32>
+  %l = tx.reduce_sum %n axes [] : tensor<4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Result #0 must be a scalar float loss.
 tx.parameter @p = dense<0.5> : tensor<4xf32>
 // expected-error @+1 {{expected result #0 to be a scalar floating-point loss (0-d tensor), but got 'tensor<4xf32>'}}

@@ -2,8 +2,9 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 // Builds `@f_grad` from a loss function `@f`: the forward ops are cloned,
-// then one reverse sweep over them applies the per-op rules of
-// GradientRules.cpp, summing the gradients of values used more than once.
+// then one reverse sweep over them applies each op's gradient rule (its
+// DifferentiableOpInterface, lib/Dialect/Tx/IR/*Gradients.cpp), summing the
+// gradients of values used more than once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #include "txopt/Dialect/Tx/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
@@ -33,6 +35,29 @@ std::optional<GradientWrt> tx::parseGradientWrt(StringRef text) {
   if (text == "all")
     return GradientWrt::All;
   return std::nullopt;
+}
+
+bool tx::hasGradientRule(Operation *op) {
+  return isa<DifferentiableOpInterface>(op);
+}
+
+LogicalResult tx::buildOperandGradients(OpBuilder &builder, Operation *op,
+                                        ArrayRef<Value> resultGrads,
+                                        const llvm::BitVector &needed,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  assert(resultGrads.size() == op->getNumResults() &&
+         needed.size() == op->getNumOperands());
+  auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+  if (!differentiable)
+    return emitError(op->getLoc())
+           << "no gradient rule for '" << op->getName() << "'";
+  operandGrads.assign(op->getNumOperands(), Value());
+  ImplicitLocOpBuilder b(op->getLoc(), builder);
+  GradientContext context{b, op, resultGrads, needed, operandGrads};
+  LogicalResult result = differentiable.buildGradients(context);
+  // Keep the builder's insertion point in step with what the rule built.
+  builder.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+  return result;
 }
 
 static bool isFloatTensor(Type type) {

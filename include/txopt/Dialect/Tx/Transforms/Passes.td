@@ -229,8 +229,9 @@ def DifferentiatePass : Pass<"tx-differentiate", "::mlir::ModuleOp"> {
     boolean and shape computations, constants and frozen parameters never
     do). Gradients of a value used several times are summed with `tx.add`;
     broadcasting ops reduce theirs to the operand shape with `tx.reduce_sum`
-    and `tx.reshape`. The per-op rules are in GradientRules.cpp
-    (`buildGradientFunction` in Autodiff.h is the C++ entry point). An op on
+    and `tx.reshape`. Each op's rule is its `DifferentiableOpInterface`
+    method (lib/Dialect/Tx/IR/<Family>Gradients.cpp;
+    `buildGradientFunction` in Autodiff.h is the C++ entry point). An op on
     such a path without a rule is an error at its location (the ONNX node):
     `no gradient rule for 'tx.foo'`; a function whose result #0 is not a
     scalar float is an error too.
