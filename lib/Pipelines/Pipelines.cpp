@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txopt/Pipelines/Pipelines.h"
+#include "txopt/Pipelines/TrainPipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -69,4 +70,5 @@ void txopt::registerTxoptPipelines() {
       [](OpPassManager &pm, const DefaultPipelineOptions &options) {
         buildDefaultPipeline(pm, options);
       });
+  registerTrainPipeline();
 }

@@ -64,7 +64,8 @@ void buildTrainPipeline(
     const tx::BuildTrainStepPassOptions &step,
     const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt);
 
-/// Registers `txopt-default` for txopt-opt and mlir-opt plugins.
+/// Registers `txopt-default` (and `txopt-train`, TrainPipeline.h) for
+/// txopt-opt and mlir-opt plugins.
 void registerTxoptPipelines();
 
 } // namespace mlir::txopt
