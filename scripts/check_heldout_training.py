@@ -10,7 +10,10 @@ fall. *_logits models are trained with --loss=cross-entropy.
 With --precision=bf16|fp16|fp8 the step-1 loss is compared with
 onnxruntime's f32 loss within --low-tolerance (2%) instead.
 
-Usage: check_heldout_training.py [--dir /work/heldout] [--build build] [--steps 10]
+The exports are read from --dir, by default build/heldout under the
+repository, where scripts/export_heldout_models.py writes them.
+
+Usage: check_heldout_training.py [--dir build/heldout] [--build build] [--steps 10]
                                  [--precision fp32|bf16|fp16|fp8]
 """
 import argparse
@@ -27,7 +30,9 @@ import numpy as np
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/work/heldout")
+    ap.add_argument("--dir", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build", "heldout"),
+                    help="folder of the exports (default: build/heldout)")
     ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--only", default="")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Export a held-out set of real PyTorch transformer graphs to ONNX for txopt.
 
-Why: the fixtures in /work/shared/models cover a handful of exporter/model
+Why: the fixtures in test/Inputs/models cover a handful of exporter/model
 combinations.  This script produces a wider, *held-out* set that txopt's ONNX
 importer was not developed against, so we can see which op types, attribute
 forms and graph shapes real exporters emit.
@@ -23,7 +23,7 @@ nothing is downloaded):
     L2 weight decay folded into the gradient, and AdamW with the step baked in
     as a constant.
 
-Model sizes follow /work/shared/models: 2 layers, hidden 128, 4 heads, vocab
+Model sizes follow test/Inputs/models: 2 layers, hidden 128, 4 heads, vocab
 512, batch 2 x sequence 32, int64 ids (and int64 labels for *_loss models,
 which output a scalar cross-entropy loss).
 
@@ -36,7 +36,10 @@ the PyTorch eager outputs and the onnxruntime (CPU) outputs, runs
 onnx.checker.check_model on it, and finally writes SUMMARY.md (op counts,
 notable ops, attribute forms, failures) into the output folder.
 
-Usage:  python scripts/export_heldout_models.py [--out /work/heldout] [--only REGEX]
+Usage:  python scripts/export_heldout_models.py [--out build/heldout] [--only REGEX]
+
+The exports (and their .ref.json, SUMMARY.md) go to --out, by default
+build/heldout under the repository: generated files, never committed.
 """
 
 from __future__ import annotations
@@ -737,7 +740,9 @@ def write_summary(records: list[dict], out_dir: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="/work/heldout")
+    ap.add_argument("--out", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "build", "heldout"),
+                    help="output folder (default: build/heldout in the repo)")
     ap.add_argument("--only", default=None, help="regex on file stems to export a subset")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)

@@ -11,8 +11,9 @@ TXOPT_BUILD_DIR="$build" "$root/scripts/build.sh"
 
 results="$build/test-results.json"
 status=0
-# lit runs under the test venv's Python, so %python tests see onnxruntime.
-"$root/.venv/bin/python" /usr/lib/llvm-22/bin/lit -sv --output "$results" "$build/test" || status=$?
+# lit runs under the test venv's Python, so %python tests see onnxruntime;
+# txopt_require_python_deps makes a missing package fail the run (lit.cfg.py).
+"$root/.venv/bin/python" /usr/lib/llvm-22/bin/lit -sv --param txopt_require_python_deps=1 --output "$results" "$build/test" || status=$?
 (cd "$build/runtime" && ctest --output-on-failure) || status=$?
 
 "$root/.venv/bin/python" - "$results" <<'PY'

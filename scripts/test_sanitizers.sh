@@ -57,7 +57,7 @@ fi
 
 results="$build/test-results.json"
 status=0
-"$root/.venv/bin/python" /usr/lib/llvm-22/bin/lit -sv --output "$results" "$build/test" || status=$?
+"$root/.venv/bin/python" /usr/lib/llvm-22/bin/lit -sv --param txopt_require_python_deps=1 --output "$results" "$build/test" || status=$?
 t2=$SECONDS
 (cd "$build/runtime" && ctest --output-on-failure) || status=$?
 t3=$SECONDS

@@ -24,7 +24,7 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.txopt_tools_dir, config.llvm_tools_dir]
 tools = ["txopt", "txopt-opt", "txopt-run", "txopt-capi-test",
          "txopt-float-formats-test", "txopt-fp8-convert-test",
-         "txopt-fp8-scale-property-test", "mlir-opt"]
+         "txopt-fp8-scale-property-test", "txopt-fold-execute-test", "mlir-opt"]
 # A sanitizer build (cmake -DTXOPT_ENABLE_SANITIZERS=ON, see
 # scripts/test_sanitizers.sh): our own executables carry the ASan runtime,
 # but stock mlir-opt-22 does not, and loading the instrumented
@@ -65,6 +65,19 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # test/Reference/onnxruntime.test compares txopt-run with onnxruntime when the
 # Python packages are there (pip install onnx onnxruntime numpy).
 import importlib.util
+import sys
+# The project's own test commands (scripts/test.sh, ninja check-txopt) pass
+# --param txopt_require_python_deps=1: there a missing package means a broken
+# setup, and the run fails instead of quietly skipping the numerics tests.
+# A plain `lit build/test` under another Python still skips them.
+if lit_config.params.get("txopt_require_python_deps", "0") not in ("", "0", "false"):
+    missing = [m for m in ("numpy", "onnx", "onnxruntime", "matplotlib")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        lit_config.fatal(
+            "the test Python (%s) lacks %s: run scripts/setup.sh, which "
+            "creates .venv with them, and run lit with .venv/bin/python"
+            % (sys.executable, ", ".join(missing)))
 if all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime", "numpy")):
     config.available_features.add("onnxruntime")
 if importlib.util.find_spec("numpy"):

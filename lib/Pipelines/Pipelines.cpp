@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txopt/Pipelines/Pipelines.h"
+#include "txopt/Pipelines/TrainPipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -43,7 +44,7 @@ void txopt::buildDefaultPipeline(OpPassManager &pm,
     funcPm.addPass(createCSEPass());
   }
   // After fusion: the fused norms keep f32 statistics whatever the GEMMs do.
-  if (options.precision != "fp32") {
+  if (options.precision != tx::GemmPrecision::fp32) {
     tx::AutocastPassOptions autocast;
     autocast.precision = options.precision;
     funcPm.addPass(tx::createAutocastPass(autocast));
@@ -70,4 +71,5 @@ void txopt::registerTxoptPipelines() {
       [](OpPassManager &pm, const DefaultPipelineOptions &options) {
         buildDefaultPipeline(pm, options);
       });
+  registerTrainPipeline();
 }

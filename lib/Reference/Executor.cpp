@@ -169,6 +169,43 @@ static std::optional<std::string> findNonFinite(const Tensor &tensor,
   return std::nullopt;
 }
 
+llvm::Expected<bool> reference::evaluateOp(Operation *op,
+                                           llvm::ArrayRef<const Tensor *> operands,
+                                           llvm::SmallVectorImpl<Tensor> &results,
+                                           const ExecutorOptions &options) {
+  llvm::SmallVector<Tensor, 2> produced;
+  KernelArgs args{llvm::SmallVector<const Tensor *, 4>(operands), produced,
+                  options};
+  bool handled = false;
+  for (auto family : {evalElementwiseOp, evalShapeOp, evalLinalgOp,
+                      evalReductionOp, evalTrainingOp, evalAttentionOp,
+                      evalPrecisionOp}) {
+    llvm::Expected<bool> done = family(op, args);
+    if (!done)
+      return done.takeError();
+    if (*done) {
+      handled = true;
+      break;
+    }
+  }
+  if (!handled)
+    return false;
+  if (produced.size() != op->getNumResults())
+    return llvm::createStringError("internal error: kernel produced " +
+                                   std::to_string(produced.size()) +
+                                   " results");
+  for (auto [result, tensor] : llvm::zip(op->getResults(), produced)) {
+    if (tensor.getType() != result.getType())
+      return llvm::createStringError("internal error: kernel produced " +
+                                     typeString(tensor));
+    if (!options.computeInF64 || !tensor.isFloat())
+      roundToElementType(tensor);
+  }
+  results.assign(std::make_move_iterator(produced.begin()),
+                 std::make_move_iterator(produced.end()));
+  return true;
+}
+
 llvm::Expected<std::vector<Tensor>>
 Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
   if (func.isExternal())
@@ -262,40 +299,28 @@ Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
     } else {
       if (op.getNumRegions() != 0)
         return opError(&op, "ops with regions are not supported");
-      KernelArgs args{{}, results, options};
+      llvm::SmallVector<const Tensor *, 4> operands;
       for (Value operand : op.getOperands()) {
         auto it = values.find(operand);
         if (it == values.end())
           return opError(&op, "operand is not a tensor computed in this block");
-        args.operands.push_back(&it->second);
+        operands.push_back(&it->second);
       }
-      bool handled = false;
-      for (auto family : {evalElementwiseOp, evalShapeOp, evalLinalgOp,
-                          evalReductionOp, evalTrainingOp, evalAttentionOp,
-                          evalPrecisionOp}) {
-        llvm::Expected<bool> done = family(&op, args);
-        if (!done)
-          return opError(&op, llvm::toString(done.takeError()));
-        if (*done) {
-          handled = true;
-          break;
-        }
-      }
+      llvm::Expected<bool> handled = evaluateOp(&op, operands, results, options);
       if (!handled)
+        return opError(&op, llvm::toString(handled.takeError()));
+      if (!*handled)
         return llvm::createStringError(
             "unsupported op '" + op.getName().getStringRef().str() + "' at " +
             describeLocation(op.getLoc()) +
             ": the reference executor has no implementation for it");
     }
 
-    if (results.size() != op.getNumResults())
-      return opError(&op, "internal error: kernel produced " +
-                              std::to_string(results.size()) + " results");
     for (auto [result, tensor] : llvm::zip(op.getResults(), results)) {
-      if (tensor.getType() != result.getType())
-        return opError(&op, "internal error: kernel produced " +
-                                typeString(tensor));
-      if (!options.computeInF64 || !tensor.isFloat())
+      // evaluateOp has rounded kernel results; constants and parameters
+      // are rounded here, as arguments are.
+      if (isa<tx::ConstantOp, tx::LoadParameterOp>(op) &&
+          (!options.computeInF64 || !tensor.isFloat()))
         roundToElementType(tensor);
       if (auto message = findNonFinite(tensor, options.checkFinite))
         return opError(&op, *message);

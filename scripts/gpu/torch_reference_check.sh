@@ -6,8 +6,8 @@
 #   scripts/gpu/torch_reference_check.sh [STEPS] [WORKDIR]
 #
 # Env: PYTHON (with torch, onnx, numpy; default python3), BIN (txopt's
-# bin folder; default build/bin), MODELS (default shared/models or
-# /work/shared/models), DEVICE (torch device; default cpu).
+# bin folder; default build/bin), MODELS (default test/Inputs/models, the
+# repo's fixtures), DEVICE (torch device; default cpu).
 # For each model: txopt --train, txopt-run --steps N --data, torch_reference.py
 # in f32 and f64, then compare_torch.py three ways: txopt vs torch f32 (the
 # verdict), txopt vs torch f64 and torch f32 vs torch f64 (how much f32
@@ -23,8 +23,7 @@ PYTHON=${PYTHON:-python3}
 BIN=${BIN:-$root/build/bin}
 DEVICE=${DEVICE:-cpu}
 if [ -z "${MODELS:-}" ]; then
-  MODELS=$root/shared/models
-  [ -d "$MODELS" ] || MODELS=/work/shared/models
+  MODELS=$root/test/Inputs/models
 fi
 mkdir -p "$WORK"
 [ -f "$WORK/tokens.npy" ] ||

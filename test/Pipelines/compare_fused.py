@@ -9,6 +9,7 @@ per output and exits 1 on any mismatch.
 import argparse
 import fnmatch
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,20 @@ for variant, flags in [("fused", []), ("unfused", ["--no-fuse=all"])]:
 
 failed = False
 print(f"model {os.path.basename(args.model)} seed {args.seed}")
+# Equal outputs prove something only if the fused build fused: it must hold
+# fused ops and the unfused build none (every model here has a norm or an
+# optimizer step).
+FUSED_OPS = ("tx.layer_norm", "tx.rms_norm", "tx.adam", "tx.sgd", "tx.attention")
+for variant in ("fused", "unfused"):
+    text = open(os.path.join(work, variant + ".mlir")).read()
+    counts = {op: len(re.findall(r"= " + re.escape(op) + r"\b", text))
+              for op in FUSED_OPS}
+    found = ", ".join(f"{op} x{n}" for op, n in counts.items() if n)
+    print(f"{variant} build: {found or 'no fused ops'}")
+    if (variant == "fused") != bool(found):
+        print(f"{variant} build: MISMATCH (expected "
+              f"{'fused ops' if variant == 'fused' else 'none'})")
+        failed = True
 for name, reference in outputs["unfused"].items():
     fused = outputs["fused"][name]
     if fused.shape != reference.shape:

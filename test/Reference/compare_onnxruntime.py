@@ -204,23 +204,18 @@ def main():
     parser.add_argument("--txopt", required=True, help="path of txopt")
     parser.add_argument("--txopt-run", required=True, help="path of txopt-run")
     parser.add_argument("--models", required=True,
-                        help="folder of .onnx models (falls back to the shared "
-                             "models when it has none)")
+                        help="folder of .onnx models (the repo's fixtures are "
+                             "in test/Inputs/models)")
     parser.add_argument("--rtol", type=float, default=1e-5)
     parser.add_argument("--keep", help="keep the intermediate files here")
     args = parser.parse_args()
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [args.models,
-                  os.path.join(here, "..", "..", "..", "shared", "models"),
-                  "/work/shared/models"]
+    # Only the folder given: a fallback outside the repo would make the
+    # result depend on the machine.
     models = []
-    for folder in candidates:
-        if os.path.isdir(folder):
-            models = sorted(os.path.join(folder, f) for f in os.listdir(folder)
-                            if f.endswith(".onnx"))
-            if models:
-                break
+    if os.path.isdir(args.models):
+        models = sorted(os.path.join(args.models, f)
+                        for f in os.listdir(args.models) if f.endswith(".onnx"))
     if not models:
         print("compare_onnxruntime: error: no .onnx models in " + args.models)
         return 1

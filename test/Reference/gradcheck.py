@@ -732,9 +732,8 @@ def check_models(args, tools, work, pool):
     summary = []
     for model in models:
         path = model
-        for folder in [args.models_dir, "/work/shared/models"]:
-            if not os.path.exists(path) and folder:
-                path = os.path.join(folder, model + ".onnx")
+        if not os.path.exists(path):
+            path = os.path.join(args.models_dir, model + ".onnx")
         label = os.path.splitext(os.path.basename(path))[0]
         if not os.path.exists(path):
             print(f"model {label}: SKIP (not found: {path})")
@@ -861,9 +860,10 @@ def main():
     parser.add_argument("--models",
                         default="nanogpt_op18_loss,llama_op18_loss,gpt2_op18_loss")
     parser.add_argument("--models-dir", default=os.environ.get(
-        "TXOPT_MODELS_DIR", ""),
-                        help="folder of MODEL.onnx files (falls back to the "
-                             "shared models)")
+        "TXOPT_MODELS_DIR", os.path.join(os.path.dirname(os.path.abspath(
+            __file__)), "..", "Inputs", "models")),
+                        help="folder of MODEL.onnx files (default: the repo's "
+                             "fixtures, test/Inputs/models)")
     parser.add_argument("--emit", choices=["tx", "fused"], default="tx",
                         help="import models as imported (tx) or fused "
                              "(tx-fuse-norms before differentiation)")

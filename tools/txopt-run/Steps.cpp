@@ -326,16 +326,55 @@ func::FuncOp txopt_run::findStepFunction(ModuleOp module) {
   return {};
 }
 
-llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
-                                std::vector<std::optional<Tensor>> given,
-                                const StepOptions &options,
-                                llvm::raw_ostream &os) {
-  const RunFlags &run = options.run;
-  // A resumed run continues with the checkpoint's seed: it drives the
-  // random batch and the dropout keys.
-  std::optional<txrt::Checkpoint> checkpoint;
-  uint64_t seed = options.seed;
-  if (run.resumeDir) {
+namespace txopt_run {
+namespace {
+
+/// One `txopt-run --steps` run of a step function, in the phases it goes
+/// through: resume, bind the arguments, the lr schedule, the token stream,
+/// the results' roles, checkpoint state, then the step loop.
+class StepRunner {
+public:
+  StepRunner(Executor &executor, func::FuncOp func,
+             std::vector<std::optional<Tensor>> given,
+             const StepOptions &options, llvm::raw_ostream &os)
+      : executor(executor), func(func), given(std::move(given)),
+        options(options), run(options.run), os(os), seed(options.seed) {}
+
+  llvm::Error runAll() {
+    if (llvm::Error err = loadResume())
+      return err;
+    if (run.shuffle && !options.dataPath)
+      return error("--shuffle needs --data");
+    if (run.saveEvery && !run.saveDir)
+      return error("--save-every needs --save DIR");
+    for (auto phase : {&StepRunner::bindArguments, &StepRunner::buildSchedule,
+                       &StepRunner::loadTokens, &StepRunner::findResults,
+                       &StepRunner::prepareCheckpoints, &StepRunner::openLog})
+      if (llvm::Error err = (this->*phase)())
+        return err;
+    if (firstStep > options.steps) {
+      llvm::errs() << "txopt-run: the checkpoint is at step " << firstStep - 1
+                   << "; nothing to run up to --steps " << options.steps
+                   << " (with --resume, --steps is the number of the last step)\n";
+      return llvm::Error::success();
+    }
+    for (int64_t step = firstStep; step <= options.steps; ++step)
+      if (llvm::Error err = runStep(step))
+        return err;
+    return writeOutputs();
+  }
+
+  ~StepRunner() {
+    if (log)
+      std::fclose(log);
+  }
+
+private:
+  /// --resume: the checkpoint, whose seed the run continues with (it drives
+  /// the random batch and the dropout keys).
+  llvm::Error loadResume() {
+    if (!run.resumeDir)
+      return llvm::Error::success();
     checkpoint.emplace();
     if (txrt::Status st = txrt::loadCheckpoint(*run.resumeDir, *checkpoint); !st.ok())
       return error("--resume: " + st.message());
@@ -344,59 +383,68 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
                    llvm::Twine(checkpoint->info.seed) + ", not " + llvm::Twine(options.seed) +
                    " (resuming keeps the seed; leave --seed out)");
     seed = checkpoint->info.seed;
+    return llvm::Error::success();
   }
-  if (run.shuffle && !options.dataPath)
-    return error("--shuffle needs --data");
-  if (run.saveEvery && !run.saveDir)
-    return error("--save-every needs --save DIR");
 
-  unsigned numArgs = func.getNumArguments();
-  std::vector<Tensor> args(numArgs);
-  std::vector<unsigned> batchArgs; // filled each step from the token stream
-  std::optional<unsigned> labelArg;
-  std::optional<unsigned> rngArg, lrArg; // step inputs by role
-  bool lrGiven = false;
-  Builder builder(func.getContext());
-  for (unsigned i = 0; i < numArgs; ++i) {
-    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-    if (!type || !type.hasStaticShape())
-      return error("argument '" + argName(func, i) +
-                   "' is not a statically shaped tensor");
-    auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName);
-    // The step inputs: one scalar each, of the type the contract fixes.
-    for (auto [roleName, expected, slot] :
-         {std::make_tuple("lr", Type(builder.getF32Type()), &lrArg),
-          std::make_tuple("rng", Type(builder.getIntegerType(64)), &rngArg)}) {
-      if (!role || role.getValue() != roleName)
+  /// The first step's arguments: --input values, the step inputs (lr,
+  /// rng) by role, parameters and tx.init state, and a seeded random batch
+  /// unless --data fills it each step.
+  llvm::Error bindArguments() {
+    unsigned numArgs = func.getNumArguments();
+    args.assign(numArgs, Tensor());
+    Builder builder(func.getContext());
+    for (unsigned i = 0; i < numArgs; ++i) {
+      auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+      if (!type || !type.hasStaticShape())
+        return error("argument '" + argName(func, i) +
+                     "' is not a statically shaped tensor");
+      auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName);
+      // The step inputs: one scalar each, of the type the contract fixes.
+      for (auto [roleName, expected, slot] :
+           {std::make_tuple("lr", Type(builder.getF32Type()), &lrArg),
+            std::make_tuple("rng", Type(builder.getIntegerType(64)), &rngArg)}) {
+        if (!role || role.getValue() != roleName)
+          continue;
+        auto scalar = RankedTensorType::get({}, expected);
+        if (type != scalar)
+          return error("argument '" + argName(func, i) + "' has role '" +
+                       roleName + "': expected " + typeText(scalar) +
+                       ", but got " + typeText(type));
+        if (*slot)
+          return error("arguments '" + argName(func, **slot) + "' and '" +
+                       argName(func, i) + "' both have role '" + roleName + "'");
+        *slot = i;
+      }
+      if (given[i]) {
+        args[i] = std::move(*given[i]);
+        if (rngArg == i) // an --input key is fixed for every step
+          rngArg.reset();
+        if (lrArg == i)
+          lrGiven = true;
         continue;
-      auto scalar = RankedTensorType::get({}, expected);
-      if (type != scalar)
-        return error("argument '" + argName(func, i) + "' has role '" +
-                     roleName + "': expected " + typeText(scalar) +
-                     ", but got " + typeText(type));
-      if (*slot)
-        return error("arguments '" + argName(func, **slot) + "' and '" +
-                     argName(func, i) + "' both have role '" + roleName + "'");
-      *slot = i;
+      }
+      if (lrArg == i && options.lr) {
+        args[i] = splat(type, *options.lr);
+        continue;
+      }
+      if (rngArg == i) {
+        args[i] = Tensor(type); // set before each step
+        continue;
+      }
+      if (llvm::Error err = bindStateOrBatch(i, type, role))
+        return err;
     }
-    if (given[i]) {
-      args[i] = std::move(*given[i]);
-      if (rngArg == i) // an --input key is fixed for every step
-        rngArg.reset();
-      if (lrArg == i)
-        lrGiven = true;
-      continue;
-    }
-    if (lrArg == i && options.lr) {
-      args[i] = splat(type, *options.lr);
-      continue;
-    }
-    if (rngArg == i) {
-      args[i] = Tensor(type); // set before each step
-      continue;
-    }
-    if (auto param =
-            func.getArgAttrOfType<FlatSymbolRefAttr>(i, "tx.parameter")) {
+    if (options.lr && !lrArg)
+      return error("--lr: '" + func.getName() + "' has no argument with role "
+                   "'lr' (a step built before learning rates were inputs?)");
+    return llvm::Error::success();
+  }
+
+  /// Argument |i| that is neither given nor a step input: a parameter's
+  /// value, a tx.init splat, a --data batch (filled each step) or random.
+  llvm::Error bindStateOrBatch(unsigned i, RankedTensorType type,
+                               StringAttr role) {
+    if (auto param = func.getArgAttrOfType<FlatSymbolRefAttr>(i, "tx.parameter")) {
       auto value = executor.getParameter(param.getValue());
       if (!value)
         return value.takeError();
@@ -409,8 +457,7 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
         master.floats() = args[i].floats();
         args[i] = std::move(master);
       }
-    } else if (auto init = func.getArgAttrOfType<FloatAttr>(
-                   i, tx::kInitAttrName)) {
+    } else if (auto init = func.getArgAttrOfType<FloatAttr>(i, tx::kInitAttrName)) {
       args[i] = splat(type, init.getValueAsDouble());
     } else if (options.dataPath && type.getElementType().isSignlessInteger() &&
                !type.getElementType().isInteger(1)) {
@@ -427,15 +474,13 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
       int64_t bound = inferIndexBound(func.getArgument(i)).value_or(2);
       args[i] = randomTensor(type, seed, i, bound);
     }
+    return llvm::Error::success();
   }
 
-  if (options.lr && !lrArg)
-    return error("--lr: '" + func.getName() + "' has no argument with role "
-                 "'lr' (a step built before learning rates were inputs?)");
-
-  // The learning-rate schedule (txrt::LrSchedule, shared with txrun).
-  std::optional<txrt::LrSchedule> schedule;
-  if (run.schedule || run.warmup || run.decaySteps || run.minLr) {
+  /// The learning-rate schedule (txrt::LrSchedule, shared with txrun).
+  llvm::Error buildSchedule() {
+    if (!(run.schedule || run.warmup || run.decaySteps || run.minLr))
+      return llvm::Error::success();
     if (!lrArg)
       return error("--schedule: '" + func.getName() + "' has no argument with role 'lr'");
     if (lrGiven)
@@ -451,36 +496,50 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
     if (txrt::Status st = sched.validate(); !st.ok())
       return error(st.message());
     schedule = sched;
+    return llvm::Error::success();
   }
 
-  // Token windows, as llm.c's loader: inputs tokens[o, o + n), labels the
-  // same window shifted by one; o advances by n and wraps to 0 (or, with
-  // --shuffle, a seeded order per epoch; txrt::TokenWindows).
-  std::vector<int64_t> tokens;
-  int64_t window = 0;
-  std::optional<txrt::TokenWindows> windows;
-  if (options.dataPath) {
-    if (batchArgs.size() != 1)
-      return error("--data fills one token argument (and optionally one "
-                   "labels argument), but the step has " +
-                   llvm::Twine(batchArgs.size()) +
-                   " integer data arguments without --input");
-    auto read = readTokens(func.getContext(), *options.dataPath);
-    if (!read)
-      return read.takeError();
-    tokens = std::move(*read);
-    auto type = cast<RankedTensorType>(func.getArgument(batchArgs[0]).getType());
-    window = type.getNumElements();
-    if (labelArg &&
-        cast<RankedTensorType>(func.getArgument(*labelArg).getType()).getShape() !=
-            type.getShape())
-      return error("--data: labels '" + argName(func, *labelArg) +
-                   "' and tokens '" + argName(func, batchArgs[0]) +
-                   "' have different shapes");
-    if (static_cast<int64_t>(tokens.size()) < window + 1)
-      return error("--data '" + *options.dataPath + "' holds " +
-                   llvm::Twine(tokens.size()) + " tokens; one batch needs " +
-                   llvm::Twine(window + 1));
+  /// Token windows, as llm.c's loader: inputs tokens[o, o + n), labels the
+  /// same window shifted by one; o advances by n and wraps to 0 (or, with
+  /// --shuffle, a seeded order per epoch; txrt::TokenWindows).
+  llvm::Error loadTokens() {
+    if (options.dataPath) {
+      if (batchArgs.size() != 1)
+        return error("--data fills one token argument (and optionally one "
+                     "labels argument), but the step has " +
+                     llvm::Twine(batchArgs.size()) +
+                     " integer data arguments without --input");
+      auto read = readTokens(func.getContext(), *options.dataPath);
+      if (!read)
+        return read.takeError();
+      tokens = std::move(*read);
+      auto type = cast<RankedTensorType>(func.getArgument(batchArgs[0]).getType());
+      window = type.getNumElements();
+      if (labelArg &&
+          cast<RankedTensorType>(func.getArgument(*labelArg).getType()).getShape() !=
+              type.getShape())
+        return error("--data: labels '" + argName(func, *labelArg) +
+                     "' and tokens '" + argName(func, batchArgs[0]) +
+                     "' have different shapes");
+      if (static_cast<int64_t>(tokens.size()) < window + 1)
+        return error("--data '" + *options.dataPath + "' holds " +
+                     llvm::Twine(tokens.size()) + " tokens; one batch needs " +
+                     llvm::Twine(window + 1));
+      if (llvm::Error err = checkVocabulary())
+        return err;
+      windows.emplace(static_cast<int64_t>(tokens.size()), window, run.shuffle, seed);
+    }
+    // Tokens per step for tok/s: the "data" argument, else the token window.
+    tokensPerStep = static_cast<uint64_t>(window);
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
+        if (role.getValue() == "data")
+          tokensPerStep = cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
+    return llvm::Error::success();
+  }
+
+  /// Every token below the vocabulary size the step's gathers imply.
+  llvm::Error checkVocabulary() {
     std::optional<int64_t> bound = inferIndexBound(func.getArgument(batchArgs[0]));
     if (labelArg)
       if (auto labels = inferIndexBound(func.getArgument(*labelArg)))
@@ -492,66 +551,62 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
                        llvm::Twine(tokens[p]) + " at position " +
                        llvm::Twine(p) + " is outside the vocabulary [0, " +
                        llvm::Twine(*bound) + ")");
-    windows.emplace(static_cast<int64_t>(tokens.size()), window, run.shuffle, seed);
+    return llvm::Error::success();
   }
-  // Tokens per step for tok/s: the "data" argument, else the token window.
-  uint64_t tokensPerStep = static_cast<uint64_t>(window);
-  for (unsigned i = 0; i < numArgs; ++i)
-    if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
-      if (role.getValue() == "data")
-        tokensPerStep = cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
 
-  // Which results feed which arguments, and which are loss / grad_norm.
-  std::vector<std::pair<unsigned, unsigned>> carried; // result -> argument
-  std::optional<unsigned> lossIndex, normIndex, skippedIndex, scaleIndex;
-  for (unsigned r = 0; r < func.getNumResults(); ++r) {
-    if (auto next = func.getResultAttrOfType<IntegerAttr>(r, tx::kNextAttrName)) {
-      int64_t target = next.getInt();
-      if (target < 0 || target >= numArgs ||
-          func.getArgument(target).getType() != func.getResultTypes()[r])
-        return error("result #" + llvm::Twine(r) + " has tx.next = " +
-                     llvm::Twine(target) +
-                     ", which names no argument of its type");
-      carried.emplace_back(r, static_cast<unsigned>(target));
+  /// Which results feed which arguments, and which are loss / grad_norm.
+  llvm::Error findResults() {
+    unsigned numArgs = func.getNumArguments();
+    for (unsigned r = 0; r < func.getNumResults(); ++r) {
+      if (auto next = func.getResultAttrOfType<IntegerAttr>(r, tx::kNextAttrName)) {
+        int64_t target = next.getInt();
+        if (target < 0 || target >= numArgs ||
+            func.getArgument(target).getType() != func.getResultTypes()[r])
+          return error("result #" + llvm::Twine(r) + " has tx.next = " +
+                       llvm::Twine(target) +
+                       ", which names no argument of its type");
+        carried.emplace_back(r, static_cast<unsigned>(target));
+      }
+      if (auto name = func.getResultAttrOfType<StringAttr>(r, "tx.name")) {
+        if (name.getValue() == "loss")
+          lossIndex = r;
+        if (name.getValue() == "grad_norm")
+          normIndex = r;
+        if (name.getValue() == "skipped")
+          skippedIndex = r;
+        if (name.getValue() == "loss_scale")
+          scaleIndex = r;
+      }
     }
-    if (auto name = func.getResultAttrOfType<StringAttr>(r, "tx.name")) {
-      if (name.getValue() == "loss")
-        lossIndex = r;
-      if (name.getValue() == "grad_norm")
-        normIndex = r;
-      if (name.getValue() == "skipped")
-        skippedIndex = r;
-      if (name.getValue() == "loss_scale")
-        scaleIndex = r;
-    }
+    if (!lossIndex)
+      return error("'" + func.getName() + "' has no result named 'loss'; is it "
+                   "a step built by txopt --train?");
+    return llvm::Error::success();
   }
-  if (!lossIndex)
-    return error("'" + func.getName() + "' has no result named 'loss'; is it "
-                 "a step built by txopt --train?");
 
-  // The state a checkpoint holds: every argument a result carries (weights,
-  // moments, step, FP8 scaling state, loss scale), in argument order.
-  std::vector<unsigned> stateArgs;
-  for (auto [r, a] : carried)
-    stateArgs.push_back(a);
-  llvm::sort(stateArgs);
-  stateArgs.erase(std::unique(stateArgs.begin(), stateArgs.end()), stateArgs.end());
-  std::string recipe = tx::trainStepRecipeJson(func);
-  std::vector<txrt::TensorSpec> specs;
-  if (run.saveDir || run.resumeDir) {
-    for (unsigned a : stateArgs) {
-      auto type = cast<RankedTensorType>(func.getArgument(a).getType());
-      std::string dtype = safetensorsDType(type.getElementType());
-      if (dtype.empty())
-        return error("argument '" + argName(func, a) + "' has type " + typeText(type) +
-                     ", which checkpoints cannot hold");
-      auto role = func.getArgAttrOfType<StringAttr>(a, tx::kRoleAttrName);
-      specs.push_back({argName(func, a), role ? role.str() : "", dtype,
-                       std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+  /// The state a checkpoint holds: every argument a result carries
+  /// (weights, moments, step, FP8 scaling state, loss scale), in argument
+  /// order; with --resume, that state is loaded here.
+  llvm::Error prepareCheckpoints() {
+    for (auto [r, a] : carried)
+      stateArgs.push_back(a);
+    llvm::sort(stateArgs);
+    stateArgs.erase(std::unique(stateArgs.begin(), stateArgs.end()), stateArgs.end());
+    recipe = tx::trainStepRecipeJson(func);
+    if (run.saveDir || run.resumeDir) {
+      for (unsigned a : stateArgs) {
+        auto type = cast<RankedTensorType>(func.getArgument(a).getType());
+        std::string dtype = safetensorsDType(type.getElementType());
+        if (dtype.empty())
+          return error("argument '" + argName(func, a) + "' has type " + typeText(type) +
+                       ", which checkpoints cannot hold");
+        auto role = func.getArgAttrOfType<StringAttr>(a, tx::kRoleAttrName);
+        specs.push_back({argName(func, a), role ? role.str() : "", dtype,
+                         std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+      }
     }
-  }
-  int64_t firstStep = 1;
-  if (checkpoint) {
+    if (!checkpoint)
+      return llvm::Error::success();
     if (txrt::Status st = txrt::checkCompatible(*checkpoint, recipe, specs); !st.ok())
       return error("--resume: " + st.message());
     for (unsigned a : stateArgs)
@@ -571,10 +626,127 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
                      << info.dataOffset << "\n";
       windows->resume(info.dataWindows, info.dataOffset);
     }
+    return llvm::Error::success();
   }
 
-  std::vector<Tensor> last;
-  auto writeOutputs = [&]() -> llvm::Error {
+  llvm::Error openLog() {
+    if (!run.logPath)
+      return llvm::Error::success();
+    log = std::fopen(run.logPath->c_str(), run.resumeDir ? "a" : "w");
+    if (!log)
+      return error("cannot write --log '" + *run.logPath + "': " + std::strerror(errno));
+    return llvm::Error::success();
+  }
+
+  /// The step's inputs that change every step: the batch, the dropout key
+  /// and the scheduled lr.
+  void setStepInputs(int64_t step) {
+    if (windows) {
+      int64_t offset = windows->next();
+      auto fill = [&](unsigned arg, int64_t shift) {
+        auto type = cast<RankedTensorType>(func.getArgument(arg).getType());
+        Tensor batch(type);
+        for (int64_t k = 0; k < window; ++k)
+          batch.ints()[k] = tokens[offset + shift + k];
+        args[arg] = std::move(batch);
+      };
+      fill(batchArgs[0], 0);
+      if (labelArg)
+        fill(*labelArg, 1);
+    }
+    if (rngArg)
+      args[*rngArg].ints()[0] = rngKey(seed, static_cast<uint64_t>(step - 1));
+    if (schedule)
+      args[*lrArg].floats()[0] = schedule->at(step);
+  }
+
+  llvm::Error runStep(int64_t step) {
+    setStepInputs(step);
+    // The lr as the step reads it (the executor rounds inputs to f32).
+    double lr = lrArg ? static_cast<double>(static_cast<float>(args[*lrArg].floats()[0])) : 0;
+    auto started = std::chrono::steady_clock::now();
+    auto results = executor.run(func, args);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                          started)
+                    .count();
+    if (!results)
+      return error("step " + llvm::Twine(step) + ": " +
+                   llvm::toString(results.takeError()));
+    double loss = (*results)[*lossIndex].getDouble(0);
+    double norm = normIndex ? (*results)[*normIndex].getDouble(0) : 0.0;
+    // With dynamic loss scaling a non-finite gradient skips the step in
+    // the graph itself (state unchanged, scale backed off): report it and
+    // go on, as GradScaler does.
+    bool skipped = skippedIndex && (*results)[*skippedIndex].getInt(0) != 0;
+    printStep(step, loss, norm, skipped, lr, *results);
+    if (log)
+      logStep(step, loss, norm, skipped, lr, ms);
+    if (!std::isfinite(loss) || (!std::isfinite(norm) && !skipped))
+      return stopOnNonFinite(step, loss, norm);
+    for (auto [r, a] : carried)
+      args[a] = (*results)[r];
+    last = std::move(*results);
+    if (run.saveDir &&
+        (step == options.steps || (run.saveEvery && step % run.saveEvery == 0)))
+      return save(step);
+    return llvm::Error::success();
+  }
+
+  /// One line per step on |os|: step, loss, grad_norm[, skipped][, lr].
+  void printStep(int64_t step, double loss, double norm, bool skipped,
+                 double lr, const std::vector<Tensor> &results) {
+    os << "step " << step << "  loss " << llvm::format("%.6f", loss);
+    if (normIndex)
+      os << "  grad_norm " << llvm::format("%.6f", norm);
+    if (skipped) {
+      os << "  skipped";
+      if (scaleIndex)
+        os << " (loss scale -> "
+           << llvm::format("%g", results[*scaleIndex].getDouble(0)) << ")";
+    }
+    // When the driver sets it (--lr or a schedule); last, so that the
+    // columns before it keep their places. --log always records it.
+    if (lrArg && (schedule || options.lr))
+      os << "  lr " << llvm::format("%.6g", lr);
+    os << "\n";
+    os.flush();
+  }
+
+  void logStep(int64_t step, double loss, double norm, bool skipped, double lr,
+               double ms) {
+    txrt::StepRecord record;
+    record.step = step;
+    record.loss = loss;
+    record.hasGradNorm = normIndex.has_value();
+    record.gradNorm = norm;
+    record.hasLr = lrArg.has_value();
+    record.lr = lr;
+    record.ms = ms;
+    record.hasTokens = tokensPerStep > 0;
+    record.tokPerS = ms > 0 ? tokensPerStep / (ms / 1000.0) : 0.0;
+    record.skipped = skipped;
+    std::fprintf(log, "%s\n", txrt::stepLogLine(record).c_str());
+    std::fflush(log);
+  }
+
+  /// A NaN or infinite loss (or gradient norm, unless the step was
+  /// skipped) ends the run, keeping the outputs of the last finite step.
+  llvm::Error stopOnNonFinite(int64_t step, double loss, double norm) {
+    if (llvm::Error err = writeOutputs())
+      return err;
+    double bad = std::isfinite(loss) ? norm : loss;
+    return error("step " + llvm::Twine(step) + ": the " +
+                 (std::isfinite(loss) ? "gradient norm" : "loss") + " is " +
+                 (std::isnan(bad) ? "NaN" : "infinite") +
+                 "; stopped" +
+                 (options.outputDir && !last.empty()
+                      ? " (--output-dir holds step " + llvm::Twine(step - 1) + ")"
+                      : llvm::Twine("")) +
+                 "; try a lower --lr or --grad-clip");
+  }
+
+  /// --output-dir: the last finished step's results as .npy files.
+  llvm::Error writeOutputs() {
     if (!options.outputDir || last.empty())
       return llvm::Error::success();
     if (std::error_code ec = llvm::sys::fs::create_directories(*options.outputDir))
@@ -588,8 +760,10 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
         return err;
     }
     return llvm::Error::success();
-  };
-  auto save = [&](int64_t step) -> llvm::Error {
+  }
+
+  /// --save: the state after |step|, with what resuming needs.
+  llvm::Error save(int64_t step) {
     txrt::Checkpoint out;
     txrt::CheckpointInfo &info = out.info;
     info.producer = "txopt-run";
@@ -612,114 +786,50 @@ llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
       return error("--save: step " + llvm::Twine(step) + ": " + st.message());
     llvm::errs() << "txopt-run: saved step " << step << " to '" << *run.saveDir << "'\n";
     return llvm::Error::success();
-  };
+  }
 
+  Executor &executor;
+  func::FuncOp func;
+  std::vector<std::optional<Tensor>> given;
+  const StepOptions &options;
+  const RunFlags &run;
+  llvm::raw_ostream &os;
+  uint64_t seed;
+  std::optional<txrt::Checkpoint> checkpoint;
+
+  // Arguments.
+  std::vector<Tensor> args;
+  std::vector<unsigned> batchArgs; // filled each step from the token stream
+  std::optional<unsigned> labelArg;
+  std::optional<unsigned> rngArg, lrArg; // step inputs by role
+  bool lrGiven = false;
+  std::optional<txrt::LrSchedule> schedule;
+
+  // The token stream.
+  std::vector<int64_t> tokens;
+  int64_t window = 0;
+  std::optional<txrt::TokenWindows> windows;
+  uint64_t tokensPerStep = 0;
+
+  // Results.
+  std::vector<std::pair<unsigned, unsigned>> carried; // result -> argument
+  std::optional<unsigned> lossIndex, normIndex, skippedIndex, scaleIndex;
+
+  // Checkpoints and output.
+  std::vector<unsigned> stateArgs;
+  std::string recipe;
+  std::vector<txrt::TensorSpec> specs;
+  int64_t firstStep = 1;
+  std::vector<Tensor> last;
   std::FILE *log = nullptr;
-  if (run.logPath) {
-    log = std::fopen(run.logPath->c_str(), run.resumeDir ? "a" : "w");
-    if (!log)
-      return error("cannot write --log '" + *run.logPath + "': " + std::strerror(errno));
-  }
-  struct Closer {
-    std::FILE *&f;
-    ~Closer() {
-      if (f)
-        std::fclose(f);
-    }
-  } closer{log};
-  if (firstStep > options.steps) {
-    llvm::errs() << "txopt-run: the checkpoint is at step " << firstStep - 1
-                 << "; nothing to run up to --steps " << options.steps
-                 << " (with --resume, --steps is the number of the last step)\n";
-    return llvm::Error::success();
-  }
+};
 
-  for (int64_t step = firstStep; step <= options.steps; ++step) {
-    if (windows) {
-      int64_t offset = windows->next();
-      auto fill = [&](unsigned arg, int64_t shift) {
-        auto type = cast<RankedTensorType>(func.getArgument(arg).getType());
-        Tensor batch(type);
-        for (int64_t k = 0; k < window; ++k)
-          batch.ints()[k] = tokens[offset + shift + k];
-        args[arg] = std::move(batch);
-      };
-      fill(batchArgs[0], 0);
-      if (labelArg)
-        fill(*labelArg, 1);
-    }
-    if (rngArg)
-      args[*rngArg].ints()[0] = rngKey(seed, static_cast<uint64_t>(step - 1));
-    if (schedule)
-      args[*lrArg].floats()[0] = schedule->at(step);
-    // The lr as the step reads it (the executor rounds inputs to f32).
-    double lr = lrArg ? static_cast<double>(static_cast<float>(args[*lrArg].floats()[0])) : 0;
-    auto started = std::chrono::steady_clock::now();
-    auto results = executor.run(func, args);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                          started)
-                    .count();
-    if (!results)
-      return error("step " + llvm::Twine(step) + ": " +
-                   llvm::toString(results.takeError()));
-    double loss = (*results)[*lossIndex].getDouble(0);
-    double norm = normIndex ? (*results)[*normIndex].getDouble(0) : 0.0;
-    os << "step " << step << "  loss " << llvm::format("%.6f", loss);
-    if (normIndex)
-      os << "  grad_norm " << llvm::format("%.6f", norm);
-    // With dynamic loss scaling a non-finite gradient skips the step in
-    // the graph itself (state unchanged, scale backed off): report it and
-    // go on, as GradScaler does.
-    bool skipped = skippedIndex && (*results)[*skippedIndex].getInt(0) != 0;
-    if (skipped) {
-      os << "  skipped";
-      if (scaleIndex)
-        os << " (loss scale -> "
-           << llvm::format("%g", (*results)[*scaleIndex].getDouble(0)) << ")";
-    }
-    // When the driver sets it (--lr or a schedule); last, so that the
-    // columns before it keep their places. --log always records it.
-    if (lrArg && (schedule || options.lr))
-      os << "  lr " << llvm::format("%.6g", lr);
-    os << "\n";
-    os.flush();
-    if (log) {
-      txrt::StepRecord record;
-      record.step = step;
-      record.loss = loss;
-      record.hasGradNorm = normIndex.has_value();
-      record.gradNorm = norm;
-      record.hasLr = lrArg.has_value();
-      record.lr = lr;
-      record.ms = ms;
-      record.hasTokens = tokensPerStep > 0;
-      record.tokPerS = ms > 0 ? tokensPerStep / (ms / 1000.0) : 0.0;
-      record.skipped = skipped;
-      std::fprintf(log, "%s\n", txrt::stepLogLine(record).c_str());
-      std::fflush(log);
-    }
-    if (!std::isfinite(loss) || (!std::isfinite(norm) && !skipped)) {
-      // Keep what the user had: the outputs of the last finite step.
-      if (llvm::Error err = writeOutputs())
-        return err;
-      double bad = std::isfinite(loss) ? norm : loss;
-      return error("step " + llvm::Twine(step) + ": the " +
-                   (std::isfinite(loss) ? "gradient norm" : "loss") + " is " +
-                   (std::isnan(bad) ? "NaN" : "infinite") +
-                   "; stopped" +
-                   (options.outputDir && !last.empty()
-                        ? " (--output-dir holds step " + llvm::Twine(step - 1) + ")"
-                        : llvm::Twine("")) +
-                   "; try a lower --lr or --grad-clip");
-    }
-    for (auto [r, a] : carried)
-      args[a] = (*results)[r];
-    last = std::move(*results);
-    if (run.saveDir &&
-        (step == options.steps || (run.saveEvery && step % run.saveEvery == 0)))
-      if (llvm::Error err = save(step))
-        return err;
-  }
+} // namespace
+} // namespace txopt_run
 
-  return writeOutputs();
+llvm::Error txopt_run::runSteps(Executor &executor, func::FuncOp func,
+                                std::vector<std::optional<Tensor>> given,
+                                const StepOptions &options,
+                                llvm::raw_ostream &os) {
+  return StepRunner(executor, func, std::move(given), options, os).runAll();
 }

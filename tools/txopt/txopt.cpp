@@ -262,13 +262,13 @@ static int runMain(int argc, char **argv) {
     pipelineOptions.attentionCudnnLimits = gpuStep;
     pipelineOptions.explain = true; // near-misses feed the summary and report
     // FP8 runs the GEMMs it cannot convert in bf16.
-    pipelineOptions.precision =
-        options.precision == "fp8" ? "bf16" : options.precision;
+    pipelineOptions.precision = *mlir::txopt::tx::parseGemmPrecision(
+        options.precision == "fp8" ? "bf16" : options.precision);
     if (options.train) {
       mlir::txopt::tx::BuildTrainStepPassOptions step;
-      step.loss = options.loss;
+      step.loss = *mlir::txopt::tx::parseLossKind(options.loss);
       step.labels = options.labels;
-      step.optimizer = options.optimizer;
+      step.optimizer = *mlir::txopt::tx::parseOptimizerKind(options.optimizer);
       step.lr = options.lr;
       step.beta1 = options.beta1;
       step.beta2 = options.beta2;
@@ -282,10 +282,10 @@ static int runMain(int argc, char **argv) {
       std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8;
       if (options.precision == "fp8") {
         fp8.emplace();
-        fp8->scaling = options.fp8Scaling;
-        fp8->format = options.fp8Format;
+        fp8->scaling = *mlir::txopt::tx::symbolizeFP8ScalingKind(options.fp8Scaling);
+        fp8->format = *mlir::txopt::tx::symbolizeFP8Format(options.fp8Format);
         fp8->history = options.fp8History;
-        fp8->amax = options.fp8Amax;
+        fp8->amax = *mlir::txopt::tx::symbolizeAmaxCompute(options.fp8Amax);
         fp8->margin = options.fp8Margin;
         fp8->exclude = options.fp8Exclude;
         fp8->target = options.target;

@@ -39,11 +39,14 @@ struct DefaultPipelineOptions
   Option<bool> fuseOptimizer{*this, "fuse-optimizer",
                              llvm::cl::desc("Run tx-fuse-optimizer"),
                              llvm::cl::init(true)};
-  Option<std::string> precision{
+  Option<tx::GemmPrecision> precision{
       *this, "precision",
-      llvm::cl::desc("GEMM precision after fusion: fp32 (none) | bf16 | fp16 "
-                     "(tx-autocast)"),
-      llvm::cl::init("fp32")};
+      llvm::cl::desc("GEMM precision after fusion (bf16, fp16: tx-autocast)"),
+      llvm::cl::init(tx::GemmPrecision::fp32),
+      llvm::cl::values(
+          clEnumValN(tx::GemmPrecision::fp32, "fp32", "no autocast"),
+          clEnumValN(tx::GemmPrecision::bf16, "bf16", "bfloat16 GEMMs"),
+          clEnumValN(tx::GemmPrecision::fp16, "fp16", "IEEE half GEMMs"))};
   Option<bool> explain{*this, "explain",
                        llvm::cl::desc("Fusion passes emit a remark for every "
                                       "candidate they did not fuse"),
@@ -66,7 +69,8 @@ void buildTrainPipeline(
     const tx::BuildTrainStepPassOptions &step,
     const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt);
 
-/// Registers `txopt-default` for txopt-opt and mlir-opt plugins.
+/// Registers `txopt-default` (and `txopt-train`, TrainPipeline.h) for
+/// txopt-opt and mlir-opt plugins.
 void registerTxoptPipelines();
 
 } // namespace mlir::txopt

@@ -88,6 +88,18 @@ private:
   uint64_t liveBytes = 0;
 };
 
+/// Evaluates one op (not tx.constant or tx.load_parameter, which read the
+/// module) on |operands| exactly as Executor::run does: the same kernel, then
+/// each result rounded to its element type (unless options.computeInF64).
+/// Returns false when no kernel implements |op|, true after filling
+/// |results| (one per op result), or an error: a one-line message without
+/// location, e.g. "integer division by zero". The ONNX importer folds
+/// constants through it, so a folded constant is what the step computes.
+llvm::Expected<bool> evaluateOp(Operation *op,
+                                llvm::ArrayRef<const Tensor *> operands,
+                                llvm::SmallVectorImpl<Tensor> &results,
+                                const ExecutorOptions &options = {});
+
 /// Describes |loc| for a one-line message: `'node name'` for a NameLoc (what
 /// the ONNX importer attaches), `file:line:col` for a file location.
 std::string describeLocation(Location loc);

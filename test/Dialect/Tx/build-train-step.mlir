@@ -3,12 +3,15 @@
 // RUN: txopt-opt %s --split-input-file --verify-diagnostics --tx-build-train-step="optimizer=adam weight-decay=0.1 no-decay=^b$ freeze=^frozen" | FileCheck %s --check-prefix=ADAM
 // RUN: txopt-opt %s --split-input-file --verify-diagnostics --tx-build-train-step="optimizer=sgd" | FileCheck %s --check-prefix=PLAINSGD
 // RUN: not txopt-opt %s --split-input-file --tx-build-train-step="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: not txopt-opt %s --split-input-file --tx-build-train-step="loss=mse" 2>&1 | FileCheck %s --check-prefix=BADLOSS
 // RUN: not txopt-opt %s --split-input-file --tx-build-train-step="freeze=(" 2>&1 | FileCheck %s --check-prefix=BADREGEX
 
 // The structure of the step; the numbers are checked by
 // test/Training/overfit.test against an independent numpy AdamW.
 
-// BADOPT: error: expected optimizer=adamw|adam|sgd, but got 'lion'
+// Enumerated options are checked when the pipeline is parsed.
+// BADOPT: for the --optimizer option: expected adamw|adam|sgd, but got 'lion'
+// BADLOSS: for the --loss option: expected output|cross-entropy, but got 'mse'
 // BADREGEX: error: invalid --freeze regex '(':
 
 // Default: AdamW, weight decay 0.01 on rank >= 2 parameters only.

@@ -7,7 +7,8 @@
 // The structure of what tx-differentiate builds. The numbers are checked by
 // test/Reference/gradcheck.py (finite differences on the reference executor).
 
-// BADWRT: error: expected wrt=params|args|all, but got 'weights'
+// Enumerated options are checked when the pipeline is parsed.
+// BADWRT: for the --wrt option: expected params|args|all, but got 'weights'
 
 // function= picks one function; a module without it is an error.
 // FUNC-DAG: func.func @linear_grad
@@ -259,6 +260,21 @@ func.func @no_rule(%x: tensor<4xf32>) -> tensor<f32> {
   // expected-error @+1 {{no gradient rule for 'tx.mod'}}
   %m = tx.mod %x, %p {fmod = true} : tensor<4xf32>, tensor<4xf32>
   %l = tx.reduce_sum %m axes [] : tensor<4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Every op on the path that lacks a rule is named, not just the first.
+tx.parameter @p = dense<0.5> : tensor<4xf32>
+func.func @no_rules(%x: tensor<4xf32>) -> tensor<f32> {
+  %p = tx.load_parameter @p : tensor<4xf32>
+  // expected-error @+1 {{no gradient rule for 'tx.mod'}}
+  %m = tx.mod %x, %p {fmod = true} : tensor<4xf32>, tensor<4xf32>
+  %e = tx.exp %m : tensor<4xf32>
+  // expected-error @+1 {{no gradient rule for 'tx.mod'}}
+  %n = tx.mod %e, %p {fmod = true} : tensor<4xf32>, tensor<4xf32>
+  %l = tx.reduce_sum %n axes [] : tensor<4xf32>
   return %l : tensor<f32>
 }
 

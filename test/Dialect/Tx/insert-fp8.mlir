@@ -6,6 +6,9 @@
 // RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{exclude=^none$ explain=1})' 2>&1 | FileCheck %s --check-prefix=DIMS
 // RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{target=sm_80 explain=1})' 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{format=e5m2})' 2>&1 | FileCheck %s --check-prefix=BADFORMAT
+// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{scaling=just_in_time})' 2>&1 | FileCheck %s --check-prefix=BADSCALING
+// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{amax=mean})' 2>&1 | FileCheck %s --check-prefix=BADAMAX
+// RUN: not txopt-opt %s --split-input-file --tx-insert-fp8=format=bogus 2>&1 | FileCheck %s --check-prefix=BADFORMATFLAG
 // RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{target=hopper})' 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{history=0})' 2>&1 | FileCheck %s --check-prefix=BADHISTORY
 // RUN: not txopt-opt %S/Inputs/step-without-seed.mlir --tx-insert-fp8 2>&1 | FileCheck %s --check-prefix=NOSEED
@@ -15,8 +18,14 @@
 // dgrad and wgrad become FP8 GEMMs. The numbers of these ops are checked by
 // test/Reference/fp8-scaling.mlir and test/Training/precision-curves.test.
 
-// BADFORMAT: error: expected format=hybrid|e4m3, but got 'e5m2'
+// The options are checked when the pipeline is parsed, before any pass runs.
+// BADFORMAT: for the --format option: expected hybrid|e4m3, but got 'e5m2'
+// BADFORMAT-NOT: tx.train_step
+// BADSCALING: for the --scaling option: expected delayed|current, but got 'just_in_time'
+// BADAMAX: for the --amax option: expected max|most_recent, but got 'mean'
+// BADFORMATFLAG: for the --format option: expected hybrid|e4m3, but got 'bogus'
 // BADTARGET: error: expected target=sm_XY (e.g. sm_90), but got 'hopper'
+// BADTARGET-NEXT: failed to add `tx-insert-fp8` with options `target=hopper`
 // BADHISTORY: error: expected history >= 1 and margin >= 0, but got 0 and 0
 // NOSEED: error: expected the tx.grad_seed marker of the reverse sweep: run tx-insert-fp8 right after tx-build-train-step, before any cleanup pass
 

@@ -25,6 +25,7 @@ using namespace mlir::txopt;
 using namespace mlir::txopt::tx;
 
 #include "txopt/Dialect/Tx/IR/TxEnums.cpp.inc"
+#include "txopt/Dialect/Tx/IR/TxInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "txopt/Dialect/Tx/IR/TxOps.cpp.inc"
@@ -45,6 +46,18 @@ FailureOr<SmallVector<int64_t>> tx::broadcastShapes(ArrayRef<int64_t> lhs,
     result[i] = l == 1 ? r : l;
   }
   return result;
+}
+
+std::optional<double> tx::getSplatConstant(Value value) {
+  DenseElementsAttr attr;
+  if (!value || !matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
+    return std::nullopt;
+  Type elementType = attr.getElementType();
+  if (isa<FloatType>(elementType))
+    return attr.getSplatValue<APFloat>().convertToDouble();
+  if (elementType.isSignlessInteger() && elementType.getIntOrFloatBitWidth() > 1)
+    return static_cast<double>(attr.getSplatValue<APInt>().getSExtValue());
+  return std::nullopt;
 }
 
 FailureOr<int64_t> tx::normalizeAxis(int64_t axis, int64_t rank) {

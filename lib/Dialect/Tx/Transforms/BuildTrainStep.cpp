@@ -98,19 +98,9 @@ struct StepArg {
   Location loc;
 };
 
-} // namespace
-
-FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
-                                           const TrainStepOptions &options) {
-  MLIRContext *context = module.getContext();
-  FailureOr<func::FuncOp> found = findForward(module, options);
-  if (failed(found))
-    return failure();
-  func::FuncOp forward = *found;
-  Location loc = forward.getLoc();
-  if (module.lookupSymbol(options.name))
-    return emitError(loc, "expected no symbol named '@")
-           << options.name << "' yet, but one exists";
+/// The numeric options in range; errors at |loc| otherwise.
+LogicalResult checkNumericOptions(Location loc, const TrainStepOptions &options,
+                                  double weightDecay) {
   if (!(options.lr > 0))
     return emitError(loc, "expected lr > 0, but got ") << options.lr;
   if (!(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 &&
@@ -119,146 +109,164 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
            << options.beta1 << ", " << options.beta2;
   if (!(options.epsilon >= 0))
     return emitError(loc, "expected eps >= 0, but got ") << options.epsilon;
-  double weightDecay = options.weightDecay.value_or(
-      options.optimizer == OptimizerKind::AdamW ? 0.01 : 0.0);
   if (!(weightDecay >= 0))
     return emitError(loc, "expected weight decay >= 0, but got ") << weightDecay;
   if (!(options.momentum >= 0 && options.momentum < 1))
     return emitError(loc, "expected momentum in [0, 1), but got ")
            << options.momentum;
-
   if (options.lossScaling &&
       !(options.initialLossScale > 0 && std::isfinite(options.initialLossScale) &&
         options.lossScaleInterval > 0))
     return emitError(loc, "expected a finite loss scale > 0 and an interval "
                           "> 0, but got ")
            << options.initialLossScale << " and " << options.lossScaleInterval;
+  return success();
+}
 
+/// The --freeze and --no-decay regexes, compiled; errors at |loc|.
+LogicalResult compileRegexes(Location loc, const TrainStepOptions &options,
+                             llvm::Regex &freeze,
+                             std::optional<llvm::Regex> &noDecay) {
   std::string regexError;
-  llvm::Regex freeze(options.freeze, llvm::Regex::NoFlags);
+  freeze = llvm::Regex(options.freeze, llvm::Regex::NoFlags);
   if (!options.freeze.empty() && !freeze.isValid(regexError))
     return emitError(loc, "invalid --freeze regex '")
            << options.freeze << "': " << regexError;
-  std::optional<llvm::Regex> noDecay;
   if (options.noDecay) {
     noDecay.emplace(*options.noDecay, llvm::Regex::NoFlags);
     if (!noDecay->isValid(regexError))
       return emitError(loc, "invalid --no-decay regex '")
              << *options.noDecay << "': " << regexError;
   }
+  return success();
+}
 
-  // Freezing is a property of the parameter: autodiff then treats it as a
-  // constant and it keeps its tx.load_parameter read.
-  if (!options.freeze.empty())
-    for (ParameterOp param : module.getOps<ParameterOp>())
-      if (freeze.match(param.getSymName()))
-        param.setFrozen(true);
+/// The function the step differentiates, and the copies made to get it
+/// (with cross-entropy, with loss scaling), which are erased at the end.
+struct LossFunctions {
+  func::FuncOp forward;
+  func::FuncOp unscaled; ///< forward, or forward + cross-entropy
+  func::FuncOp scaled;   ///< unscaled, or unscaled * loss_scale
 
-  // The loss function: the forward itself, or a copy with cross-entropy.
-  func::FuncOp lossFunc = forward;
+  /// Erases the temporaries (and |grad| when set), never the forward.
+  void eraseTemporaries(func::FuncOp grad) {
+    if (grad)
+      grad.erase();
+    if (scaled != forward)
+      scaled.erase();
+    if (unscaled != forward && unscaled != scaled)
+      unscaled.erase();
+  }
+};
+
+/// Appends the cross-entropy loss and the loss scale the options ask for.
+FailureOr<LossFunctions> buildLossFunction(func::FuncOp forward,
+                                           const TrainStepOptions &options) {
+  LossFunctions loss{forward, forward, forward};
   if (options.loss == LossKind::CrossEntropy) {
     FailureOr<func::FuncOp> withLoss = train_step::appendCrossEntropy(
         forward, options.labels, options.name + "_loss");
     if (failed(withLoss))
       return failure();
-    lossFunc = *withLoss;
+    loss.unscaled = loss.scaled = *withLoss;
   }
-  func::FuncOp unscaledLossFunc = lossFunc;
   if (options.lossScaling) {
-    FailureOr<func::FuncOp> scaled =
-        train_step::appendLossScale(lossFunc, options.name + "_scaled_loss");
+    FailureOr<func::FuncOp> scaled = train_step::appendLossScale(
+        loss.unscaled, options.name + "_scaled_loss");
     if (failed(scaled)) {
-      if (lossFunc != forward)
-        lossFunc.erase();
+      if (loss.unscaled != forward)
+        loss.unscaled.erase();
       return failure();
     }
-    lossFunc = *scaled;
+    loss.scaled = *scaled;
   }
-  auto eraseTemporaries = [&](func::FuncOp grad) {
-    if (grad)
-      grad.erase();
-    if (lossFunc != forward)
-      lossFunc.erase();
-    if (unscaledLossFunc != forward && unscaledLossFunc != lossFunc)
-      unscaledLossFunc.erase();
-  };
+  return loss;
+}
 
-  GradientOptions gradOptions;
-  gradOptions.wrt = GradientWrt::Params;
-  gradOptions.name = options.name + "_grad";
-  gradOptions.markSeed = true; // for tx-insert-fp8, which runs next
-  FailureOr<func::FuncOp> gradResult = buildGradientFunction(lossFunc, gradOptions);
-  if (failed(gradResult)) {
-    eraseTemporaries({});
-    return failure();
-  }
-  func::FuncOp gradFunc = *gradResult;
-  // The loss function's arguments: the batch, then (with loss scaling) the
-  // scale appended by appendLossScale.
-  unsigned numData = lossFunc.getNumArguments();
-  unsigned numBatch = numData - (options.lossScaling ? 1 : 0);
-  unsigned numParams = gradFunc.getNumArguments() - numData;
-  if (numParams == 0) {
-    eraseTemporaries(gradFunc);
-    return emitError(loc, "nothing to train: the loss reads no trainable "
-                          "parameter (all frozen, or none)");
-  }
-
-  // Parameters, with their names and weight-decay group.
-  SmallVector<StringAttr> paramNames;
+/// The trainable parameters (the gradient function's trailing arguments)
+/// by name, and whether weight decay applies to each.
+struct Parameters {
+  SmallVector<StringAttr> names;
   SmallVector<bool> decays;
+};
+
+FailureOr<Parameters> collectParameters(func::FuncOp gradFunc, unsigned numData,
+                                        unsigned numParams,
+                                        const std::optional<llvm::Regex> &noDecay,
+                                        double weightDecay) {
+  Parameters params;
   for (unsigned i = 0; i < numParams; ++i) {
     BlockArgument arg = gradFunc.getArgument(numData + i);
     auto name = gradFunc.getArgAttrOfType<StringAttr>(numData + i, "tx.name");
     auto type = cast<RankedTensorType>(arg.getType());
     if (!isa<FloatType>(type.getElementType()) ||
-        type.getElementType().getIntOrFloatBitWidth() > 32) {
-      eraseTemporaries(gradFunc);
+        type.getElementType().getIntOrFloatBitWidth() > 32)
       return emitError(arg.getLoc(), "parameter '")
              << name.getValue() << "' has type " << type
              << "; training supports f32, bf16 and f16 parameters";
-    }
-    paramNames.push_back(name);
+    params.names.push_back(name);
     bool exempt = noDecay ? noDecay->match(name.getValue()) : type.getRank() < 2;
-    decays.push_back(weightDecay > 0 && !exempt);
+    params.decays.push_back(weightDecay > 0 && !exempt);
   }
+  return params;
+}
 
-  // The step function's signature.
-  OpBuilder builder(context);
-  auto zeroInit = builder.getNamedAttr(kInitAttrName, builder.getF32FloatAttr(0));
-  auto named = [&](StringRef key, StringRef value) {
-    return builder.getNamedAttr(key, builder.getStringAttr(value));
-  };
+/// The step function's arguments (TrainStep.h's contract) and where each
+/// group starts.
+struct StepLayout {
   SmallVector<StepArg> args;
-  for (unsigned i = 0; i < numParams; ++i) {
+  /// Optimizer state per parameter, in argument order after the params.
+  SmallVector<StringRef> stateRoles;
+  unsigned numParams = 0, numBatch = 0;
+  unsigned lrIndex = 0, stepIndex = 0, rngIndex = 0, dataIndex = 0;
+  /// Loss scaling only.
+  unsigned scaleIndex = 0, trackerIndex = 0;
+};
+
+NamedAttribute namedString(Builder &builder, StringRef key, StringRef value) {
+  return builder.getNamedAttr(key, builder.getStringAttr(value));
+}
+
+StepLayout layoutStepArguments(Builder &builder, Location loc,
+                               const TrainStepOptions &options,
+                               func::FuncOp gradFunc, func::FuncOp lossFunc,
+                               unsigned numData, unsigned numBatch,
+                               const Parameters &params) {
+  MLIRContext *context = builder.getContext();
+  StepLayout layout;
+  layout.numParams = params.names.size();
+  layout.numBatch = numBatch;
+  SmallVector<StepArg> &args = layout.args;
+  auto zeroInit = builder.getNamedAttr(kInitAttrName, builder.getF32FloatAttr(0));
+  for (unsigned i = 0; i < layout.numParams; ++i) {
     // Master weights are f32 whatever the model stores: a bf16/f16
     // parameter (a bf16 export) is an f32 argument, initialized from the
     // parameter's value and cast to the model's type where it is read.
     NamedAttrList attrs(gradFunc.getArgAttrDict(numData + i));
-    attrs.append(named(kRoleAttrName, "param"));
+    attrs.append(namedString(builder, kRoleAttrName, "param"));
     auto type = cast<RankedTensorType>(gradFunc.getArgument(numData + i).getType());
     args.push_back({RankedTensorType::get(type.getShape(), builder.getF32Type()),
                     attrs, gradFunc.getArgument(numData + i).getLoc()});
   }
-  SmallVector<StringRef> stateRoles;
   if (options.optimizer == OptimizerKind::SGD) {
     if (options.momentum > 0)
-      stateRoles.push_back("momentum_buffer");
+      layout.stateRoles.push_back("momentum_buffer");
   } else {
-    stateRoles = {"exp_avg", "exp_avg_sq"};
+    layout.stateRoles = {"exp_avg", "exp_avg_sq"};
   }
-  for (StringRef role : stateRoles)
-    for (unsigned i = 0; i < numParams; ++i) {
+  for (StringRef role : layout.stateRoles)
+    for (unsigned i = 0; i < layout.numParams; ++i) {
       NamedAttrList attrs;
-      attrs.append(named("tx.name", (paramNames[i].getValue() + "." + role).str()));
-      attrs.append(named(kRoleAttrName, role));
+      attrs.append(namedString(
+          builder, "tx.name", (params.names[i].getValue() + "." + role).str()));
+      attrs.append(namedString(builder, kRoleAttrName, role));
       attrs.append(zeroInit);
       args.push_back({args[i].type, attrs, args[i].loc});
     }
   auto addScalarState = [&](StringRef name, double init) {
     NamedAttrList attrs;
-    attrs.append(named("tx.name", name));
-    attrs.append(named(kRoleAttrName, name));
+    attrs.append(namedString(builder, "tx.name", name));
+    attrs.append(namedString(builder, kRoleAttrName, name));
     attrs.append(builder.getNamedAttr(kInitAttrName, builder.getF32FloatAttr(init)));
     args.push_back({f32Scalar(context), attrs, loc});
     return static_cast<unsigned>(args.size() - 1);
@@ -266,56 +274,54 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   // Step inputs the driver sets each step, not state (no tx.next): the
   // learning rate (tx.init: the compiled default), so a schedule needs no
   // recompile, and the dropout key, so each step draws a fresh mask.
-  unsigned lrIndex = args.size();
+  layout.lrIndex = args.size();
   {
     NamedAttrList attrs;
-    attrs.append(named("tx.name", "lr"));
-    attrs.append(named(kRoleAttrName, "lr"));
+    attrs.append(namedString(builder, "tx.name", "lr"));
+    attrs.append(namedString(builder, kRoleAttrName, "lr"));
     attrs.append(builder.getNamedAttr(kInitAttrName,
                                       builder.getF32FloatAttr(options.lr)));
     args.push_back({f32Scalar(context), attrs, loc});
   }
-  unsigned stepIndex = addScalarState("step", 0.0);
-  unsigned rngIndex = args.size();
+  layout.stepIndex = addScalarState("step", 0.0);
+  layout.rngIndex = args.size();
   {
     NamedAttrList attrs;
-    attrs.append(named("tx.name", "rng_key"));
-    attrs.append(named(kRoleAttrName, "rng"));
+    attrs.append(namedString(builder, "tx.name", "rng_key"));
+    attrs.append(namedString(builder, kRoleAttrName, "rng"));
     args.push_back({RankedTensorType::get({}, builder.getI64Type()), attrs, loc});
   }
-  unsigned scaleIndex = 0, trackerIndex = 0;
   if (options.lossScaling) {
-    scaleIndex = addScalarState("loss_scale", options.initialLossScale);
-    trackerIndex = addScalarState("growth_tracker", 0.0);
+    layout.scaleIndex = addScalarState("loss_scale", options.initialLossScale);
+    layout.trackerIndex = addScalarState("growth_tracker", 0.0);
   }
-  unsigned dataIndex = args.size();
+  layout.dataIndex = args.size();
   for (unsigned i = 0; i < numBatch; ++i) {
     NamedAttrList attrs(lossFunc.getArgAttrDict(i));
     bool isLabels = train_step::feedsLabels(gradFunc.getArgument(i));
-    attrs.append(named(kRoleAttrName, isLabels ? "labels" : "data"));
+    attrs.append(namedString(builder, kRoleAttrName, isLabels ? "labels" : "data"));
     args.push_back({lossFunc.getArgument(i).getType(), attrs,
                     lossFunc.getArgument(i).getLoc()});
   }
+  return layout;
+}
 
-  builder.setInsertionPoint(forward);
-  SmallVector<Type> argTypes;
-  SmallVector<Location> argLocs;
-  for (const StepArg &arg : args) {
-    argTypes.push_back(arg.type);
-    argLocs.push_back(arg.loc);
-  }
-  auto step = func::FuncOp::create(builder, loc, options.name,
-                                   FunctionType::get(context, argTypes, {}));
-  Block *entry = builder.createBlock(&step.getBody(), {}, argTypes, argLocs);
-
-  // Inline the gradient function.
+/// Clones |gradFunc|'s body into |entry| (the step's block, laid out as
+/// |layout|): the batch, the loss scale and the f32 master weights (cast to
+/// the model's type) stand for its arguments, and every dropout is keyed by
+/// the step's rng_key. Returns the loss and the f32 gradients.
+Value inlineGradient(OpBuilder &builder, func::FuncOp gradFunc, Block *entry,
+                     const StepLayout &layout, bool lossScaling,
+                     unsigned numData, SmallVectorImpl<Value> &grads) {
   IRMapping mapping;
-  for (unsigned i = 0; i < numBatch; ++i)
-    mapping.map(gradFunc.getArgument(i), entry->getArgument(dataIndex + i));
-  if (options.lossScaling)
-    mapping.map(gradFunc.getArgument(numBatch), entry->getArgument(scaleIndex));
+  for (unsigned i = 0; i < layout.numBatch; ++i)
+    mapping.map(gradFunc.getArgument(i),
+                entry->getArgument(layout.dataIndex + i));
+  if (lossScaling)
+    mapping.map(gradFunc.getArgument(layout.numBatch),
+                entry->getArgument(layout.scaleIndex));
   builder.setInsertionPointToEnd(entry);
-  for (unsigned i = 0; i < numParams; ++i) {
+  for (unsigned i = 0; i < layout.numParams; ++i) {
     Value master = entry->getArgument(i);
     BlockArgument modelParam = gradFunc.getArgument(numData + i);
     if (modelParam.getType() != master.getType())
@@ -332,15 +338,14 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   entry->walk([&](DropoutOp dropout) {
     if (Operation *key = dropout.getKey().getDefiningOp())
       oldKeys.insert(key);
-    dropout.getKeyMutable().set(entry->getArgument(rngIndex));
+    dropout.getKeyMutable().set(entry->getArgument(layout.rngIndex));
   });
   for (Operation *key : oldKeys)
     if (isa<ConstantOp>(key) && key->use_empty())
       key->erase();
   Operation *gradReturn = gradBody.getTerminator();
   Value lossValue = mapping.lookup(gradReturn->getOperand(0));
-  SmallVector<Value> grads;
-  for (unsigned i = 0; i < numParams; ++i) {
+  for (unsigned i = 0; i < layout.numParams; ++i) {
     // Gradients of low-precision parameters reach the f32 optimizer in f32.
     Value grad = mapping.lookup(gradReturn->getOperand(1 + i));
     Type masterType = entry->getArgument(i).getType();
@@ -348,26 +353,31 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
       grad = CastOp::create(builder, grad.getLoc(), masterType, grad);
     grads.push_back(grad);
   }
+  return lossValue;
+}
 
-  ImplicitLocOpBuilder b(loc, builder);
-  Value skipped;
-  if (options.lossScaling) {
-    // Unscale (dividing by a power of two is exact), then one finite check
-    // over every gradient: g - g is 0 for finite g and NaN otherwise.
-    Value scale = entry->getArgument(scaleIndex);
-    lossValue = DivOp::create(b, lossValue, scale);
-    Value total;
-    for (Value &grad : grads) {
-      grad = DivOp::create(b, grad, scale);
-      Value partial = ReduceSumOp::create(b, SubOp::create(b, grad, grad),
-                                          b.getDenseI64ArrayAttr({}), nullptr);
-      total = total ? AddOp::create(b, total, partial) : partial;
-    }
-    skipped = IsNaNOp::create(
-        b, RankedTensorType::get({}, b.getI1Type()), total);
+/// Loss scaling: divides the loss and |grads| by |scale| (exact: a power of
+/// two) and returns `skipped`, true when any gradient is not finite (one
+/// check over all: g - g is 0 for finite g and NaN otherwise).
+Value unscaleAndCheckFinite(ImplicitLocOpBuilder &b, Value scale,
+                            Value &lossValue, MutableArrayRef<Value> grads) {
+  lossValue = DivOp::create(b, lossValue, scale);
+  Value total;
+  for (Value &grad : grads) {
+    grad = DivOp::create(b, grad, scale);
+    Value partial = ReduceSumOp::create(b, SubOp::create(b, grad, grad),
+                                        b.getDenseI64ArrayAttr({}), nullptr);
+    total = total ? AddOp::create(b, total, partial) : partial;
   }
-  // Global L2 norm of all gradients, reported before clipping (as
-  // torch.nn.utils.clip_grad_norm_ returns it).
+  return IsNaNOp::create(b, RankedTensorType::get({}, b.getI1Type()), total);
+}
+
+/// The global L2 norm of |grads|, reported before clipping (as
+/// torch.nn.utils.clip_grad_norm_ returns it); with |gradClip| > 0 the
+/// gradients are scaled by torch's coef = max_norm / (norm + 1e-6) when it
+/// is below 1.
+Value clipGradients(ImplicitLocOpBuilder &b, double gradClip,
+                    MutableArrayRef<Value> grads) {
   Value sumOfSquares;
   for (Value grad : grads) {
     Value square = MulOp::create(b, grad, grad);
@@ -377,22 +387,30 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
                                 : partial;
   }
   Value gradNorm = SqrtOp::create(b, sumOfSquares);
-  if (options.gradClip > 0) {
-    // torch: coef = max_norm / (norm + 1e-6), applied when below 1.
+  if (gradClip > 0) {
     Value one = f32Constant(b, 1.0);
     Value coef = DivOp::create(
-        b, f32Constant(b, options.gradClip),
+        b, f32Constant(b, gradClip),
         AddOp::create(b, gradNorm, f32Constant(b, 1e-6)));
     Value clipped = WhereOp::create(b, LessOp::create(b, coef, one), coef, one);
     for (Value &grad : grads)
       grad = MulOp::create(b, grad, clipped);
   }
-  Value newStep = AddOp::create(b, entry->getArgument(stepIndex),
-                                f32Constant(b, 1.0));
-  Value lr = entry->getArgument(lrIndex);
+  return gradNorm;
+}
 
-  // The optimizer: one fused op per weight-decay group (decayed first).
-  SmallVector<Value> newParams(numParams), newState(stateRoles.size() * numParams);
+/// The optimizer: one fused multi-tensor op per weight-decay group (the
+/// decayed group first). Fills |newParams| and |newState| (in the layout's
+/// state order).
+void applyOptimizer(ImplicitLocOpBuilder &b, const TrainStepOptions &options,
+                    double weightDecay, const StepLayout &layout, Block *entry,
+                    ArrayRef<Value> grads, ArrayRef<bool> decays, Value newStep,
+                    SmallVectorImpl<Value> &newParams,
+                    SmallVectorImpl<Value> &newState) {
+  unsigned numParams = layout.numParams;
+  Value lr = entry->getArgument(layout.lrIndex);
+  newParams.assign(numParams, Value());
+  newState.assign(layout.stateRoles.size() * numParams, Value());
   for (bool decayGroup : {true, false}) {
     SmallVector<unsigned> members;
     for (unsigned i = 0; i < numParams; ++i)
@@ -445,79 +463,35 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
       newState[numParams + i] = adam.getNewExpAvgSq()[k];
     }
   }
+}
 
-  if (skipped) {
-    // A skipped step keeps every bit of the state it was given.
-    auto keepIfSkipped = [&](Value next, unsigned argIndex) {
-      return WhereOp::create(b, skipped, entry->getArgument(argIndex), next)
-          .getResult();
-    };
-    for (unsigned i = 0; i < numParams; ++i)
-      newParams[i] = keepIfSkipped(newParams[i], i);
-    for (unsigned i = 0; i < newState.size(); ++i)
-      newState[i] = keepIfSkipped(newState[i], numParams + i);
-    newStep = keepIfSkipped(newStep, stepIndex);
-  }
+/// GradScaler.update(): the next (scale, growth tracker), backing off on a
+/// skipped step and growing after `interval` clean steps in a row.
+std::pair<Value, Value> updateLossScale(ImplicitLocOpBuilder &b, Value skipped,
+                                        Value scale, Value tracker,
+                                        int64_t interval) {
+  Value zero = f32Constant(b, 0.0);
+  Value counted = WhereOp::create(
+      b, skipped, zero, AddOp::create(b, tracker, f32Constant(b, 1.0)));
+  Value grow = GreaterOrEqualOp::create(
+      b, RankedTensorType::get({}, b.getI1Type()), counted,
+      f32Constant(b, static_cast<double>(interval)));
+  Value grown = WhereOp::create(
+      b, grow, MulOp::create(b, scale, f32Constant(b, 2.0)), scale);
+  Value newScale = WhereOp::create(
+      b, skipped, MulOp::create(b, scale, f32Constant(b, 0.5)), grown);
+  Value newTracker = WhereOp::create(b, grow, zero, counted);
+  return {newScale, newTracker};
+}
 
-  // Results: next state (each naming the argument it replaces), loss, norm.
-  SmallVector<Value> results;
-  SmallVector<Attribute> resultAttrs;
-  auto carry = [&](Value value, unsigned argIndex) {
-    results.push_back(value);
-    resultAttrs.push_back(builder.getDictionaryAttr(
-        {builder.getNamedAttr("tx.name",
-                              args[argIndex].attrs.get("tx.name")),
-         builder.getNamedAttr(kNextAttrName,
-                              builder.getI64IntegerAttr(argIndex))}));
-  };
-  for (unsigned i = 0; i < numParams; ++i)
-    carry(newParams[i], i);
-  for (unsigned i = 0; i < newState.size(); ++i)
-    carry(newState[i], numParams + i);
-  carry(newStep, stepIndex);
-  if (skipped) {
-    // GradScaler.update(): back off on a skipped step, grow after
-    // `interval` clean steps in a row.
-    Value scale = entry->getArgument(scaleIndex);
-    Value tracker = entry->getArgument(trackerIndex);
-    Value zero = f32Constant(b, 0.0);
-    Value counted = WhereOp::create(
-        b, skipped, zero, AddOp::create(b, tracker, f32Constant(b, 1.0)));
-    Value grow = GreaterOrEqualOp::create(
-        b, RankedTensorType::get({}, b.getI1Type()), counted,
-        f32Constant(b, static_cast<double>(options.lossScaleInterval)));
-    Value grown = WhereOp::create(
-        b, grow, MulOp::create(b, scale, f32Constant(b, 2.0)), scale);
-    Value newScale = WhereOp::create(
-        b, skipped, MulOp::create(b, scale, f32Constant(b, 0.5)), grown);
-    Value newTracker = WhereOp::create(b, grow, zero, counted);
-    carry(newScale, scaleIndex);
-    carry(newTracker, trackerIndex);
-  }
-  results.push_back(lossValue);
-  resultAttrs.push_back(builder.getDictionaryAttr(named("tx.name", "loss")));
-  results.push_back(gradNorm);
-  resultAttrs.push_back(
-      builder.getDictionaryAttr(named("tx.name", "grad_norm")));
-  if (skipped) {
-    results.push_back(skipped);
-    resultAttrs.push_back(builder.getDictionaryAttr(named("tx.name", "skipped")));
-  }
-  func::ReturnOp::create(b, results);
-  step.setFunctionType(
-      FunctionType::get(context, argTypes, ValueRange(results).getTypes()));
-  SmallVector<Attribute> argAttrs;
-  for (const StepArg &arg : args)
-    argAttrs.push_back(arg.attrs.getDictionary(context));
-  step.setAllArgAttrs(argAttrs);
-  step.setAllResultAttrs(resultAttrs);
-
-  // The recipe, for reports and for whoever reads the IR.
+/// The recipe (`tx.train_step`), for reports and for whoever reads the IR.
+DictionaryAttr recipeAttr(Builder &builder, const TrainStepOptions &options,
+                          double weightDecay, func::FuncOp forward) {
   StringRef optimizerName = options.optimizer == OptimizerKind::AdamW ? "adamw"
                             : options.optimizer == OptimizerKind::Adam ? "adam"
                                                                        : "sgd";
   NamedAttrList recipe;
-  recipe.append(named("optimizer", optimizerName));
+  recipe.append(namedString(builder, "optimizer", optimizerName));
   recipe.append("lr", builder.getF64FloatAttr(options.lr));
   if (options.optimizer == OptimizerKind::SGD) {
     recipe.append("momentum", builder.getF64FloatAttr(options.momentum));
@@ -538,9 +512,173 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
     recipe.append("loss_scale_interval",
                   builder.getI64IntegerAttr(options.lossScaleInterval));
   }
-  step->setAttr(kTrainStepAttrName, recipe.getDictionary(context));
+  return recipe.getDictionary(builder.getContext());
+}
 
-  eraseTemporaries(gradFunc);
+/// Builds the body of |step| after its gradient: unscaling, clipping, the
+/// optimizer and the results (next state, each naming the argument it
+/// replaces; loss, grad_norm[, skipped]). Returns the result attributes.
+SmallVector<Attribute> buildUpdate(OpBuilder &builder, Location loc,
+                                   const TrainStepOptions &options,
+                                   double weightDecay, const StepLayout &layout,
+                                   ArrayRef<bool> decays, Block *entry,
+                                   Value lossValue, SmallVector<Value> grads,
+                                   SmallVectorImpl<Value> &results) {
+  ImplicitLocOpBuilder b(loc, builder);
+  Value skipped;
+  if (options.lossScaling)
+    skipped = unscaleAndCheckFinite(
+        b, entry->getArgument(layout.scaleIndex), lossValue, grads);
+  Value gradNorm = clipGradients(b, options.gradClip, grads);
+  Value newStep = AddOp::create(b, entry->getArgument(layout.stepIndex),
+                                f32Constant(b, 1.0));
+  SmallVector<Value> newParams, newState;
+  applyOptimizer(b, options, weightDecay, layout, entry, grads, decays,
+                 newStep, newParams, newState);
+
+  unsigned numParams = layout.numParams;
+  if (skipped) {
+    // A skipped step keeps every bit of the state it was given.
+    auto keepIfSkipped = [&](Value next, unsigned argIndex) {
+      return WhereOp::create(b, skipped, entry->getArgument(argIndex), next)
+          .getResult();
+    };
+    for (unsigned i = 0; i < numParams; ++i)
+      newParams[i] = keepIfSkipped(newParams[i], i);
+    for (unsigned i = 0; i < newState.size(); ++i)
+      newState[i] = keepIfSkipped(newState[i], numParams + i);
+    newStep = keepIfSkipped(newStep, layout.stepIndex);
+  }
+
+  SmallVector<Attribute> resultAttrs;
+  auto carry = [&](Value value, unsigned argIndex) {
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("tx.name",
+                              layout.args[argIndex].attrs.get("tx.name")),
+         builder.getNamedAttr(kNextAttrName,
+                              builder.getI64IntegerAttr(argIndex))}));
+  };
+  for (unsigned i = 0; i < numParams; ++i)
+    carry(newParams[i], i);
+  for (unsigned i = 0; i < newState.size(); ++i)
+    carry(newState[i], numParams + i);
+  carry(newStep, layout.stepIndex);
+  if (skipped) {
+    auto [newScale, newTracker] = updateLossScale(
+        b, skipped, entry->getArgument(layout.scaleIndex),
+        entry->getArgument(layout.trackerIndex), options.lossScaleInterval);
+    carry(newScale, layout.scaleIndex);
+    carry(newTracker, layout.trackerIndex);
+  }
+  auto named = [&](StringRef value) {
+    return builder.getDictionaryAttr(namedString(builder, "tx.name", value));
+  };
+  results.push_back(lossValue);
+  resultAttrs.push_back(named("loss"));
+  results.push_back(gradNorm);
+  resultAttrs.push_back(named("grad_norm"));
+  if (skipped) {
+    results.push_back(skipped);
+    resultAttrs.push_back(named("skipped"));
+  }
+  func::ReturnOp::create(b, results);
+  return resultAttrs;
+}
+
+} // namespace
+
+FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
+                                           const TrainStepOptions &options) {
+  MLIRContext *context = module.getContext();
+  FailureOr<func::FuncOp> found = findForward(module, options);
+  if (failed(found))
+    return failure();
+  func::FuncOp forward = *found;
+  Location loc = forward.getLoc();
+  if (module.lookupSymbol(options.name))
+    return emitError(loc, "expected no symbol named '@")
+           << options.name << "' yet, but one exists";
+  double weightDecay = options.weightDecay.value_or(
+      options.optimizer == OptimizerKind::AdamW ? 0.01 : 0.0);
+  llvm::Regex freeze;
+  std::optional<llvm::Regex> noDecay;
+  if (failed(checkNumericOptions(loc, options, weightDecay)) ||
+      failed(compileRegexes(loc, options, freeze, noDecay)))
+    return failure();
+
+  // Freezing is a property of the parameter: autodiff then treats it as a
+  // constant and it keeps its tx.load_parameter read.
+  if (!options.freeze.empty())
+    for (ParameterOp param : module.getOps<ParameterOp>())
+      if (freeze.match(param.getSymName()))
+        param.setFrozen(true);
+
+  // The loss function: the forward itself, or a copy with cross-entropy
+  // and/or the loss scale; then its gradient.
+  FailureOr<LossFunctions> loss = buildLossFunction(forward, options);
+  if (failed(loss))
+    return failure();
+  func::FuncOp lossFunc = loss->scaled;
+  GradientOptions gradOptions;
+  gradOptions.wrt = GradientWrt::Params;
+  gradOptions.name = options.name + "_grad";
+  gradOptions.markSeed = true; // for tx-insert-fp8, which runs next
+  FailureOr<func::FuncOp> gradResult = buildGradientFunction(lossFunc, gradOptions);
+  if (failed(gradResult)) {
+    loss->eraseTemporaries({});
+    return failure();
+  }
+  func::FuncOp gradFunc = *gradResult;
+  // The loss function's arguments: the batch, then (with loss scaling) the
+  // scale appended by appendLossScale.
+  unsigned numData = lossFunc.getNumArguments();
+  unsigned numBatch = numData - (options.lossScaling ? 1 : 0);
+  unsigned numParams = gradFunc.getNumArguments() - numData;
+  if (numParams == 0) {
+    loss->eraseTemporaries(gradFunc);
+    return emitError(loc, "nothing to train: the loss reads no trainable "
+                          "parameter (all frozen, or none)");
+  }
+  FailureOr<Parameters> params =
+      collectParameters(gradFunc, numData, numParams, noDecay, weightDecay);
+  if (failed(params)) {
+    loss->eraseTemporaries(gradFunc);
+    return failure();
+  }
+
+  // The step function: its signature, the inlined gradient, the update.
+  OpBuilder builder(context);
+  StepLayout layout = layoutStepArguments(builder, loc, options, gradFunc,
+                                          lossFunc, numData, numBatch, *params);
+  builder.setInsertionPoint(forward);
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  for (const StepArg &arg : layout.args) {
+    argTypes.push_back(arg.type);
+    argLocs.push_back(arg.loc);
+  }
+  auto step = func::FuncOp::create(builder, loc, options.name,
+                                   FunctionType::get(context, argTypes, {}));
+  Block *entry = builder.createBlock(&step.getBody(), {}, argTypes, argLocs);
+  SmallVector<Value> grads;
+  Value lossValue = inlineGradient(builder, gradFunc, entry, layout,
+                                   options.lossScaling, numData, grads);
+  SmallVector<Value> results;
+  SmallVector<Attribute> resultAttrs =
+      buildUpdate(builder, loc, options, weightDecay, layout, params->decays,
+                  entry, lossValue, grads, results);
+  step.setFunctionType(
+      FunctionType::get(context, argTypes, ValueRange(results).getTypes()));
+  SmallVector<Attribute> argAttrs;
+  for (const StepArg &arg : layout.args)
+    argAttrs.push_back(arg.attrs.getDictionary(context));
+  step.setAllArgAttrs(argAttrs);
+  step.setAllResultAttrs(resultAttrs);
+  step->setAttr(kTrainStepAttrName,
+                recipeAttr(builder, options, weightDecay, forward));
+
+  loss->eraseTemporaries(gradFunc);
   forward.erase();
   return step;
 }
@@ -570,20 +708,8 @@ struct BuildTrainStepPass
       options.weightDecay = weightDecay;
     if (!noDecay.empty())
       options.noDecay = noDecay;
-    std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
-    std::optional<LossKind> lossKind = parseLossKind(loss);
-    if (!kind) {
-      emitError(module.getLoc(), "expected optimizer=adamw|adam|sgd, but got '")
-          << optimizer << "'";
-      return signalPassFailure();
-    }
-    if (!lossKind) {
-      emitError(module.getLoc(), "expected loss=output|cross-entropy, but got '")
-          << loss << "'";
-      return signalPassFailure();
-    }
-    options.optimizer = *kind;
-    options.loss = *lossKind;
+    options.optimizer = optimizer;
+    options.loss = loss;
     if (failed(buildTrainStep(module, options)))
       signalPassFailure();
   }

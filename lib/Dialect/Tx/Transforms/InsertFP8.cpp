@@ -62,6 +62,273 @@ llvm::DenseSet<Value> gradientValues(func::FuncOp func) {
   return grads;
 }
 
+/// tx.matmul and tx.gemm ops of |func| (GPT-2's Conv1D layers export as
+/// Gemm) with a float result, in order.
+SmallVector<Operation *> collectGemms(func::FuncOp func) {
+  SmallVector<Operation *> gemms;
+  func.walk([&](Operation *op) {
+    if (isa<MatMulOp, GemmOp>(op) &&
+        isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))
+      gemms.push_back(op);
+  });
+  return gemms;
+}
+
+/// The default exclusion (TE practice): the first and the last forward
+/// GEMM (embedding-side and LM head), and the backward GEMMs derived from
+/// them (same ONNX node).
+llvm::StringSet<> defaultExclusions(ArrayRef<Operation *> gemms,
+                                    const llvm::DenseSet<Value> &grads) {
+  llvm::StringSet<> excludedNames;
+  SmallVector<Operation *> forward;
+  for (Operation *op : gemms)
+    if (!grads.contains(op->getResult(0)))
+      forward.push_back(op);
+  if (!forward.empty()) {
+    excludedNames.insert(gemmName(forward.front()));
+    excludedNames.insert(gemmName(forward.back()));
+  }
+  return excludedNames;
+}
+
+/// The operand shapes as the product sees them: a tx.gemm's transposes
+/// applied.
+void productShapes(Operation *op, SmallVectorImpl<int64_t> &lhsShape,
+                   SmallVectorImpl<int64_t> &rhsShape) {
+  auto shapeOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  lhsShape.assign(shapeOf(op->getOperand(0)).begin(),
+                  shapeOf(op->getOperand(0)).end());
+  rhsShape.assign(shapeOf(op->getOperand(1)).begin(),
+                  shapeOf(op->getOperand(1)).end());
+  auto gemm = dyn_cast<GemmOp>(op);
+  if (gemm && gemm.getTransA() && lhsShape.size() == 2)
+    std::swap(lhsShape[0], lhsShape[1]);
+  if (gemm && gemm.getTransB() && rhsShape.size() == 2)
+    std::swap(rhsShape[0], rhsShape[1]);
+}
+
+/// Rewrites the GEMMs of one step function into tx.fp8_matmul: one cast
+/// and one scaling state per (tensor, FP8 type), however many GEMMs read
+/// it. Under delayed scaling the state (amax history, scale, scale_inv) is
+/// new step arguments, updated in the step and returned with tx.next.
+class FP8StepRewriter {
+public:
+  FP8StepRewriter(func::FuncOp func, FP8RecipeAttr recipe,
+                  llvm::DenseSet<Value> &grads)
+      : func(func), recipe(recipe), grads(grads), builder(func.getContext()),
+        entry(func.getBody().front()),
+        ret(cast<func::ReturnOp>(entry.getTerminator())),
+        newResults(ret.getOperands()),
+        scalarType(RankedTensorType::get({}, builder.getF32Type())) {
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      resultAttrs.push_back(func.getResultAttrDict(i)
+                                ? func.getResultAttrDict(i)
+                                : builder.getDictionaryAttr({}));
+  }
+
+  /// Replaces |op| (a tx.matmul or tx.gemm that can be FP8) by
+  /// tx.fp8_matmul of its cast operands, plus a tx.gemm's epilogue.
+  LogicalResult convert(Operation *op) {
+    auto gemm = dyn_cast<GemmOp>(op);
+    // A Gemm's transposes are applied to the high-precision operand before
+    // the cast (TE casts the tensor the GEMM reads; a transposed copy is a
+    // different tensor).
+    builder.setInsertionPoint(op);
+    Value lhsValue = transposed(op, op->getOperand(0), gemm && gemm.getTransA());
+    Value rhsValue = transposed(op, op->getOperand(1), gemm && gemm.getTransB());
+    FailureOr<Cast> lhs = castOf(lhsValue, fp8TypeFor(lhsValue), op, "lhs");
+    if (failed(lhs))
+      return failure();
+    FailureOr<Cast> rhs = castOf(rhsValue, fp8TypeFor(rhsValue), op, "rhs");
+    if (failed(rhs))
+      return failure();
+    builder.setInsertionPoint(op);
+    Value result = FP8MatmulOp::create(builder, op->getLoc(),
+                                       op->getResult(0).getType(),
+                                       lhs->quantized, rhs->quantized,
+                                       lhs->scaleInv, rhs->scaleInv);
+    if (gemm)
+      result = applyEpilogue(gemm, result);
+    // Keep |grads| exact: an erased op's address may be reused by an op
+    // created later, which a stale entry would then call a gradient.
+    if (grads.erase(op->getResult(0)))
+      grads.insert(result);
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+    ++converted;
+    return success();
+  }
+
+  /// Returns the carried state too, and records the recipe on the step
+  /// when anything was converted.
+  void finish() {
+    builder.setInsertionPoint(ret);
+    func::ReturnOp::create(builder, ret.getLoc(), newResults);
+    ret.erase();
+    func.setFunctionType(FunctionType::get(
+        func.getContext(), entry.getArgumentTypes(),
+        ValueRange(newResults).getTypes()));
+    func.setAllResultAttrs(resultAttrs);
+    if (converted) {
+      NamedAttrList stepRecipe(
+          func->getAttrOfType<DictionaryAttr>(kTrainStepAttrName));
+      stepRecipe.set("fp8", recipe);
+      func->setAttr(kTrainStepAttrName,
+                    stepRecipe.getDictionary(func.getContext()));
+    }
+  }
+
+private:
+  struct Cast {
+    Value quantized, scaleInv;
+  };
+
+  /// E5M2 for gradients under the hybrid format, else E4M3.
+  Type fp8TypeFor(Value v) {
+    if (recipe.getFormat() == FP8Format::hybrid && grads.contains(v))
+      return Float8E5M2Type::get(func.getContext());
+    return Float8E4M3FNType::get(func.getContext());
+  }
+
+  Value transposed(Operation *op, Value v, bool transpose) {
+    if (!transpose)
+      return v;
+    Value t = TransposeOp::create(builder, op->getLoc(), v,
+                                  builder.getDenseI64ArrayAttr({1, 0}));
+    // A transposed gradient is still a gradient.
+    if (grads.contains(v))
+      grads.insert(t);
+    return t;
+  }
+
+  /// The epilogue, in the GEMM's type: alpha * AB + beta * C.
+  Value applyEpilogue(GemmOp gemm, Value result) {
+    Location loc = gemm.getLoc();
+    Type element = getElementTypeOrSelf(result.getType());
+    auto scalar = [&](double value) -> Value {
+      auto type = RankedTensorType::get({}, element);
+      return ConstantOp::create(
+          builder, loc,
+          cast<ElementsAttr>(DenseElementsAttr::get(
+              type, ArrayRef<Attribute>{builder.getFloatAttr(element, value)})));
+    };
+    double alpha = gemm.getAlpha().convertToDouble();
+    double beta = gemm.getBeta().convertToDouble();
+    if (alpha != 1.0)
+      result = MulOp::create(builder, loc, result, scalar(alpha));
+    if (Value c = gemm.getC()) {
+      if (beta != 1.0)
+        c = MulOp::create(builder, loc, c, scalar(beta));
+      result = AddOp::create(builder, loc, result, c);
+    }
+    return result;
+  }
+
+  BlockArgument addState(Type type, StringRef name, StringRef role,
+                         double init) {
+    unsigned index = func.getNumArguments();
+    NamedAttrList attrs;
+    attrs.append("tx.name", builder.getStringAttr(name));
+    attrs.append(kRoleAttrName, builder.getStringAttr(role));
+    attrs.append(kInitAttrName, builder.getF32FloatAttr(init));
+    if (failed(func.insertArgument(index, type,
+                                   attrs.getDictionary(func.getContext()),
+                                   func.getLoc())))
+      return {};
+    return func.getArgument(index);
+  }
+
+  /// Returns |value| as the next value of state argument |arg|.
+  void carry(Value value, BlockArgument arg) {
+    newResults.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("tx.name", func.getArgAttr(arg.getArgNumber(),
+                                                         "tx.name")),
+         builder.getNamedAttr(kNextAttrName, builder.getI64IntegerAttr(
+                                                 arg.getArgNumber()))}));
+  }
+
+  /// |value| cast to |fp8| with its scale_inv, made once where |value| is
+  /// defined, so every GEMM reading it can use it.
+  FailureOr<Cast> castOf(Value value, Type fp8, Operation *user,
+                         StringRef what) {
+    auto key = std::make_pair(value, fp8);
+    if (auto it = casts.find(key); it != casts.end())
+      return it->second;
+    if (isa<BlockArgument>(value))
+      builder.setInsertionPointToStart(&entry);
+    else
+      builder.setInsertionPointAfter(value.getDefiningOp());
+    ImplicitLocOpBuilder b(user->getLoc(), builder);
+    Value amaxValue = AmaxOp::create(b, value);
+    auto type = cast<RankedTensorType>(value.getType());
+    auto fp8Type = RankedTensorType::get(type.getShape(), fp8);
+    Cast result;
+    if (recipe.isDelayed()) {
+      FailureOr<Cast> delayed =
+          castDelayed(b, value, fp8Type, amaxValue,
+                      (gemmName(user) + "." + what).str());
+      if (failed(delayed))
+        return failure();
+      result = *delayed;
+    } else {
+      auto current = FP8CurrentScaleOp::create(b, scalarType, scalarType,
+                                               amaxValue, recipe,
+                                               TypeAttr::get(fp8Type.getElementType()));
+      result.quantized =
+          QuantizeOp::create(b, fp8Type, value, current.getScale());
+      result.scaleInv = current.getScaleInv();
+    }
+    ++numCasts;
+    casts[key] = result;
+    return result;
+  }
+
+  /// TE's delayed scaling: cast with the scale derived at the end of the
+  /// previous step; derive the next one from this step's amax. The state is
+  /// named after the first GEMM that reads the tensor (|base|); the counter
+  /// keeps the forward and backward GEMMs of one node apart.
+  FailureOr<Cast> castDelayed(ImplicitLocOpBuilder &b, Value value,
+                              RankedTensorType fp8Type, Value amaxValue,
+                              const std::string &base) {
+    std::string prefix = base + ".fp8_" + std::to_string(numCasts);
+    BlockArgument historyArg = addState(
+        RankedTensorType::get({recipe.getHistoryLength()}, builder.getF32Type()),
+        prefix + ".amax_history", "fp8_amax_history", 0.0);
+    BlockArgument scaleArg =
+        addState(scalarType, prefix + ".scale", "fp8_scale", 1.0);
+    BlockArgument scaleInvArg =
+        addState(scalarType, prefix + ".scale_inv", "fp8_scale_inv", 1.0);
+    if (!historyArg || !scaleArg || !scaleInvArg)
+      return emitError(func.getLoc(), "cannot add FP8 state arguments");
+    Cast result;
+    result.quantized = QuantizeOp::create(b, fp8Type, value, scaleArg);
+    result.scaleInv = scaleInvArg;
+    auto update = FP8ScaleUpdateOp::create(
+        b, historyArg.getType(), scalarType, scalarType, historyArg, scaleArg,
+        amaxValue, recipe, TypeAttr::get(fp8Type.getElementType()));
+    carry(update.getNewAmaxHistory(), historyArg);
+    carry(update.getNewScale(), scaleArg);
+    carry(update.getNewScaleInv(), scaleInvArg);
+    return result;
+  }
+
+  func::FuncOp func;
+  FP8RecipeAttr recipe;
+  llvm::DenseSet<Value> &grads;
+  OpBuilder builder;
+  Block &entry;
+  func::ReturnOp ret;
+  SmallVector<Value> newResults;
+  SmallVector<DictionaryAttr> resultAttrs;
+  RankedTensorType scalarType;
+  llvm::DenseMap<std::pair<Value, Type>, Cast> casts;
+  unsigned numCasts = 0;
+  unsigned converted = 0;
+};
+
 struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
   using Base::Base;
 
@@ -93,35 +360,31 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
     (void)context;
   }
 
+  /// The enumerated options are checked by their parser; target is a
+  /// string (any sm_XY), so it is checked here, when the pipeline is parsed,
+  /// rather than when the pass runs.
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(Base::initializeOptions(options, errorHandler)))
+      return failure();
+    if (!parseSM(target))
+      return errorHandler("expected target=sm_XY (e.g. sm_90), but got '" +
+                          target + "'");
+    return success();
+  }
+
+  static std::optional<int> parseSM(StringRef text) {
+    int sm = 0;
+    if (!text.consume_front("sm_") || text.getAsInteger(10, sm) || sm <= 0)
+      return std::nullopt;
+    return sm;
+  }
+
   std::optional<FP8RecipeAttr> buildRecipe(ModuleOp module) {
     MLIRContext *context = &getContext();
-    FP8Format fmt;
-    if (format == "hybrid")
-      fmt = FP8Format::hybrid;
-    else if (format == "e4m3")
-      fmt = FP8Format::e4m3;
-    else {
-      emitError(module.getLoc(), "expected format=hybrid|e4m3, but got '")
-          << format << "'";
-      return std::nullopt;
-    }
-    if (scaling == "current")
-      return FP8RecipeAttr::getCurrent(context, fmt);
-    if (scaling != "delayed") {
-      emitError(module.getLoc(), "expected scaling=delayed|current, but got '")
-          << scaling << "'";
-      return std::nullopt;
-    }
-    AmaxCompute compute;
-    if (amax == "max")
-      compute = AmaxCompute::max;
-    else if (amax == "most_recent")
-      compute = AmaxCompute::most_recent;
-    else {
-      emitError(module.getLoc(), "expected amax=max|most_recent, but got '")
-          << amax << "'";
-      return std::nullopt;
-    }
+    if (scaling == FP8ScalingKind::current)
+      return FP8RecipeAttr::getCurrent(context, format);
     if (history < 1 || margin < 0) {
       emitError(module.getLoc(), "expected history >= 1 and margin >= 0, but "
                                  "got ")
@@ -129,13 +392,13 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
           << static_cast<int64_t>(margin);
       return std::nullopt;
     }
-    return FP8RecipeAttr::getDelayed(context, fmt, history, compute, margin);
+    return FP8RecipeAttr::getDelayed(context, format, history, amax, margin);
   }
 
+  /// Options set from C++ skip initializeOptions: check target again.
   std::optional<int> parseTarget(ModuleOp module) {
-    StringRef text = target;
-    int sm = 0;
-    if (!text.consume_front("sm_") || text.getAsInteger(10, sm) || sm <= 0) {
+    std::optional<int> sm = parseSM(target);
+    if (!sm) {
       emitError(module.getLoc(), "expected target=sm_XY (e.g. sm_90), but got '")
           << target << "'";
       return std::nullopt;
@@ -182,142 +445,18 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
                        "run tx-insert-fp8 right after tx-build-train-step, "
                        "before any cleanup pass");
     llvm::DenseSet<Value> grads = gradientValues(func);
-    // tx.matmul and tx.gemm (GPT-2's Conv1D layers export as Gemm).
-    SmallVector<Operation *> gemms;
-    func.walk([&](Operation *op) {
-      if (isa<MatMulOp, GemmOp>(op) &&
-          isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))
-        gemms.push_back(op);
-    });
-
-    // The default exclusion (TE practice): the first and the last forward
-    // GEMM (embedding-side and LM head), and the backward GEMMs derived
-    // from them (same ONNX node).
+    SmallVector<Operation *> gemms = collectGemms(func);
     llvm::StringSet<> excludedNames;
-    if (!excludeRegex) {
-      SmallVector<Operation *> forward;
-      for (Operation *op : gemms)
-        if (!grads.contains(op->getResult(0)))
-          forward.push_back(op);
-      if (!forward.empty()) {
-        excludedNames.insert(gemmName(forward.front()));
-        excludedNames.insert(gemmName(forward.back()));
-      }
-    }
+    if (!excludeRegex)
+      excludedNames = defaultExclusions(gemms, grads);
 
-    Type e4m3 = Float8E4M3FNType::get(func.getContext());
-    Type e5m2 = Float8E5M2Type::get(func.getContext());
-    bool hybrid = recipe.getFormat() == FP8Format::hybrid;
-    OpBuilder builder(func.getContext());
-    Block &entry = func.getBody().front();
-    auto ret = cast<func::ReturnOp>(entry.getTerminator());
-    SmallVector<Value> newResults(ret.getOperands());
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned i = 0; i < func.getNumResults(); ++i)
-      resultAttrs.push_back(func.getResultAttrDict(i)
-                                ? func.getResultAttrDict(i)
-                                : builder.getDictionaryAttr({}));
-    // One cast (and one scaling state) per tensor, however many GEMMs read it.
-    struct Cast {
-      Value quantized, scaleInv;
-    };
-    llvm::DenseMap<std::pair<Value, Type>, Cast> casts;
-    unsigned numCasts = 0;
-    auto scalarType = RankedTensorType::get({}, builder.getF32Type());
-
-    auto addState = [&](Type type, StringRef name, StringRef role,
-                        double init) -> BlockArgument {
-      unsigned index = func.getNumArguments();
-      NamedAttrList attrs;
-      attrs.append("tx.name", builder.getStringAttr(name));
-      attrs.append(kRoleAttrName, builder.getStringAttr(role));
-      attrs.append(kInitAttrName, builder.getF32FloatAttr(init));
-      if (failed(func.insertArgument(index, type,
-                                     attrs.getDictionary(func.getContext()),
-                                     func.getLoc())))
-        return {};
-      return func.getArgument(index);
-    };
-    auto carry = [&](Value value, BlockArgument arg) {
-      newResults.push_back(value);
-      resultAttrs.push_back(builder.getDictionaryAttr(
-          {builder.getNamedAttr("tx.name", func.getArgAttr(arg.getArgNumber(),
-                                                           "tx.name")),
-           builder.getNamedAttr(kNextAttrName, builder.getI64IntegerAttr(
-                                                   arg.getArgNumber()))}));
-    };
-
-    auto castOf = [&](Value value, Type fp8, Operation *user,
-                      StringRef what) -> FailureOr<Cast> {
-      auto key = std::make_pair(value, fp8);
-      if (auto it = casts.find(key); it != casts.end())
-        return it->second;
-      // Cast where the value is defined, so every GEMM reading it can use it.
-      if (auto arg = dyn_cast<BlockArgument>(value))
-        builder.setInsertionPointToStart(&entry);
-      else
-        builder.setInsertionPointAfter(value.getDefiningOp());
-      ImplicitLocOpBuilder b(user->getLoc(), builder);
-      Value amaxValue = AmaxOp::create(b, value);
-      auto type = cast<RankedTensorType>(value.getType());
-      auto fp8Type = RankedTensorType::get(type.getShape(), fp8);
-      Cast result;
-      if (recipe.isDelayed()) {
-        // Named after the first GEMM that reads the tensor; the counter
-        // keeps the forward and backward GEMMs of one node apart.
-        std::string base = (gemmName(user) + "." + what).str();
-        std::string suffix = ".fp8_" + std::to_string(numCasts);
-        BlockArgument historyArg = addState(
-            RankedTensorType::get({recipe.getHistoryLength()},
-                                  builder.getF32Type()),
-            base + suffix + ".amax_history", "fp8_amax_history", 0.0);
-        BlockArgument scaleArg =
-            addState(scalarType, base + suffix + ".scale", "fp8_scale", 1.0);
-        BlockArgument scaleInvArg = addState(
-            scalarType, base + suffix + ".scale_inv", "fp8_scale_inv", 1.0);
-        if (!historyArg || !scaleArg || !scaleInvArg)
-          return emitError(func.getLoc(), "cannot add FP8 state arguments");
-        // TE's delayed scaling: cast with the scale derived at the end of
-        // the previous step; derive the next one from this step's amax.
-        result.quantized = QuantizeOp::create(b, fp8Type, value, scaleArg);
-        result.scaleInv = scaleInvArg;
-        auto update = FP8ScaleUpdateOp::create(
-            b, historyArg.getType(), scalarType, scalarType, historyArg,
-            scaleArg, amaxValue, recipe, TypeAttr::get(fp8));
-        carry(update.getNewAmaxHistory(), historyArg);
-        carry(update.getNewScale(), scaleArg);
-        carry(update.getNewScaleInv(), scaleInvArg);
-      } else {
-        auto current = FP8CurrentScaleOp::create(b, scalarType, scalarType,
-                                                 amaxValue, recipe,
-                                                 TypeAttr::get(fp8));
-        result.quantized =
-            QuantizeOp::create(b, fp8Type, value, current.getScale());
-        result.scaleInv = current.getScaleInv();
-      }
-      ++numCasts;
-      casts[key] = result;
-      return result;
-    };
-
-    unsigned converted = 0;
+    FP8StepRewriter rewriter(func, recipe, grads);
     for (Operation *op : gemms) {
       std::string name = gemmName(op);
       bool excluded = excludeRegex ? excludeRegex->match(name)
                                    : excludedNames.contains(name);
-      // The product's operands: a Gemm's transposes are applied to the
-      // high-precision operand before the cast (TE casts the tensor the
-      // GEMM reads; a transposed copy is a different tensor).
-      auto gemm = dyn_cast<GemmOp>(op);
-      auto shapeOf = [](Value v) {
-        return cast<RankedTensorType>(v.getType()).getShape();
-      };
-      SmallVector<int64_t> lhsShape(shapeOf(op->getOperand(0)));
-      SmallVector<int64_t> rhsShape(shapeOf(op->getOperand(1)));
-      if (gemm && gemm.getTransA() && lhsShape.size() == 2)
-        std::swap(lhsShape[0], lhsShape[1]);
-      if (gemm && gemm.getTransB() && rhsShape.size() == 2)
-        std::swap(rhsShape[0], rhsShape[1]);
+      SmallVector<int64_t> lhsShape, rhsShape;
+      productShapes(op, lhsShape, rhsShape);
       std::string reason =
           whyNot(op->getOperand(0), op->getOperand(1), sm, grads, excluded,
                  excludeRegex, lhsShape, rhsShape);
@@ -326,77 +465,10 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
           reportNearMiss(op, "fp8", reason);
         continue;
       }
-      builder.setInsertionPoint(op);
-      auto transposed = [&](Value v, bool transpose) -> Value {
-        if (!transpose)
-          return v;
-        Value t = TransposeOp::create(builder, op->getLoc(), v,
-                                      builder.getDenseI64ArrayAttr({1, 0}));
-        // A transposed gradient is still a gradient.
-        if (grads.contains(v))
-          grads.insert(t);
-        return t;
-      };
-      Value lhsValue = transposed(op->getOperand(0), gemm && gemm.getTransA());
-      Value rhsValue = transposed(op->getOperand(1), gemm && gemm.getTransB());
-      auto typeFor = [&](Value v) {
-        return hybrid && grads.contains(v) ? e5m2 : e4m3;
-      };
-      FailureOr<Cast> lhs = castOf(lhsValue, typeFor(lhsValue), op, "lhs");
-      if (failed(lhs))
+      if (failed(rewriter.convert(op)))
         return failure();
-      FailureOr<Cast> rhs = castOf(rhsValue, typeFor(rhsValue), op, "rhs");
-      if (failed(rhs))
-        return failure();
-      builder.setInsertionPoint(op);
-      Type resultType = op->getResult(0).getType();
-      Value result = FP8MatmulOp::create(builder, op->getLoc(), resultType,
-                                         lhs->quantized, rhs->quantized,
-                                         lhs->scaleInv, rhs->scaleInv);
-      if (gemm) {
-        // The epilogue, in the GEMM's type: alpha * AB + beta * C.
-        Type element = getElementTypeOrSelf(resultType);
-        auto scalar = [&](double value) -> Value {
-          auto type = RankedTensorType::get({}, element);
-          return ConstantOp::create(
-              builder, op->getLoc(),
-              cast<ElementsAttr>(DenseElementsAttr::get(
-                  type, ArrayRef<Attribute>{
-                            builder.getFloatAttr(element, value)})));
-        };
-        double alpha = gemm.getAlpha().convertToDouble();
-        double beta = gemm.getBeta().convertToDouble();
-        if (alpha != 1.0)
-          result = MulOp::create(builder, op->getLoc(), result, scalar(alpha));
-        if (Value c = gemm.getC()) {
-          if (beta != 1.0)
-            c = MulOp::create(builder, op->getLoc(), c, scalar(beta));
-          result = AddOp::create(builder, op->getLoc(), result, c);
-        }
-      }
-      // Keep |grads| exact: an erased op's address may be reused by an op
-      // created later, which a stale entry would then call a gradient.
-      if (grads.erase(op->getResult(0)))
-        grads.insert(result);
-      op->getResult(0).replaceAllUsesWith(result);
-      op->erase();
-      ++converted;
     }
-
-    builder.setInsertionPoint(ret);
-    func::ReturnOp::create(builder, ret.getLoc(), newResults);
-    ret.erase();
-    func.setFunctionType(FunctionType::get(
-        func.getContext(), entry.getArgumentTypes(),
-        ValueRange(newResults).getTypes()));
-    func.setAllResultAttrs(resultAttrs);
-    if (converted) {
-      NamedAttrList stepRecipe(
-          func->getAttrOfType<DictionaryAttr>(kTrainStepAttrName));
-      stepRecipe.set("fp8", recipe);
-      func->setAttr(kTrainStepAttrName,
-                    stepRecipe.getDictionary(func.getContext()));
-    }
+    rewriter.finish();
     return success();
   }
 };

@@ -24,18 +24,6 @@ void tx::reportNearMiss(Operation *anchor, StringRef pattern,
   anchor->emitRemark() << kNearMissPrefix << pattern << ": " << reason;
 }
 
-std::optional<double> tx::getSplatConstant(Value value) {
-  DenseElementsAttr attr;
-  if (!value || !matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
-    return std::nullopt;
-  Type elementType = attr.getElementType();
-  if (isa<FloatType>(elementType))
-    return attr.getSplatValue<APFloat>().convertToDouble();
-  if (elementType.isSignlessInteger() && elementType.getIntOrFloatBitWidth() > 1)
-    return static_cast<double>(attr.getSplatValue<APInt>().getSExtValue());
-  return std::nullopt;
-}
-
 bool tx::isSplatConstant(Value value, double expected) {
   std::optional<double> actual = getSplatConstant(value);
   if (!actual)

@@ -10,6 +10,7 @@
 #define TXOPT_DIALECT_TX_IR_TXATTENTIONOPS_TD
 
 include "txopt/Dialect/Tx/IR/TxBase.td"
+include "txopt/Dialect/Tx/IR/TxInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -28,7 +29,7 @@ def Tx_AttentionStatsTensor : StaticShapeTensorOf<[F32]>;
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-def Tx_AttentionOp : Tx_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+def Tx_AttentionOp : Tx_Op<"attention", [Tx_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Fused scaled-dot-product attention (grouped-query, causal, sliding window)";
   let description = [{
     Multi-head attention over the layout `[batch, heads, tokens, head dim]`:

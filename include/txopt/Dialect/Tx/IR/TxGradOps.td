@@ -3,7 +3,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Ops that only backward passes need: the adjoints of the indexing ops
 // (scatter-adds into zeros) and the fused cross-entropy gradient. Created by
-// tx-differentiate (lib/Dialect/Tx/Transforms/GradientRules.cpp).
+// tx-differentiate (the rules in lib/Dialect/Tx/IR/*Gradients.cpp).
 //
 //===----------------------------------------------------------------------===//
 

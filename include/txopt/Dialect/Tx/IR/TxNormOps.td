@@ -10,6 +10,7 @@
 #define TXOPT_DIALECT_TX_IR_TXNORMOPS_TD
 
 include "txopt/Dialect/Tx/IR/TxBase.td"
+include "txopt/Dialect/Tx/IR/TxInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -32,7 +33,7 @@ def Tx_NormStatsTensor : StaticShapeTensorOf<[F32]>;
 // LayerNormOp
 //===----------------------------------------------------------------------===//
 
-def Tx_LayerNormOp : Tx_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+def Tx_LayerNormOp : Tx_Op<"layer_norm", [Tx_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Layer normalization over the innermost dimension";
   let description = [{
     Normalizes every row of `input` (its innermost dim, of size `D`) to zero
@@ -86,7 +87,7 @@ def Tx_LayerNormOp : Tx_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
 // RMSNormOp
 //===----------------------------------------------------------------------===//
 
-def Tx_RMSNormOp : Tx_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
+def Tx_RMSNormOp : Tx_Op<"rms_norm", [Tx_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "RMS normalization over the innermost dimension";
   let description = [{
     Scales every row of `input` (its innermost dim, of size `D`) by the

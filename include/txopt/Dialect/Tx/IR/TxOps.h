@@ -23,6 +23,7 @@
 
 #include "txopt/Dialect/Tx/IR/TxDialect.h"
 #include "txopt/Dialect/Tx/IR/TxEnums.h.inc"
+#include "txopt/Dialect/Tx/IR/TxInterfaces.h"
 #define GET_ATTRDEF_CLASSES
 #include "txopt/Dialect/Tx/IR/TxAttrs.h.inc"
 
@@ -38,6 +39,10 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> lhs,
 
 /// Maps a possibly negative axis into [0, rank); failure when out of range.
 FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+/// The value of |value| when it is a constant with a single distinct element
+/// (a scalar, or a splat of any shape), as a double.
+std::optional<double> getSplatConstant(Value value);
 
 /// Formats a shape as `[2, 32, 128]` for diagnostics.
 std::string formatShape(ArrayRef<int64_t> shape);

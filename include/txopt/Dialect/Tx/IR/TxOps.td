@@ -10,6 +10,7 @@
 
 include "txopt/Dialect/Tx/IR/TxBase.td"
 include "txopt/Dialect/Tx/IR/TxAttrs.td"
+include "txopt/Dialect/Tx/IR/TxInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -164,7 +165,7 @@ def Tx_ShapeOp : Tx_Op<"shape", [Pure, Tx_InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Tx_IdentityOp : Tx_UnaryOp<"identity", Tx_Tensor> {
+def Tx_IdentityOp : Tx_UnaryOp<"identity", Tx_Tensor, [Tx_Differentiable]> {
   let summary = "ONNX Identity: result = input";
   let description = [{
     ```mlir
@@ -179,7 +180,7 @@ def Tx_IdentityOp : Tx_UnaryOp<"identity", Tx_Tensor> {
 //===----------------------------------------------------------------------===//
 
 class Tx_ArithOp<string mnemonic, string onnxName, string formula>
-    : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor> {
+    : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor, [Tx_Differentiable]> {
   let summary = "ONNX " # onnxName # ": " # formula # " with numpy broadcasting";
   let description = [{
     `result = }] # formula # [{`, both operands broadcast to the common shape
@@ -197,7 +198,7 @@ def Tx_SubOp : Tx_ArithOp<"sub", "Sub", "lhs - rhs">;
 def Tx_MulOp : Tx_ArithOp<"mul", "Mul", "lhs * rhs">;
 def Tx_DivOp : Tx_ArithOp<"div", "Div", "lhs / rhs">;
 
-def Tx_PowOp : Tx_BroadcastBinaryOp<"pow", Tx_NumericTensor> {
+def Tx_PowOp : Tx_BroadcastBinaryOp<"pow", Tx_NumericTensor, [Tx_Differentiable]> {
   let summary = "ONNX Pow: base ^ exponent with numpy broadcasting";
   let description = [{
     `result = lhs ^ rhs`. The result has the base's element type; the
@@ -230,7 +231,7 @@ def Tx_ModOp : Tx_BroadcastBinaryOp<"mod", Tx_NumericTensor> {
 // gradient rule that only has two operands to route to). The importer turns
 // an N-ary Max/Min into a chain.
 class Tx_MinMaxOp<string mnemonic, string onnxName, string fn, string pick>
-    : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor> {
+    : Tx_BroadcastBinaryOp<mnemonic, Tx_NumericTensor, [Tx_Differentiable]> {
   let summary = "ONNX " # onnxName # ": elementwise " # fn # " with numpy broadcasting";
   let description = [{
     `result = }] # fn # [{(lhs, rhs)` elementwise after broadcasting, i.e.
@@ -302,7 +303,7 @@ def Tx_NotOp : Tx_UnaryOp<"not", Tx_BoolTensor> {
   }];
 }
 
-def Tx_WhereOp : Tx_Op<"where", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_WhereOp : Tx_Op<"where", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Where: select with three-way broadcasting";
   let description = [{
     `result = condition ? lhs : rhs`, all three broadcast to a common shape.
@@ -324,7 +325,7 @@ def Tx_WhereOp : Tx_Op<"where", [Pure, Tx_InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 class Tx_FloatUnaryOp<string mnemonic, string formula>
-    : Tx_UnaryOp<mnemonic, Tx_FloatTensor> {
+    : Tx_UnaryOp<mnemonic, Tx_FloatTensor, [Tx_Differentiable]> {
   let summary = "ONNX elementwise " # formula;
   let description = [{
     `result = }] # formula # [{` elementwise.
@@ -345,7 +346,7 @@ def Tx_LogOp : Tx_FloatUnaryOp<"log", "log(x)">;
 def Tx_SinOp : Tx_FloatUnaryOp<"sin", "sin(x)">;
 def Tx_CosOp : Tx_FloatUnaryOp<"cos", "cos(x)">;
 
-def Tx_NegOp : Tx_UnaryOp<"neg", Tx_NumericTensor> {
+def Tx_NegOp : Tx_UnaryOp<"neg", Tx_NumericTensor, [Tx_Differentiable]> {
   let summary = "ONNX Neg: result = -x";
   let description = [{
     ```mlir
@@ -354,7 +355,7 @@ def Tx_NegOp : Tx_UnaryOp<"neg", Tx_NumericTensor> {
   }];
 }
 
-def Tx_ReluOp : Tx_UnaryOp<"relu", Tx_NumericTensor> {
+def Tx_ReluOp : Tx_UnaryOp<"relu", Tx_NumericTensor, [Tx_Differentiable]> {
   let summary = "ONNX Relu: result = max(x, 0)";
   let description = [{
     ```mlir
@@ -375,7 +376,7 @@ def Tx_IsNaNOp : Tx_Op<"is_nan", [Pure, Elementwise, SameOperandsAndResultShape]
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tx_CastOp : Tx_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
+def Tx_CastOp : Tx_Op<"cast", [Tx_Differentiable, Pure, Elementwise, SameOperandsAndResultShape]> {
   let summary = "ONNX Cast: convert the element type";
   let description = [{
     `result = convert(input)`: floats round to nearest even, float to integer
@@ -391,7 +392,7 @@ def Tx_CastOp : Tx_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
   let hasFolder = 1;
 }
 
-def Tx_TriluOp : Tx_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+def Tx_TriluOp : Tx_Op<"trilu", [Tx_Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "ONNX Trilu: keep the upper or lower triangle of the last two dims";
   let description = [{
     Lower (`upper = false`): `result[..., i, j] = j <= i + k ? x[..., i, j] : 0`.
@@ -413,7 +414,7 @@ def Tx_TriluOp : Tx_Op<"trilu", [Pure, SameOperandsAndResultType]> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Tx_MatMulOp : Tx_Op<"matmul", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_MatMulOp : Tx_Op<"matmul", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX MatMul: numpy matmul with batch broadcasting";
   let description = [{
     `result[b..., i, j] = sum_k lhs[b..., i, k] * rhs[b..., k, j]`. A 1-D lhs
@@ -429,7 +430,7 @@ def Tx_MatMulOp : Tx_Op<"matmul", [Pure, Tx_InferTypeOpAdaptor]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def Tx_GemmOp : Tx_Op<"gemm", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_GemmOp : Tx_Op<"gemm", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Gemm: alpha * op(A) * op(B) + beta * C";
   let description = [{
     `result = alpha * (transA ? A^T : A) @ (transB ? B^T : B) + beta * C` with
@@ -456,7 +457,7 @@ def Tx_GemmOp : Tx_Op<"gemm", [Pure, Tx_InferTypeOpAdaptor]> {
 // Indexing and data movement
 //===----------------------------------------------------------------------===//
 
-def Tx_GatherOp : Tx_Op<"gather", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_GatherOp : Tx_Op<"gather", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Gather: take slices along an axis (embedding lookup)";
   let description = [{
     With `r = rank(data)` and `q = rank(indices)`, the result has rank
@@ -474,7 +475,7 @@ def Tx_GatherOp : Tx_Op<"gather", [Pure, Tx_InferTypeOpAdaptor]> {
 }
 
 def Tx_GatherElementsOp : Tx_Op<"gather_elements",
-    [Pure, Tx_InferTypeOpAdaptor]> {
+    [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX GatherElements: index one element per output position";
   let description = [{
     `result[i0, .., ik] = data[i0, .., indices[i0, .., ik], .., ik]` with the
@@ -492,7 +493,7 @@ def Tx_GatherElementsOp : Tx_Op<"gather_elements",
   let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
 }
 
-def Tx_GatherNDOp : Tx_Op<"gather_nd", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_GatherNDOp : Tx_Op<"gather_nd", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX GatherND: take slices addressed by index tuples";
   let description = [{
     With `r = rank(data)`, `q = rank(indices)`, `b = batch_dims` and
@@ -526,7 +527,7 @@ def Tx_GatherNDOp : Tx_Op<"gather_nd", [Pure, Tx_InferTypeOpAdaptor]> {
   let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
 }
 
-def Tx_ReshapeOp : Tx_Op<"reshape", [Pure]> {
+def Tx_ReshapeOp : Tx_Op<"reshape", [Tx_Differentiable, Pure]> {
   let summary = "ONNX Reshape to the static result type";
   let description = [{
     Same elements, row-major order, new shape. The importer resolves the
@@ -543,7 +544,7 @@ def Tx_ReshapeOp : Tx_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Tx_ExpandOp : Tx_Op<"expand", [Pure]> {
+def Tx_ExpandOp : Tx_Op<"expand", [Tx_Differentiable, Pure]> {
   let summary = "ONNX Expand: broadcast to the static result type";
   let description = [{
     `result = broadcast(input)` with numpy rules; the result shape is the
@@ -560,7 +561,7 @@ def Tx_ExpandOp : Tx_Op<"expand", [Pure]> {
   let hasFolder = 1;
 }
 
-def Tx_TransposeOp : Tx_Op<"transpose", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_TransposeOp : Tx_Op<"transpose", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Transpose: permute dimensions";
   let description = [{
     `result[j_0, .., j_(r-1)] = input[i_0, .., i_(r-1)]` with
@@ -576,7 +577,7 @@ def Tx_TransposeOp : Tx_Op<"transpose", [Pure, Tx_InferTypeOpAdaptor]> {
   let assemblyFormat = "$input `perm` $perm attr-dict `:` type($input)";
 }
 
-def Tx_SplitOp : Tx_Op<"split", [Pure]> {
+def Tx_SplitOp : Tx_Op<"split", [Tx_Differentiable, Pure]> {
   let summary = "ONNX Split: cut a tensor into pieces along an axis";
   let description = [{
     The pieces, in order, cover `input` along `axis`; their sizes are the
@@ -593,7 +594,7 @@ def Tx_SplitOp : Tx_Op<"split", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tx_SliceOp : Tx_Op<"slice", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_SliceOp : Tx_Op<"slice", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Slice with static starts, ends, axes and steps";
   let description = [{
     For each listed axis: `result` takes `input[start : end : step]` with
@@ -624,7 +625,7 @@ def Tx_SliceOp : Tx_Op<"slice", [Pure, Tx_InferTypeOpAdaptor]> {
   }];
 }
 
-def Tx_ConcatOp : Tx_Op<"concat", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_ConcatOp : Tx_Op<"concat", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Concat along an axis";
   let description = [{
     All inputs share rank, element type and every dim but `axis` (negative
@@ -639,7 +640,7 @@ def Tx_ConcatOp : Tx_Op<"concat", [Pure, Tx_InferTypeOpAdaptor]> {
   let assemblyFormat = "$inputs `axis` `(` $axis `)` attr-dict `:` type($inputs)";
 }
 
-def Tx_SqueezeOp : Tx_Op<"squeeze", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_SqueezeOp : Tx_Op<"squeeze", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Squeeze: remove size-1 dims";
   let description = [{
     Removes the listed dims (each must be 1); an empty list removes every
@@ -654,7 +655,7 @@ def Tx_SqueezeOp : Tx_Op<"squeeze", [Pure, Tx_InferTypeOpAdaptor]> {
   let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
 }
 
-def Tx_UnsqueezeOp : Tx_Op<"unsqueeze", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_UnsqueezeOp : Tx_Op<"unsqueeze", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Unsqueeze: insert size-1 dims";
   let description = [{
     Inserts a size-1 dim at each listed position of the result (negative
@@ -669,7 +670,7 @@ def Tx_UnsqueezeOp : Tx_Op<"unsqueeze", [Pure, Tx_InferTypeOpAdaptor]> {
   let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
 }
 
-def Tx_PadOp : Tx_Op<"pad", [Pure, Tx_InferTypeOpAdaptor]> {
+def Tx_PadOp : Tx_Op<"pad", [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX Pad with static pads";
   let description = [{
     `pads` holds `[begin_0, .., begin_(r-1), end_0, .., end_(r-1)]` for every
@@ -697,7 +698,7 @@ def Tx_PadOp : Tx_Op<"pad", [Pure, Tx_InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 class Tx_ReduceOp<string mnemonic, string formula>
-    : Tx_Op<mnemonic, [Pure, Tx_InferTypeOpAdaptor]> {
+    : Tx_Op<mnemonic, [Pure, Tx_InferTypeOpAdaptor, Tx_Differentiable]> {
   let summary = "ONNX " # formula # " over the listed axes";
   let description = [{
     `result = }] # formula # [{(input, axes)`; an empty `axes` reduces every
@@ -718,7 +719,7 @@ def Tx_ReduceMeanOp : Tx_ReduceOp<"reduce_mean", "ReduceMean">;
 def Tx_ReduceSumOp : Tx_ReduceOp<"reduce_sum", "ReduceSum">;
 def Tx_ReduceMaxOp : Tx_ReduceOp<"reduce_max", "ReduceMax">;
 
-def Tx_CumSumOp : Tx_Op<"cum_sum", [Pure, SameOperandsAndResultType]> {
+def Tx_CumSumOp : Tx_Op<"cum_sum", [Tx_Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "ONNX CumSum: running sum along one axis";
   let description = [{
     With `n = dim(input, axis)` (a negative `axis` counts from the end), for
@@ -753,7 +754,7 @@ def Tx_CumSumOp : Tx_Op<"cum_sum", [Pure, SameOperandsAndResultType]> {
   let hasFolder = 1;
 }
 
-def Tx_SoftmaxOp : Tx_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Tx_SoftmaxOp : Tx_Op<"softmax", [Tx_Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "ONNX Softmax (opset 13+) along one axis";
   let description = [{
     `result = exp(x - max(x, axis)) / sum(exp(x - max(x, axis)), axis)`,
@@ -770,7 +771,7 @@ def Tx_SoftmaxOp : Tx_Op<"softmax", [Pure, SameOperandsAndResultType]> {
 }
 
 def Tx_LayerNormalizationOp : Tx_Op<"layer_normalization",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Tx_Differentiable, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "ONNX LayerNormalization (opset 17)";
   let description = [{
     Normalizes over the dims from `axis` to the last:
@@ -795,7 +796,7 @@ def Tx_LayerNormalizationOp : Tx_Op<"layer_normalization",
 }
 
 def Tx_RMSNormalizationOp : Tx_Op<"rms_normalization",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Tx_Differentiable, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "ONNX RMSNormalization (opset 23) and com.microsoft SimplifiedLayerNormalization";
   let description = [{
     Normalizes over the dims from `axis` to the last without centering:
@@ -821,7 +822,7 @@ def Tx_RMSNormalizationOp : Tx_Op<"rms_normalization",
 //===----------------------------------------------------------------------===//
 
 def Tx_SoftmaxCrossEntropyLossOp : Tx_Op<"softmax_cross_entropy_loss",
-    [Pure, Tx_InferTypeOpAdaptor]> {
+    [Tx_Differentiable, Pure, Tx_InferTypeOpAdaptor]> {
   let summary = "ONNX SoftmaxCrossEntropyLoss";
   let description = [{
     `scores` is `[N, C]` or `[N, C, d1, ..]`, `labels` `[N]` or `[N, d1, ..]`.
@@ -850,7 +851,7 @@ def Tx_I64ScalarTensor : 0DTensorOf<[I64]> {
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI64Type())";
 }
 
-def Tx_DropoutOp : Tx_Op<"dropout", [AllTypesMatch<["input", "result"]>]> {
+def Tx_DropoutOp : Tx_Op<"dropout", [Tx_Differentiable, AllTypesMatch<["input", "result"]>]> {
   let summary = "ONNX Dropout in training mode";
   let description = [{
     `result = keep ? x * (1 / (1 - ratio)) : 0`, where `keep` is drawn per

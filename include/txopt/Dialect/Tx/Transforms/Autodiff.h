@@ -68,10 +68,11 @@ inline constexpr StringLiteral kParameterAttrName = "tx.parameter";
 inline constexpr StringLiteral kGradSeedAttrName = "tx.grad_seed";
 
 //===----------------------------------------------------------------------===//
-// Per-op gradient rules (GradientRules.cpp)
+// Per-op gradient rules (tx::DifferentiableOpInterface)
 //===----------------------------------------------------------------------===//
 
-/// True when |op| has a gradient rule (it may still refuse a particular
+/// True when |op| has a gradient rule, i.e. implements
+/// DifferentiableOpInterface (it may still refuse a particular
 /// configuration, e.g. tx.pad in reflect mode, with a diagnostic).
 bool hasGradientRule(Operation *op);
 

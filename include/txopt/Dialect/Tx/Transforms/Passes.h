@@ -12,6 +12,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
+// Before the generated options: their enum types and parsers.
+#include "txopt/Dialect/Tx/Transforms/PassOptions.h"
 
 namespace mlir::txopt::tx {
 

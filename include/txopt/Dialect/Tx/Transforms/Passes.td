@@ -52,8 +52,12 @@ def AutocastPass : Pass<"tx-autocast", "::mlir::func::FuncOp"> {
   }];
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
   let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
-           "The GEMM type: bf16 | fp16">,
+    Option<"precision", "precision", "::mlir::txopt::tx::GemmPrecision",
+           /*default=*/"::mlir::txopt::tx::GemmPrecision::bf16",
+           "The GEMM type", [{::llvm::cl::values(
+             clEnumValN(::mlir::txopt::tx::GemmPrecision::bf16, "bf16", "bfloat16"),
+             clEnumValN(::mlir::txopt::tx::GemmPrecision::fp16, "fp16",
+                        "IEEE half (pair with loss scaling)"))}]>,
   ];
 }
 
@@ -130,12 +134,24 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
            "Forward function (default: main, else the only public one)">,
     Option<"stepName", "name", "std::string", /*default=*/"\"train_step\"",
            "Name of the step function">,
-    Option<"loss", "loss", "std::string", /*default=*/"\"output\"",
-           "output (result #0 is the loss) | cross-entropy (result #0 is logits)">,
+    Option<"loss", "loss", "::mlir::txopt::tx::LossKind",
+           /*default=*/"::mlir::txopt::tx::LossKind::Output",
+           "What result #0 of the forward is", [{::llvm::cl::values(
+             clEnumValN(::mlir::txopt::tx::LossKind::Output, "output",
+                        "the loss"),
+             clEnumValN(::mlir::txopt::tx::LossKind::CrossEntropy,
+                        "cross-entropy", "logits, against the labels"))}]>,
     Option<"labels", "labels", "std::string", /*default=*/"\"labels\"",
            "Argument holding the labels under loss=cross-entropy">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "adamw | adam | sgd">,
+    Option<"optimizer", "optimizer", "::mlir::txopt::tx::OptimizerKind",
+           /*default=*/"::mlir::txopt::tx::OptimizerKind::AdamW",
+           "The optimizer", [{::llvm::cl::values(
+             clEnumValN(::mlir::txopt::tx::OptimizerKind::AdamW, "adamw",
+                        "Adam with decoupled weight decay"),
+             clEnumValN(::mlir::txopt::tx::OptimizerKind::Adam, "adam",
+                        "Adam, weight decay added to the gradient"),
+             clEnumValN(::mlir::txopt::tx::OptimizerKind::SGD, "sgd",
+                        "SGD with optional momentum"))}]>,
     Option<"lr", "lr", "double", /*default=*/"1e-3",
            "Learning rate: the initial value (tx.init) of the step's lr input">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
@@ -214,8 +230,9 @@ def DifferentiatePass : Pass<"tx-differentiate", "::mlir::ModuleOp"> {
     boolean and shape computations, constants and frozen parameters never
     do). Gradients of a value used several times are summed with `tx.add`;
     broadcasting ops reduce theirs to the operand shape with `tx.reduce_sum`
-    and `tx.reshape`. The per-op rules are in GradientRules.cpp
-    (`buildGradientFunction` in Autodiff.h is the C++ entry point). An op on
+    and `tx.reshape`. Each op's rule is its `DifferentiableOpInterface`
+    method (lib/Dialect/Tx/IR/<Family>Gradients.cpp;
+    `buildGradientFunction` in Autodiff.h is the C++ entry point). An op on
     such a path without a rule is an error at its location (the ONNX node):
     `no gradient rule for 'tx.foo'`; a function whose result #0 is not a
     scalar float is an error too.
@@ -238,8 +255,15 @@ def DifferentiatePass : Pass<"tx-differentiate", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::txopt::tx::TxDialect",
                            "::mlir::func::FuncDialect"];
   let options = [
-    Option<"wrt", "wrt", "std::string", /*default=*/"\"params\"",
-           "What to differentiate against: params | args | all">,
+    Option<"wrt", "wrt", "::mlir::txopt::tx::GradientWrt",
+           /*default=*/"::mlir::txopt::tx::GradientWrt::Params",
+           "What to differentiate against", [{::llvm::cl::values(
+             clEnumValN(::mlir::txopt::tx::GradientWrt::Params, "params",
+                        "the tx.parameter reads"),
+             clEnumValN(::mlir::txopt::tx::GradientWrt::Args, "args",
+                        "the floating-point arguments"),
+             clEnumValN(::mlir::txopt::tx::GradientWrt::All, "all",
+                        "arguments, then parameters"))}]>,
     Option<"functionName", "function", "std::string", /*default=*/"\"\"",
            "Only differentiate this function (default: every function with "
            "a body that is not itself a gradient function)">,
@@ -620,21 +644,37 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
   let options = [
-    Option<"scaling", "scaling", "std::string", /*default=*/"\"delayed\"",
-           "delayed | current">,
-    Option<"format", "format", "std::string", /*default=*/"\"hybrid\"",
-           "hybrid (E4M3 forward, E5M2 gradients) | e4m3">,
+    Option<"scaling", "scaling", "::mlir::txopt::tx::FP8ScalingKind",
+           /*default=*/"::mlir::txopt::tx::FP8ScalingKind::delayed",
+           "How scales are derived", [{::llvm::cl::values(
+             clEnumValN(::mlir::txopt::tx::FP8ScalingKind::delayed, "delayed",
+                        "from the amax history of earlier steps"),
+             clEnumValN(::mlir::txopt::tx::FP8ScalingKind::current, "current",
+                        "from this step's amax"))}]>,
+    Option<"format", "format", "::mlir::txopt::tx::FP8Format",
+           /*default=*/"::mlir::txopt::tx::FP8Format::hybrid",
+           "Which FP8 types", [{::llvm::cl::values(
+             clEnumValN(::mlir::txopt::tx::FP8Format::hybrid, "hybrid",
+                        "E4M3 forward, E5M2 gradients"),
+             clEnumValN(::mlir::txopt::tx::FP8Format::e4m3, "e4m3",
+                        "E4M3 everywhere"))}]>,
     Option<"history", "history", "int64_t", /*default=*/"1024",
            "Amax history length (delayed)">,
-    Option<"amax", "amax", "std::string", /*default=*/"\"max\"",
-           "max | most_recent (delayed)">,
+    Option<"amax", "amax", "::mlir::txopt::tx::AmaxCompute",
+           /*default=*/"::mlir::txopt::tx::AmaxCompute::max",
+           "Amax of the history (delayed)", [{::llvm::cl::values(
+             clEnumValN(::mlir::txopt::tx::AmaxCompute::max, "max",
+                        "the largest in the history"),
+             clEnumValN(::mlir::txopt::tx::AmaxCompute::most_recent,
+                        "most_recent", "the last step's"))}]>,
     Option<"margin", "margin", "int64_t", /*default=*/"0",
            "Binades of headroom (delayed)">,
     Option<"exclude", "exclude", "std::string", /*default=*/"\"\"",
            "Regex of ONNX node names whose GEMMs stay in higher precision "
            "(default: the first and last forward GEMM)">,
     Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
-           "GPU architecture; below sm_89 nothing is converted">,
+           "GPU architecture sm_XY (checked when the option is parsed); "
+           "below sm_89 nothing is converted">,
     Option<"explain", "explain", "bool", /*default=*/"false",
            "Emit a remark for every GEMM left in higher precision, with the reason">,
   ];

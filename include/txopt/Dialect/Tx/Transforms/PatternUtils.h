@@ -9,6 +9,9 @@
 #ifndef TXOPT_DIALECT_TX_TRANSFORMS_PATTERNUTILS_H
 #define TXOPT_DIALECT_TX_TRANSFORMS_PATTERNUTILS_H
 
+// getSplatConstant, which the gradient rules in the dialect share.
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -30,10 +33,6 @@ inline constexpr llvm::StringLiteral kNearMissPrefix = "not fused: ";
 /// (the ONNX node name after import).
 void reportNearMiss(Operation *anchor, llvm::StringRef pattern,
                     const llvm::Twine &reason);
-
-/// The value of |value| when it is a constant with a single distinct element
-/// (a scalar, or a splat of any shape), as a double.
-std::optional<double> getSplatConstant(Value value);
 
 /// True when |value| is a splat constant equal to |expected| within a
 /// relative tolerance of 1e-6 (exporters round constants through f32).
