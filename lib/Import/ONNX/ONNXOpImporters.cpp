@@ -78,6 +78,23 @@ LogicalResult importCast(NodeImporter &n) {
   Type elementType = convertElementType(n.getContext(), *dataType);
   if (!elementType)
     return n.fail("cast to " + dataTypeName(*dataType) + " is not supported");
+  // tx.cast to FP8 saturates (the default, saturate = 1); ONNX's other
+  // mode sends overflow to NaN or infinity.
+  auto saturate = n.opset >= 19 ? n.attrInt("saturate", 1) : FailureOr<int64_t>(1);
+  if (failed(saturate))
+    return failure();
+  if (*saturate == 0 && isa<FloatType>(elementType) &&
+      elementType.getIntOrFloatBitWidth() == 8)
+    return n.fail("cast to " + dataTypeName(*dataType) +
+                  " with saturate = 0 is not supported (tx.cast saturates)");
+  // Before opset 24, saturating casts to the FNUZ formats sent infinities
+  // to NaN; tx.cast follows opset 24 and saturates them.
+  if (n.opset < 24 && isa<Float8E4M3FNUZType, Float8E5M2FNUZType>(elementType))
+    return n.fail("cast to " + dataTypeName(*dataType) + " at opset " +
+                  std::to_string(n.opset) +
+                  " sends infinities to NaN, which tx.cast does not (it "
+                  "saturates them, as opset 24 does); upgrade the model to "
+                  "opset 24 or newer");
   // Cast to the same type is the identity; keep the graph free of no-ops.
   if (n.type(0).getElementType() == elementType) {
     n.setResult(0, n.input(0));
@@ -706,6 +723,16 @@ bool onnx_import::isSupportedOp(llvm::StringRef domain, llvm::StringRef opType) 
 int64_t onnx_import::minimumOpsetFor(llvm::StringRef opType) {
   auto it = registry().find(opType);
   return it == registry().end() ? 0 : it->second.since;
+}
+
+int64_t onnx_import::oldestReadableOpsetFor(llvm::StringRef opType) {
+  // Slice-1 takes starts/ends/axes as attributes and Pad-2 its constant as
+  // a `value` attribute; importSlice/importPad read only the input forms,
+  // so reading those models would silently drop the attributes.
+  return llvm::StringSwitch<int64_t>(opType)
+      .Case("Slice", 10)
+      .Case("Pad", 11)
+      .Default(0);
 }
 
 LogicalResult onnx_import::importNode(NodeImporter &importer,

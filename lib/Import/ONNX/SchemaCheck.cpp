@@ -47,8 +47,9 @@ struct AttrSpec {
   int64_t until = INT64_MAX; ///< last opset that defines it
 };
 
-/// The attributes of each supported default-domain op at opsets 13 to 23
-/// (from the ONNX operator docs); used where libonnx's schemas stop. Ops
+/// The attributes of each supported default-domain op at opsets 13 to
+/// kMaxOpset (from the ONNX operator docs); used where libonnx's schemas
+/// stop. Ops
 /// without attributes have no entry.
 const llvm::StringMap<std::vector<AttrSpec>> &attributeTable() {
   static const llvm::StringMap<std::vector<AttrSpec>> table = {
@@ -78,6 +79,7 @@ const llvm::StringMap<std::vector<AttrSpec>> &attributeTable() {
       {"Dropout", {{"seed", kInt}}},
       {"Shape", {{"start", kInt, 15}, {"end", kInt, 15}}},
       {"ConstantOfShape", {{"value", kTensor}}},
+      {"Range", {{"stash_type", kInt, 27}}},
       {"Constant",
        {{"value", kTensor}, {"sparse_value", kSparse}, {"value_float", kFloat},
         {"value_floats", kFloats}, {"value_int", kInt}, {"value_ints", kInts},
@@ -139,6 +141,14 @@ LogicalResult onnx_import::checkNodeSchema(const onnx::NodeProto &node,
       opset <= lastKnownOpset()
           ? onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset))
           : nullptr;
+  // An op newer than the model's opset (Where at opset 7) is not in the
+  // model's language, though the importer would read it.
+  if (!schema && opset <= lastKnownOpset() &&
+      onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(lastKnownOpset()))) {
+    error = label + ": " + node.op_type() + " is not defined at opset " +
+            std::to_string(opset);
+    return failure();
+  }
   if (schema) {
     try {
       // Verify reads the node's domain-less op_type; a node in "ai.onnx"

@@ -1,0 +1,162 @@
+//===- UnsignedInts.cpp - ONNX unsigned integers on signless tx ints ------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// tx integers are signless, and its ops that depend on signedness (division,
+// ordering, conversion to a wider or float type) read them as signed. ONNX
+// uint8/16/32 values past the signed range would read as negative, so the
+// importer tracks which ONNX values are unsigned and gives those ops
+// zero-extended i64 operands, narrowing the result back where it is of the
+// operand type. uint64 has no wider type: those ops refuse it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterInternal.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::onnx_import;
+
+namespace {
+
+/// ONNX TensorProto data types that are unsigned integers, with their width.
+unsigned unsignedWidth(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::UINT8: return 8;
+  case onnx::TensorProto::UINT16: return 16;
+  case onnx::TensorProto::UINT32: return 32;
+  case onnx::TensorProto::UINT64: return 64;
+  default: return 0;
+  }
+}
+
+/// How a default-domain op depends on the signedness of its integer
+/// operands.
+enum class Sensitivity {
+  None,       ///< wrapping arithmetic, data movement, equality: bits suffice
+  Result,     ///< computes in the operand type: widen, then narrow back
+  Comparison, ///< ordering (bool result) or conversion: widen only
+};
+
+Sensitivity sensitivityOf(llvm::StringRef opType) {
+  return llvm::StringSwitch<Sensitivity>(opType)
+      .Cases({"Div", "Mod", "Max", "Min", "Pow", "ReduceMax", "ReduceMean"},
+             Sensitivity::Result)
+      .Cases({"Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Cast"},
+             Sensitivity::Comparison)
+      .Default(Sensitivity::None);
+}
+
+bool isDefault(llvm::StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+/// The width of the unsigned type a tensor attribute (Constant's `value`,
+/// ConstantOfShape's `value`) holds, or 0.
+unsigned tensorAttrWidth(const onnx::NodeProto &node) {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == "value" && attr.has_t())
+      return unsignedWidth(attr.t().data_type());
+  return 0;
+}
+
+} // namespace
+
+llvm::StringMap<unsigned>
+onnx_import::findUnsignedValues(const onnx::GraphProto &graph,
+                                llvm::ArrayRef<int> order) {
+  llvm::StringMap<unsigned> widths;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    if (input.type().has_tensor_type())
+      if (unsigned w = unsignedWidth(input.type().tensor_type().elem_type()))
+        widths[input.name()] = w;
+  for (const onnx::TensorProto &init : graph.initializer())
+    if (unsigned w = unsignedWidth(init.data_type()))
+      widths[init.name()] = w;
+  // Forward in topological order: an output has the type its op gives it.
+  for (int index : order) {
+    const onnx::NodeProto &node = graph.node(index);
+    unsigned width = 0;
+    llvm::StringRef op = node.op_type();
+    if (!isDefault(node.domain())) {
+      width = 0;
+    } else if (op == "Cast") {
+      for (const onnx::AttributeProto &attr : node.attribute())
+        if (attr.name() == "to")
+          width = unsignedWidth(static_cast<int32_t>(attr.i()));
+    } else if (op == "Constant" || op == "ConstantOfShape") {
+      width = tensorAttrWidth(node);
+    } else if (llvm::is_contained({"Equal", "Less", "LessOrEqual", "Greater",
+                                   "GreaterOrEqual", "IsNaN", "And", "Or",
+                                   "Xor", "Not", "Shape"},
+                                  op)) {
+      width = 0;
+    } else {
+      // Same-type ops: the data operand's type (Where's is input 1).
+      int data = op == "Where" ? 1 : 0;
+      if (node.input_size() > data)
+        width = widths.lookup(node.input(data));
+    }
+    if (width)
+      for (const std::string &output : node.output())
+        if (!output.empty())
+          widths[output] = width;
+  }
+  return widths;
+}
+
+LogicalResult
+onnx_import::importNodeWithSignedness(NodeImporter &n, llvm::StringRef domain,
+                                      const llvm::StringMap<unsigned> &widths) {
+  Sensitivity sensitivity = isDefault(domain)
+                                ? sensitivityOf(n.node.op_type())
+                                : Sensitivity::None;
+  llvm::SmallVector<unsigned> widened;
+  for (unsigned i = 0; sensitivity != Sensitivity::None && i < n.numInputs(); ++i) {
+    unsigned width = widths.lookup(n.node.input(i));
+    if (!width || !n.has(i))
+      continue;
+    if (width == 64)
+      return n.fail(n.node.op_type() +
+                    " on uint64 is not supported: tx integers are signless, "
+                    "and there is no wider type to compute it in");
+    // zext(x) = sext(x) mod 2^width, with the divisor's sign (fmod = false).
+    Builder &b = n.builder;
+    auto i64 = b.getIntegerType(64);
+    auto type = n.type(i);
+    auto wide = n.createOne<tx::CastOp>({n.input(i)}, {}, type.clone(i64));
+    if (failed(wide))
+      return failure();
+    Value modulus = n.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, i64),
+        llvm::ArrayRef<int64_t>(int64_t(1) << width)));
+    auto zext = n.createOne<tx::ModOp>({*wide, modulus},
+                                       {n.named("fmod", b.getBoolAttr(false))});
+    if (failed(zext))
+      return failure();
+    n.replaceInput(i, *zext);
+    widened.push_back(width);
+  }
+  if (failed(importNode(n, domain)))
+    return failure();
+  if (sensitivity != Sensitivity::Result || widened.empty())
+    return success();
+  // The op computed in i64 what ONNX computes in the unsigned type; every
+  // value it can produce fits that type, so narrowing is exact.
+  unsigned width = widths.lookup(n.node.output(0));
+  for (unsigned i = 0; width && i < n.numOutputs(); ++i) {
+    Value result = n.getResults()[i];
+    auto type = result ? llvm::dyn_cast<RankedTensorType>(result.getType())
+                       : RankedTensorType();
+    if (!type || !type.getElementType().isInteger(64) || width == 64)
+      continue;
+    auto narrow = n.createOne<tx::CastOp>(
+        {result}, {}, type.clone(n.builder.getIntegerType(width)));
+    if (failed(narrow))
+      return failure();
+    n.setResult(i, *narrow);
+  }
+  return success();
+}
