@@ -197,8 +197,14 @@ LogicalResult GraphImporter::checkModel(const onnx::ModelProto &model) {
                   std::to_string(entry.version()) + ")");
     found = entry.version();
   }
-  if (!found)
-    return fail("opset_import has no default-domain (ai.onnx) opset");
+  if (!found) {
+    // A graph of other domains' ops only (ai.onnx.preview.training's Adam)
+    // needs no default-domain opset; its attributes are read as the newest.
+    for (const onnx::NodeProto &node : model.graph().node())
+      if (isDefaultDomain(node.domain()))
+        return fail("opset_import has no default-domain (ai.onnx) opset");
+    found = kMaxOpset;
+  }
   opset = *found;
   info.opset = opset;
   std::string producer = model.producer_name();
@@ -421,7 +427,7 @@ GraphImporter::inputType(const onnx::ValueInfoProto &input) {
     }
   }
   for (auto [d, size] : llvm::enumerate(dims))
-    if (size <= 0)
+    if (size < 0)
       return fail(what + " dim " + std::to_string(d) + " is " + std::to_string(size) +
                   "; tx needs positive sizes");
   if (!checkedNumElements(dims))
