@@ -322,7 +322,8 @@ llvm::StringMap<unsigned> findUnsignedValues(const onnx::GraphProto &graph,
 /// importNode, giving the ops that read integers as signed (Div, Mod,
 /// Max/Min, Pow, ReduceMax/Mean, ordering comparisons, Cast) zero-extended
 /// i64 operands for the unsigned values in |widths| and narrowing their
-/// results back; uint64 operands of those ops are an error.
+/// results back; uint64 operands: comparisons and Max/Min on the signed
+/// order, the other ops an error.
 LogicalResult importNodeWithSignedness(NodeImporter &importer,
                                        llvm::StringRef domain,
                                        const llvm::StringMap<unsigned> &widths);

@@ -49,10 +49,53 @@ LogicalResult importUnary(NodeImporter &n) {
   return setOne(n, n.createOne<OpTy>({n.input(0)}, {}, n.type(0)));
 }
 
+/// Mod with fmod = 0 on floats (defined from opset 28, floored: the sign
+/// of the divisor) from tx.mod's fmod form, as Python's float `%` does it:
+/// r = fmod(a, b); r != 0 and sign(r) != sign(b) ? r + b : r, and a zero
+/// takes b's sign. fmod's NaN cases (a infinite, b zero, a NaN) stay NaN,
+/// and a finite a against an infinite b of the other sign gives b.
+static LogicalResult importFlooredFloatMod(NodeImporter &n) {
+  Builder &b = n.builder;
+  auto floatType = llvm::cast<FloatType>(n.type(0).getElementType());
+  auto scalarType = RankedTensorType::get({}, floatType);
+  auto scalar = [&](double v) {
+    llvm::APFloat value(v);
+    bool lost;
+    value.convert(floatType.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                  &lost);
+    return n.constant(DenseElementsAttr::get(scalarType, llvm::ArrayRef(value)));
+  };
+  Value zero = scalar(0.0);
+  auto r = n.createOne<tx::ModOp>({n.input(0), n.input(1)},
+                                  {n.named("fmod", b.getBoolAttr(true))});
+  if (failed(r))
+    return failure();
+  auto rZero = n.createOne<tx::EqualOp>({*r, zero});
+  auto rNeg = n.createOne<tx::LessOp>({*r, zero});
+  auto bNeg = n.createOne<tx::LessOp>({n.input(1), zero});
+  if (failed(rZero) || failed(rNeg) || failed(bNeg))
+    return failure();
+  auto signsDiffer = n.createOne<tx::XorOp>({*rNeg, *bNeg});
+  auto nonZero = n.createOne<tx::NotOp>({*rZero});
+  if (failed(signsDiffer) || failed(nonZero))
+    return failure();
+  auto fix = n.createOne<tx::AndOp>({*nonZero, *signsDiffer});
+  auto shifted = n.createOne<tx::AddOp>({*r, n.input(1)});
+  if (failed(fix) || failed(shifted))
+    return failure();
+  auto fixed = n.createOne<tx::WhereOp>({*fix, *shifted, *r});
+  auto signedZero = n.createOne<tx::WhereOp>({*bNeg, scalar(-0.0), zero});
+  if (failed(fixed) || failed(signedZero))
+    return failure();
+  return setOne(n, n.createOne<tx::WhereOp>({*rZero, *signedZero, *fixed}));
+}
+
 LogicalResult importMod(NodeImporter &n) {
   auto fmod = n.attrInt("fmod", 0);
   if (failed(n.expectInputs(2, 2)) || failed(fmod))
     return failure();
+  if (*fmod == 0 && isa<FloatType>(n.type(0).getElementType()))
+    return importFlooredFloatMod(n);
   return setOne(n, n.createOne<tx::ModOp>(
                        {n.input(0), n.input(1)},
                        {n.named("fmod", n.builder.getBoolAttr(*fmod != 0))}));

@@ -6,7 +6,8 @@
 // uint8/16/32 values past the signed range would read as negative, so the
 // importer tracks which ONNX values are unsigned and gives those ops
 // zero-extended i64 operands, narrowing the result back where it is of the
-// operand type. uint64 has no wider type: those ops refuse it.
+// operand type. uint64 has no wider type: its comparisons and Max/Min are
+// rewritten on the signed order, and the other such ops refuse it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +61,71 @@ unsigned tensorAttrWidth(const onnx::NodeProto &node) {
     if (attr.name() == "value" && attr.has_t())
       return unsignedWidth(attr.t().data_type());
   return 0;
+}
+
+/// `a <u b` (or <=, >, >= by |OpTy|) for uint64 in signless i64: when the
+/// signs agree the signed order is the unsigned one; when they differ it
+/// is reversed, and exactly one of `a < 0`, `b < 0` holds, so
+/// `cmp(a, b) xor (a < 0) xor (b < 0)` is the unsigned comparison.
+template <typename OpTy>
+FailureOr<Value> compareUnsigned64(NodeImporter &n, Value a, Value b) {
+  Value zero = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, n.builder.getI64Type()), int64_t(0)));
+  auto cmp = n.createOne<OpTy>({a, b});
+  auto aNeg = n.createOne<tx::LessOp>({a, zero});
+  auto bNeg = n.createOne<tx::LessOp>({b, zero});
+  if (failed(cmp) || failed(aNeg) || failed(bNeg))
+    return failure();
+  auto once = n.createOne<tx::XorOp>({*cmp, *aNeg});
+  if (failed(once))
+    return failure();
+  return n.createOne<tx::XorOp>({*once, *bNeg});
+}
+
+/// The uint64 forms of the sign-dependent ops that need no wider type:
+/// ordering comparisons and Max/Min (a select on `<u`). Fails (with the
+/// node's error) for the others.
+LogicalResult importUnsigned64(NodeImporter &n) {
+  llvm::StringRef op = n.node.op_type();
+  for (unsigned i = 0; i < n.numInputs(); ++i)
+    if (!n.has(i))
+      return n.fail("input " + std::to_string(i) + " is missing");
+  FailureOr<Value> result = failure();
+  if ((op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+       op == "GreaterOrEqual") &&
+      n.numInputs() == 2) {
+    Value a = n.input(0), b = n.input(1);
+    if (op == "Less")
+      result = compareUnsigned64<tx::LessOp>(n, a, b);
+    else if (op == "Greater")
+      result = compareUnsigned64<tx::GreaterOp>(n, a, b);
+    else if (op == "LessOrEqual")
+      result = compareUnsigned64<tx::LessOrEqualOp>(n, a, b);
+    else
+      result = compareUnsigned64<tx::GreaterOrEqualOp>(n, a, b);
+  } else if ((op == "Max" || op == "Min") && n.numInputs() >= 1) {
+    // Left to right, as importVariadicMinMax chains tx.max / tx.min.
+    Value acc = n.input(0);
+    for (unsigned i = 1; i < n.numInputs(); ++i) {
+      auto less = compareUnsigned64<tx::LessOp>(n, acc, n.input(i));
+      if (failed(less))
+        return failure();
+      auto picked = op == "Max"
+                        ? n.createOne<tx::WhereOp>({*less, n.input(i), acc})
+                        : n.createOne<tx::WhereOp>({*less, acc, n.input(i)});
+      if (failed(picked))
+        return failure();
+      acc = *picked;
+    }
+    result = acc;
+  } else {
+    return n.fail(op + " on uint64 is not supported: tx integers are signless, "
+                       "and there is no wider type to compute it in");
+  }
+  if (failed(result))
+    return failure();
+  n.setResult(0, *result);
+  return success();
 }
 
 } // namespace
@@ -119,9 +185,7 @@ onnx_import::importNodeWithSignedness(NodeImporter &n, llvm::StringRef domain,
     if (!width || !n.has(i))
       continue;
     if (width == 64)
-      return n.fail(n.node.op_type() +
-                    " on uint64 is not supported: tx integers are signless, "
-                    "and there is no wider type to compute it in");
+      return importUnsigned64(n);
     // zext(x) = sext(x) mod 2^width, with the divisor's sign (fmod = false).
     Builder &b = n.builder;
     auto i64 = b.getIntegerType(64);

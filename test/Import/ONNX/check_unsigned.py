@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Runs ONNX ops whose result depends on signedness on unsigned integers
-past the signed range (uint8 200, uint16 65535, uint32 4e9) through txopt
+past the signed range (uint8 200, uint16 65535, uint32 4e9, uint64 2^63 +
+k) through txopt
 and txopt-run, and compares with numpy, whose unsigned semantics are
 ONNX's (Div truncates, Mod with fmod = 0 takes the divisor's sign, Cast
 zero-extends): check_unsigned.py TXOPT TXOPT_RUN WORKDIR. Prints one line
@@ -19,7 +20,7 @@ os.makedirs(work, exist_ok=True)
 
 U = {np.uint8: TensorProto.UINT8, np.uint16: TensorProto.UINT16,
      np.uint32: TensorProto.UINT32, np.float32: TensorProto.FLOAT,
-     np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL,
+     np.int32: TensorProto.INT32, np.uint64: TensorProto.UINT64, np.bool_: TensorProto.BOOL,
      np.int64: TensorProto.INT64}
 
 
@@ -47,6 +48,16 @@ for dt in (np.uint8, np.uint16, np.uint32):
         ("add_" + n, "Add", {}, [a, b], a + b),
         ("equal_" + n, "Equal", {}, [a, b], a == b),
     ]
+a, b = values(np.uint64)
+cases += [
+    ("less_uint64", "Less", {}, [a, b], a < b),
+    ("greater_uint64", "Greater", {}, [a, b], a > b),
+    ("less_equal_uint64", "LessOrEqual", {}, [a, b], a <= b),
+    ("greater_equal_uint64", "GreaterOrEqual", {}, [a, b], a >= b),
+    ("max_uint64", "Max", {}, [a, b], np.maximum(a, b)),
+    ("min_uint64", "Min", {}, [a, b], np.minimum(a, b)),
+    ("max3_uint64", "Max", {}, [a, b, b[::-1].copy()], np.maximum(np.maximum(a, b), b[::-1])),
+]
 a8, _ = values(np.uint8)
 cases.append(("cast_uint16_uint8", "Cast", {"to": TensorProto.UINT16}, [a8], a8.astype(np.uint16)))
 base = np.array([2.0, 1.0, 0.5, 1.0, 1.0, 1.0], dtype=np.float32)
