@@ -101,7 +101,15 @@ DenseElementsAttr write(RankedTensorType type, const Values &values) {
   Type elementType = type.getElementType();
   if (auto floatType = llvm::dyn_cast<FloatType>(elementType)) {
     llvm::SmallVector<APFloat> out;
+    // Casts to the 8-bit floats saturate (tx.cast, as ONNX's saturate = 1),
+    // infinities included; APFloat would overflow to NaN or infinity.
+    double largest = floatType.getWidth() == 8
+                         ? APFloat::getLargest(floatType.getFloatSemantics())
+                               .convertToDouble()
+                         : 0.0;
     for (double v : values.floats) {
+      if (largest != 0.0 && std::fabs(v) > largest)
+        v = std::signbit(v) ? -largest : largest;
       APFloat value(v);
       bool lost;
       value.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
