@@ -16,6 +16,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::onnx_import;
@@ -128,6 +130,33 @@ LogicalResult importUnsigned64(NodeImporter &n) {
   return success();
 }
 
+/// Cast from a float to uint64: values from 2^63 up do not fit i64, whose
+/// conversion saturates; they are converted after subtracting 2^63, and
+/// adding 2^63 back in wrapping i64 arithmetic gives the uint64 bits.
+LogicalResult importFloatToUnsigned64(NodeImporter &n) {
+  RankedTensorType type = n.type(0);
+  auto floatType = llvm::cast<FloatType>(type.getElementType());
+  auto i64 = n.builder.getI64Type();
+  llvm::APFloat twoPow63 = llvm::APFloat::getOne(floatType.getFloatSemantics());
+  twoPow63 = llvm::scalbn(twoPow63, 63, llvm::APFloat::rmNearestTiesToEven);
+  Value bound = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, floatType), llvm::ArrayRef(twoPow63)));
+  Value signBit = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, i64), std::numeric_limits<int64_t>::min()));
+  auto big = n.createOne<tx::GreaterOrEqualOp>({n.input(0), bound});
+  auto low = n.createOne<tx::CastOp>({n.input(0)}, {}, type.clone(i64));
+  auto shifted = n.createOne<tx::SubOp>({n.input(0), bound});
+  if (failed(big) || failed(low) || failed(shifted))
+    return failure();
+  auto shiftedInt = n.createOne<tx::CastOp>({*shifted}, {}, type.clone(i64));
+  if (failed(shiftedInt))
+    return failure();
+  auto high = n.createOne<tx::AddOp>({*shiftedInt, signBit});
+  if (failed(high))
+    return failure();
+  return setOne(n, n.createOne<tx::WhereOp>({*big, *high, *low}));
+}
+
 } // namespace
 
 llvm::StringMap<unsigned>
@@ -179,6 +208,10 @@ onnx_import::importNodeWithSignedness(NodeImporter &n, llvm::StringRef domain,
   Sensitivity sensitivity = isDefault(domain)
                                 ? sensitivityOf(n.node.op_type())
                                 : Sensitivity::None;
+  if (isDefault(domain) && n.node.op_type() == "Cast" && n.has(0) &&
+      n.node.output_size() > 0 && widths.lookup(n.node.output(0)) == 64 &&
+      isa<FloatType>(n.type(0).getElementType()))
+    return importFloatToUnsigned64(n);
   llvm::SmallVector<unsigned> widened;
   for (unsigned i = 0; sensitivity != Sensitivity::None && i < n.numInputs(); ++i) {
     unsigned width = widths.lookup(n.node.input(i));

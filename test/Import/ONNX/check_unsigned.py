@@ -20,7 +20,8 @@ os.makedirs(work, exist_ok=True)
 
 U = {np.uint8: TensorProto.UINT8, np.uint16: TensorProto.UINT16,
      np.uint32: TensorProto.UINT32, np.float32: TensorProto.FLOAT,
-     np.int32: TensorProto.INT32, np.uint64: TensorProto.UINT64, np.bool_: TensorProto.BOOL,
+     np.int32: TensorProto.INT32, np.uint64: TensorProto.UINT64,
+     np.float64: TensorProto.DOUBLE, np.bool_: TensorProto.BOOL,
      np.int64: TensorProto.INT64}
 
 
@@ -58,6 +59,8 @@ cases += [
     ("min_uint64", "Min", {}, [a, b], np.minimum(a, b)),
     ("max3_uint64", "Max", {}, [a, b, b[::-1].copy()], np.maximum(np.maximum(a, b), b[::-1])),
 ]
+f = np.array([1e19, 2.0 ** 63, 5.0, 2.0 ** 63 - 1024, 0.0, 1.8e19])
+cases.append(("cast_uint64_from_double", "Cast", {"to": TensorProto.UINT64}, [f], f.astype(np.uint64)))
 a8, _ = values(np.uint8)
 cases.append(("cast_uint16_uint8", "Cast", {"to": TensorProto.UINT16}, [a8], a8.astype(np.uint16)))
 base = np.array([2.0, 1.0, 0.5, 1.0, 1.0, 1.0], dtype=np.float32)
