@@ -109,6 +109,60 @@ LogicalResult importIsNaN(NodeImporter &n) {
                        n.type(0).clone(n.builder.getI1Type())));
 }
 
+/// Cast to an FP8 format without infinities (E4M3FN, the FNUZ formats) with
+/// saturate = 0: values that round past the largest finite value become
+/// NaN, where tx.cast saturates. Rounding is to nearest even with
+/// an unbounded exponent, so |x| overflows from the midpoint between the
+/// largest value and the next step up; at the midpoint itself the tie goes
+/// to the even neighbour: down when the largest value's last mantissa bit
+/// is 0 (E4M3FN's 448), up otherwise. The comparisons run in x's type,
+/// which must hold the midpoint exactly (f16, bf16, f32 and f64 all do).
+static LogicalResult importNonSaturatingFloat8Cast(NodeImporter &n,
+                                                   FloatType target,
+                                                   const std::string &targetName) {
+  auto inType = n.type(0);
+  auto inFloat = llvm::dyn_cast<FloatType>(inType.getElementType());
+  std::string what = "cast to " + targetName + " with saturate = 0";
+  if (!inFloat || inFloat.getWidth() < 16)
+    return n.fail(what + " is only supported from a float of 16 bits or more");
+  const llvm::fltSemantics &sem = target.getFloatSemantics();
+  // tx keeps E5M2 values saturated (every rounding to it clamps, as the
+  // GPU's conversions do), so it has no infinity to give overflow.
+  if (llvm::APFloat::semanticsHasInf(sem))
+    return n.fail(what + " is not supported (tx's " + targetName +
+                  " values saturate: it has no infinities)");
+  llvm::APFloat largest = llvm::APFloat::getLargest(sem);
+  llvm::APFloat below = largest;
+  below.next(/*nextDown=*/true);
+  double step = largest.convertToDouble() - below.convertToDouble();
+  double midpoint = largest.convertToDouble() + step / 2;
+  bool tieGoesUp = largest.bitcastToAPInt()[0];
+  llvm::APFloat bound(midpoint);
+  bool lost = false;
+  bound.convert(inFloat.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  if (lost)
+    return n.fail(what + " from this type is not supported");
+  auto scalarIn = RankedTensorType::get({}, inFloat);
+  auto scalarOut = RankedTensorType::get({}, target);
+  Value hiBound = n.constant(DenseElementsAttr::get(scalarIn, llvm::ArrayRef(bound)));
+  llvm::APFloat negBound = bound;
+  negBound.changeSign();
+  Value loBound = n.constant(DenseElementsAttr::get(scalarIn, llvm::ArrayRef(negBound)));
+  auto saturated = n.createOne<tx::CastOp>({n.input(0)}, {}, inType.clone(target));
+  auto high = tieGoesUp ? n.createOne<tx::GreaterOrEqualOp>({n.input(0), hiBound})
+                        : n.createOne<tx::GreaterOp>({n.input(0), hiBound});
+  auto low = tieGoesUp ? n.createOne<tx::LessOrEqualOp>({n.input(0), loBound})
+                       : n.createOne<tx::LessOp>({n.input(0), loBound});
+  if (failed(saturated) || failed(high) || failed(low))
+    return failure();
+  Value nan = n.constant(DenseElementsAttr::get(
+      scalarOut, llvm::ArrayRef(llvm::APFloat::getNaN(sem))));
+  auto overflow = n.createOne<tx::OrOp>({*high, *low});
+  if (failed(overflow))
+    return failure();
+  return setOne(n, n.createOne<tx::WhereOp>({*overflow, nan, *saturated}));
+}
+
 LogicalResult importCast(NodeImporter &n) {
   const onnx::AttributeProto *to = n.findAttr("to");
   if (failed(n.expectInputs(1, 1)))
@@ -128,8 +182,8 @@ LogicalResult importCast(NodeImporter &n) {
     return failure();
   if (*saturate == 0 && isa<FloatType>(elementType) &&
       elementType.getIntOrFloatBitWidth() == 8)
-    return n.fail("cast to " + dataTypeName(*dataType) +
-                  " with saturate = 0 is not supported (tx.cast saturates)");
+    return importNonSaturatingFloat8Cast(n, llvm::cast<FloatType>(elementType),
+                                         dataTypeName(*dataType));
   // Before opset 24, saturating casts to the FNUZ formats sent infinities
   // to NaN; tx.cast follows opset 24 and saturates them.
   if (n.opset < 24 && isa<Float8E4M3FNUZType, Float8E5M2FNUZType>(elementType))
