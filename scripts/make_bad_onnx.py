@@ -110,11 +110,11 @@ def main(directory):
         [f32("x", [2, 3])], [f32("y", [2, 3])],
         extra_opsets=[helper.make_opsetid("com.example", 1)]))
     m = add_model()
-    m.opset_import[0].version = 11
-    save(directory, "opset11.onnx", m)
+    m.opset_import[0].version = 6
+    save(directory, "opset6.onnx", m)
     m = add_model()
-    m.opset_import[0].version = 24
-    save(directory, "opset24.onnx", m)
+    m.opset_import[0].version = 29
+    save(directory, "opset29.onnx", m)
     save(directory, "cycle.onnx", model(
         [helper.make_node("Add", ["x", "b"], ["a"], name="cyc_a"),
          helper.make_node("Relu", ["a"], ["b"], name="cyc_b"),

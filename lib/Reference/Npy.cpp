@@ -103,6 +103,17 @@ std::optional<std::pair<Type, unsigned>> typeForDescr(MLIRContext *context,
     return std::make_pair(Type(b.getI64Type()), 8u);
   if (descr == "|b1")
     return std::make_pair(Type(b.getI1Type()), 1u);
+  // Narrow and unsigned integers read as signless integers of their width
+  // (the executor's types; unsigned values keep their bits, and the
+  // importer widens them where an op would read them as signed).
+  if (descr == "|i1" || descr == "|u1")
+    return std::make_pair(Type(b.getIntegerType(8)), 1u);
+  if (descr == "<i2" || descr == "<u2")
+    return std::make_pair(Type(b.getIntegerType(16)), 2u);
+  if (descr == "<u4")
+    return std::make_pair(Type(b.getI32Type()), 4u);
+  if (descr == "<u8")
+    return std::make_pair(Type(b.getI64Type()), 8u);
   return std::nullopt;
 }
 
@@ -179,7 +190,8 @@ llvm::Expected<Tensor> mlir::txopt::reference::parseNpy(MLIRContext *context,
   auto dtype = typeForDescr(context, *descr);
   if (!dtype)
     return npyError("unsupported dtype '" + *descr +
-                    "' (expected '<f2', '<f4', '<f8', '<i4', '<i8' or '|b1')");
+                    "' (expected '<f2', '<f4', '<f8', '|i1', '<i2', '<i4', "
+                    "'<i8', '|u1', '<u2', '<u4', '<u8' or '|b1')");
 
   uint64_t count = 1;
   for (int64_t d : *shape) {
@@ -207,6 +219,12 @@ llvm::Expected<Tensor> mlir::txopt::reference::parseNpy(MLIRContext *context,
       tensor.floats()[i] = v;
     } else if (type.isF64()) {
       std::memcpy(&tensor.floats()[i], p, 8);
+    } else if (type.isInteger(8)) {
+      tensor.ints()[i] = static_cast<int8_t>(*p);
+    } else if (type.isInteger(16)) {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      tensor.ints()[i] = v;
     } else if (type.isInteger(32)) {
       int32_t v;
       std::memcpy(&v, p, 4);

@@ -283,10 +283,19 @@ double mlir::txopt::reference::roundToType(FloatType type, double value) {
     return roundToFloat8(value, kFloat8E4M3FN);
   if (isa<Float8E5M2Type>(type))
     return roundToFloat8(value, kFloat8E5M2);
-  // Everything else (other FP8 variants, tf32, ...): APFloat, round to
-  // nearest even, IEEE overflow.
   if (std::isnan(value))
     return value;
+  // The FNUZ FP8 formats have no infinity: they saturate too, infinities
+  // included, as ONNX Cast (saturate=1) does from opset 24 (the importer
+  // refuses the earlier Cast, which sent infinities to NaN).
+  if (isa<Float8E4M3FNUZType, Float8E5M2FNUZType>(type)) {
+    double largest =
+        llvm::APFloat::getLargest(type.getFloatSemantics()).convertToDouble();
+    if (std::fabs(value) > largest)
+      return std::signbit(value) ? -largest : largest;
+  }
+  // Everything else (other FP8 variants, tf32, ...): APFloat, round to
+  // nearest even, IEEE overflow.
   llvm::APFloat v(value);
   bool lost;
   v.convert(type.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);

@@ -57,7 +57,9 @@ OPTIONS:
                           argN for the N-th argument). Repeatable. The file's
                           dtype and shape must match the argument exactly
                           ('<f4' is also accepted for bf16/f16 arguments and
-                          rounded). Supported dtypes: <f2 <f4 <f8 <i4 <i8 |b1.
+                          rounded). Supported dtypes: <f2 <f4 <f8 <i4 <i8 |b1,
+                          and |i1 |u1 <i2 <u2 <u4 <u8 for i8/i16/i32/i64
+                          arguments (unsigned values keep their bits).
   --seed S                Seed for arguments without --input (default 0):
                           floats are N(0, 1) by Box-Muller on a splitmix64
                           stream whose state starts at S + (argIndex << 32);

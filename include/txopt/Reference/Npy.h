@@ -6,6 +6,9 @@
 //
 //   '<f2' f16   '<f4' f32   '<f8' f64   '<i4' i32   '<i8' i64   '|b1' i1
 //
+// and, read only, '|i1' '|u1' as i8, '<i2' '<u2' as i16, '<u4' as i32 and
+// '<u8' as i64 (unsigned values keep their bits in the signless type).
+//
 // Writing a tensor whose element type has no dtype above widens it exactly:
 // bf16 and other small floats to '<f4', other integer widths to '<i8'.
 //

@@ -60,7 +60,15 @@ DenseElementsAttr toAttr(const reference::Tensor &tensor,
   if (auto floatType = dyn_cast<FloatType>(elementType)) {
     llvm::SmallVector<APFloat> values;
     values.reserve(tensor.getNumElements());
+    // Casts to the 8-bit floats saturate (tx.cast, as ONNX's saturate = 1),
+    // infinities included; APFloat would overflow to NaN or infinity.
+    double largest = floatType.getWidth() == 8
+                         ? APFloat::getLargest(floatType.getFloatSemantics())
+                               .convertToDouble()
+                         : 0.0;
     for (double v : tensor.floats()) {
+      if (largest != 0.0 && std::fabs(v) > largest)
+        v = std::signbit(v) ? -largest : largest;
       APFloat value(v);
       bool losesInfo = false;
       value.convert(floatType.getFloatSemantics(),

@@ -114,14 +114,33 @@ LogicalResult onnx_import::importRange(NodeImporter &n) {
   if (operands[1].getElementType() != elementType ||
       operands[2].getElementType() != elementType)
     return n.fail("start, limit and delta must have one element type");
+  // Range-27's stash_type (default 1) makes f16/bf16 ranges accumulate in
+  // f32 and round once at the end; earlier opsets had no f16/bf16 Range.
+  auto stash = n.opset >= 27 ? n.attrInt("stash_type", 1) : FailureOr<int64_t>(0);
+  if (failed(stash))
+    return failure();
+  Type resultType = elementType;
+  if (*stash != 0 && (elementType.isF16() || elementType.isBF16())) {
+    elementType = n.builder.getF32Type();
+    for (DenseElementsAttr &a : operands) {
+      APFloat v = *a.value_begin<APFloat>();
+      bool lost;
+      v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+      a = DenseElementsAttr::get(RankedTensorType::get({}, elementType), v);
+    }
+  }
   auto length = rangeLength(n, operands[0], operands[1], operands[2]);
   if (failed(length))
     return failure();
   llvm::SmallVector<Value> scalars;
   for (DenseElementsAttr a : operands)
     scalars.push_back(n.constant(a.reshape(RankedTensorType::get({}, elementType))));
-  return setOne(n, n.createOne<tx::RangeOp>(
-                       scalars, {}, RankedTensorType::get({*length}, elementType)));
+  FailureOr<Value> range = n.createOne<tx::RangeOp>(
+      scalars, {}, RankedTensorType::get({*length}, elementType));
+  if (succeeded(range) && resultType != elementType)
+    range = n.createOne<tx::CastOp>({*range}, {},
+                                    RankedTensorType::get({*length}, resultType));
+  return setOne(n, range);
 }
 
 /// Constant: exactly one of value / value_float(s) / value_int(s).

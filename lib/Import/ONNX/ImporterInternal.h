@@ -52,9 +52,17 @@ constexpr int64_t kMinIrVersion = 3;
 constexpr int64_t kMaxIrVersion = 14;
 constexpr int64_t kDefaultTextIrVersion = 8;
 
-/// Supported default-domain (ai.onnx) opsets.
-constexpr int64_t kMinOpset = 13;
-constexpr int64_t kMaxOpset = 23;
+/// Supported default-domain (ai.onnx) opsets. Opset 7 is where the
+/// elementwise ops took numpy broadcasting (before it, a `broadcast`/`axis`
+/// attribute pair aligned operands differently); from 7 on, every supported
+/// op either has the semantics of its opset-13 form or is read in its older
+/// spelling (attribute axes/splits/pads, coerced-2D Softmax), except those
+/// oldestReadableOpsetFor() names. 28 is the newest opset of the onnx
+/// package this was checked against (1.23); opsets 24-28 changed the
+/// supported ops only by new element types and two attributes (Cast's
+/// round_mode, for float8e8m0 only; Range's stash_type), both handled.
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 28;
 
 //===----------------------------------------------------------------------===//
 // Protobuf helpers (ProtoUtils.cpp)
@@ -190,6 +198,8 @@ public:
   /// True when input |i| is present (ONNX marks omitted optionals with "").
   bool has(unsigned i) const { return i < inputs.size() && inputs[i]; }
   Value input(unsigned i) const { return inputs[i]; }
+  /// Makes |value| input |i| (UnsignedInts.cpp's zero-extended operands).
+  void replaceInput(unsigned i, Value value) { inputs[i] = value; }
   RankedTensorType type(unsigned i) const {
     return llvm::cast<RankedTensorType>(inputs[i].getType());
   }
@@ -303,6 +313,21 @@ LogicalResult importConstant(NodeImporter &n);
 /// op_type (ONNXOpImporters.cpp). Fails with "unknown op" for anything else.
 LogicalResult importNode(NodeImporter &importer, llvm::StringRef domain);
 
+/// ONNX values (graph inputs, initializers, node outputs) of an unsigned
+/// integer type, with its width, propagated through |graph|'s nodes in
+/// |order| (UnsignedInts.cpp).
+llvm::StringMap<unsigned> findUnsignedValues(const onnx::GraphProto &graph,
+                                             llvm::ArrayRef<int> order);
+
+/// importNode, giving the ops that read integers as signed (Div, Mod,
+/// Max/Min, Pow, ReduceMax/Mean, ordering comparisons, Cast) zero-extended
+/// i64 operands for the unsigned values in |widths| and narrowing their
+/// results back; uint64 operands: comparisons and Max/Min on the signed
+/// order, the other ops an error.
+LogicalResult importNodeWithSignedness(NodeImporter &importer,
+                                       llvm::StringRef domain,
+                                       const llvm::StringMap<unsigned> &widths);
+
 /// True when |domain| / |opType| has a mapping (for the up-front check that
 /// names every unsupported node before any IR is built).
 bool isSupportedOp(llvm::StringRef domain, llvm::StringRef opType);
@@ -317,6 +342,11 @@ LogicalResult checkNodeSchema(const onnx::NodeProto &node, int64_t opset,
 /// Default-domain opset that introduced |opType| as tx imports it, e.g. 17
 /// for LayerNormalization; 0 when any supported opset will do.
 int64_t minimumOpsetFor(llvm::StringRef opType);
+
+/// Oldest default-domain opset whose form of |opType| the importer reads
+/// (Slice before 10 and Pad before 11 keep their operands in attributes
+/// the importer does not read); 0 when any supported opset will do.
+int64_t oldestReadableOpsetFor(llvm::StringRef opType);
 
 //===----------------------------------------------------------------------===//
 // Import-time evaluation (ConstantFolder.cpp)

@@ -60,6 +60,11 @@ DenseElementsAttr NodeImporter::constantInput(unsigned i) const {
   DenseElementsAttr value;
   if (auto constant = inputs[i].getDefiningOp<tx::ConstantOp>())
     value = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
+  // A tensor without elements has one possible value, whatever produced it
+  // (ONNX's tests feed an empty `axes` as a graph input).
+  auto type = llvm::cast<RankedTensorType>(inputs[i].getType());
+  if (!value && type.getNumElements() == 0)
+    value = DenseElementsAttr::get(type, llvm::ArrayRef<Attribute>());
   return value;
 }
 

@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/xxhash.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -111,13 +112,80 @@ static LogicalResult checkStashType(NodeImporter &n) {
   return success();
 }
 
+/// LayerNormalization whose Mean or InvStdDev output is used: tx.layer_norm
+/// computes both (f32, over the innermost dim), so x becomes [rows, cols]
+/// (cols: the product of the normalized dims from `axis` on), scale and
+/// bias are broadcast to the normalized dims and flattened to [cols], and
+/// the results are reshaped back, the statistics to x's shape with the
+/// normalized dims set to 1 (ONNX's Mean/InvStdDev shape). Row-major
+/// flattening keeps every row's elements together, so the statistics are
+/// those of ONNX's normalized slices.
+static LogicalResult importLayerNormWithStats(NodeImporter &n, int64_t axisAttr,
+                                              float epsilon) {
+  RankedTensorType xType = n.type(0);
+  int64_t rank = xType.getRank();
+  auto axis = axisFor(n, axisAttr, rank, "axis");
+  if (failed(axis))
+    return failure();
+  llvm::ArrayRef<int64_t> shape = xType.getShape();
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < *axis ? rows : cols) *= shape[d];
+  llvm::SmallVector<int64_t> normalized(shape.begin() + *axis, shape.end());
+  auto flatten = [&](Value value, llvm::ArrayRef<int64_t> to) -> FailureOr<Value> {
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    if (type.getShape() == to)
+      return value;
+    return n.createOne<tx::ReshapeOp>({value}, {}, type.clone(to));
+  };
+  auto flatParam = [&](Value value) -> FailureOr<Value> {
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    if (type.getShape() != llvm::ArrayRef<int64_t>(normalized)) {
+      auto expanded = n.createOne<tx::ExpandOp>({value}, {}, type.clone(normalized));
+      if (failed(expanded))
+        return failure();
+      value = *expanded;
+    }
+    return flatten(value, {cols});
+  };
+  llvm::SmallVector<Value> operands;
+  auto x2 = flatten(n.input(0), {rows, cols});
+  if (failed(x2))
+    return failure();
+  operands.push_back(*x2);
+  for (unsigned i = 1; i < 3; ++i) {
+    if (!n.has(i))
+      continue;
+    auto flat = flatParam(n.input(i));
+    if (failed(flat))
+      return failure();
+    operands.push_back(*flat);
+  }
+  auto results = n.create(
+      tx::LayerNormOp::getOperationName(), operands,
+      {n.named("epsilon", n.builder.getF32FloatAttr(epsilon))}, {}, 3);
+  if (failed(results))
+    return failure();
+  llvm::SmallVector<int64_t> statsShape(shape.begin(), shape.end());
+  for (int64_t d = *axis; d < rank; ++d)
+    statsShape[d] = 1;
+  for (unsigned i = 0; i < 3 && i < n.numOutputs(); ++i) {
+    auto back = flatten((*results)[i], i == 0 ? shape : llvm::ArrayRef<int64_t>(statsShape));
+    if (failed(back))
+      return failure();
+    n.setResult(i, *back);
+  }
+  return success();
+}
+
 LogicalResult onnx_import::importLayerNorm(NodeImporter &n) {
   auto axis = n.attrInt("axis", -1);
   auto epsilon = n.attrFloat("epsilon", 1e-5f);
   if (failed(n.expectInputs(2, 3)) || failed(axis) || failed(epsilon) ||
-      failed(checkStashType(n)) || failed(n.rejectUsedOutput(1, "Mean")) ||
-      failed(n.rejectUsedOutput(2, "InvStdDev")))
+      failed(checkStashType(n)))
     return failure();
+  if (n.isOutputUsed(1) || n.isOutputUsed(2))
+    return importLayerNormWithStats(n, *axis, *epsilon);
   llvm::SmallVector<Value> operands{n.input(0), n.input(1)};
   if (n.has(2))
     operands.push_back(n.input(2));
@@ -149,11 +217,43 @@ LogicalResult onnx_import::importRMSNorm(NodeImporter &n) {
 // Loss and dropout
 //===----------------------------------------------------------------------===//
 
+/// SoftmaxCrossEntropyLoss's log_prob output, log_softmax(scores) over the
+/// class axis 1, as the stable `s - log(sum(exp(s)))` with `s = x - max(x)`
+/// (log(softmax) would send underflowed probabilities to -inf).
+static LogicalResult importLogProb(NodeImporter &n) {
+  Builder &b = n.builder;
+  llvm::SmallVector<NamedAttribute> classAxis{
+      n.named("axes", b.getDenseI64ArrayAttr({1})),
+      n.named("keep_dims", b.getUnitAttr())};
+  auto max = n.createOne<tx::ReduceMaxOp>({n.input(0)}, classAxis);
+  if (failed(max))
+    return failure();
+  auto shifted = n.createOne<tx::SubOp>({n.input(0), *max});
+  if (failed(shifted))
+    return failure();
+  auto exp = n.createOne<tx::ExpOp>({*shifted});
+  if (failed(exp))
+    return failure();
+  auto sum = n.createOne<tx::ReduceSumOp>({*exp}, classAxis);
+  if (failed(sum))
+    return failure();
+  auto log = n.createOne<tx::LogOp>({*sum});
+  if (failed(log))
+    return failure();
+  auto logProb = n.createOne<tx::SubOp>({*shifted, *log});
+  if (failed(logProb))
+    return failure();
+  n.setResult(1, *logProb);
+  return success();
+}
+
 LogicalResult onnx_import::importSoftmaxCrossEntropyLoss(NodeImporter &n) {
   auto reductionName = n.attrString("reduction", "mean");
   auto ignoreIndex = n.attrOptionalInt("ignore_index");
   if (failed(n.expectInputs(2, 3)) || failed(reductionName) ||
-      failed(ignoreIndex) || failed(n.rejectUsedOutput(1, "log_prob")))
+      failed(ignoreIndex))
+    return failure();
+  if (n.isOutputUsed(1) && failed(importLogProb(n)))
     return failure();
   std::optional<tx::LossReduction> reduction =
       llvm::StringSwitch<std::optional<tx::LossReduction>>(*reductionName)
@@ -247,9 +347,8 @@ LogicalResult onnx_import::importDropout(NodeImporter &n) {
 /// which is tx.adam in `adam` mode with the `epsilon_hat` placement, step T,
 /// followed by a multiply for norm_coefficient_post (decay after the
 /// update, which tx.adam does not have). ONNX skips the bias correction at
-/// T = 0; tx.adam always applies it, so T must be >= 1 when the step runs
-/// (at T = 0 the update divides by zero and txopt-run --check-finite=all
-/// reports it), which training loops satisfy by counting from 1.
+/// T = 0, which tx.adam always applies: T = 0 becomes step 1 with a rate
+/// that step 1's correction maps back to R (below).
 /// ONNX stores these attributes as float; the user wrote a decimal (0.999),
 /// and tx.adam's attributes are f64 like PyTorch's hyper-parameters. The
 /// shortest decimal that rounds to the float is the value written.
@@ -310,6 +409,25 @@ LogicalResult onnx_import::importPreviewTrainingAdam(NodeImporter &n) {
   auto step = toScalarF32(1, "T (the step count)");
   if (failed(step))
     return failure();
+  // ONNX skips the bias correction at T = 0 (R' = R); tx.adam always
+  // applies it. At T = 0, step 1 with R * (1 - alpha) / sqrt(1 - beta)
+  // gives tx.adam's corrected rate sqrt(1 - beta) / (1 - alpha) * that = R,
+  // so the update is ONNX's; for T >= 1 both are unchanged.
+  {
+    auto scalar = [&](double v) {
+      return n.constant(DenseElementsAttr::get(scalarF32, static_cast<float>(v)));
+    };
+    double t0Scale = (1.0 - *alpha) / std::sqrt(1.0 - static_cast<double>(*beta));
+    auto positive = n.createOne<tx::GreaterOp>({*step, scalar(0.0)});
+    auto atLeastOne = n.createOne<tx::MaxOp>({*step, scalar(1.0)});
+    auto lrT0 = n.createOne<tx::MulOp>({*lr, scalar(t0Scale)});
+    if (failed(positive) || failed(atLeastOne) || failed(lrT0))
+      return failure();
+    lr = n.createOne<tx::WhereOp>({*positive, *lr, *lrT0});
+    if (failed(lr))
+      return failure();
+    step = atLeastOne;
+  }
   llvm::SmallVector<Value> operands;
   for (unsigned i = 2; i < numInputs; ++i)
     operands.push_back(n.input(i));

@@ -197,15 +197,29 @@ LogicalResult GraphImporter::checkModel(const onnx::ModelProto &model) {
                   std::to_string(entry.version()) + ")");
     found = entry.version();
   }
-  if (!found)
-    return fail("opset_import has no default-domain (ai.onnx) opset");
+  if (!found) {
+    // A graph of other domains' ops only (ai.onnx.preview.training's Adam)
+    // needs no default-domain opset; its attributes are read as the newest.
+    for (const onnx::NodeProto &node : model.graph().node())
+      if (isDefaultDomain(node.domain()))
+        return fail("opset_import has no default-domain (ai.onnx) opset");
+    found = kMaxOpset;
+  }
   opset = *found;
   info.opset = opset;
   std::string producer = model.producer_name();
   if (!model.producer_version().empty())
     producer += (producer.empty() ? "" : " ") + model.producer_version();
   info.producer = producer;
-  if (opset < kMinOpset || opset > kMaxOpset)
+  // Older models are not converted here: onnx's version converter does it
+  // (and knows every op's history), so the message says how.
+  if (opset < kMinOpset)
+    return fail("opset_import: default-domain opset " + std::to_string(opset) +
+                " is older than txopt reads (" + std::to_string(kMinOpset) +
+                " to " + std::to_string(kMaxOpset) +
+                "); upgrade the model first, e.g. with "
+                "onnx.version_converter.convert_version(model, 13)");
+  if (opset > kMaxOpset)
     return fail("opset_import: unsupported default-domain opset " +
                 std::to_string(opset) + " (txopt supports " +
                 std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
@@ -238,6 +252,14 @@ LogicalResult GraphImporter::checkNodes(const onnx::GraphProto &graph) {
         return fail(label + ": " + node.op_type() + " needs opset " +
                     std::to_string(since) + ", but the model imports opset " +
                     std::to_string(opset));
+      int64_t oldest = oldestReadableOpsetFor(node.op_type());
+      if (opset < oldest)
+        return fail(label + ": " + node.op_type() + " at opset " +
+                    std::to_string(opset) +
+                    " has the older form that txopt does not read (it reads "
+                    "opset " + std::to_string(oldest) +
+                    " and newer); upgrade the model first, e.g. with "
+                    "onnx.version_converter.convert_version(model, 13)");
       std::string error;
       if (failed(checkNodeSchema(node, opset, label, error)))
         return fail(error);
@@ -405,7 +427,7 @@ GraphImporter::inputType(const onnx::ValueInfoProto &input) {
     }
   }
   for (auto [d, size] : llvm::enumerate(dims))
-    if (size <= 0)
+    if (size < 0)
       return fail(what + " dim " + std::to_string(d) + " is " + std::to_string(size) +
                   "; tx needs positive sizes");
   if (!checkedNumElements(dims))
@@ -530,6 +552,7 @@ FailureOr<bool> GraphImporter::importSourcedParameter(const onnx::TensorProto &i
 }
 
 LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph) {
+  llvm::StringMap<unsigned> unsignedValues = findUnsignedValues(graph, order);
   for (int index : order) {
     const onnx::NodeProto &node = graph.node(index);
     std::string label = nodeLabel(node, index);
@@ -545,7 +568,7 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph) {
     for (const std::string &output : node.output())
       used.push_back(!output.empty() && usedNames.contains(output));
     NodeImporter importer(builder, node, label, loc, opset, inputs, used, shared);
-    if (failed(importNode(importer, node.domain())))
+    if (failed(importNodeWithSignedness(importer, node.domain(), unsignedValues)))
       return failure();
     for (auto [i, output] : llvm::enumerate(node.output())) {
       Value result = importer.getResults()[i];

@@ -49,10 +49,53 @@ LogicalResult importUnary(NodeImporter &n) {
   return setOne(n, n.createOne<OpTy>({n.input(0)}, {}, n.type(0)));
 }
 
+/// Mod with fmod = 0 on floats (defined from opset 28, floored: the sign
+/// of the divisor) from tx.mod's fmod form, as Python's float `%` does it:
+/// r = fmod(a, b); r != 0 and sign(r) != sign(b) ? r + b : r, and a zero
+/// takes b's sign. fmod's NaN cases (a infinite, b zero, a NaN) stay NaN,
+/// and a finite a against an infinite b of the other sign gives b.
+static LogicalResult importFlooredFloatMod(NodeImporter &n) {
+  Builder &b = n.builder;
+  auto floatType = llvm::cast<FloatType>(n.type(0).getElementType());
+  auto scalarType = RankedTensorType::get({}, floatType);
+  auto scalar = [&](double v) {
+    llvm::APFloat value(v);
+    bool lost;
+    value.convert(floatType.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                  &lost);
+    return n.constant(DenseElementsAttr::get(scalarType, llvm::ArrayRef(value)));
+  };
+  Value zero = scalar(0.0);
+  auto r = n.createOne<tx::ModOp>({n.input(0), n.input(1)},
+                                  {n.named("fmod", b.getBoolAttr(true))});
+  if (failed(r))
+    return failure();
+  auto rZero = n.createOne<tx::EqualOp>({*r, zero});
+  auto rNeg = n.createOne<tx::LessOp>({*r, zero});
+  auto bNeg = n.createOne<tx::LessOp>({n.input(1), zero});
+  if (failed(rZero) || failed(rNeg) || failed(bNeg))
+    return failure();
+  auto signsDiffer = n.createOne<tx::XorOp>({*rNeg, *bNeg});
+  auto nonZero = n.createOne<tx::NotOp>({*rZero});
+  if (failed(signsDiffer) || failed(nonZero))
+    return failure();
+  auto fix = n.createOne<tx::AndOp>({*nonZero, *signsDiffer});
+  auto shifted = n.createOne<tx::AddOp>({*r, n.input(1)});
+  if (failed(fix) || failed(shifted))
+    return failure();
+  auto fixed = n.createOne<tx::WhereOp>({*fix, *shifted, *r});
+  auto signedZero = n.createOne<tx::WhereOp>({*bNeg, scalar(-0.0), zero});
+  if (failed(fixed) || failed(signedZero))
+    return failure();
+  return setOne(n, n.createOne<tx::WhereOp>({*rZero, *signedZero, *fixed}));
+}
+
 LogicalResult importMod(NodeImporter &n) {
   auto fmod = n.attrInt("fmod", 0);
   if (failed(n.expectInputs(2, 2)) || failed(fmod))
     return failure();
+  if (*fmod == 0 && isa<FloatType>(n.type(0).getElementType()))
+    return importFlooredFloatMod(n);
   return setOne(n, n.createOne<tx::ModOp>(
                        {n.input(0), n.input(1)},
                        {n.named("fmod", n.builder.getBoolAttr(*fmod != 0))}));
@@ -64,6 +107,60 @@ LogicalResult importIsNaN(NodeImporter &n) {
   return setOne(n, n.createOne<tx::IsNaNOp>(
                        {n.input(0)}, {},
                        n.type(0).clone(n.builder.getI1Type())));
+}
+
+/// Cast to an FP8 format without infinities (E4M3FN, the FNUZ formats) with
+/// saturate = 0: values that round past the largest finite value become
+/// NaN, where tx.cast saturates. Rounding is to nearest even with
+/// an unbounded exponent, so |x| overflows from the midpoint between the
+/// largest value and the next step up; at the midpoint itself the tie goes
+/// to the even neighbour: down when the largest value's last mantissa bit
+/// is 0 (E4M3FN's 448), up otherwise. The comparisons run in x's type,
+/// which must hold the midpoint exactly (f16, bf16, f32 and f64 all do).
+static LogicalResult importNonSaturatingFloat8Cast(NodeImporter &n,
+                                                   FloatType target,
+                                                   const std::string &targetName) {
+  auto inType = n.type(0);
+  auto inFloat = llvm::dyn_cast<FloatType>(inType.getElementType());
+  std::string what = "cast to " + targetName + " with saturate = 0";
+  if (!inFloat || inFloat.getWidth() < 16)
+    return n.fail(what + " is only supported from a float of 16 bits or more");
+  const llvm::fltSemantics &sem = target.getFloatSemantics();
+  // tx keeps E5M2 values saturated (every rounding to it clamps, as the
+  // GPU's conversions do), so it has no infinity to give overflow.
+  if (llvm::APFloat::semanticsHasInf(sem))
+    return n.fail(what + " is not supported (tx's " + targetName +
+                  " values saturate: it has no infinities)");
+  llvm::APFloat largest = llvm::APFloat::getLargest(sem);
+  llvm::APFloat below = largest;
+  below.next(/*nextDown=*/true);
+  double step = largest.convertToDouble() - below.convertToDouble();
+  double midpoint = largest.convertToDouble() + step / 2;
+  bool tieGoesUp = largest.bitcastToAPInt()[0];
+  llvm::APFloat bound(midpoint);
+  bool lost = false;
+  bound.convert(inFloat.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  if (lost)
+    return n.fail(what + " from this type is not supported");
+  auto scalarIn = RankedTensorType::get({}, inFloat);
+  auto scalarOut = RankedTensorType::get({}, target);
+  Value hiBound = n.constant(DenseElementsAttr::get(scalarIn, llvm::ArrayRef(bound)));
+  llvm::APFloat negBound = bound;
+  negBound.changeSign();
+  Value loBound = n.constant(DenseElementsAttr::get(scalarIn, llvm::ArrayRef(negBound)));
+  auto saturated = n.createOne<tx::CastOp>({n.input(0)}, {}, inType.clone(target));
+  auto high = tieGoesUp ? n.createOne<tx::GreaterOrEqualOp>({n.input(0), hiBound})
+                        : n.createOne<tx::GreaterOp>({n.input(0), hiBound});
+  auto low = tieGoesUp ? n.createOne<tx::LessOrEqualOp>({n.input(0), loBound})
+                       : n.createOne<tx::LessOp>({n.input(0), loBound});
+  if (failed(saturated) || failed(high) || failed(low))
+    return failure();
+  Value nan = n.constant(DenseElementsAttr::get(
+      scalarOut, llvm::ArrayRef(llvm::APFloat::getNaN(sem))));
+  auto overflow = n.createOne<tx::OrOp>({*high, *low});
+  if (failed(overflow))
+    return failure();
+  return setOne(n, n.createOne<tx::WhereOp>({*overflow, nan, *saturated}));
 }
 
 LogicalResult importCast(NodeImporter &n) {
@@ -78,6 +175,23 @@ LogicalResult importCast(NodeImporter &n) {
   Type elementType = convertElementType(n.getContext(), *dataType);
   if (!elementType)
     return n.fail("cast to " + dataTypeName(*dataType) + " is not supported");
+  // tx.cast to FP8 saturates (the default, saturate = 1); ONNX's other
+  // mode sends overflow to NaN or infinity.
+  auto saturate = n.opset >= 19 ? n.attrInt("saturate", 1) : FailureOr<int64_t>(1);
+  if (failed(saturate))
+    return failure();
+  if (*saturate == 0 && isa<FloatType>(elementType) &&
+      elementType.getIntOrFloatBitWidth() == 8)
+    return importNonSaturatingFloat8Cast(n, llvm::cast<FloatType>(elementType),
+                                         dataTypeName(*dataType));
+  // Before opset 24, saturating casts to the FNUZ formats sent infinities
+  // to NaN; tx.cast follows opset 24 and saturates them.
+  if (n.opset < 24 && isa<Float8E4M3FNUZType, Float8E5M2FNUZType>(elementType))
+    return n.fail("cast to " + dataTypeName(*dataType) + " at opset " +
+                  std::to_string(n.opset) +
+                  " sends infinities to NaN, which tx.cast does not (it "
+                  "saturates them, as opset 24 does); upgrade the model to "
+                  "opset 24 or newer");
   // Cast to the same type is the identity; keep the graph free of no-ops.
   if (n.type(0).getElementType() == elementType) {
     n.setResult(0, n.input(0));
@@ -706,6 +820,16 @@ bool onnx_import::isSupportedOp(llvm::StringRef domain, llvm::StringRef opType) 
 int64_t onnx_import::minimumOpsetFor(llvm::StringRef opType) {
   auto it = registry().find(opType);
   return it == registry().end() ? 0 : it->second.since;
+}
+
+int64_t onnx_import::oldestReadableOpsetFor(llvm::StringRef opType) {
+  // Slice-1 takes starts/ends/axes as attributes and Pad-2 its constant as
+  // a `value` attribute; importSlice/importPad read only the input forms,
+  // so reading those models would silently drop the attributes.
+  return llvm::StringSwitch<int64_t>(opType)
+      .Case("Slice", 10)
+      .Case("Pad", 11)
+      .Default(0);
 }
 
 LogicalResult onnx_import::importNode(NodeImporter &importer,

@@ -97,6 +97,13 @@ std::string onnx_import::dataTypeName(int32_t dataType) {
   case kFloat8E4M3FNUZ: return "float8e4m3fnuz";
   case kFloat8E5M2: return "float8e5m2";
   case kFloat8E5M2FNUZ: return "float8e5m2fnuz";
+  // Types of opsets 21-28 that tx does not have; named in errors.
+  case 21: return "uint4";
+  case 22: return "int4";
+  case 23: return "float4e2m1";
+  case 24: return "float8e8m0";
+  case 25: return "uint2";
+  case 26: return "int2";
   default: return std::to_string(dataType);
   }
 }

@@ -47,8 +47,9 @@ struct AttrSpec {
   int64_t until = INT64_MAX; ///< last opset that defines it
 };
 
-/// The attributes of each supported default-domain op at opsets 13 to 23
-/// (from the ONNX operator docs); used where libonnx's schemas stop. Ops
+/// The attributes of each supported default-domain op at opsets kMinOpset
+/// to kMaxOpset (from the ONNX operator docs); used where libonnx's schemas
+/// stop, and after them (some of them accept any attribute). Ops
 /// without attributes have no entry.
 const llvm::StringMap<std::vector<AttrSpec>> &attributeTable() {
   static const llvm::StringMap<std::vector<AttrSpec>> table = {
@@ -61,13 +62,16 @@ const llvm::StringMap<std::vector<AttrSpec>> &attributeTable() {
       {"Reshape", {{"allowzero", kInt, 14}}},
       {"Flatten", {{"axis", kInt}}},
       {"Transpose", {{"perm", kInts}}},
-      {"Split", {{"axis", kInt}, {"num_outputs", kInt, 18}}},
+      {"Split", {{"axis", kInt}, {"split", kInts, 0, 12}, {"num_outputs", kInt, 18}}},
+      {"Squeeze", {{"axes", kInts, 0, 12}}},
+      {"Unsqueeze", {{"axes", kInts, 0, 12}}},
       {"Concat", {{"axis", kInt}}},
       {"Pad", {{"mode", kString}}},
       {"Trilu", {{"upper", kInt}}},
       {"ReduceMean", {{"keepdims", kInt}, {"axes", kInts, 0, 17},
                       {"noop_with_empty_axes", kInt, 18}}},
-      {"ReduceSum", {{"keepdims", kInt}, {"noop_with_empty_axes", kInt}}},
+      {"ReduceSum", {{"keepdims", kInt}, {"axes", kInts, 0, 12},
+                     {"noop_with_empty_axes", kInt, 13}}},
       {"ReduceMax", {{"keepdims", kInt}, {"axes", kInts, 0, 17},
                      {"noop_with_empty_axes", kInt, 18}}},
       {"CumSum", {{"exclusive", kInt}, {"reverse", kInt}}},
@@ -75,9 +79,10 @@ const llvm::StringMap<std::vector<AttrSpec>> &attributeTable() {
       {"LayerNormalization", {{"axis", kInt}, {"epsilon", kFloat}, {"stash_type", kInt}}},
       {"RMSNormalization", {{"axis", kInt}, {"epsilon", kFloat}, {"stash_type", kInt}}},
       {"SoftmaxCrossEntropyLoss", {{"ignore_index", kInt}, {"reduction", kString}}},
-      {"Dropout", {{"seed", kInt}}},
+      {"Dropout", {{"ratio", kFloat, 0, 11}, {"seed", kInt, 12}}},
       {"Shape", {{"start", kInt, 15}, {"end", kInt, 15}}},
       {"ConstantOfShape", {{"value", kTensor}}},
+      {"Range", {{"stash_type", kInt, 27}}},
       {"Constant",
        {{"value", kTensor}, {"sparse_value", kSparse}, {"value_float", kFloat},
         {"value_floats", kFloats}, {"value_int", kInt}, {"value_ints", kInts},
@@ -139,6 +144,14 @@ LogicalResult onnx_import::checkNodeSchema(const onnx::NodeProto &node,
       opset <= lastKnownOpset()
           ? onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset))
           : nullptr;
+  // An op newer than the model's opset (Where at opset 7) is not in the
+  // model's language, though the importer would read it.
+  if (!schema && opset <= lastKnownOpset() &&
+      onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(lastKnownOpset()))) {
+    error = label + ": " + node.op_type() + " is not defined at opset " +
+            std::to_string(opset);
+    return failure();
+  }
   if (schema) {
     try {
       // Verify reads the node's domain-less op_type; a node in "ai.onnx"

@@ -1,0 +1,259 @@
+//===- UnsignedInts.cpp - ONNX unsigned integers on signless tx ints ------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// tx integers are signless, and its ops that depend on signedness (division,
+// ordering, conversion to a wider or float type) read them as signed. ONNX
+// uint8/16/32 values past the signed range would read as negative, so the
+// importer tracks which ONNX values are unsigned and gives those ops
+// zero-extended i64 operands, narrowing the result back where it is of the
+// operand type. uint64 has no wider type: its comparisons and Max/Min are
+// rewritten on the signed order, and the other such ops refuse it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterInternal.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::onnx_import;
+
+namespace {
+
+/// ONNX TensorProto data types that are unsigned integers, with their width.
+unsigned unsignedWidth(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::UINT8: return 8;
+  case onnx::TensorProto::UINT16: return 16;
+  case onnx::TensorProto::UINT32: return 32;
+  case onnx::TensorProto::UINT64: return 64;
+  default: return 0;
+  }
+}
+
+/// How a default-domain op depends on the signedness of its integer
+/// operands.
+enum class Sensitivity {
+  None,       ///< wrapping arithmetic, data movement, equality: bits suffice
+  Result,     ///< computes in the operand type: widen, then narrow back
+  Comparison, ///< ordering (bool result) or conversion: widen only
+};
+
+Sensitivity sensitivityOf(llvm::StringRef opType) {
+  return llvm::StringSwitch<Sensitivity>(opType)
+      .Cases({"Div", "Mod", "Max", "Min", "Pow", "ReduceMax", "ReduceMean"},
+             Sensitivity::Result)
+      .Cases({"Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Cast"},
+             Sensitivity::Comparison)
+      .Default(Sensitivity::None);
+}
+
+bool isDefault(llvm::StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+/// The width of the unsigned type a tensor attribute (Constant's `value`,
+/// ConstantOfShape's `value`) holds, or 0.
+unsigned tensorAttrWidth(const onnx::NodeProto &node) {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == "value" && attr.has_t())
+      return unsignedWidth(attr.t().data_type());
+  return 0;
+}
+
+/// `a <u b` (or <=, >, >= by |OpTy|) for uint64 in signless i64: when the
+/// signs agree the signed order is the unsigned one; when they differ it
+/// is reversed, and exactly one of `a < 0`, `b < 0` holds, so
+/// `cmp(a, b) xor (a < 0) xor (b < 0)` is the unsigned comparison.
+template <typename OpTy>
+FailureOr<Value> compareUnsigned64(NodeImporter &n, Value a, Value b) {
+  Value zero = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, n.builder.getI64Type()), int64_t(0)));
+  auto cmp = n.createOne<OpTy>({a, b});
+  auto aNeg = n.createOne<tx::LessOp>({a, zero});
+  auto bNeg = n.createOne<tx::LessOp>({b, zero});
+  if (failed(cmp) || failed(aNeg) || failed(bNeg))
+    return failure();
+  auto once = n.createOne<tx::XorOp>({*cmp, *aNeg});
+  if (failed(once))
+    return failure();
+  return n.createOne<tx::XorOp>({*once, *bNeg});
+}
+
+/// The uint64 forms of the sign-dependent ops that need no wider type:
+/// ordering comparisons and Max/Min (a select on `<u`). Fails (with the
+/// node's error) for the others.
+LogicalResult importUnsigned64(NodeImporter &n) {
+  llvm::StringRef op = n.node.op_type();
+  for (unsigned i = 0; i < n.numInputs(); ++i)
+    if (!n.has(i))
+      return n.fail("input " + std::to_string(i) + " is missing");
+  FailureOr<Value> result = failure();
+  if ((op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+       op == "GreaterOrEqual") &&
+      n.numInputs() == 2) {
+    Value a = n.input(0), b = n.input(1);
+    if (op == "Less")
+      result = compareUnsigned64<tx::LessOp>(n, a, b);
+    else if (op == "Greater")
+      result = compareUnsigned64<tx::GreaterOp>(n, a, b);
+    else if (op == "LessOrEqual")
+      result = compareUnsigned64<tx::LessOrEqualOp>(n, a, b);
+    else
+      result = compareUnsigned64<tx::GreaterOrEqualOp>(n, a, b);
+  } else if ((op == "Max" || op == "Min") && n.numInputs() >= 1) {
+    // Left to right, as importVariadicMinMax chains tx.max / tx.min.
+    Value acc = n.input(0);
+    for (unsigned i = 1; i < n.numInputs(); ++i) {
+      auto less = compareUnsigned64<tx::LessOp>(n, acc, n.input(i));
+      if (failed(less))
+        return failure();
+      auto picked = op == "Max"
+                        ? n.createOne<tx::WhereOp>({*less, n.input(i), acc})
+                        : n.createOne<tx::WhereOp>({*less, acc, n.input(i)});
+      if (failed(picked))
+        return failure();
+      acc = *picked;
+    }
+    result = acc;
+  } else {
+    return n.fail(op + " on uint64 is not supported: tx integers are signless, "
+                       "and there is no wider type to compute it in");
+  }
+  if (failed(result))
+    return failure();
+  n.setResult(0, *result);
+  return success();
+}
+
+/// Cast from a float to uint64: values from 2^63 up do not fit i64, whose
+/// conversion saturates; they are converted after subtracting 2^63, and
+/// adding 2^63 back in wrapping i64 arithmetic gives the uint64 bits.
+LogicalResult importFloatToUnsigned64(NodeImporter &n) {
+  RankedTensorType type = n.type(0);
+  auto floatType = llvm::cast<FloatType>(type.getElementType());
+  auto i64 = n.builder.getI64Type();
+  llvm::APFloat twoPow63 = llvm::APFloat::getOne(floatType.getFloatSemantics());
+  twoPow63 = llvm::scalbn(twoPow63, 63, llvm::APFloat::rmNearestTiesToEven);
+  Value bound = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, floatType), llvm::ArrayRef(twoPow63)));
+  Value signBit = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, i64), std::numeric_limits<int64_t>::min()));
+  auto big = n.createOne<tx::GreaterOrEqualOp>({n.input(0), bound});
+  auto low = n.createOne<tx::CastOp>({n.input(0)}, {}, type.clone(i64));
+  auto shifted = n.createOne<tx::SubOp>({n.input(0), bound});
+  if (failed(big) || failed(low) || failed(shifted))
+    return failure();
+  auto shiftedInt = n.createOne<tx::CastOp>({*shifted}, {}, type.clone(i64));
+  if (failed(shiftedInt))
+    return failure();
+  auto high = n.createOne<tx::AddOp>({*shiftedInt, signBit});
+  if (failed(high))
+    return failure();
+  return setOne(n, n.createOne<tx::WhereOp>({*big, *high, *low}));
+}
+
+} // namespace
+
+llvm::StringMap<unsigned>
+onnx_import::findUnsignedValues(const onnx::GraphProto &graph,
+                                llvm::ArrayRef<int> order) {
+  llvm::StringMap<unsigned> widths;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    if (input.type().has_tensor_type())
+      if (unsigned w = unsignedWidth(input.type().tensor_type().elem_type()))
+        widths[input.name()] = w;
+  for (const onnx::TensorProto &init : graph.initializer())
+    if (unsigned w = unsignedWidth(init.data_type()))
+      widths[init.name()] = w;
+  // Forward in topological order: an output has the type its op gives it.
+  for (int index : order) {
+    const onnx::NodeProto &node = graph.node(index);
+    unsigned width = 0;
+    llvm::StringRef op = node.op_type();
+    if (!isDefault(node.domain())) {
+      width = 0;
+    } else if (op == "Cast") {
+      for (const onnx::AttributeProto &attr : node.attribute())
+        if (attr.name() == "to")
+          width = unsignedWidth(static_cast<int32_t>(attr.i()));
+    } else if (op == "Constant" || op == "ConstantOfShape") {
+      width = tensorAttrWidth(node);
+    } else if (llvm::is_contained({"Equal", "Less", "LessOrEqual", "Greater",
+                                   "GreaterOrEqual", "IsNaN", "And", "Or",
+                                   "Xor", "Not", "Shape"},
+                                  op)) {
+      width = 0;
+    } else {
+      // Same-type ops: the data operand's type (Where's is input 1).
+      int data = op == "Where" ? 1 : 0;
+      if (node.input_size() > data)
+        width = widths.lookup(node.input(data));
+    }
+    if (width)
+      for (const std::string &output : node.output())
+        if (!output.empty())
+          widths[output] = width;
+  }
+  return widths;
+}
+
+LogicalResult
+onnx_import::importNodeWithSignedness(NodeImporter &n, llvm::StringRef domain,
+                                      const llvm::StringMap<unsigned> &widths) {
+  Sensitivity sensitivity = isDefault(domain)
+                                ? sensitivityOf(n.node.op_type())
+                                : Sensitivity::None;
+  if (isDefault(domain) && n.node.op_type() == "Cast" && n.has(0) &&
+      n.node.output_size() > 0 && widths.lookup(n.node.output(0)) == 64 &&
+      isa<FloatType>(n.type(0).getElementType()))
+    return importFloatToUnsigned64(n);
+  llvm::SmallVector<unsigned> widened;
+  for (unsigned i = 0; sensitivity != Sensitivity::None && i < n.numInputs(); ++i) {
+    unsigned width = widths.lookup(n.node.input(i));
+    if (!width || !n.has(i))
+      continue;
+    if (width == 64)
+      return importUnsigned64(n);
+    // zext(x) = sext(x) mod 2^width, with the divisor's sign (fmod = false).
+    Builder &b = n.builder;
+    auto i64 = b.getIntegerType(64);
+    auto type = n.type(i);
+    auto wide = n.createOne<tx::CastOp>({n.input(i)}, {}, type.clone(i64));
+    if (failed(wide))
+      return failure();
+    Value modulus = n.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, i64),
+        llvm::ArrayRef<int64_t>(int64_t(1) << width)));
+    auto zext = n.createOne<tx::ModOp>({*wide, modulus},
+                                       {n.named("fmod", b.getBoolAttr(false))});
+    if (failed(zext))
+      return failure();
+    n.replaceInput(i, *zext);
+    widened.push_back(width);
+  }
+  if (failed(importNode(n, domain)))
+    return failure();
+  if (sensitivity != Sensitivity::Result || widened.empty())
+    return success();
+  // The op computed in i64 what ONNX computes in the unsigned type; every
+  // value it can produce fits that type, so narrowing is exact.
+  unsigned width = widths.lookup(n.node.output(0));
+  for (unsigned i = 0; width && i < n.numOutputs(); ++i) {
+    Value result = n.getResults()[i];
+    auto type = result ? llvm::dyn_cast<RankedTensorType>(result.getType())
+                       : RankedTensorType();
+    if (!type || !type.getElementType().isInteger(64) || width == 64)
+      continue;
+    auto narrow = n.createOne<tx::CastOp>(
+        {result}, {}, type.clone(n.builder.getIntegerType(width)));
+    if (failed(narrow))
+      return failure();
+    n.setResult(i, *narrow);
+  }
+  return success();
+}

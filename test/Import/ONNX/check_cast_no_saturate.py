@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Cast to E4M3FN, E4M3FNUZ and E5M2FNUZ with saturate = 0, from f32 and
+f16, on values around the overflow threshold (the largest value, the
+midpoint to the next step and its tie, beyond, infinities, NaN): txopt-run
+must match onnx's reference evaluator exactly (NaNs at the same places).
+check_cast_no_saturate.py TXOPT TXOPT_RUN WORKDIR. One line per case."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+txopt, txopt_run, work = sys.argv[1:4]
+os.makedirs(work, exist_ok=True)
+values = {
+    TensorProto.FLOAT8E4M3FN: [448, 449, 463.99, 464, 464.01, 480, -464, -464.5,
+                               np.inf, -np.inf, np.nan, 1e6, 0.3],
+    TensorProto.FLOAT8E4M3FNUZ: [240, 247, 248, 249, -248, -247.9, np.inf, np.nan, 0.3, 1e6],
+    TensorProto.FLOAT8E5M2FNUZ: [57344, 61439, 61440, 61441, -61440, np.inf, 0.3, 1e6],
+}
+failed = 0
+for to, v in values.items():
+    for src, dtype in ((TensorProto.FLOAT, np.float32), (TensorProto.FLOAT16, np.float16)):
+        name = "%s_from_%s" % (TensorProto.DataType.Name(to), TensorProto.DataType.Name(src))
+        nodes = [helper.make_node("Cast", ["x"], ["q"], to=to, saturate=0),
+                 helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)]
+        graph = helper.make_graph(nodes, name,
+                                  [helper.make_tensor_value_info("x", src, [len(v)])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [len(v)])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
+        path = os.path.join(work, name + ".onnx")
+        onnx.save(model, path)
+        with np.errstate(over="ignore"):
+            x = np.array(v, dtype)
+        want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+        npy = os.path.join(work, name + "_x.npy")
+        np.save(npy, x)
+        mlir, out = os.path.join(work, name + ".mlir"), os.path.join(work, name)
+        p = subprocess.run([txopt, path, "-o", mlir, "-q"], capture_output=True, text=True)
+        if p.returncode == 0:
+            p = subprocess.run([txopt_run, mlir, "--input", "x=" + npy, "--output-dir", out],
+                               capture_output=True, text=True)
+        if p.returncode != 0:
+            print("%s: FAIL %s" % (name, p.stderr.strip()))
+            failed += 1
+            continue
+        got = np.load(os.path.join(out, "y.npy"))
+        if np.array_equal(got, want, equal_nan=True):
+            print("%s: ok" % name)
+        else:
+            print("%s: FAIL expected %s, got %s" % (name, want, got))
+            failed += 1
+print("%d cases, %d failed" % (2 * len(values), failed))
+sys.exit(1 if failed else 0)
