@@ -17,6 +17,8 @@
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Reference/Executor.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::onnx_import;
