@@ -192,7 +192,7 @@ llvm::Expected<Tensor> evalCrossEntropy(tx::SoftmaxCrossEntropyLossOp op,
                                         const Tensor *weights) {
   Tensor result = makeResult(op);
   int64_t batch = scores.getShape()[0], classes = scores.getShape()[1];
-  int64_t inner = batch * classes ? scores.getNumElements() / (batch * classes) : 0;
+  int64_t inner = batch != 0 && classes != 0 ? scores.getNumElements() / (batch * classes) : 0;
   bool hasIgnore = op.getIgnoreIndex().has_value();
   int64_t ignoreIndex = op.getIgnoreIndex().value_or(0);
   std::vector<double> loss(batch * inner, 0.0);
