@@ -999,8 +999,13 @@ llvm::SmallVector<Value> KernelBuilder::blockStridedLoop(
 llvm::SmallVector<Value> KernelBuilder::blockStridedLoop(
     Value begin, Value end, llvm::ArrayRef<Value> init,
     llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body) {
-  Value lower = arith::AddIOp::create(b, begin, threadIndex());
-  Value step = idx(kBlockSize);
+  return loop(arith::AddIOp::create(b, begin, threadIndex()), end,
+              idx(kBlockSize), init, body);
+}
+
+llvm::SmallVector<Value> KernelBuilder::loop(
+    Value lower, Value end, Value step, llvm::ArrayRef<Value> init,
+    llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body) {
   auto loop = scf::ForOp::create(
       b, lower, end, step, init,
       [&](OpBuilder &nested, Location, Value iv, ValueRange args) {

@@ -134,6 +134,10 @@ public:
                        Value j, llvm::ArrayRef<Value> acc)> body);
 
   /// `if (cond) { body }` without results.
+  /// One thread's own loop: lower, lower + step, ... < end, carrying |init|.
+  llvm::SmallVector<Value> loop(
+      Value lower, Value end, Value step, llvm::ArrayRef<Value> init,
+      llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body);
   void ifThen(Value cond, llvm::function_ref<void()> body);
 
   void finish();

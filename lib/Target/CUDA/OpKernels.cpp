@@ -58,6 +58,111 @@ LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
+/// A reduction over leading axes |rows| keeping trailing axes |cols| (both
+/// as shapes), e.g. a bias gradient. Thread t of block (tile, split) owns
+/// column tile * kBlockSize + t and sums rows [split * chunk, +chunk) of it
+/// in order; with several splits a second kernel adds the splits' partials
+/// in order: deterministic, and every load coalesced.
+static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
+                                          llvm::ArrayRef<int64_t> rows,
+                                          llvm::ArrayRef<int64_t> cols,
+                                          bool isMax, bool isMean) {
+  Value input = op->getOperand(0), result = op->getResult(0);
+  int64_t rowCount = 1, colCount = 1;
+  for (int64_t s : rows) rowCount *= s;
+  for (int64_t s : cols) colCount *= s;
+  int64_t tiles = ceilDiv(colCount, kBlockSize);
+  // Enough blocks to fill the GPU (~2048), at least 32 rows each.
+  int64_t splits = std::max<int64_t>(
+      1, std::min<int64_t>(ceilDiv(rowCount, 32), ceilDiv(2048, tiles)));
+  int64_t chunk = ceilDiv(rowCount, splits);
+  splits = ceilDiv(rowCount, chunk);
+  Type element = typeOf(result).getElementType();
+  auto finish = [&](KernelBuilder &k, Value column, Value sum) {
+    auto &kbb = k.builder();
+    if (isMean)
+      sum = arith::DivFOp::create(kbb, sum, k.f32(static_cast<double>(rowCount)));
+    Value v = sum;
+    if (element.isF64())
+      v = arith::ExtFOp::create(kbb, kbb.getF64Type(), v);
+    k.store(result, column, k.roundTo(v, element));
+  };
+
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(result, ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op),
+                   splits == 1 ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{},
+                   inputs.getArrayRef(), ctx.plan);
+  auto &b = kb.builder();
+  Value partials;
+  unsigned partialBuffer = 0;
+  if (splits > 1) {
+    partials = kb.insertBufferArgument(0, MemRefType::get({splits * colCount}, b.getF32Type()));
+    partialBuffer = ctx.scratch(splits * colCount * 4, "column reduction partials");
+  }
+  Value block = kb.blockIndex();
+  Value tile = arith::RemUIOp::create(b, block, kb.idx(tiles));
+  Value split = arith::DivUIOp::create(b, block, kb.idx(tiles));
+  Value column = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, tile, kb.idx(kBlockSize)), kb.threadIndex());
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column, kb.idx(colCount));
+  kb.ifThen(inRange, [&] {
+    Value begin = arith::MulIOp::create(b, split, kb.idx(chunk));
+    Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, kb.idx(chunk)),
+                                       kb.idx(rowCount));
+    auto colIndex = kb.delinearize(column, cols);
+    auto acc = kb.loop(begin, end, kb.idx(1), {kb.f32(isMax ? -INFINITY : 0.0)},
+                       [&](Value r, llvm::ArrayRef<Value> a) {
+      llvm::SmallVector<Value> full = kb.delinearize(r, rows);
+      full.append(colIndex.begin(), colIndex.end());
+      Value v = kb.emit(input, full);
+      if (v.getType().isF64())
+        v = arith::TruncFOp::create(b, b.getF32Type(), v);
+      Value next = isMax ? Value(arith::MaximumFOp::create(b, a[0], v))
+                         : Value(arith::AddFOp::create(b, a[0], v));
+      return llvm::SmallVector<Value>{next};
+    });
+    if (splits == 1) {
+      finish(kb, column, acc[0]);
+    } else {
+      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, split, kb.idx(colCount)), column);
+      memref::StoreOp::create(b, acc[0], partials, ValueRange{at});
+    }
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  if (splits == 1) {
+    ctx.launch(kb, op, static_cast<unsigned>(tiles), ctx.buffersOf({result}),
+               ctx.buffersOf(inputs.getArrayRef()));
+    return success();
+  }
+  ctx.launch(kb, op, static_cast<unsigned>(tiles * splits), {partialBuffer},
+             ctx.buffersOf(inputs.getArrayRef()));
+  // Stage two: each column adds its splits' partials, in order.
+  KernelBuilder fin(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan);
+  auto &fb2 = fin.builder();
+  Value parts = fin.insertBufferArgument(1, MemRefType::get({splits * colCount}, fb2.getF32Type()));
+  Value col = fin.globalThreadIndex();
+  Value ok = arith::CmpIOp::create(fb2, arith::CmpIPredicate::ult, col, fin.idx(colCount));
+  fin.ifThen(ok, [&] {
+    auto sum = fin.loop(fin.idx(0), fin.idx(splits), fin.idx(1), {fin.f32(isMax ? -INFINITY : 0.0)},
+                        [&](Value sIdx, llvm::ArrayRef<Value> a) {
+      Value at = arith::AddIOp::create(fb2, arith::MulIOp::create(fb2, sIdx, fin.idx(colCount)), col);
+      Value v = memref::LoadOp::create(fb2, parts, ValueRange{at});
+      Value next = isMax ? Value(arith::MaximumFOp::create(fb2, a[0], v))
+                         : Value(arith::AddFOp::create(fb2, a[0], v));
+      return llvm::SmallVector<Value>{next};
+    });
+    finish(fin, col, sum[0]);
+  });
+  fin.finish();
+  if (failed(fin.status()))
+    return failure();
+  ctx.launch(fin, op, static_cast<unsigned>(tiles), ctx.buffersOf({result}), {partialBuffer});
+  return success();
+}
+
 LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
   Value input = op->getOperand(0), result = op->getResult(0);
   auto inType = typeOf(input);
@@ -77,6 +182,19 @@ LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
   for (int64_t s : inner) innerCount *= s;
   bool isMax = isa<tx::ReduceMaxOp>(op);
   bool isMean = isa<tx::ReduceMeanOp>(op);
+
+  // Reduced axes all before the kept ones (a bias gradient: [rows, cols]
+  // summed over rows): the kept elements are contiguous, so threads take
+  // consecutive columns and walk down the rows, coalesced (one block per
+  // output would stride through memory).
+  int64_t leadingReduced = 0;
+  while (leadingReduced < rank && reduced[leadingReduced])
+    ++leadingReduced;
+  bool columnsContiguous = leadingReduced > 0 && leadingReduced < rank &&
+                           llvm::none_of(llvm::ArrayRef<bool>(reduced).drop_front(leadingReduced),
+                                         [](bool r) { return r; });
+  if (columnsContiguous && outerCount >= 32)
+    return lowerColumnReduction(ctx, op, inner, outer, isMax, isMean);
 
   // Few outputs over many elements (the gradient norm's sums of squares,
   // a loss's mean): one block per output would leave the GPU idle, so
