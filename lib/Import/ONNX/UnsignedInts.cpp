@@ -7,13 +7,13 @@
 // importer tracks which ONNX values are unsigned and gives those ops
 // zero-extended i64 operands, narrowing the result back where it is of the
 // operand type. uint64 has no wider type: its comparisons and Max/Min are
-// rewritten on the signed order, and the other such ops refuse it.
+// rewritten on the signed order, a Cast from a float to uint64 is split at
+// 2^63, and the other sign-dependent ops refuse a uint64 operand.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ImporterInternal.h"
 
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <limits>
