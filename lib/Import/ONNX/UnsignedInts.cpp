@@ -27,6 +27,8 @@ namespace {
 /// ONNX TensorProto data types that are unsigned integers, with their width.
 unsigned unsignedWidth(int32_t dataType) {
   switch (dataType) {
+  case 25: return 2; // uint2 (opset 25; newer than libonnx 1.12)
+  case 21: return 4; // uint4 (opset 21)
   case onnx::TensorProto::UINT8: return 8;
   case onnx::TensorProto::UINT16: return 16;
   case onnx::TensorProto::UINT32: return 32;
