@@ -59,7 +59,8 @@ OPTIONS:
                           ('<f4' is also accepted for bf16/f16 arguments and
                           rounded). Supported dtypes: <f2 <f4 <f8 <i4 <i8 |b1,
                           and |i1 |u1 <i2 <u2 <u4 <u8 for i8/i16/i32/i64
-                          arguments (unsigned values keep their bits).
+                          arguments (unsigned values keep their bits); i4
+                          and i2 arguments read |i1 files whose values fit.
   --seed S                Seed for arguments without --input (default 0):
                           floats are N(0, 1) by Box-Muller on a splitmix64
                           stream whose state starts at S + (argIndex << 32);
@@ -487,7 +488,15 @@ int runMain(int argc, char **argv) {
     Type fileType = tensor->getElementType();
     bool widened = fileType.isF32() && isa<FloatType>(expected.getElementType()) &&
                    expected.getElementType().getIntOrFloatBitWidth() < 32;
-    if ((fileType != expected.getElementType() && !widened) ||
+    // 4- and 2-bit integers (no .npy dtype) come as '|i1'/'|u1' holding
+    // their values, signed or unsigned.
+    unsigned subByte = expected.getElementType().isInteger() &&
+                               !expected.getElementType().isInteger(1) &&
+                               expected.getElementType().getIntOrFloatBitWidth() < 8
+                           ? expected.getElementType().getIntOrFloatBitWidth()
+                           : 0;
+    bool packedInts = subByte && fileType.isInteger(8);
+    if ((fileType != expected.getElementType() && !widened && !packedInts) ||
         tensor->getShape() != expected.getShape()) {
       std::string want;
       llvm::raw_string_ostream os(want);
@@ -502,6 +511,22 @@ int runMain(int argc, char **argv) {
       narrowed.floats() = tensor->floats();
       roundToElementType(narrowed);
       tensor = std::move(narrowed);
+    }
+    if (packedInts) {
+      // The file reads as i8 (|u1 wraps to negative past 127): the bits
+      // below the width must hold the value.
+      Tensor bits(expected);
+      for (int64_t i = 0, e = tensor->getNumElements(); i < e; ++i) {
+        int64_t v = tensor->ints()[i];
+        int64_t low = -(int64_t(1) << (subByte - 1)), high = (int64_t(1) << subByte) - 1;
+        if (v < low || v > high)
+          return fail(kRunError, "input '" + name + "' ('" + path + "'): element " +
+                                     std::to_string(i) + " (" + std::to_string(v) +
+                                     ") does not fit in " + std::to_string(subByte) +
+                                     " bits");
+        bits.ints()[i] = wrapToWidth(v, subByte);
+      }
+      tensor = std::move(bits);
     }
     given[*index] = std::move(*tensor);
   }

@@ -175,6 +175,12 @@ LogicalResult importCast(NodeImporter &n) {
   Type elementType = convertElementType(n.getContext(), *dataType);
   if (!elementType)
     return n.fail("cast to " + dataTypeName(*dataType) + " is not supported");
+  // ONNX does not say how a float becomes a 4- or 2-bit integer out of its
+  // range (its tests expect what ml_dtypes happens to do); tx would wrap.
+  if (elementType.isInteger() && elementType.getIntOrFloatBitWidth() < 8 &&
+      !elementType.isInteger(1) && isa<FloatType>(n.type(0).getElementType()))
+    return n.fail("cast from a float to " + dataTypeName(*dataType) +
+                  " is not supported (out-of-range values are not defined)");
   // tx.cast to FP8 saturates (the default, saturate = 1); ONNX's other
   // mode sends overflow to NaN or infinity.
   auto saturate = n.opset >= 19 ? n.attrInt("saturate", 1) : FailureOr<int64_t>(1);

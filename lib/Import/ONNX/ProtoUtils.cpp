@@ -131,6 +131,15 @@ Type onnx_import::convertElementType(MLIRContext *context, int32_t dataType) {
   case kFloat8E4M3FNUZ: return b.getType<Float8E4M3FNUZType>();
   case kFloat8E5M2: return b.getType<Float8E5M2Type>();
   case kFloat8E5M2FNUZ: return b.getType<Float8E5M2FNUZType>();
+  // The 4- and 2-bit integers (opsets 21 and 25) are signless integers of
+  // their width like the others; their packed tensor data is not read
+  // (convertTensorType refuses it), so they come in as graph inputs.
+  case 21: // uint4
+  case 22: // int4
+    return b.getIntegerType(4);
+  case 25: // uint2
+  case 26: // int2
+    return b.getIntegerType(2);
   default: return {};
   }
 }
@@ -201,6 +210,10 @@ onnx_import::convertTensorType(MLIRContext *context,
   Type elementType = convertElementType(context, dataType);
   if (!elementType)
     return fail("has unsupported data type " + dataTypeName(dataType));
+  // ONNX packs 4- and 2-bit integers several to a byte; nothing reads that.
+  if (elementType.getIntOrFloatBitWidth() < 8 && !elementType.isInteger(1))
+    return fail("has data type " + dataTypeName(dataType) +
+                ", whose packed data txopt does not read");
   llvm::SmallVector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
   for (int64_t dim : dims)
     if (dim < 0)

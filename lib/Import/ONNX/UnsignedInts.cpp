@@ -7,13 +7,13 @@
 // importer tracks which ONNX values are unsigned and gives those ops
 // zero-extended i64 operands, narrowing the result back where it is of the
 // operand type. uint64 has no wider type: its comparisons and Max/Min are
-// rewritten on the signed order, and the other such ops refuse it.
+// rewritten on the signed order, a Cast from a float to uint64 is split at
+// 2^63, and the other sign-dependent ops refuse a uint64 operand.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ImporterInternal.h"
 
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <limits>
@@ -27,6 +27,8 @@ namespace {
 /// ONNX TensorProto data types that are unsigned integers, with their width.
 unsigned unsignedWidth(int32_t dataType) {
   switch (dataType) {
+  case 25: return 2; // uint2 (opset 25; newer than libonnx 1.12)
+  case 21: return 4; // uint4 (opset 21)
   case onnx::TensorProto::UINT8: return 8;
   case onnx::TensorProto::UINT16: return 16;
   case onnx::TensorProto::UINT32: return 32;
