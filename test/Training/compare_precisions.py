@@ -27,14 +27,21 @@ def main():
     ap.add_argument("--window", type=int, default=20)
     ap.add_argument("--precisions", default="bf16,fp8")
     ap.add_argument("--tolerance", type=float, default=0.02)
+    ap.add_argument("--lr", type=float, default=None,
+                    help="learning rate (txopt --lr; default: txopt's)")
+    ap.add_argument("--below", type=float, default=None,
+                    help="the f32 curve must end (mean of the last --window "
+                         "steps) below this loss, else the comparison is of "
+                         "curves that learned nothing")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     modes = ["fp32"] + [p for p in args.precisions.split(",") if p]
 
     def train(mode):
         step = os.path.join(args.work, mode + ".mlir")
+        lr = ["--lr=%g" % args.lr] if args.lr else []
         subprocess.run([args.txopt, args.model, "--train", "--precision=" + mode,
-                        "-q", "-o", step], check=True)
+                        "-q", "-o", step] + lr, check=True)
         out = subprocess.run([args.txopt_run, step, "--steps", str(args.steps),
                               "--data", args.data], check=True,
                              capture_output=True, text=True).stdout
@@ -51,6 +58,12 @@ def main():
         print("%-5s loss %.4f -> %.4f (mean of last %d steps), vs f32 %+.2f%% %s" % (
             mode, curves[mode][0], tail[mode], args.window, 100 * rel,
             "ok" if good else "FAILED"))
+    if args.below is not None:
+        learned = tail["fp32"] < args.below
+        ok &= learned
+        print("fp32 learned: %.4f %s %.4f %s" % (
+            tail["fp32"], "<" if learned else ">=", args.below,
+            "ok" if learned else "FAILED"))
     print("precision curves: %s" % ("ok" if ok else "FAILED"))
     return 0 if ok else 1
 

@@ -1,16 +1,20 @@
-// RUN: txopt-opt %s --split-input-file --mlir-print-debuginfo --mlir-pretty-debuginfo --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8)' | FileCheck %s
-// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{format=e4m3 history=16 amax=most_recent margin=1})' | FileCheck %s --check-prefix=E4M3
-// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{scaling=current})' | FileCheck %s --check-prefix=CURRENT
-// RUN: txopt-opt %s --split-input-file --mlir-print-debuginfo --mlir-pretty-debuginfo --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{exclude=^middle$})' | FileCheck %s --check-prefix=EXCLUDE
-// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{explain=1})' 2>&1 | FileCheck %s --check-prefix=EXPLAIN
-// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{exclude=^none$ explain=1})' 2>&1 | FileCheck %s --check-prefix=DIMS
-// RUN: txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{target=sm_80 explain=1})' 2>&1 | FileCheck %s --check-prefix=SM80
-// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{format=e5m2})' 2>&1 | FileCheck %s --check-prefix=BADFORMAT
-// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{scaling=just_in_time})' 2>&1 | FileCheck %s --check-prefix=BADSCALING
-// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{amax=mean})' 2>&1 | FileCheck %s --check-prefix=BADAMAX
-// RUN: not txopt-opt %s --split-input-file --tx-insert-fp8=format=bogus 2>&1 | FileCheck %s --check-prefix=BADFORMATFLAG
-// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{target=hopper})' 2>&1 | FileCheck %s --check-prefix=BADTARGET
-// RUN: not txopt-opt %s --split-input-file --pass-pipeline='builtin.module(tx-build-train-step,tx-insert-fp8{history=0})' 2>&1 | FileCheck %s --check-prefix=BADHISTORY
+// tx-insert-fp8 alone, on training steps built from Inputs/insert-fp8-forward.mlir
+// (Inputs/insert-fp8-steps.mlir; the first two RUN lines check it is current).
+// RUN: cd %S/Inputs && txopt-opt insert-fp8-forward.mlir --split-input-file --tx-build-train-step --mlir-print-debuginfo -o %t.steps
+// RUN: grep -v '^// GENERATED' %S/Inputs/insert-fp8-steps.mlir | diff %t.steps -
+// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --mlir-print-debuginfo --mlir-pretty-debuginfo --tx-insert-fp8 | FileCheck %s
+// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="format=e4m3 history=16 amax=most_recent margin=1" | FileCheck %s --check-prefix=E4M3
+// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="scaling=current" | FileCheck %s --check-prefix=CURRENT
+// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --mlir-print-debuginfo --mlir-pretty-debuginfo --tx-insert-fp8="exclude=^middle$" | FileCheck %s --check-prefix=EXCLUDE
+// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="explain=1" 2>&1 | FileCheck %s --check-prefix=EXPLAIN
+// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="exclude=^none$ explain=1" 2>&1 | FileCheck %s --check-prefix=DIMS
+// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="target=sm_80 explain=1" 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="format=e5m2" 2>&1 | FileCheck %s --check-prefix=BADFORMAT
+// RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="scaling=just_in_time" 2>&1 | FileCheck %s --check-prefix=BADSCALING
+// RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="amax=mean" 2>&1 | FileCheck %s --check-prefix=BADAMAX
+// RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8=format=bogus 2>&1 | FileCheck %s --check-prefix=BADFORMATFLAG
+// RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="target=hopper" 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="history=0" 2>&1 | FileCheck %s --check-prefix=BADHISTORY
 // RUN: not txopt-opt %S/Inputs/step-without-seed.mlir --tx-insert-fp8 2>&1 | FileCheck %s --check-prefix=NOSEED
 
 // Three GEMMs in a row. By default the first and last forward GEMM (and the
@@ -25,7 +29,6 @@
 // BADAMAX: for the --amax option: expected max|most_recent, but got 'mean'
 // BADFORMATFLAG: for the --format option: expected hybrid|e4m3, but got 'bogus'
 // BADTARGET: error: expected target=sm_XY (e.g. sm_90), but got 'hopper'
-// BADTARGET-NEXT: failed to add `tx-insert-fp8` with options `target=hopper`
 // BADHISTORY: error: expected history >= 1 and margin >= 0, but got 0 and 0
 // NOSEED: error: expected the tx.grad_seed marker of the reverse sweep: run tx-insert-fp8 right after tx-build-train-step, before any cleanup pass
 
@@ -81,37 +84,12 @@
 // DIMS-DAG: remark: loc("with_bias"): not fused: fp8: dims M=10 K=16 N=16 are not all multiples of 16 (cuBLASLt FP8 requirement)
 // SM80-DAG: remark: loc("middle"): not fused: fp8: target sm_80 has no FP8 tensor cores (sm_89 or newer needed)
 // SM80-NOT: tx.fp8_matmul
-tx.parameter @w1 = dense<0.5> : tensor<32x16xf32>
-tx.parameter @w2 = dense<0.25> : tensor<16x16xf32>
-tx.parameter @w3 = dense<0.125> : tensor<16x16xf32>
-func.func @main(%x: tensor<16x32xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
-  %w1 = tx.load_parameter @w1 : tensor<32x16xf32>
-  %w2 = tx.load_parameter @w2 : tensor<16x16xf32>
-  %w3 = tx.load_parameter @w3 : tensor<16x16xf32>
-  %h1 = tx.matmul %x, %w1 : tensor<16x32xf32>, tensor<32x16xf32> loc("first")
-  %a1 = tx.relu %h1 : tensor<16x16xf32>
-  %h2 = tx.matmul %a1, %w2 : tensor<16x16xf32>, tensor<16x16xf32> loc("middle")
-  %h3 = tx.matmul %h2, %w3 : tensor<16x16xf32>, tensor<16x16xf32> loc("last")
-  %sq = tx.mul %h3, %h3 : tensor<16x16xf32>, tensor<16x16xf32>
-  %l = tx.reduce_mean %sq axes [] : tensor<16x16xf32>
-  return %l : tensor<f32>
-}
+// Input: chunk 1 of Inputs/insert-fp8-forward.mlir, as a step in Inputs/insert-fp8-steps.mlir.
 
 // -----
 
 // Shapes cuBLASLt cannot run in FP8 stay as they are.
-tx.parameter @v = dense<0.5> : tensor<32x16xf32>
-tx.parameter @u = dense<0.5> : tensor<16x16xf32>
-tx.parameter @c = dense<0.5> : tensor<16xf32>
-func.func @main(%x: tensor<10x32xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
-  %v = tx.load_parameter @v : tensor<32x16xf32>
-  %u = tx.load_parameter @u : tensor<16x16xf32>
-  %c = tx.load_parameter @c : tensor<16xf32>
-  %h = tx.matmul %x, %v : tensor<10x32xf32>, tensor<32x16xf32> loc("odd")
-  %g = tx.gemm %h, %u, %c : tensor<10x16xf32>, tensor<16x16xf32>, tensor<16xf32> loc("with_bias")
-  %l = tx.reduce_sum %g axes [] : tensor<10x16xf32>
-  return %l : tensor<f32>
-}
+// Input: chunk 2 of Inputs/insert-fp8-forward.mlir, as a step in Inputs/insert-fp8-steps.mlir.
 
 // -----
 
@@ -124,12 +102,4 @@ func.func @main(%x: tensor<10x32xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name 
 // EXCLUDE:       %[[A:.+]] = tx.mul %[[P]], %{{.+}} : tensor<16x32xf32>, tensor<f32> "gemm"
 // EXCLUDE:       %[[C:.+]] = tx.mul %{{.+}}, %{{.+}} : tensor<32xf32>, tensor<f32> "gemm"
 // EXCLUDE:       tx.add %[[A]], %[[C]] : tensor<16x32xf32>, tensor<32xf32> "gemm"
-tx.parameter @wt = dense<0.5> : tensor<32x16xf32>
-tx.parameter @bias = dense<0.5> : tensor<32xf32>
-func.func @main(%x: tensor<16x16xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
-  %w = tx.load_parameter @wt : tensor<32x16xf32>
-  %c = tx.load_parameter @bias : tensor<32xf32>
-  %g = tx.gemm %x, %w, %c {transB = true, alpha = 2.0 : f32, beta = 0.5 : f32} : tensor<16x16xf32>, tensor<32x16xf32>, tensor<32xf32> loc("gemm")
-  %l = tx.reduce_sum %g axes [] : tensor<16x32xf32>
-  return %l : tensor<f32>
-}
+// Input: chunk 3 of Inputs/insert-fp8-forward.mlir, as a step in Inputs/insert-fp8-steps.mlir.

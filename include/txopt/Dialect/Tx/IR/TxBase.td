@@ -69,7 +69,7 @@ class Tx_1DTensorOf<list<Type> allowedTypes>
 // the inherent attributes written in `attr-dict` (`{axis = 1}`, `{transB =
 // true}`) still sit in the attribute dictionary and before defaults are
 // populated, so upstream's adaptor would read null attributes there.
-// `detail::inferWithParsedProperties` (TxOps.cpp) merges both first.
+// `detail::inferWithParsedProperties` (TxOps.h) merges both first.
 def Tx_InferTypeOpAdaptor : TraitList<[
     DeclareOpInterfaceMethods<InferTypeOpInterface>,
     NativeOpTrait<
