@@ -334,6 +334,72 @@ static void absorbCastsIntoStores(func::FuncOp step, Materialization &plan) {
   }
 }
 
+/// Arithmetic the elemental emitter computes from its operands alone (no
+/// index remapping, no random numbers): the ops worth recomputing.
+static bool isArithmetic(Operation *op) {
+  if (auto constant = dyn_cast<tx::ConstantOp>(op))
+    return cast<ElementsAttr>(constant.getValue()).isSplat();
+  return isa<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::PowOp, tx::MaxOp,
+             tx::MinOp, tx::WhereOp, tx::SqrtOp, tx::ReciprocalOp, tx::ErfOp,
+             tx::TanhOp, tx::SigmoidOp, tx::ExpOp, tx::LogOp, tx::NegOp,
+             tx::ReluOp, tx::CastOp, tx::EqualOp, tx::LessOp, tx::GreaterOp,
+             tx::LessOrEqualOp, tx::GreaterOrEqualOp, tx::NotOp, tx::AndOp,
+             tx::OrOp, tx::IsNaNOp>(op);
+}
+
+/// What recomputing a value costs a kernel: the arithmetic ops it evaluates
+/// and the large values in memory it reads (those with at least a quarter
+/// of the result's elements; biases and scalars are cheap to read).
+struct RecomputeCost {
+  int ops = 0;
+  llvm::SmallPtrSet<Value, 4> largeReads;
+};
+
+/// Adds the cost of recomputing |v| for a result of |resultElements|
+/// elements; false past |maxOps| ops or |maxReads| large reads, or when the
+/// way down crosses anything else (data movement, random numbers, an op
+/// whose result is not stored).
+static bool addRecomputeCost(Value v, const Materialization &plan,
+                             int64_t resultElements, int maxOps, unsigned maxReads,
+                             RecomputeCost &cost) {
+  Operation *def = v.getDefiningOp();
+  if (!def || plan.isMaterialized(v)) {
+    if (typeOf(v).getNumElements() * 4 >= resultElements)
+      cost.largeReads.insert(v);
+    return cost.largeReads.size() <= maxReads;
+  }
+  if (!isArithmetic(def) || ++cost.ops > maxOps)
+    return false;
+  for (Value operand : def->getOperands())
+    if (!addRecomputeCost(operand, plan, resultElements, maxOps, maxReads, cost))
+      return false;
+  return true;
+}
+
+/// An arithmetic value with several readers, all of which compute their
+/// operands' elements, that a short expression over values in memory
+/// gives: each reader recomputes it (a GELU's intermediates, read by the
+/// forward and by its gradient) instead of a store and a load per reader.
+/// Materialized, a value read by k kernels costs its R large reads, one
+/// write and k reads; recomputed, k * R reads: so one large read allows
+/// four readers, two large reads two readers, and a chain never grows
+/// (a residual sum of sums stays materialized).
+static bool isRecomputedExpression(Operation &op, const Materialization &plan) {
+  if (op.getNumResults() != 1 || !isArithmetic(&op))
+    return false;
+  Value result = op.getResult(0);
+  llvm::SmallPtrSet<Operation *, 4> users(result.getUsers().begin(),
+                                           result.getUsers().end());
+  if (users.size() < 2 || users.size() > 4 ||
+      !llvm::all_of(users, [](Operation *u) { return fusesOperands(u); }))
+    return false;
+  RecomputeCost cost;
+  if (!addRecomputeCost(result, plan, typeOf(result).getNumElements(),
+                        /*maxOps=*/12, /*maxReads=*/2, cost))
+    return false;
+  return cost.largeReads.size() <= 1 || users.size() <= 2;
+}
+
 static void decideMaterialization(func::FuncOp step, Materialization &plan,
                                   unsigned &fusedOps) {
   Block &body = step.getBody().front();
@@ -344,7 +410,7 @@ static void decideMaterialization(func::FuncOp step, Materialization &plan,
       plan.materialized.insert(op.getOperand(0));
       continue;
     }
-    if (isRecomputedCast(op, plan))
+    if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan))
       continue;
     for (Value result : op.getResults()) {
       bool needed = !isElementalOp(&op);
