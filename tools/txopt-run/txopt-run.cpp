@@ -190,146 +190,128 @@ bool splitPair(const std::string &text, std::string &name, std::string &value) {
   return true;
 }
 
-bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg = argv[i];
-    std::string value;
-    bool matched;
-    if (arg == "--help" || arg == "-h") {
-      options.help = true;
-      continue;
-    }
-    if (arg == "--f64") {
-      options.executor.computeInF64 = true;
-      continue;
-    }
-    if (arg == "--no-dropout") {
-      options.executor.disableDropout = true;
-      continue;
-    }
-    if (arg == "--check-finite" || arg == "--check-finite=nan") {
-      options.executor.checkFinite = FiniteCheck::NaN;
-      continue;
-    }
-    if (arg == "--check-finite=all") {
-      options.executor.checkFinite = FiniteCheck::NonFinite;
-      continue;
-    }
-    if (arg.starts_with("--check-finite=")) {
-      error = "unknown --check-finite value '" +
-              arg.drop_front(15).str() + "' (expected 'nan' or 'all')";
-      return false;
-    }
-    if (!takeValue(argc, argv, i, "function", value, error, matched))
-      return false;
-    if (matched) {
-      options.function = value;
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "input", value, error, matched))
-      return false;
-    if (matched) {
-      std::string name, path;
-      if (!splitPair(value, name, path)) {
-        error = "expected --input NAME=FILE.npy, but got '" + value + "'";
-        return false;
-      }
-      options.inputs.emplace_back(name, path);
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "int-range", value, error, matched))
-      return false;
-    if (matched) {
-      std::string name, count;
-      int64_t k;
-      if (!splitPair(value, name, count) ||
-          llvm::StringRef(count).getAsInteger(10, k) || k <= 0) {
-        error = "expected --int-range NAME=K with K > 0, but got '" + value + "'";
-        return false;
-      }
-      options.intRanges[name] = k;
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "seed", value, error, matched))
-      return false;
-    if (matched) {
-      if (llvm::StringRef(value).getAsInteger(10, options.seed)) {
-        error = "expected a non-negative integer --seed, but got '" + value + "'";
-        return false;
-      }
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "output-dir", value, error, matched))
-      return false;
-    if (matched) {
-      options.outputDir = value;
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "steps", value, error, matched))
-      return false;
-    if (matched) {
-      int64_t steps;
-      if (llvm::StringRef(value).getAsInteger(10, steps) || steps <= 0) {
-        error = "expected --steps N with N > 0, but got '" + value + "'";
-        return false;
-      }
-      options.steps = steps;
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "data", value, error, matched))
-      return false;
-    if (matched) {
-      options.dataPath = value;
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "lr", value, error, matched))
-      return false;
-    if (matched) {
-      double lr;
-      if (llvm::StringRef(value).getAsDouble(lr) || !(lr >= 0) ||
-          !std::isfinite(lr)) {
-        error = "expected --lr X with a finite X >= 0, but got '" + value + "'";
-        return false;
-      }
-      options.lr = lr;
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "max-memory", value, error, matched))
-      return false;
-    if (matched) {
-      options.maxMemory = parseBytes(value);
-      if (!options.maxMemory) {
-        error = "expected --max-memory BYTES (an integer, optionally with a "
-                "K, M, G or T suffix), but got '" + value + "'";
-        return false;
-      }
-      continue;
-    }
-    if (!takeValue(argc, argv, i, "print-limit", value, error, matched))
-      return false;
-    if (matched) {
-      if (llvm::StringRef(value).getAsInteger(10, options.printLimit) ||
-          options.printLimit < 0) {
-        error = "expected a non-negative --print-limit, but got '" + value + "'";
-        return false;
-      }
-      continue;
-    }
-    if (!txopt_run::parseRunFlag(argc, argv, i, options.run, error, matched))
-      return false;
-    if (matched)
-      continue;
-    if (arg.starts_with("-") && arg != "-") {
-      error = "unknown option '" + arg.str() + "' (see --help)";
-      return false;
-    }
-    if (!options.model.empty()) {
-      error = "more than one model given ('" + options.model + "' and '" +
-              arg.str() + "')";
-      return false;
-    }
-    options.model = arg.str();
-  }
+/// A flag without a value (--help, --f64, --no-dropout, --check-finite):
+/// sets |matched| when |arg| is one; false on an error.
+bool parseSwitch(llvm::StringRef arg, Options &options, std::string &error,
+                 bool &matched) {
+  matched = true;
+  if (arg == "--help" || arg == "-h")
+    options.help = true;
+  else if (arg == "--f64")
+    options.executor.computeInF64 = true;
+  else if (arg == "--no-dropout")
+    options.executor.disableDropout = true;
+  else if (arg == "--check-finite" || arg == "--check-finite=nan")
+    options.executor.checkFinite = FiniteCheck::NaN;
+  else if (arg == "--check-finite=all")
+    options.executor.checkFinite = FiniteCheck::NonFinite;
+  else if (arg.starts_with("--check-finite=")) {
+    error = "unknown --check-finite value '" + arg.drop_front(15).str() +
+            "' (expected 'nan' or 'all')";
+    return false;
+  } else
+    matched = false;
+  return true;
+}
+
+/// How one valued flag stores its value; returns false (with |error|) when
+/// the value is malformed.
+using ValueHandler = bool (*)(const std::string &value, Options &options,
+                              std::string &error);
+
+/// txopt-run's own valued flags (--name=VALUE or --name VALUE); the
+/// training-run flags are Steps.h's parseRunFlag.
+const std::pair<const char *, ValueHandler> kValueFlags[] = {
+    {"function",
+     [](const std::string &value, Options &options, std::string &) {
+       options.function = value;
+       return true;
+     }},
+    {"input",
+     [](const std::string &value, Options &options, std::string &error) {
+       std::string name, path;
+       if (!splitPair(value, name, path)) {
+         error = "expected --input NAME=FILE.npy, but got '" + value + "'";
+         return false;
+       }
+       options.inputs.emplace_back(name, path);
+       return true;
+     }},
+    {"int-range",
+     [](const std::string &value, Options &options, std::string &error) {
+       std::string name, count;
+       int64_t k;
+       if (!splitPair(value, name, count) ||
+           llvm::StringRef(count).getAsInteger(10, k) || k <= 0) {
+         error = "expected --int-range NAME=K with K > 0, but got '" + value + "'";
+         return false;
+       }
+       options.intRanges[name] = k;
+       return true;
+     }},
+    {"seed",
+     [](const std::string &value, Options &options, std::string &error) {
+       if (llvm::StringRef(value).getAsInteger(10, options.seed)) {
+         error = "expected a non-negative integer --seed, but got '" + value + "'";
+         return false;
+       }
+       return true;
+     }},
+    {"output-dir",
+     [](const std::string &value, Options &options, std::string &) {
+       options.outputDir = value;
+       return true;
+     }},
+    {"steps",
+     [](const std::string &value, Options &options, std::string &error) {
+       int64_t steps;
+       if (llvm::StringRef(value).getAsInteger(10, steps) || steps <= 0) {
+         error = "expected --steps N with N > 0, but got '" + value + "'";
+         return false;
+       }
+       options.steps = steps;
+       return true;
+     }},
+    {"data",
+     [](const std::string &value, Options &options, std::string &) {
+       options.dataPath = value;
+       return true;
+     }},
+    {"lr",
+     [](const std::string &value, Options &options, std::string &error) {
+       double lr;
+       if (llvm::StringRef(value).getAsDouble(lr) || !(lr >= 0) ||
+           !std::isfinite(lr)) {
+         error = "expected --lr X with a finite X >= 0, but got '" + value + "'";
+         return false;
+       }
+       options.lr = lr;
+       return true;
+     }},
+    {"max-memory",
+     [](const std::string &value, Options &options, std::string &error) {
+       options.maxMemory = parseBytes(value);
+       if (!options.maxMemory) {
+         error = "expected --max-memory BYTES (an integer, optionally with a "
+                 "K, M, G or T suffix), but got '" + value + "'";
+         return false;
+       }
+       return true;
+     }},
+    {"print-limit",
+     [](const std::string &value, Options &options, std::string &error) {
+       if (llvm::StringRef(value).getAsInteger(10, options.printLimit) ||
+           options.printLimit < 0) {
+         error = "expected a non-negative --print-limit, but got '" + value + "'";
+         return false;
+       }
+       return true;
+     }},
+};
+
+/// Flags that need another: the training-run flags need --steps, and a
+/// model is required unless --help.
+bool checkFlagCombinations(const Options &options, std::string &error) {
   if (options.dataPath && !options.steps) {
     error = "--data needs --steps";
     return false;
@@ -348,6 +330,40 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
     return false;
   }
   return true;
+}
+
+bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    bool matched = false;
+    if (!parseSwitch(arg, options, error, matched))
+      return false;
+    for (const auto &[name, handle] : kValueFlags) {
+      if (matched)
+        break;
+      std::string value;
+      if (!takeValue(argc, argv, i, name, value, error, matched))
+        return false;
+      if (matched && !handle(value, options, error))
+        return false;
+    }
+    if (!matched &&
+        !txopt_run::parseRunFlag(argc, argv, i, options.run, error, matched))
+      return false;
+    if (matched)
+      continue;
+    if (arg.starts_with("-") && arg != "-") {
+      error = "unknown option '" + arg.str() + "' (see --help)";
+      return false;
+    }
+    if (!options.model.empty()) {
+      error = "more than one model given ('" + options.model + "' and '" +
+              arg.str() + "')";
+      return false;
+    }
+    options.model = arg.str();
+  }
+  return checkFlagCombinations(options, error);
 }
 
 /// The name of argument or result |index|: its `tx.name` attribute (what the
@@ -411,6 +427,213 @@ func::FuncOp pickFunction(ModuleOp module, const Options &options,
   return {};
 }
 
+llvm::Error runError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The function to run: the training step under --steps (unless
+/// --function names one), else pickFunction's choice.
+func::FuncOp selectFunction(ModuleOp module, const Options &options,
+                            std::string &error) {
+  if (!options.steps || options.function)
+    return pickFunction(module, options, error);
+  func::FuncOp func = txopt_run::findStepFunction(module);
+  if (!func)
+    error = "'" + options.model +
+            "' has no training step (a function marked tx.train_step; build "
+            "one with txopt --train)";
+  return func;
+}
+
+/// The arguments of |func| by name (tx.name, else argN), for --input and
+/// --int-range.
+struct ArgumentNames {
+  // Op handles are values whose accessors are not const.
+  mutable func::FuncOp func;
+  std::vector<std::string> names;
+
+  explicit ArgumentNames(func::FuncOp func) : func(func) {
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      names.push_back(nameOf(func.getArgAttrDict(i), "arg", i));
+  }
+  std::optional<unsigned> find(const std::string &name) const {
+    for (unsigned i = 0; i < names.size(); ++i)
+      if (names[i] == name || "arg" + std::to_string(i) == name)
+        return i;
+    return std::nullopt;
+  }
+  llvm::Error unknown(const std::string &what, const std::string &name) const {
+    std::string known = llvm::join(names, ", ");
+    return runError(what + " names no argument of '" + func.getName().str() +
+                    "': '" + name + "' (arguments: " +
+                    (known.empty() ? "none" : known) + ")");
+  }
+};
+
+/// The --input values, one slot per argument. A file must hold the
+/// argument's type, except that f32 data may feed a bf16/f16 argument
+/// (rounded once).
+llvm::Error readInputs(MLIRContext &context, const Options &options,
+                       const ArgumentNames &args,
+                       std::vector<std::optional<Tensor>> &given) {
+  given.assign(args.names.size(), std::nullopt);
+  for (auto &[name, path] : options.inputs) {
+    std::optional<unsigned> index = args.find(name);
+    if (!index)
+      return args.unknown("--input", name);
+    auto tensor = readNpyFile(&context, path);
+    if (!tensor)
+      return runError("input '" + name + "': " +
+                      llvm::toString(tensor.takeError()));
+    auto expected = cast<RankedTensorType>(args.func.getArgument(*index).getType());
+    Type fileType = tensor->getElementType();
+    bool widened = fileType.isF32() && isa<FloatType>(expected.getElementType()) &&
+                   expected.getElementType().getIntOrFloatBitWidth() < 32;
+    // 4- and 2-bit integers (no .npy dtype) come as '|i1'/'|u1' holding
+    // their values, signed or unsigned.
+    unsigned subByte = expected.getElementType().isInteger() &&
+                               !expected.getElementType().isInteger(1) &&
+                               expected.getElementType().getIntOrFloatBitWidth() < 8
+                           ? expected.getElementType().getIntOrFloatBitWidth()
+                           : 0;
+    bool packedInts = subByte && fileType.isInteger(8);
+    if ((fileType != expected.getElementType() && !widened && !packedInts) ||
+        tensor->getShape() != expected.getShape()) {
+      std::string want;
+      llvm::raw_string_ostream os(want);
+      os << expected;
+      return runError("input '" + name + "' ('" + path + "'): expected " +
+                      want + ", but the file holds " + typeString(*tensor) +
+                      " ('" + npyDtypeFor(fileType) + "')");
+    }
+    if (widened) {
+      Tensor narrowed(expected);
+      narrowed.floats() = tensor->floats();
+      roundToElementType(narrowed);
+      tensor = std::move(narrowed);
+    }
+    if (packedInts) {
+      // The file reads as i8 (|u1 wraps to negative past 127): the bits
+      // below the width must hold the value.
+      Tensor bits(expected);
+      for (int64_t i = 0, e = tensor->getNumElements(); i < e; ++i) {
+        int64_t v = tensor->ints()[i];
+        int64_t low = -(int64_t(1) << (subByte - 1)), high = (int64_t(1) << subByte) - 1;
+        if (v < low || v > high)
+          return runError("input '" + name + "' ('" + path + "'): element " +
+                          std::to_string(i) + " (" + std::to_string(v) +
+                          ") does not fit in " + std::to_string(subByte) + " bits");
+        bits.ints()[i] = wrapToWidth(v, subByte);
+      }
+      tensor = std::move(bits);
+    }
+    given[*index] = std::move(*tensor);
+  }
+  for (auto &[name, k] : options.intRanges)
+    if (!args.find(name))
+      return args.unknown("--int-range", name);
+  return llvm::Error::success();
+}
+
+/// Every argument is materialized before the first op runs: their sizes
+/// are checked together against the budget before any is allocated.
+llvm::Error checkArgumentBudget(const ArgumentNames &args) {
+  uint64_t argumentBytes = 0;
+  for (unsigned i = 0; i < args.names.size(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(args.func.getArgument(i).getType());
+    if (!type || !type.hasStaticShape())
+      continue;
+    if (llvm::Error err = checkTensorBudget(
+            type, "argument '" + args.names[i] + "'", argumentBytes))
+      return err;
+    argumentBytes += *storageBytes(type.getShape());
+  }
+  return llvm::Error::success();
+}
+
+/// --steps: repeats the training step (Steps.h).
+llvm::Error runTrainingSteps(ModuleOp module, func::FuncOp func,
+                             const Options &options,
+                             std::vector<std::optional<Tensor>> given) {
+  Executor executor(module, options.executor);
+  txopt_run::StepOptions stepOptions;
+  stepOptions.steps = *options.steps;
+  stepOptions.dataPath = options.dataPath;
+  stepOptions.seed = options.seed;
+  stepOptions.lr = options.lr;
+  stepOptions.outputDir = options.outputDir;
+  stepOptions.run = options.run;
+  return txopt_run::runSteps(executor, func, std::move(given), stepOptions,
+                             llvm::outs());
+}
+
+/// One run's arguments: the given ones, the others seeded random values
+/// (integers below --int-range, else the bound their gathers imply, else 2).
+llvm::Expected<std::vector<Tensor>>
+materializeArguments(const ArgumentNames &args, const Options &options,
+                     std::vector<std::optional<Tensor>> given) {
+  std::vector<Tensor> arguments;
+  for (unsigned i = 0; i < args.names.size(); ++i) {
+    if (given[i]) {
+      arguments.push_back(std::move(*given[i]));
+      continue;
+    }
+    auto type = dyn_cast<RankedTensorType>(args.func.getArgument(i).getType());
+    if (!type || !type.hasStaticShape())
+      return runError("argument '" + args.names[i] +
+                      "' is not a statically shaped tensor");
+    int64_t bound = 2;
+    auto range = options.intRanges.find(args.names[i]);
+    if (range == options.intRanges.end())
+      range = options.intRanges.find("arg" + std::to_string(i));
+    if (range != options.intRanges.end())
+      bound = range->second;
+    else if (auto inferred = txopt_run::inferIndexBound(args.func.getArgument(i)))
+      bound = *inferred;
+    arguments.push_back(txopt_run::randomTensor(type, options.seed, i, bound));
+  }
+  return arguments;
+}
+
+/// Prints each result (scalars as a value, small tensors in full) and, with
+/// --output-dir, writes it as .npy (f64 under --f64).
+llvm::Error reportResults(MLIRContext &context, func::FuncOp func,
+                          const Options &options,
+                          const std::vector<Tensor> &results) {
+  if (options.outputDir) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(*options.outputDir))
+      return runError("cannot create '" + *options.outputDir +
+                      "': " + ec.message());
+  }
+  for (auto [index, tensor] : llvm::enumerate(results)) {
+    std::string name = nameOf(func.getResultAttrDict(index), "result", index);
+    if (tensor.getRank() == 0) {
+      llvm::outs() << name << " = " << formatValue(tensor, 0) << "\n";
+    } else {
+      llvm::outs() << name << ": " << typeString(tensor);
+      if (tensor.getNumElements() <= options.printLimit) {
+        llvm::outs() << " = ";
+        int64_t next = 0;
+        printNested(llvm::outs(), tensor, 0, next);
+      }
+      llvm::outs() << "\n";
+    }
+    if (options.outputDir) {
+      Tensor toWrite = tensor;
+      if (options.executor.computeInF64 && tensor.isFloat()) {
+        toWrite = Tensor(Float64Type::get(&context), tensor.getShape());
+        toWrite.floats() = tensor.floats();
+      }
+      llvm::SmallString<256> path(*options.outputDir);
+      llvm::sys::path::append(path, txopt_run::npyFileNameFor(name));
+      if (llvm::Error err = writeNpyFile(toWrite, path))
+        return runError("cannot write '" + path.str().str() +
+                        "': " + llvm::toString(std::move(err)));
+    }
+  }
+  return llvm::Error::success();
+}
+
 int runMain(int argc, char **argv) {
   Options options;
   std::string error;
@@ -444,182 +667,34 @@ int runMain(int argc, char **argv) {
     return fail(kRunError, firstError.empty()
                                ? "cannot parse '" + options.model + "'"
                                : firstError);
-  func::FuncOp func;
-  if (options.steps && !options.function) {
-    func = txopt_run::findStepFunction(*module);
-    if (!func)
-      return fail(kRunError, "'" + options.model +
-                                 "' has no training step (a function marked "
-                                 "tx.train_step; build one with txopt --train)");
-  } else {
-    func = pickFunction(*module, options, error);
-  }
+  func::FuncOp func = selectFunction(*module, options, error);
   if (!func)
     return fail(kRunError, error);
 
-  // Argument names, and the values given for them.
-  unsigned numArgs = func.getNumArguments();
-  std::vector<std::string> argNames;
-  for (unsigned i = 0; i < numArgs; ++i)
-    argNames.push_back(nameOf(func.getArgAttrDict(i), "arg", i));
-  auto findArg = [&](const std::string &name) -> std::optional<unsigned> {
-    for (unsigned i = 0; i < numArgs; ++i)
-      if (argNames[i] == name || "arg" + std::to_string(i) == name)
-        return i;
-    return std::nullopt;
-  };
-  auto unknownArg = [&](const std::string &what, const std::string &name) {
-    std::string known = llvm::join(argNames, ", ");
-    return fail(kRunError, what + " names no argument of '" +
-                               func.getName().str() + "': '" + name +
-                               "' (arguments: " + (known.empty() ? "none" : known) +
-                               ")");
-  };
-  std::vector<std::optional<Tensor>> given(numArgs);
-  for (auto &[name, path] : options.inputs) {
-    std::optional<unsigned> index = findArg(name);
-    if (!index)
-      return unknownArg("--input", name);
-    auto tensor = readNpyFile(&context, path);
-    if (!tensor)
-      return fail(kRunError, "input '" + name + "': " +
-                                 llvm::toString(tensor.takeError()));
-    auto expected = cast<RankedTensorType>(func.getArgument(*index).getType());
-    Type fileType = tensor->getElementType();
-    bool widened = fileType.isF32() && isa<FloatType>(expected.getElementType()) &&
-                   expected.getElementType().getIntOrFloatBitWidth() < 32;
-    // 4- and 2-bit integers (no .npy dtype) come as '|i1'/'|u1' holding
-    // their values, signed or unsigned.
-    unsigned subByte = expected.getElementType().isInteger() &&
-                               !expected.getElementType().isInteger(1) &&
-                               expected.getElementType().getIntOrFloatBitWidth() < 8
-                           ? expected.getElementType().getIntOrFloatBitWidth()
-                           : 0;
-    bool packedInts = subByte && fileType.isInteger(8);
-    if ((fileType != expected.getElementType() && !widened && !packedInts) ||
-        tensor->getShape() != expected.getShape()) {
-      std::string want;
-      llvm::raw_string_ostream os(want);
-      os << expected;
-      return fail(kRunError, "input '" + name + "' ('" + path + "'): expected " +
-                                 want + ", but the file holds " +
-                                 typeString(*tensor) + " ('" +
-                                 npyDtypeFor(fileType) + "')");
-    }
-    if (widened) {
-      Tensor narrowed(expected);
-      narrowed.floats() = tensor->floats();
-      roundToElementType(narrowed);
-      tensor = std::move(narrowed);
-    }
-    if (packedInts) {
-      // The file reads as i8 (|u1 wraps to negative past 127): the bits
-      // below the width must hold the value.
-      Tensor bits(expected);
-      for (int64_t i = 0, e = tensor->getNumElements(); i < e; ++i) {
-        int64_t v = tensor->ints()[i];
-        int64_t low = -(int64_t(1) << (subByte - 1)), high = (int64_t(1) << subByte) - 1;
-        if (v < low || v > high)
-          return fail(kRunError, "input '" + name + "' ('" + path + "'): element " +
-                                     std::to_string(i) + " (" + std::to_string(v) +
-                                     ") does not fit in " + std::to_string(subByte) +
-                                     " bits");
-        bits.ints()[i] = wrapToWidth(v, subByte);
-      }
-      tensor = std::move(bits);
-    }
-    given[*index] = std::move(*tensor);
-  }
-  for (auto &[name, k] : options.intRanges)
-    if (!findArg(name))
-      return unknownArg("--int-range", name);
-
-  // Every argument is materialized before the first op runs: check their
-  // sizes together against the budget before allocating any.
-  uint64_t argumentBytes = 0;
-  for (unsigned i = 0; i < numArgs; ++i) {
-    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-    if (!type || !type.hasStaticShape())
-      continue;
-    if (llvm::Error err = checkTensorBudget(
-            type, "argument '" + argNames[i] + "'", argumentBytes))
-      return fail(kRunError, llvm::toString(std::move(err)));
-    argumentBytes += *storageBytes(type.getShape());
-  }
+  ArgumentNames args(func);
+  std::vector<std::optional<Tensor>> given;
+  if (llvm::Error err = readInputs(context, options, args, given))
+    return fail(kRunError, llvm::toString(std::move(err)));
+  if (llvm::Error err = checkArgumentBudget(args))
+    return fail(kRunError, llvm::toString(std::move(err)));
 
   if (options.steps) {
-    Executor executor(*module, options.executor);
-    txopt_run::StepOptions stepOptions;
-    stepOptions.steps = *options.steps;
-    stepOptions.dataPath = options.dataPath;
-    stepOptions.seed = options.seed;
-    stepOptions.lr = options.lr;
-    stepOptions.outputDir = options.outputDir;
-    stepOptions.run = options.run;
     if (llvm::Error err =
-            txopt_run::runSteps(executor, func, std::move(given), stepOptions,
-                                llvm::outs()))
+            runTrainingSteps(*module, func, options, std::move(given)))
       return fail(kRunError, llvm::toString(std::move(err)));
     return kSuccess;
   }
 
-  std::vector<Tensor> arguments;
-  for (unsigned i = 0; i < numArgs; ++i) {
-    if (given[i]) {
-      arguments.push_back(std::move(*given[i]));
-      continue;
-    }
-    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-    if (!type || !type.hasStaticShape())
-      return fail(kRunError, "argument '" + argNames[i] +
-                                 "' is not a statically shaped tensor");
-    int64_t bound = 2;
-    auto range = options.intRanges.find(argNames[i]);
-    if (range == options.intRanges.end())
-      range = options.intRanges.find("arg" + std::to_string(i));
-    if (range != options.intRanges.end())
-      bound = range->second;
-    else if (auto inferred = txopt_run::inferIndexBound(func.getArgument(i)))
-      bound = *inferred;
-    arguments.push_back(txopt_run::randomTensor(type, options.seed, i, bound));
-  }
-
+  llvm::Expected<std::vector<Tensor>> arguments =
+      materializeArguments(args, options, std::move(given));
+  if (!arguments)
+    return fail(kRunError, llvm::toString(arguments.takeError()));
   Executor executor(*module, options.executor);
-  auto results = executor.run(func, arguments);
+  auto results = executor.run(func, *arguments);
   if (!results)
     return fail(kRunError, llvm::toString(results.takeError()));
-
-  if (options.outputDir) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(*options.outputDir))
-      return fail(kRunError, "cannot create '" + *options.outputDir +
-                                 "': " + ec.message());
-  }
-  for (auto [index, tensor] : llvm::enumerate(*results)) {
-    std::string name = nameOf(func.getResultAttrDict(index), "result", index);
-    if (tensor.getRank() == 0) {
-      llvm::outs() << name << " = " << formatValue(tensor, 0) << "\n";
-    } else {
-      llvm::outs() << name << ": " << typeString(tensor);
-      if (tensor.getNumElements() <= options.printLimit) {
-        llvm::outs() << " = ";
-        int64_t next = 0;
-        printNested(llvm::outs(), tensor, 0, next);
-      }
-      llvm::outs() << "\n";
-    }
-    if (options.outputDir) {
-      Tensor toWrite = tensor;
-      if (options.executor.computeInF64 && tensor.isFloat()) {
-        toWrite = Tensor(Float64Type::get(&context), tensor.getShape());
-        toWrite.floats() = tensor.floats();
-      }
-      llvm::SmallString<256> path(*options.outputDir);
-      llvm::sys::path::append(path, txopt_run::npyFileNameFor(name));
-      if (llvm::Error err = writeNpyFile(toWrite, path))
-        return fail(kRunError, "cannot write '" + path.str().str() +
-                                   "': " + llvm::toString(std::move(err)));
-    }
-  }
+  if (llvm::Error err = reportResults(context, func, options, *results))
+    return fail(kRunError, llvm::toString(std::move(err)));
   return kSuccess;
 }
 
