@@ -105,8 +105,25 @@ void probabilities(std::vector<double> &s, double lse) {
     x = empty ? 0.0 : std::exp(x - lse);
 }
 
+/// Flash-attention kernels (cuDNN's SDPA, which the GPU step runs;
+/// FlashAttention) multiply the probabilities by V, and in the backward dS
+/// by K and Q, on tensor cores in the operands' type: P and dS are rounded
+/// to it first. For bf16/f16 attention the reference rounds at the same two
+/// points (sums stay in double), so it models the GPU's numerics rather
+/// than an exact softmax it never computes. f32 attention (and --f64) is
+/// not rounded.
+struct FlashRounding {
+  Type element;
+  const ExecutorOptions &options;
+  bool active() const { return element.isBF16() || element.isF16(); }
+  double operator()(double x) const {
+    return active() ? roundUnlessF64(element, x, options) : x;
+  }
+};
+
 void evalForward(tx::AttentionOp op, llvm::ArrayRef<const Tensor *> in,
-                 llvm::SmallVectorImpl<Tensor> &results) {
+                 llvm::SmallVectorImpl<Tensor> &results,
+                 const FlashRounding &round) {
   const Tensor &q = *in[0], &k = *in[1], &v = *in[2];
   Geometry geo(q, k, v, op.getMask() ? in[3] : nullptr,
                op.getScale().convertToDouble(), op.getCausal(), op.getWindow());
@@ -119,7 +136,23 @@ void evalForward(tx::AttentionOp op, llvm::ArrayRef<const Tensor *> in,
         int64_t row = (bi * geo.h + hi) * geo.tq + i;
         double l = logSumExp(s);
         lse.floats()[row] = l;
-        probabilities(s, l);
+        if (round.active() && l != -std::numeric_limits<double>::infinity()) {
+          // The kernel's P: exp(s - max) rounded, normalized at the end by
+          // the unrounded sum.
+          double max = -std::numeric_limits<double>::infinity();
+          for (double x : s)
+            max = std::max(max, x);
+          double sum = 0.0;
+          for (double &x : s) {
+            double e = std::exp(x - max);
+            sum += e;
+            x = round(e);
+          }
+          for (double &x : s)
+            x /= sum;
+        } else {
+          probabilities(s, l);
+        }
         double *o = out.floats().data() + row * geo.dv;
         int64_t g = hi / geo.group;
         for (int64_t j = 0; j < geo.tk; ++j) {
@@ -136,7 +169,8 @@ void evalForward(tx::AttentionOp op, llvm::ArrayRef<const Tensor *> in,
 }
 
 void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
-                  llvm::SmallVectorImpl<Tensor> &results) {
+                  llvm::SmallVectorImpl<Tensor> &results,
+                  const FlashRounding &round) {
   bool hasMask = static_cast<bool>(op.getMask());
   const Tensor &dO = *in[0], &q = *in[1], &k = *in[2], &v = *in[3];
   const Tensor *mask = hasMask ? in[4] : nullptr;
@@ -170,11 +204,12 @@ void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
           double *dkr = dk.floats().data() + kvRow * geo.d;
           double *dvr = dv.floats().data() + kvRow * geo.dv;
           double dp = 0.0;
+          double pr = round(p[j]);
           for (int64_t e = 0; e < geo.dv; ++e) {
             dp += dor[e] * vr[e];
-            dvr[e] += p[j] * dor[e];
+            dvr[e] += pr * dor[e];
           }
-          double ds = p[j] * (dp - dsum) * geo.scale;
+          double ds = round(p[j] * (dp - dsum)) * geo.scale;
           for (int64_t e = 0; e < geo.d; ++e) {
             dqr[e] += ds * kr[e];
             dkr[e] += ds * qr[e];
@@ -192,11 +227,15 @@ void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
 llvm::Expected<bool>
 mlir::txopt::reference::evalAttentionOp(Operation *op, const KernelArgs &args) {
   if (auto attention = dyn_cast<tx::AttentionOp>(op)) {
-    evalForward(attention, args.operands, args.results);
+    FlashRounding round{cast<RankedTensorType>(attention.getQ().getType()).getElementType(),
+                        args.options};
+    evalForward(attention, args.operands, args.results, round);
     return true;
   }
   if (auto grad = dyn_cast<tx::AttentionGradOp>(op)) {
-    evalBackward(grad, args.operands, args.results);
+    FlashRounding round{cast<RankedTensorType>(grad.getQ().getType()).getElementType(),
+                        args.options};
+    evalBackward(grad, args.operands, args.results, round);
     return true;
   }
   return false;

@@ -56,7 +56,11 @@ def Tx_AttentionOp : Tx_Op<"attention", [Tx_Differentiable, Pure, InferTypeOpAda
     including the diagonal (Mistral's sliding window). Every sum is
     accumulated in at least f32 (the reference executor: double) and
     `result` is rounded once into the element type of `q`; `S` and `P` are
-    never materialized. A row whose every key is masked (`-inf` everywhere)
+    never materialized. With bf16/f16 operands the probabilities enter the
+    product with `v` rounded to that type, as flash-attention kernels
+    (cuDNN's SDPA, which the GPU runs) feed them to tensor cores: the
+    reference uses `round(exp(S - max_j S)) / sum_j exp(S - max_j S)`; f32
+    attention is not rounded. A row whose every key is masked (`-inf` everywhere)
     has `lse = -inf` and a zero `result` row, where the unfused softmax gives
     NaN (Hugging Face exports write `Where(IsNaN(p), 0, p)` for exactly that).
 
@@ -112,7 +116,9 @@ def Tx_AttentionGradOp : Tx_Op<"attention_grad", [Pure, InferTypeOpAdaptor,
     ```
 
     Every sum is accumulated in at least f32; the gradients have the types
-    of `q`, `k` and `v`. There is no gradient for `mask`: the gradient rule
+    of `q`, `k` and `v`. With bf16/f16 operands `P` (in the `v_grad` sum)
+    and `P * (dP - Dsum)` (in the `q_grad` and `k_grad` sums) are rounded
+    to that type first, as flash-attention kernels do. There is no gradient for `mask`: the gradient rule
     refuses a mask that needs one (a learned bias).
 
     ```mlir
