@@ -58,6 +58,15 @@ LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
+/// One step of a sum or max reduction, in f32 (the GPU's reductions
+/// accumulate in f32; an f64 element is narrowed first).
+static Value combine(ImplicitLocOpBuilder &b, Value acc, Value v, bool isMax) {
+  if (v.getType().isF64())
+    v = arith::TruncFOp::create(b, b.getF32Type(), v);
+  return isMax ? Value(arith::MaximumFOp::create(b, acc, v))
+               : Value(arith::AddFOp::create(b, acc, v));
+}
+
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
 /// as shapes), e.g. a bias gradient. Thread t of block (tile, split) owns
 /// column tile * kBlockSize + t and sums rows [split * chunk, +chunk) of it
@@ -115,12 +124,7 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                        [&](Value r, llvm::ArrayRef<Value> a) {
       llvm::SmallVector<Value> full = kb.delinearize(r, rows);
       full.append(colIndex.begin(), colIndex.end());
-      Value v = kb.emit(input, full);
-      if (v.getType().isF64())
-        v = arith::TruncFOp::create(b, b.getF32Type(), v);
-      Value next = isMax ? Value(arith::MaximumFOp::create(b, a[0], v))
-                         : Value(arith::AddFOp::create(b, a[0], v));
-      return llvm::SmallVector<Value>{next};
+      return llvm::SmallVector<Value>{combine(b, a[0], kb.emit(input, full), isMax)};
     });
     if (splits == 1) {
       finish(kb, column, acc[0]);
@@ -150,9 +154,7 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                         [&](Value sIdx, llvm::ArrayRef<Value> a) {
       Value at = arith::AddIOp::create(fb2, arith::MulIOp::create(fb2, sIdx, fin.idx(colCount)), col);
       Value v = memref::LoadOp::create(fb2, parts, ValueRange{at});
-      Value next = isMax ? Value(arith::MaximumFOp::create(fb2, a[0], v))
-                         : Value(arith::AddFOp::create(fb2, a[0], v));
-      return llvm::SmallVector<Value>{next};
+      return llvm::SmallVector<Value>{combine(fb2, a[0], v, isMax)};
     });
     finish(fin, col, sum[0]);
   });
@@ -236,12 +238,7 @@ LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
     unsigned oi = 0, ii = 0;
     for (int64_t d = 0; d < rank; ++d)
       full.push_back(reduced[d] ? innerIndex[ii++] : outerIndex[oi++]);
-    Value v = kb.emit(input, full);
-    if (v.getType().isF64())
-      v = arith::TruncFOp::create(b, b.getF32Type(), v);
-    Value next = isMax ? Value(arith::MaximumFOp::create(b, a[0], v))
-                       : Value(arith::AddFOp::create(b, a[0], v));
-    return llvm::SmallVector<Value>{next};
+    return llvm::SmallVector<Value>{combine(b, a[0], kb.emit(input, full), isMax)};
   });
   Value total = kb.blockReduce(acc[0], isMax);
   auto finalStore = [&](KernelBuilder &k, Value out, Value sum) {
@@ -282,9 +279,7 @@ LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
   auto sums = fin.blockStridedLoop(chunks, {fin.f32(isMax ? -INFINITY : 0.0)},
                                    [&](Value j, llvm::ArrayRef<Value> a) {
     Value v = memref::LoadOp::create(fb2, parts, ValueRange{arith::AddIOp::create(fb2, base, j)});
-    Value next = isMax ? Value(arith::MaximumFOp::create(fb2, a[0], v))
-                       : Value(arith::AddFOp::create(fb2, a[0], v));
-    return llvm::SmallVector<Value>{next};
+    return llvm::SmallVector<Value>{combine(fb2, a[0], v, isMax)};
   });
   finalStore(fin, out, fin.blockReduce(sums[0], isMax));
   fin.finish();

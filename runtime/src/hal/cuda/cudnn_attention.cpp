@@ -99,6 +99,19 @@ std::vector<int64_t> stridesOf(const hal::AttentionTensorSpec &t) {
   return {t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
 }
 
+/// Causal (top-left aligned, as tx.attention), the sliding window and the
+/// additive bias: the same on the forward and the backward attributes.
+template <typename Attributes>
+void setMasking(Attributes &options, const hal::AttentionSpec &spec,
+                const std::shared_ptr<fe::graph::Tensor_attributes> &bias) {
+  if (spec.causal)
+    options.set_causal_mask(true);
+  if (spec.window > 0)
+    options.set_diagonal_band_left_bound(static_cast<int>(spec.window));
+  if (bias)
+    options.set_bias(bias);
+}
+
 /// Tensor uids of the variant pack.
 enum Uid : int64_t { Q = 1, K, V, O, LSE, BIAS, DO, DQ, DK, DV };
 
@@ -179,12 +192,7 @@ private:
                          .set_name("sdpa_forward")
                          .set_generate_stats(true)
                          .set_attn_scale(spec.scale);
-      if (spec.causal)
-        options.set_causal_mask(true);
-      if (spec.window > 0)
-        options.set_diagonal_band_left_bound(static_cast<int>(spec.window));
-      if (bias)
-        options.set_bias(bias);
+      setMasking(options, spec, bias);
       auto [o, stats] = graph.sdpa(q, k, v, options);
       o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o));
       stats->set_output(true).set_uid(LSE).set_data_type(fe::DataType_t::FLOAT)
@@ -202,12 +210,7 @@ private:
       auto options = fe::graph::SDPA_backward_attributes()
                          .set_name("sdpa_backward")
                          .set_attn_scale(spec.scale);
-      if (spec.causal)
-        options.set_causal_mask(true);
-      if (spec.window > 0)
-        options.set_diagonal_band_left_bound(static_cast<int>(spec.window));
-      if (bias)
-        options.set_bias(bias);
+      setMasking(options, spec, bias);
       auto [dQ, dK, dV] = graph.sdpa_backward(q, k, v, o, dO, stats, options);
       dQ->set_output(true).set_uid(DQ).set_dim(dimsOf(spec.gradQ)).set_stride(stridesOf(spec.gradQ));
       dK->set_output(true).set_uid(DK).set_dim(dimsOf(spec.gradK)).set_stride(stridesOf(spec.gradK));
