@@ -21,6 +21,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -47,7 +48,7 @@ AttentionTensor contiguous(LoweringContext &ctx, Value v) {
 }
 
 /// What cuDNN's SDPA supports on Hopper, checked at compile time.
-LogicalResult checkSupported(Operation *op, Value q, Value k, Value v) {
+LogicalResult checkSupported(Operation *op, Value q, Value v) {
   Type element = typeOf(q).getElementType();
   if (!element.isBF16() && !element.isF16())
     return op->emitError("fused attention on the GPU runs in bf16 or f16 "
@@ -56,19 +57,18 @@ LogicalResult checkSupported(Operation *op, Value q, Value k, Value v) {
                          "attention unfused (--no-fuse=attention)";
   int64_t d = typeOf(q).getShape()[3], dv = typeOf(v).getShape()[3];
   for (int64_t dim : {d, dv})
-    if (dim % 8 != 0 || dim > 256)
+    if (!tx::isCudnnAttentionHeadDim(dim))
       return op->emitError("fused attention on the GPU needs head dims that "
                            "are multiples of 8 and at most 256 (cuDNN's "
                            "SDPA), but got ")
              << d << " (q/k) and " << dv << " (v)";
-  (void)k;
   return success();
 }
 
 /// Fills the attributes and the q, k, v (and mask) operands both ops share.
 template <typename OpT>
 LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
-  if (failed(checkSupported(op, op.getQ(), op.getK(), op.getV())))
+  if (failed(checkSupported(op, op.getQ(), op.getV())))
     return failure();
   cmd.dtype = *dtypeOf(typeOf(op.getQ()).getElementType());
   cmd.scale = static_cast<float>(op.getScale().convertToDouble());

@@ -38,6 +38,10 @@ bool cuda::isElementalOp(Operation *op) {
           cast<tx::PadOp>(op).getMode() == tx::PadMode::constant);
 }
 
+bool cuda::isViewOp(Operation *op) {
+  return isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(op);
+}
+
 static RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
@@ -286,7 +290,7 @@ Value KernelBuilder::storageOf(Value v, const Materialization &plan) {
     Operation *def = current.getDefiningOp();
     if (!def)
       return v;
-    if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(def)) {
+    if (isViewOp(def)) {
       current = def->getOperand(0);
     } else if (isa<tx::CastOp>(def) && !castSeen) {
       castSeen = true;

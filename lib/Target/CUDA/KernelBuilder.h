@@ -52,6 +52,10 @@ struct Materialization {
 /// broadcast, data movement, splat constants).
 bool isElementalOp(Operation *op);
 
+/// Reshape, squeeze, unsqueeze, identity: the same elements in the same
+/// order, so a materialized one is its input's buffer.
+bool isViewOp(Operation *op);
+
 /// True for f8E4M3FN and f8E5M2, stored as one byte (an i8 memref) and
 /// computed in f32.
 bool isFP8(Type type);

@@ -67,6 +67,15 @@ static Value combine(ImplicitLocOpBuilder &b, Value acc, Value v, bool isMax) {
                : Value(arith::AddFOp::create(b, acc, v));
 }
 
+/// Writes a reduction's f32 |sum| (a mean already divided) at |at| of
+/// |result|: widened for an f64 result, rounded to its element type.
+static void storeReduced(KernelBuilder &k, Value result, Value at, Value sum) {
+  Type element = typeOf(result).getElementType();
+  if (element.isF64())
+    sum = arith::ExtFOp::create(k.builder(), k.builder().getF64Type(), sum);
+  k.store(result, at, k.roundTo(sum, element));
+}
+
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
 /// as shapes), e.g. a bias gradient. Thread t of block (tile, split) owns
 /// column tile * kBlockSize + t and sums rows [split * chunk, +chunk) of it
@@ -86,15 +95,10 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
       1, std::min<int64_t>(ceilDiv(rowCount, 32), ceilDiv(2048, tiles)));
   int64_t chunk = ceilDiv(rowCount, splits);
   splits = ceilDiv(rowCount, chunk);
-  Type element = typeOf(result).getElementType();
   auto finish = [&](KernelBuilder &k, Value column, Value sum) {
-    auto &kbb = k.builder();
     if (isMean)
-      sum = arith::DivFOp::create(kbb, sum, k.f32(static_cast<double>(rowCount)));
-    Value v = sum;
-    if (element.isF64())
-      v = arith::ExtFOp::create(kbb, kbb.getF64Type(), v);
-    k.store(result, column, k.roundTo(v, element));
+      sum = arith::DivFOp::create(k.builder(), sum, k.f32(static_cast<double>(rowCount)));
+    storeReduced(k, result, column, sum);
   };
 
   llvm::SetVector<Value> inputs;
@@ -206,7 +210,6 @@ LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
   if (outerCount < 256 && innerCount >= (1 << 16))
     chunks = std::min<int64_t>(1024, innerCount / 8192);
   int64_t chunkLength = (innerCount + chunks - 1) / chunks;
-  Type element = typeOf(result).getElementType();
 
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
@@ -246,12 +249,7 @@ LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
     if (isMean)
       sum = arith::DivFOp::create(kbb, sum, k.f32(static_cast<double>(innerCount)));
     Value first = arith::CmpIOp::create(kbb, arith::CmpIPredicate::eq, k.threadIndex(), k.idx(0));
-    k.ifThen(first, [&] {
-      Value v = sum;
-      if (element.isF64())
-        v = arith::ExtFOp::create(kbb, kbb.getF64Type(), v);
-      k.store(result, out, k.roundTo(v, element));
-    });
+    k.ifThen(first, [&] { storeReduced(k, result, out, sum); });
   };
   if (chunks == 1) {
     finalStore(kb, o, total);

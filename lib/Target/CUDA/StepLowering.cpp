@@ -103,7 +103,7 @@ unsigned LoweringContext::bufferFor(Value v) {
   }
   // A view shares its input's buffer.
   if (Operation *def = v.getDefiningOp())
-    if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(def) &&
+    if (isViewOp(def) &&
         plan.isMaterialized(def->getOperand(0))) {
       unsigned id = bufferFor(def->getOperand(0));
       bufferOfValue[v] = id;
@@ -269,7 +269,7 @@ static bool loadsOperands(Operation *user) {
 static bool isLoadedView(Operation &view, const Materialization &plan) {
   Value input = view.getOperand(0);
   while (Operation *def = input.getDefiningOp()) {
-    if (!isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(def))
+    if (!isViewOp(def))
       break;
     if (plan.isMaterialized(input))
       return false;
@@ -315,8 +315,7 @@ static void absorbCastsIntoStores(func::FuncOp step, Materialization &plan) {
       // Through single-use views (same elements, same order) to the cast.
       Value reader = result;
       while (reader.hasOneUse() &&
-             isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(
-                 *reader.getUsers().begin()))
+             isViewOp(*reader.getUsers().begin()))
         reader = reader.getUsers().begin()->getResult(0);
       if (!reader.hasOneUse() || (reader != result && plan.isMaterialized(reader)))
         continue;
@@ -430,7 +429,7 @@ static void decideMaterialization(func::FuncOp step, Materialization &plan,
   // only kernels that load through views read it (a reshape of a recomputed
   // cast, read by a row kernel: KernelBuilder::storageOf).
   for (Operation &op : llvm::reverse(body))
-    if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(op) &&
+    if (isViewOp(&op) &&
         plan.isMaterialized(op.getResult(0))) {
       if (isLoadedView(op, plan)) {
         plan.materialized.erase(op.getResult(0));
@@ -814,7 +813,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
         if (!ctx.plan.isMaterialized(r))
           continue;
         // A view of a materialized value is its input's buffer.
-        if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(op) &&
+        if (isViewOp(&op) &&
             ctx.plan.isMaterialized(op.getOperand(0))) {
           ctx.bufferFor(r);
           continue;

@@ -492,7 +492,7 @@ void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
 void checkCudnnLimits(AttentionMatch &match) {
   int64_t d = tensorType(match.q).getShape()[3], dv = match.v.shape[3];
   for (int64_t dim : {d, dv}) {
-    if (dim % 8 == 0 && dim <= 256)
+    if (isCudnnAttentionHeadDim(dim))
       continue;
     match.status = AttentionMatch::NearMiss;
     match.reason = "head dims " + std::to_string(d) + " (q, k) and " +

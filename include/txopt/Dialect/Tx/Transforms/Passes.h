@@ -28,6 +28,13 @@ void populateFuseNormsPatterns(RewritePatternSet &patterns);
 #define GEN_PASS_REGISTRATION
 #include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
 
+/// Head dims cuDNN's fused SDPA (what tx.attention runs as on the GPU)
+/// takes on sm_90: multiples of 8, at most 256. tx-fuse-attention's
+/// cudnn-limits and the GPU lowering both ask this.
+inline bool isCudnnAttentionHeadDim(int64_t dim) {
+  return dim % 8 == 0 && dim <= 256;
+}
+
 } // namespace mlir::txopt::tx
 
 #endif // TXOPT_DIALECT_TX_TRANSFORMS_PASSES_H
