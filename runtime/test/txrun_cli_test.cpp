@@ -146,6 +146,9 @@ TEST(TxrunCli, RunFlagUsageErrors) {
   r = runTxrun("x.txa --save-every 2");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find("--save-every needs --save DIR"), std::string::npos) << r.output;
+  r = runTxrun("x.txa --profile-out p.json");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--profile-out needs --profile K"), std::string::npos) << r.output;
   r = runTxrun("x.txa --warmup -1");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   r = runTxrun("x.txa --lr fast");

@@ -12,6 +12,7 @@
 
 #include "core/batch.h"
 #include "core/checkpoint.h"
+#include "core/json.h"
 #include "core/npy.h"
 #include "core/session.h"
 #include "core/training.h"
@@ -87,6 +88,10 @@ OPTIONS:
   --profile K          Time step K command by command (no graph) and print
                        where the time goes: per kernel family and the
                        slowest commands (the step still counts as a step).
+  --profile-out FILE   With --profile: also write every command of the
+                       profiled step as JSON (kind, kernel, origin, ms, and
+                       the bytes of the buffers it reads and writes, so
+                       GB/s per kernel can be set against the copy ceiling).
   --jit                Load the artifact's PTX (compiled by the driver) even
                        where its cubin would run: the path GPUs of another
                        architecture take, for testing it.
@@ -119,6 +124,7 @@ struct Options {
   bool shuffle = false;
   bool noGraph = false, syncEach = false, help = false, forceJit = false;
   int64_t profileStep = 0;
+  std::optional<std::string> profileOut;
   int device = 0;
 };
 
@@ -200,6 +206,72 @@ void printProfile(const Artifact &artifact, const std::vector<float> &ms,
   std::fflush(stdout);
 }
 
+/// The buffers a command touches, by slot: a launch's arguments, a GEMM's
+/// A, B, D (and bias, scales), an attention call's tensors. Their bytes are
+/// what a bandwidth figure divides by (each counted once, so a broadcast
+/// input counts its own size, not the elements read through it).
+std::vector<unsigned> slotsOf(const fb::Command &c) {
+  std::vector<unsigned> s;
+  switch (c.op_type()) {
+  case fb::Op::Launch:
+    if (auto *args = c.op_as_Launch()->args())
+      s.assign(args->begin(), args->end());
+    break;
+  case fb::Op::Gemm: {
+    const fb::Gemm *g = c.op_as_Gemm();
+    s = {g->a(), g->b(), g->d()};
+    if (g->bias() >= 0)
+      s.push_back(static_cast<unsigned>(g->bias()));
+    break;
+  }
+  case fb::Op::Memset: s = {c.op_as_Memset()->slot()}; break;
+  case fb::Op::Copy: s = {c.op_as_Copy()->dst(), c.op_as_Copy()->src()}; break;
+  case fb::Op::Attention: {
+    const fb::Attention *a = c.op_as_Attention();
+    for (const fb::AttentionTensor *t :
+         {a->q(), a->k(), a->v(), a->o(), a->grad_o(), a->grad_q(), a->grad_k(), a->grad_v(),
+          a->has_mask() ? a->mask() : nullptr})
+      if (t)
+        s.push_back(t->slot());
+    s.push_back(a->lse());
+    break;
+  }
+  default: break;
+  }
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  return s;
+}
+
+/// --profile-out: the profiled step, command by command, as JSON.
+Status writeProfileJson(const std::string &path, const Artifact &artifact,
+                        const std::vector<float> &ms, float total) {
+  const fb::Artifact &a = artifact.root();
+  std::string out = "{\"step_ms\": " + json::number(total) + ", \"commands\": [\n";
+  for (unsigned i = 0; i < ms.size(); ++i) {
+    const fb::Command *c = a.commands()->Get(i);
+    std::string kind = fb::EnumNameOp(c->op_type()), name;
+    if (c->op_type() == fb::Op::Launch)
+      name = a.kernels()->Get(c->op_as_Launch()->kernel())->name()->str();
+    uint64_t bytes = 0;
+    for (unsigned slot : slotsOf(*c))
+      if (a.slots() && slot < a.slots()->size())
+        bytes += a.slots()->Get(slot)->bytes();
+    out += "  {\"index\": " + std::to_string(i) + ", \"kind\": " + json::quote(kind) +
+           ", \"kernel\": " + json::quote(name) + ", \"origin\": " +
+           json::quote(c->origin() ? c->origin()->str() : "") + ", \"ms\": " +
+           json::number(ms[i]) + ", \"bytes\": " + std::to_string(bytes) + "}" +
+           (i + 1 < ms.size() ? ",\n" : "\n");
+  }
+  out += "]}\n";
+  FILE *f = std::fopen(path.c_str(), "w");
+  if (!f)
+    return Status::invalid("cannot write '" + path + "': " + std::strerror(errno));
+  bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size();
+  ok = std::fclose(f) == 0 && ok;
+  return ok ? Status() : Status::invalid("cannot write '" + path + "'");
+}
+
 bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -239,7 +311,7 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
                                           "--lr", "--schedule", "--warmup",
                                           "--decay-steps", "--min-lr", "--save",
                                           "--save-every", "--resume", "--log",
-                                          "--profile"};
+                                          "--profile", "--profile-out"};
     bool valued = false;
     for (const char *v : kValued)
       valued |= name == v;
@@ -260,6 +332,8 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
         error = "expected --profile K with K > 0, but got '" + value + "'";
         return false;
       }
+    } else if (name == "--profile-out") {
+      o.profileOut = value;
     } else if (name == "--log-every") {
       if (!parseInt(value, o.logEvery) || o.logEvery <= 0) {
         error = "expected --log-every K with K > 0, but got '" + value + "'";
@@ -332,6 +406,10 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
   }
   if (o.saveEvery && !o.saveDir) {
     error = "--save-every needs --save DIR";
+    return false;
+  }
+  if (o.profileOut && !o.profileStep) {
+    error = "--profile-out needs --profile K";
     return false;
   }
   if (!o.help && o.artifact.empty()) {
@@ -662,6 +740,10 @@ int run(const Options &o) {
       if (Status s = session->runStepProfiled(perCommand, &ms); !s.ok())
         return fail(kRunError, s.message());
       printProfile(session->artifact(), perCommand, ms);
+      if (o.profileOut)
+        if (Status s = writeProfileJson(*o.profileOut, session->artifact(), perCommand, ms);
+            !s.ok())
+          return fail(kRunError, "--profile-out: " + s.message());
     } else if (Status s = session->runStep(&ms); !s.ok()) {
       return fail(kRunError, s.message());
     }

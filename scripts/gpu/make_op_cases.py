@@ -79,6 +79,13 @@ CASES = {
                                                  weights("r", [8])], [
         "h = Mul(x, w)", "y = LayerNormalization <axis = -2> (h, s, b)",
         "t = Tanh(y)", "loss = ReduceMean <keepdims = 0> (t)"]),
+    # Fused LayerNorm over 2500 rows: its gradient kernel walks 3 rows per
+    # block (834 blocks, the last one with 1 row) and sums dgamma/dbeta
+    # from per-block partials in a second kernel.
+    "norms_many_rows": model("nr", ["float[2500, 16] x"], [weights("w", [16]), weights("s", [16]),
+                                                           weights("b", [16])], [
+        "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
+        "t = Tanh(y)", "loss = ReduceMean <keepdims = 0> (t)"]),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),

@@ -683,33 +683,44 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
       .Case([&](tx::ConcatOp c) -> Value {
         int64_t rank = shape.size();
         int64_t axis = static_cast<int64_t>(c.getAxis()) < 0 ? static_cast<int64_t>(c.getAxis()) + rank : static_cast<int64_t>(c.getAxis());
-        Value result;
+        llvm::SmallVector<std::pair<Value, int64_t>> parts; // (part, offset)
         int64_t offset = 0;
-        // Every part is read at a clamped index and the right one selected:
-        // no branches, so the emitter's scopes stay flat.
         for (Value part : c.getInputs()) {
           int64_t size = tensorType(part).getShape()[axis];
-          if (size == 0)
-            continue;
-          llvm::SmallVector<Value> in(index.begin(), index.end());
-          Value local = arith::SubIOp::create(
-              b, arith::IndexCastOp::create(b, b.getI64Type(), index[axis]),
-              arith::ConstantIntOp::create(b, offset, 64));
-          Value clamped = arith::MaxSIOp::create(
-              b, arith::MinSIOp::create(b, local, arith::ConstantIntOp::create(b, size - 1, 64)),
-              arith::ConstantIntOp::create(b, 0, 64));
-          in[axis] = arith::IndexCastOp::create(b, b.getIndexType(), clamped);
-          Value v = emit(part, in);
-          if (!result) {
-            result = v;
-          } else {
-            Value inPart = arith::CmpIOp::create(
-                b, arith::CmpIPredicate::sge, local, arith::ConstantIntOp::create(b, 0, 64));
-            result = arith::SelectOp::create(b, inPart, v, result);
-          }
+          if (size > 0)
+            parts.push_back({part, offset});
           offset += size;
         }
-        return result ? result : fail("concat of empty tensors");
+        if (parts.empty())
+          return fail("concat of empty tensors");
+        // Only the part the element lies in is read: an if/else chain on
+        // the position along the axis. (Reading every part at a clamped
+        // index and selecting multiplied the loads by the number of parts;
+        // a warp's elements are consecutive, so it rarely diverges.)
+        Type resultType = computeType(elementType);
+        std::function<Value(size_t)> emitFrom = [&](size_t k) -> Value {
+          auto [part, partOffset] = parts[k];
+          llvm::SmallVector<Value> in(index.begin(), index.end());
+          in[axis] = arith::SubIOp::create(b, index[axis], idx(partOffset));
+          if (k + 1 == parts.size())
+            return emit(part, in);
+          Value inPart = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index[axis],
+                                               idx(parts[k + 1].second));
+          auto ifOp = scf::IfOp::create(b, TypeRange{resultType}, inPart, /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+          pushScope();
+          Value here = emit(part, in);
+          popScope();
+          scf::YieldOp::create(b, here);
+          b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+          pushScope();
+          Value later = emitFrom(k + 1);
+          popScope();
+          scf::YieldOp::create(b, later);
+          return ifOp.getResult(0);
+        };
+        return emitFrom(0);
       })
       .Case([&](tx::PadOp p) -> Value {
         auto inShape = tensorType(p.getInput()).getShape();
@@ -1004,25 +1015,49 @@ llvm::SmallVector<Value> KernelBuilder::blockStridedLoop(
     Value begin, Value end, llvm::ArrayRef<Value> init,
     llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body) {
   return loop(arith::AddIOp::create(b, begin, threadIndex()), end,
-              idx(kBlockSize), init, body);
+              idx(kBlockSize), init, body, /*unroll=*/4);
 }
 
 llvm::SmallVector<Value> KernelBuilder::loop(
     Value lower, Value end, Value step, llvm::ArrayRef<Value> init,
-    llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body) {
-  auto loop = scf::ForOp::create(
-      b, lower, end, step, init,
-      [&](OpBuilder &nested, Location, Value iv, ValueRange args) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
-        pushScope();
-        llvm::SmallVector<Value> acc(args.begin(), args.end());
-        llvm::SmallVector<Value> next = body(iv, acc);
-        popScope();
-        scf::YieldOp::create(b, next);
-      });
-  llvm::SmallVector<Value> results(loop.getResults().begin(), loop.getResults().end());
-  return results;
+    llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body,
+    unsigned unroll) {
+  auto emitLoop = [&](Value from, Value to, Value by, llvm::ArrayRef<Value> start,
+                      unsigned copies) {
+    auto loop = scf::ForOp::create(
+        b, from, to, by, start,
+        [&](OpBuilder &nested, Location, Value iv, ValueRange args) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+          llvm::SmallVector<Value> acc(args.begin(), args.end());
+          for (unsigned k = 0; k < copies; ++k) {
+            Value at = k ? Value(arith::AddIOp::create(
+                               b, iv, arith::MulIOp::create(b, step, idx(k))))
+                         : iv;
+            pushScope();
+            acc = body(at, acc);
+            popScope();
+          }
+          scf::YieldOp::create(b, acc);
+        });
+    return llvm::SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
+  };
+  if (unroll <= 1)
+    return emitLoop(lower, end, step, init, 1);
+  // Unrolled: while the last of |unroll| iterations is in range, run the
+  // body |unroll| times in straight-line code (their loads are independent
+  // of the carried values, so they can all be in flight at once; the
+  // carried values see the same order as in the plain loop), then the
+  // remaining iterations one by one. scf.for compares signed, so a negative
+  // mainEnd runs no unrolled iteration.
+  Value wide = arith::MulIOp::create(b, step, idx(unroll));
+  Value mainEnd = arith::SubIOp::create(b, end, arith::MulIOp::create(b, step, idx(unroll - 1)));
+  llvm::SmallVector<Value> acc = emitLoop(lower, mainEnd, wide, init, unroll);
+  Value span = arith::MaxSIOp::create(b, arith::SubIOp::create(b, mainEnd, lower), idx(0));
+  Value rounds = arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, span, arith::SubIOp::create(b, wide, idx(1))), wide);
+  Value tailStart = arith::AddIOp::create(b, lower, arith::MulIOp::create(b, rounds, wide));
+  return emitLoop(tailStart, end, step, acc, 1);
 }
 
 void KernelBuilder::ifThen(Value cond, llvm::function_ref<void()> body) {

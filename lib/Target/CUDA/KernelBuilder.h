@@ -125,7 +125,8 @@ public:
   /// the result. Needs workgroupFloats >= 32.
   Value blockReduce(Value value, bool isMax);
 
-  /// `for (j = threadIdx; j < count; j += blockDim)` with f32 accumulators.
+  /// `for (j = threadIdx; j < count; j += blockDim)` with f32 accumulators,
+  /// unrolled by 4 (loop's |unroll|).
   llvm::SmallVector<Value>
   blockStridedLoop(int64_t count, llvm::ArrayRef<Value> init,
                    llvm::function_ref<llvm::SmallVector<Value>(
@@ -137,11 +138,15 @@ public:
                    llvm::function_ref<llvm::SmallVector<Value>(
                        Value j, llvm::ArrayRef<Value> acc)> body);
 
-  /// `if (cond) { body }` without results.
   /// One thread's own loop: lower, lower + step, ... < end, carrying |init|.
+  /// With |unroll| > 1 the body is emitted |unroll| times per iteration of
+  /// a main loop (then a remainder loop): more loads in flight per thread,
+  /// the carried values combined in the same order.
   llvm::SmallVector<Value> loop(
       Value lower, Value end, Value step, llvm::ArrayRef<Value> init,
-      llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body);
+      llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body,
+      unsigned unroll = 1);
+  /// `if (cond) { body }` without results.
   void ifThen(Value cond, llvm::function_ref<void()> body);
 
   void finish();

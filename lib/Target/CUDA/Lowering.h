@@ -42,6 +42,10 @@ struct LoweringContext {
   /// FP8 GEMM operands already written transposed ([..., N, K], the layout
   /// cuBLASLt's FP8 GEMM reads B in), by the buffer holding them.
   llvm::DenseMap<Value, unsigned> fp8Transposed;
+  /// Each row's max and sum of exp(x - max) of a cross-entropy's scores
+  /// (f32 pairs), written by the loss kernel so the gradient kernel of the
+  /// same scores reads them instead of two more passes over the logits.
+  llvm::DenseMap<Value, unsigned> rowLogSumExp;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)

@@ -32,6 +32,12 @@ static unsigned ceilDiv(int64_t n, int64_t d) {
   return static_cast<unsigned>(std::max<int64_t>((n + d - 1) / d, 1));
 }
 
+/// Elements each thread of a loop kernel computes. One 2- or 4-byte access
+/// per thread keeps too few bytes in flight to cover HBM latency (Little's
+/// law: ~20 KB per SM at H200 bandwidth); four independent elements per
+/// thread, all loaded before any is stored, quadruple it.
+constexpr int64_t kElementsPerThread = 4;
+
 LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
   Operation *op = value.getDefiningOp();
   llvm::SetVector<Value> inputs;
@@ -40,16 +46,31 @@ LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
                    inputs.getArrayRef(), ctx.plan);
   auto &b = kb.builder();
   int64_t n = typeOf(value).getNumElements();
-  Value i = kb.globalThreadIndex();
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
-  kb.ifThen(inRange, [&] {
-    auto index = kb.delinearize(i, typeOf(value).getShape());
-    kb.store(value, i, kb.emitComputed(value, index));
-  });
+  int64_t perThread = std::min<int64_t>(kElementsPerThread, ceilDiv(n, kBlockSize));
+  // Thread t of block g owns elements g * 256 * K + j * 256 + t, j < K:
+  // each j is one coalesced access of the block. An element past the end is
+  // computed at the last element (in bounds, never stored), so every load
+  // is issued before the first store: the stores may alias the inputs (bare
+  // pointers), which would otherwise serialize load and store pairs.
+  Value base = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize * perThread)),
+      kb.threadIndex());
+  llvm::SmallVector<Value> positions, values;
+  for (int64_t j = 0; j < perThread; ++j) {
+    Value i = arith::AddIOp::create(b, base, kb.idx(j * kBlockSize));
+    positions.push_back(i);
+    Value clamped = arith::MinUIOp::create(b, i, kb.idx(std::max<int64_t>(n - 1, 0)));
+    values.push_back(kb.emitComputed(value, kb.delinearize(clamped, typeOf(value).getShape())));
+  }
+  for (int64_t j = 0; j < perThread; ++j) {
+    Value inRange =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, positions[j], kb.idx(n));
+    kb.ifThen(inRange, [&] { kb.store(value, positions[j], values[j]); });
+  }
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({value}),
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize * perThread), ctx.buffersOf({value}),
              ctx.buffersOf(inputs.getArrayRef()));
   return success();
 }
@@ -74,6 +95,54 @@ static void storeReduced(KernelBuilder &k, Value result, Value at, Value sum) {
   if (element.isF64())
     sum = arith::ExtFOp::create(k.builder(), k.builder().getF64Type(), sum);
   k.store(result, at, k.roundTo(sum, element));
+}
+
+/// Column sums (or maxima) of an f32 scratch buffer of |parts| rows by
+/// |cols| columns, in a fixed order: block c covers columns [32c, 32c + 32);
+/// warp w combines rows w, w + 8, ... of its lane's column, then warp 0
+/// combines the 8 warp results in order and |finish| stores the total. Rows
+/// are spread over 8 warps (not one thread walking all of them) so enough
+/// loads are in flight; the order never depends on timing.
+static LogicalResult lowerPartialColumnSums(
+    LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
+    unsigned partialBuffer, int64_t parts, int64_t cols, bool isMax,
+    llvm::function_ref<void(KernelBuilder &, Value col, Value sum)> finish) {
+  constexpr int64_t kWarps = kBlockSize / 32;
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, {}, ctx.plan, kBlockSize);
+  auto &b = kb.builder();
+  Value partials = kb.insertBufferArgument(static_cast<unsigned>(outputs.size()),
+                                           MemRefType::get({parts * cols}, b.getF32Type()));
+  Value smem = kb.func().getWorkgroupAttributions().front();
+  Value tid = kb.threadIndex();
+  Value lane = arith::RemUIOp::create(b, tid, kb.idx(32));
+  Value warp = arith::DivUIOp::create(b, tid, kb.idx(32));
+  Value col = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(32)), lane);
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, kb.idx(cols));
+  Value readCol = arith::MinUIOp::create(b, col, kb.idx(cols - 1));
+  Value identity = kb.f32(isMax ? -INFINITY : 0.0);
+  auto acc = kb.loop(warp, kb.idx(parts), kb.idx(kWarps), {identity},
+                     [&](Value p, llvm::ArrayRef<Value> a) {
+    Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, p, kb.idx(cols)), readCol);
+    Value v = memref::LoadOp::create(b, partials, ValueRange{at});
+    return llvm::SmallVector<Value>{combine(b, a[0], v, isMax)};
+  }, /*unroll=*/4);
+  memref::StoreOp::create(b, acc[0], smem, ValueRange{tid});
+  gpu::BarrierOp::create(b);
+  Value warp0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, kb.idx(0));
+  kb.ifThen(arith::AndIOp::create(b, warp0, inRange), [&] {
+    Value total = identity;
+    for (int64_t w = 0; w < kWarps; ++w) {
+      Value at = arith::AddIOp::create(b, lane, kb.idx(w * 32));
+      total = combine(b, total, memref::LoadOp::create(b, smem, ValueRange{at}), isMax);
+    }
+    finish(kb, col, total);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, ceilDiv(cols, 32), ctx.buffersOf(outputs), {partialBuffer});
+  return success();
 }
 
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
@@ -129,7 +198,7 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
       llvm::SmallVector<Value> full = kb.delinearize(r, rows);
       full.append(colIndex.begin(), colIndex.end());
       return llvm::SmallVector<Value>{combine(b, a[0], kb.emit(input, full), isMax)};
-    });
+    }, /*unroll=*/4);
     if (splits == 1) {
       finish(kb, column, acc[0]);
     } else {
@@ -148,25 +217,10 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   ctx.launch(kb, op, static_cast<unsigned>(tiles * splits), {partialBuffer},
              ctx.buffersOf(inputs.getArrayRef()));
   // Stage two: each column adds its splits' partials, in order.
-  KernelBuilder fin(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan);
-  auto &fb2 = fin.builder();
-  Value parts = fin.insertBufferArgument(1, MemRefType::get({splits * colCount}, fb2.getF32Type()));
-  Value col = fin.globalThreadIndex();
-  Value ok = arith::CmpIOp::create(fb2, arith::CmpIPredicate::ult, col, fin.idx(colCount));
-  fin.ifThen(ok, [&] {
-    auto sum = fin.loop(fin.idx(0), fin.idx(splits), fin.idx(1), {fin.f32(isMax ? -INFINITY : 0.0)},
-                        [&](Value sIdx, llvm::ArrayRef<Value> a) {
-      Value at = arith::AddIOp::create(fb2, arith::MulIOp::create(fb2, sIdx, fin.idx(colCount)), col);
-      Value v = memref::LoadOp::create(fb2, parts, ValueRange{at});
-      return llvm::SmallVector<Value>{combine(fb2, a[0], v, isMax)};
-    });
-    finish(fin, col, sum[0]);
-  });
-  fin.finish();
-  if (failed(fin.status()))
-    return failure();
-  ctx.launch(fin, op, static_cast<unsigned>(tiles), ctx.buffersOf({result}), {partialBuffer});
-  return success();
+  return lowerPartialColumnSums(ctx, op, {result}, partialBuffer, splits, colCount, isMax,
+                                [&](KernelBuilder &k, Value column, Value sum) {
+                                  finish(k, column, sum);
+                                });
 }
 
 LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
@@ -390,10 +444,18 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   return success();
 }
 
-/// tx.layer_norm_grad / tx.rms_norm_grad: dx per row; dgamma (and dbeta)
-/// summed over rows with f32 atomics into zeroed buffers. A bf16/f16 model
-/// accumulates in f32 scratch and rounds once, by a small loop kernel, into
-/// its dgamma/dbeta (as the executor rounds the double sum once).
+/// Blocks of a row kernel that walks several rows per block: about one
+/// wave of 256-thread blocks on an H200 (132 SMs x 8 resident blocks).
+constexpr int64_t kRowBlocks = 1024;
+
+/// tx.layer_norm_grad / tx.rms_norm_grad, deterministic and without atomics.
+/// Kernel 1: block g walks rows [g R, (g + 1) R); per row it computes dx,
+/// and each thread adds dy * xhat (and dy) of its own columns into row g of
+/// an f32 partials buffer [G, d] (or [G, 2d]) that no other thread touches.
+/// Kernel 2 adds the G partial rows of each column in a fixed order
+/// (lowerPartialColumnSums) and rounds once into dgamma (and dbeta).
+/// Atomics, one per element per row on d addresses, serialized at L2 and
+/// made the sums' order (and bits) vary from run to run.
 LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   bool center = isa<tx::LayerNormGradOp>(op);
   Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
@@ -405,93 +467,86 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   llvm::SmallVector<Value> inputs{dy, x, gamma, rstd};
   if (center)
     inputs.push_back(mean);
-  // The row kernel's outputs: dx, then one f32 accumulator per parameter
-  // gradient (the gradient itself when it is f32, else a scratch buffer).
-  bool f32Grads = llvm::all_of(llvm::drop_begin(outputs), [](Value v) {
-    return typeOf(v).getElementType().isF32();
-  });
-  llvm::SmallVector<Value> kernelOutputs{outputs[0]};
-  if (f32Grads)
-    kernelOutputs.append(outputs.begin() + 1, outputs.end());
-  RowKernel rk(ctx, op, kernelOutputs, inputs, d);
-  KernelBuilder &kb = rk.kb;
+  int64_t perBlock = ceilDiv(std::max<int64_t>(rows, 1), kRowBlocks);
+  int64_t blocks = ceilDiv(std::max<int64_t>(rows, 1), perBlock);
+  int64_t sums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
+  int64_t cols = sums * d;
+  unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
+
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {outputs[0]}, inputs, ctx.plan, 32);
   auto &b = kb.builder();
-  llvm::SmallVector<Value> accumulators;
-  llvm::SmallVector<unsigned> accumulatorBuffers;
-  for (unsigned i = 1; i < outputs.size(); ++i) {
-    if (f32Grads) {
-      accumulatorBuffers.push_back(ctx.bufferFor(outputs[i]));
-      continue;
-    }
-    accumulators.push_back(kb.insertBufferArgument(
-        i, MemRefType::get({d}, b.getF32Type())));
-    accumulatorBuffers.push_back(ctx.scratch(d * 4, "f32 norm-gradient sums"));
-  }
-  auto accumulate = [&](unsigned which, Value j, Value v) {
-    if (f32Grads)
-      kb.atomicAdd(outputs[which + 1], j, v);
-    else
-      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, v,
-                                  accumulators[which], ValueRange{j});
-  };
-  Value mu = center ? kb.load(mean, rk.row) : kb.f32(0.0);
-  Value inv = kb.load(rstd, rk.row);
-  auto xhatAt = [&](Value j) {
-    return arith::MulFOp::create(b, arith::SubFOp::create(b, kb.load(x, rk.at(j)), mu), inv);
-  };
-  auto sums = kb.blockStridedLoop(d, {kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    Value dyj = kb.load(dy, rk.at(j));
-    Value xhat = xhatAt(j);
-    Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
-    accumulate(0, j, arith::MulFOp::create(b, dyj, xhat));
-    if (center)
-      accumulate(1, j, dyj);
-    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], g),
-                                    arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhat))};
-  });
-  Value sumG = kb.blockReduce(sums[0], false);
-  Value sumGX = kb.blockReduce(sums[1], false);
-  Value dd = kb.f32(d);
+  Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
+  Value block = kb.blockIndex();
+  Value first = arith::MulIOp::create(b, block, kb.idx(perBlock));
+  Value last = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, kb.idx(perBlock)),
+                                      kb.idx(rows));
+  Value partialRow = arith::MulIOp::create(b, block, kb.idx(cols));
   Type element = typeOf(outputs[0]).getElementType();
-  kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
-    Value xhat = xhatAt(j);
-    Value g = arith::MulFOp::create(b, kb.load(dy, rk.at(j)), kb.load(gamma, j));
-    Value v = arith::SubFOp::create(
-        b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
-    if (center)
-      v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
-    kb.store(outputs[0], rk.at(j), kb.roundTo(arith::MulFOp::create(b, inv, v), element));
+  kb.loop(first, last, kb.idx(1), {}, [&](Value row, llvm::ArrayRef<Value>) {
+    Value base = arith::MulIOp::create(b, row, kb.idx(d));
+    auto at = [&](Value j) { return arith::AddIOp::create(b, base, j); };
+    Value mu = center ? kb.load(mean, row) : kb.f32(0.0);
+    Value inv = kb.load(rstd, row);
+    auto xhatAt = [&](Value j) {
+      return arith::MulFOp::create(b, arith::SubFOp::create(b, kb.load(x, at(j)), mu), inv);
+    };
+    auto rowSums = kb.blockStridedLoop(d, {kb.f32(0.0), kb.f32(0.0)},
+                                       [&](Value j, llvm::ArrayRef<Value> a) {
+      Value g = arith::MulFOp::create(b, kb.load(dy, at(j)), kb.load(gamma, j));
+      return llvm::SmallVector<Value>{
+          arith::AddFOp::create(b, a[0], g),
+          arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhatAt(j)))};
+    });
+    Value sumG = kb.blockReduce(rowSums[0], false);
+    Value sumGX = kb.blockReduce(rowSums[1], false);
+    Value dd = kb.f32(d);
+    Value firstRow = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, first);
+    // This thread's running sum at column |c| of the block's partial row;
+    // the block's first row starts it (the buffer is not cleared).
+    auto accumulate = [&](Value c, Value v) {
+      Value slot = arith::AddIOp::create(b, partialRow, c);
+      Value old = memref::LoadOp::create(b, partials, ValueRange{slot});
+      Value sum = arith::SelectOp::create(b, firstRow, v, arith::AddFOp::create(b, old, v));
+      memref::StoreOp::create(b, sum, partials, ValueRange{slot});
+    };
+    kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
+      Value dyj = kb.load(dy, at(j));
+      Value xhat = xhatAt(j);
+      Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
+      Value v = arith::SubFOp::create(
+          b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
+      if (center)
+        v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
+      kb.store(outputs[0], at(j), kb.roundTo(arith::MulFOp::create(b, inv, v), element));
+      accumulate(j, arith::MulFOp::create(b, dyj, xhat));
+      if (center)
+        accumulate(arith::AddIOp::create(b, j, kb.idx(d)), dyj);
+      return llvm::SmallVector<Value>{};
+    });
     return llvm::SmallVector<Value>{};
   });
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  for (unsigned buffer : accumulatorBuffers)
-    ctx.memset(buffer, 0, op);
-  llvm::SmallVector<unsigned> launchOutputs{ctx.bufferFor(outputs[0])};
-  launchOutputs.append(accumulatorBuffers.begin(), accumulatorBuffers.end());
-  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
-             launchOutputs, ctx.buffersOf(inputs));
-  if (f32Grads)
-    return success();
-  // Round the f32 sums once into the model's type.
-  for (unsigned i = 1; i < outputs.size(); ++i) {
-    KernelBuilder cast(ctx.gpuModule, ctx.kernelName(op), {outputs[i]}, {}, ctx.plan);
-    auto &cb = cast.builder();
-    Value sumsArg = cast.insertBufferArgument(1, MemRefType::get({d}, cb.getF32Type()));
-    Value j = cast.globalThreadIndex();
-    Value inRange = arith::CmpIOp::create(cb, arith::CmpIPredicate::ult, j, cast.idx(d));
-    cast.ifThen(inRange, [&] {
-      Value v = memref::LoadOp::create(cb, sumsArg, ValueRange{j});
-      cast.store(outputs[i], j, v);
-    });
-    cast.finish();
-    if (failed(cast.status()))
-      return failure();
-    ctx.launch(cast, op, ceilDiv(d, kBlockSize), ctx.buffersOf({outputs[i]}),
-               {accumulatorBuffers[i - 1]});
-  }
-  return success();
+  ctx.launch(kb, op, static_cast<unsigned>(blocks),
+             {ctx.bufferFor(outputs[0]), partialBuffer}, ctx.buffersOf(inputs));
+  llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
+  return lowerPartialColumnSums(
+      ctx, op, paramGrads, partialBuffer, blocks, cols, /*isMax=*/false,
+      [&](KernelBuilder &k, Value col, Value sum) {
+        auto &kbb = k.builder();
+        if (!center) {
+          storeReduced(k, paramGrads[0], col, sum);
+          return;
+        }
+        // Columns [0, d) are dgamma's, [d, 2d) dbeta's.
+        Value isGamma = arith::CmpIOp::create(kbb, arith::CmpIPredicate::ult, col, k.idx(d));
+        k.ifThen(isGamma, [&] { storeReduced(k, paramGrads[0], col, sum); });
+        Value isBeta = arith::CmpIOp::create(kbb, arith::CmpIPredicate::uge, col, k.idx(d));
+        k.ifThen(isBeta, [&] {
+          storeReduced(k, paramGrads[1], arith::SubIOp::create(kbb, col, k.idx(d)), sum);
+        });
+      });
 }
 
 /// tx.softmax over any axis: one block per row along the axis; rows of an
@@ -603,11 +658,14 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
   // Row losses go straight to the result for reduction none.
   unsigned rowLoss = none ? ctx.bufferFor(result) : ctx.scratch(rows * 4, "row losses");
   unsigned rowWeight = ctx.scratch(rows * 4, "row weights");
+  unsigned rowStats = ctx.scratch(rows * 8, "row max and sum of exp");
+  ctx.rowLogSumExp[scores] = rowStats;
   {
     // Stand-in values typed like the scratch buffers, for the builder.
     RowKernel rk(ctx, op, {result, result}, {scores, labels}, classes);
     KernelBuilder &kb = rk.kb;
     auto &b = kb.builder();
+    Value statsArg = kb.insertBufferArgument(2, MemRefType::get({rows * 2}, b.getF32Type()));
     auto [label, valid] = rowLabel(kb, labels, rk.row, ignore, classes);
     auto [max, sum] = rowLogSumExpParts(rk, scores, classes);
     Value picked = kb.load(scores, rk.at(arith::IndexCastOp::create(b, b.getIndexType(), label)));
@@ -620,6 +678,10 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
       Value ba = kb.func().getArgument(0), bw = kb.func().getArgument(1);
       memref::StoreOp::create(b, rowValue, ba, ValueRange{rk.row});
       memref::StoreOp::create(b, weight, bw, ValueRange{rk.row});
+      Value at = arith::MulIOp::create(b, rk.row, kb.idx(2));
+      memref::StoreOp::create(b, max, statsArg, ValueRange{at});
+      memref::StoreOp::create(b, sum, statsArg,
+                              ValueRange{arith::AddIOp::create(b, at, kb.idx(1))});
     });
     kb.finish();
     if (failed(kb.status()))
@@ -634,7 +696,7 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
     kb.func().getArgument(0).setType(rowType);
     kb.func().getArgument(1).setType(rowType);
     ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
-               {rowLoss, rowWeight}, ctx.buffersOf({scores, labels}));
+               {rowLoss, rowWeight, rowStats}, ctx.buffersOf({scores, labels}));
   }
   if (none)
     return success();
@@ -708,7 +770,20 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
     Value g = kb.load(dl, none ? rk.row : kb.idx(0));
     Value normValue = memref::LoadOp::create(b, normArg, ValueRange{kb.idx(0)});
     Value scale = arith::DivFOp::create(b, g, normValue);
-    auto [max, sum] = rowLogSumExpParts(rk, scores, classes);
+    // The loss kernel of the same scores left each row's max and sum (the
+    // same code computed them, so the values are identical); otherwise two
+    // passes over the row compute them here.
+    auto known = ctx.rowLogSumExp.find(scores);
+    Value max, sum;
+    if (known != ctx.rowLogSumExp.end()) {
+      Value stats = kb.insertBufferArgument(kb.numArguments(),
+                                            MemRefType::get({rows * 2}, b.getF32Type()));
+      Value at = arith::MulIOp::create(b, rk.row, kb.idx(2));
+      max = memref::LoadOp::create(b, stats, ValueRange{at});
+      sum = memref::LoadOp::create(b, stats, ValueRange{arith::AddIOp::create(b, at, kb.idx(1))});
+    } else {
+      std::tie(max, sum) = rowLogSumExpParts(rk, scores, classes);
+    }
     Value labelIndex = arith::IndexCastOp::create(b, b.getIndexType(), label);
     Type element = typeOf(result).getElementType();
     kb.blockStridedLoop(classes, {}, [&](Value j, llvm::ArrayRef<Value>) {
@@ -726,6 +801,8 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
       return failure();
     llvm::SmallVector<unsigned> inputs = ctx.buffersOf({dl, scores, labels});
     inputs.push_back(norm);
+    if (known != ctx.rowLogSumExp.end())
+      inputs.push_back(known->second);
     ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
                ctx.buffersOf({result}), inputs);
   }
@@ -919,6 +996,9 @@ static void updateInPlace(LoweringContext &ctx, Operation *op, Value state,
 /// f32 rounding of a double, as the executor's r32().
 static double r32(double v) { return static_cast<double>(static_cast<float>(v)); }
 
+/// Elements per thread of the optimizer kernels (see lowerOptimizer).
+constexpr int64_t kOptimizerElementsPerThread = 8;
+
 /// tx.adam (and tx.sgd): one loop kernel per parameter tensor, each line of
 /// the executor's formula in f32 (correctly rounded f32 operations equal
 /// the executor's double-then-round results), the step-dependent scalars
@@ -951,7 +1031,6 @@ LogicalResult cuda::lowerOptimizer(LoweringContext &ctx, Operation *op) {
       KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {np, nm, nv}, inputs, ctx.plan);
       auto &b = kb.builder();
       int64_t count = typeOf(p).getNumElements();
-      Value i = kb.globalThreadIndex();
       auto f64 = [&](double x) { return Value(arith::ConstantOp::create(b, b.getF64FloatAttr(x))); };
       auto toF32 = [&](Value x) { return Value(arith::TruncFOp::create(b, b.getF32Type(), x)); };
       auto toF64 = [&](Value x) { return Value(arith::ExtFOp::create(b, b.getF64Type(), x)); };
@@ -976,16 +1055,30 @@ LogicalResult cuda::lowerOptimizer(LoweringContext &ctx, Operation *op) {
           epsTerm = toF32(arith::DivFOp::create(
               b, f64(eps), math::SqrtOp::create(b, arith::SubFOp::create(b, f64(1.0), power2))));
       }
-      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(count));
-      kb.ifThen(inRange, [&] {
-        Value pk = kb.load(p, i), gk = kb.load(g, i);
+      // Each thread updates up to kOptimizerElementsPerThread elements (as
+      // the loop kernels do, lowerElementalValue): the step's f64 scalars
+      // above are formed once per thread, not once per element, and every
+      // element's loads are issued before the first store.
+      int64_t perThread = std::min<int64_t>(kOptimizerElementsPerThread, ceilDiv(count, kBlockSize));
+      Value base = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize * perThread)),
+          kb.threadIndex());
+      struct Element { Value at, pk, gk, mk, vk; };
+      llvm::SmallVector<Element> elements;
+      for (int64_t e = 0; e < perThread; ++e) {
+        Value at = arith::AddIOp::create(b, base, kb.idx(e * kBlockSize));
+        Value i = arith::MinUIOp::create(b, at, kb.idx(std::max<int64_t>(count - 1, 0)));
+        elements.push_back({at, kb.load(p, i), kb.load(g, i), kb.load(m, i), kb.load(v, i)});
+      }
+      for (Element &e : elements) {
+        Value pk = e.pk, gk = e.gk;
         if (!adamw)
           gk = arith::AddFOp::create(b, gk, arith::MulFOp::create(b, kb.f32(r32(wd)), pk));
         Value mk = arith::AddFOp::create(
-            b, arith::MulFOp::create(b, kb.f32(r32(beta1)), kb.load(m, i)),
+            b, arith::MulFOp::create(b, kb.f32(r32(beta1)), e.mk),
             arith::MulFOp::create(b, kb.f32(r32(1.0 - beta1)), gk));
         Value vk = arith::AddFOp::create(
-            b, arith::MulFOp::create(b, kb.f32(r32(beta2)), kb.load(v, i)),
+            b, arith::MulFOp::create(b, kb.f32(r32(beta2)), e.vk),
             arith::MulFOp::create(b, arith::MulFOp::create(b, kb.f32(r32(1.0 - beta2)), gk), gk));
         Value mHat = correct ? Value(arith::DivFOp::create(b, mk, bc1)) : mk;
         Value vHat = correct ? Value(arith::DivFOp::create(b, vk, bc2)) : vk;
@@ -994,14 +1087,18 @@ LogicalResult cuda::lowerOptimizer(LoweringContext &ctx, Operation *op) {
                         : Value(arith::AddFOp::create(b, math::SqrtOp::create(b, vHat), epsTerm));
         Value pd = adamw ? Value(arith::SubFOp::create(b, pk, arith::MulFOp::create(b, lrWd, pk))) : pk;
         Value update = arith::DivFOp::create(b, arith::MulFOp::create(b, lr32, mHat), den);
-        kb.store(np, i, arith::SubFOp::create(b, pd, update));
-        kb.store(nm, i, mk);
-        kb.store(nv, i, vk);
-      });
+        Value newP = arith::SubFOp::create(b, pd, update);
+        Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e.at, kb.idx(count));
+        kb.ifThen(inRange, [&] {
+          kb.store(np, e.at, newP);
+          kb.store(nm, e.at, mk);
+          kb.store(nv, e.at, vk);
+        });
+      }
       kb.finish();
       if (failed(kb.status()))
         return failure();
-      ctx.launch(kb, op, ceilDiv(count, kBlockSize), ctx.buffersOf({np, nm, nv}),
+      ctx.launch(kb, op, ceilDiv(count, kBlockSize * perThread), ctx.buffersOf({np, nm, nv}),
                  ctx.buffersOf(inputs));
     }
     return success();

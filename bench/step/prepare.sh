@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Compile side of the whole-step benchmark (this machine, no GPU): exports
+# the GPT (scripts/export_gpt_external.py, seeded), compiles it with txopt in
+# fp32, bf16 and fp8, and writes into DIR what the GPU machine needs: the
+# artifacts (weights stay by reference; the GPU machine regenerates them with
+# the same seed and checks this checksum), the --report files (kernel
+# launches, planned memory) and the compile times.
+# Usage: bench/step/prepare.sh DIR [gpt2|gpt1.3b]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+dir="$1" model="${2:-gpt2}"
+case "$model" in
+  gpt2) shape=(--layers 12 --d-model 768 --batch 16 --seq 1024) ;;
+  gpt1.3b) shape=(--layers 24 --d-model 2048 --batch 8 --seq 1024) ;;
+  *) echo "prepare.sh: unknown model '$model' (gpt2 or gpt1.3b)" >&2; exit 2 ;;
+esac
+mkdir -p "$dir"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$root/.venv/bin/python" "$root/scripts/export_gpt_external.py" "$work/$model.onnx" "${shape[@]}"
+sha256sum "$work/$model.onnx.data" | cut -d' ' -f1 > "$dir/$model.sha256"
+echo "${shape[*]}" > "$dir/$model.shape"
+: > "$dir/$model.compile.jsonl"
+for precision in fp32 bf16 fp8; do
+  start=$(date +%s.%N)
+  "$root/build/bin/txopt" "$work/$model.onnx" --train --precision="$precision" \
+    -o "$dir/${model}_$precision.txa" --report="$dir/${model}_$precision.report.json" -q
+  end=$(date +%s.%N)
+  python3 -c "import json,sys; print(json.dumps({'model': sys.argv[1], 'precision': sys.argv[2], 'compile_s': float(sys.argv[4]) - float(sys.argv[3])}))" \
+    "$model" "$precision" "$start" "$end" >> "$dir/$model.compile.jsonl"
+done
+cat "$dir/$model.compile.jsonl"
