@@ -399,6 +399,35 @@ static bool isRecomputedExpression(Operation &op, const Materialization &plan) {
   return cost.largeReads.size() <= 1 || users.size() <= 2;
 }
 
+/// An f32 elemental value read only by one cast to a narrower float type
+/// and by reductions: the backward's gradient of a linear layer's output
+/// (the GELU gradient, the concatenated q/k/v gradient), narrowed for the
+/// GEMMs and summed over rows for the bias gradient. Both readers compute
+/// it themselves, so the f32 tensor (its write and two reads) never exists;
+/// they compute the same f32 elements, so nothing changes numerically.
+static bool isNarrowedAndReduced(Operation &op) {
+  if (op.getNumResults() != 1 || !isElementalOp(&op))
+    return false;
+  Value result = op.getResult(0);
+  if (!typeOf(result).getElementType().isF32())
+    return false;
+  unsigned casts = 0, reductions = 0;
+  for (Operation *user : result.getUsers()) {
+    if (isReduction(user)) {
+      ++reductions;
+      continue;
+    }
+    auto cast = dyn_cast<tx::CastOp>(user);
+    if (!cast)
+      return false;
+    auto to = dyn_cast<FloatType>(typeOf(cast.getResult()).getElementType());
+    if (!to || to.getWidth() >= 32)
+      return false;
+    ++casts;
+  }
+  return casts == 1 && reductions >= 1 && reductions <= 2;
+}
+
 static void decideMaterialization(func::FuncOp step, Materialization &plan,
                                   unsigned &fusedOps) {
   Block &body = step.getBody().front();
@@ -409,7 +438,8 @@ static void decideMaterialization(func::FuncOp step, Materialization &plan,
       plan.materialized.insert(op.getOperand(0));
       continue;
     }
-    if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan))
+    if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
+        isNarrowedAndReduced(op))
       continue;
     for (Value result : op.getResults()) {
       bool needed = !isElementalOp(&op);
