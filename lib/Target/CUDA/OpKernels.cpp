@@ -346,16 +346,31 @@ LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
 // Row kernels
 //===----------------------------------------------------------------------===//
 
+/// Rows of up to kBlockSize * kRowElementsInRegisters elements (2048: every
+/// hidden size up to GPT-1.3B's) are swept in straight-line code: each
+/// thread's elements of a row tensor are loaded once, into registers, and
+/// reused by every pass over the row (mean, variance, output), instead of
+/// being loaded again, one dependent load at a time, by each pass.
+constexpr int64_t kRowElementsInRegisters = 8;
+
 namespace {
-/// A row kernel: one block per row of |rowLength| elements.
+/// A row kernel: one block per row of |rowLength| elements (or, with
+/// setRow, several rows walked by one block).
 struct RowKernel {
   KernelBuilder kb;
   Value row, base;
+  int64_t length;
   RowKernel(LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
             llvm::ArrayRef<Value> inputs, int64_t rowLength)
-      : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, 32) {
-    row = kb.blockIndex();
-    base = arith::MulIOp::create(kb.builder(), row, kb.idx(rowLength));
+      : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, 32),
+        length(rowLength) {
+    setRow(kb.blockIndex());
+  }
+  /// Makes |r| the row that at() and loadRow() address.
+  void setRow(Value r) {
+    row = r;
+    base = arith::MulIOp::create(kb.builder(), row, kb.idx(length));
+    rowValues.clear();
   }
   Value at(Value j) { return arith::AddIOp::create(kb.builder(), base, j); }
   /// Runs |body| on thread 0 only.
@@ -364,6 +379,67 @@ struct RowKernel {
     Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
     kb.ifThen(first, body);
   }
+  bool inRegisters() const { return length <= kBlockSize * kRowElementsInRegisters; }
+
+  /// `for (j = thread; j < length; j += blockDim) acc = body(j, acc)`. For a
+  /// short row, unrolled: the k-th step visits the same j the loop would,
+  /// in the same order, so sums are bit for bit the loop's; a j past the
+  /// row's end keeps acc (and a body without acc, which stores, is skipped
+  /// there).
+  llvm::SmallVector<Value>
+  sweep(llvm::ArrayRef<Value> init,
+        llvm::function_ref<llvm::SmallVector<Value>(Value j, llvm::ArrayRef<Value> acc)> body) {
+    if (!inRegisters())
+      return kb.blockStridedLoop(length, init, body);
+    auto &b = kb.builder();
+    llvm::SmallVector<Value> acc(init.begin(), init.end());
+    for (int64_t k = 0; k * kBlockSize < length; ++k) {
+      Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(k * kBlockSize));
+      bool alwaysInRow = (k + 1) * kBlockSize <= length;
+      Value inRow = alwaysInRow ? Value()
+                                : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j,
+                                                        kb.idx(length));
+      // Past the end, work at the last element (loads stay in bounds).
+      Value safeJ = alwaysInRow ? j : arith::MinUIOp::create(b, j, kb.idx(length - 1));
+      currentStep = k;
+      if (acc.empty()) {
+        if (alwaysInRow) {
+          body(safeJ, acc);
+        } else {
+          insideGuard = true;
+          kb.ifThen(inRow, [&] { body(safeJ, acc); });
+          insideGuard = false;
+        }
+        continue;
+      }
+      llvm::SmallVector<Value> next = body(safeJ, acc);
+      for (size_t i = 0; i < acc.size(); ++i)
+        acc[i] = alwaysInRow ? next[i] : arith::SelectOp::create(b, inRow, next[i], acc[i]);
+    }
+    currentStep = -1;
+    return acc;
+  }
+
+  /// Element |j| of the current row of |tensor| (row-major, rows of
+  /// |length|): inside a register sweep, loaded once per row and step.
+  Value loadRow(Value tensor, Value j) {
+    if (currentStep < 0)
+      return kb.load(tensor, at(j));
+    auto found = rowValues.find({tensor, currentStep});
+    if (found != rowValues.end())
+      return found->second;
+    Value value = kb.load(tensor, at(j));
+    // Only a load at the row's top level is kept: it dominates every later
+    // pass (one inside the scf.if that skips the row's end would not).
+    if (!insideGuard)
+      rowValues[{tensor, currentStep}] = value;
+    return value;
+  }
+
+private:
+  int64_t currentStep = -1;
+  bool insideGuard = false;
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> rowValues;
 };
 } // namespace
 
@@ -410,20 +486,20 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   Type element = typeOf(x).getElementType();
   Value mean = kb.f32(0.0);
   if (center) {
-    auto sum = kb.blockStridedLoop(d, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], kb.load(x, rk.at(j)))};
+    auto sum = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], rk.loadRow(x, j))};
     });
     mean = arith::DivFOp::create(b, kb.blockReduce(sum[0], false), kb.f32(d));
   }
-  auto sq = kb.blockStridedLoop(d, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    Value c = arith::SubFOp::create(b, kb.load(x, rk.at(j)), mean);
+  auto sq = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
     return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], arith::MulFOp::create(b, c, c))};
   });
   Value var = arith::DivFOp::create(b, kb.blockReduce(sq[0], false), kb.f32(d));
   Value rstd = arith::DivFOp::create(
       b, kb.f32(1.0), math::SqrtOp::create(b, arith::AddFOp::create(b, var, kb.f32(eps))));
-  kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
-    Value c = arith::SubFOp::create(b, kb.load(x, rk.at(j)), mean);
+  rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
+    Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
     Value v = arith::MulFOp::create(b, arith::MulFOp::create(b, c, rstd), kb.load(gamma, j));
     if (beta)
       v = arith::AddFOp::create(b, v, kb.load(beta, j));
@@ -473,7 +549,8 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   int64_t cols = sums * d;
   unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
 
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {outputs[0]}, inputs, ctx.plan, 32);
+  RowKernel rk(ctx, op, {outputs[0]}, inputs, d);
+  KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
   Value block = kb.blockIndex();
@@ -483,16 +560,14 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   Value partialRow = arith::MulIOp::create(b, block, kb.idx(cols));
   Type element = typeOf(outputs[0]).getElementType();
   kb.loop(first, last, kb.idx(1), {}, [&](Value row, llvm::ArrayRef<Value>) {
-    Value base = arith::MulIOp::create(b, row, kb.idx(d));
-    auto at = [&](Value j) { return arith::AddIOp::create(b, base, j); };
+    rk.setRow(row);
     Value mu = center ? kb.load(mean, row) : kb.f32(0.0);
     Value inv = kb.load(rstd, row);
     auto xhatAt = [&](Value j) {
-      return arith::MulFOp::create(b, arith::SubFOp::create(b, kb.load(x, at(j)), mu), inv);
+      return arith::MulFOp::create(b, arith::SubFOp::create(b, rk.loadRow(x, j), mu), inv);
     };
-    auto rowSums = kb.blockStridedLoop(d, {kb.f32(0.0), kb.f32(0.0)},
-                                       [&](Value j, llvm::ArrayRef<Value> a) {
-      Value g = arith::MulFOp::create(b, kb.load(dy, at(j)), kb.load(gamma, j));
+    auto rowSums = rk.sweep({kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      Value g = arith::MulFOp::create(b, rk.loadRow(dy, j), kb.load(gamma, j));
       return llvm::SmallVector<Value>{
           arith::AddFOp::create(b, a[0], g),
           arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhatAt(j)))};
@@ -509,15 +584,15 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
       Value sum = arith::SelectOp::create(b, firstRow, v, arith::AddFOp::create(b, old, v));
       memref::StoreOp::create(b, sum, partials, ValueRange{slot});
     };
-    kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
-      Value dyj = kb.load(dy, at(j));
+    rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
+      Value dyj = rk.loadRow(dy, j);
       Value xhat = xhatAt(j);
       Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
       Value v = arith::SubFOp::create(
           b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
       if (center)
         v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
-      kb.store(outputs[0], at(j), kb.roundTo(arith::MulFOp::create(b, inv, v), element));
+      kb.store(outputs[0], rk.at(j), kb.roundTo(arith::MulFOp::create(b, inv, v), element));
       accumulate(j, arith::MulFOp::create(b, dyj, xhat));
       if (center)
         accumulate(arith::AddIOp::create(b, j, kb.idx(d)), dyj);
