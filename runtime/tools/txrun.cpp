@@ -245,7 +245,8 @@ std::vector<unsigned> slotsOf(const fb::Command &c) {
 
 /// --profile-out: the profiled step, command by command, as JSON.
 Status writeProfileJson(const std::string &path, const Artifact &artifact,
-                        const std::vector<float> &ms, float total) {
+                        const std::vector<float> &ms, const std::vector<float> &hostMs,
+                        float total) {
   const fb::Artifact &a = artifact.root();
   std::string out = "{\"step_ms\": " + json::number(total) + ", \"commands\": [\n";
   for (unsigned i = 0; i < ms.size(); ++i) {
@@ -260,7 +261,8 @@ Status writeProfileJson(const std::string &path, const Artifact &artifact,
     out += "  {\"index\": " + std::to_string(i) + ", \"kind\": " + json::quote(kind) +
            ", \"kernel\": " + json::quote(name) + ", \"origin\": " +
            json::quote(c->origin() ? c->origin()->str() : "") + ", \"ms\": " +
-           json::number(ms[i]) + ", \"bytes\": " + std::to_string(bytes) + "}" +
+           json::number(ms[i]) + ", \"host_ms\": " + json::number(hostMs[i]) +
+           ", \"bytes\": " + std::to_string(bytes) + "}" +
            (i + 1 < ms.size() ? ",\n" : "\n");
   }
   out += "]}\n";
@@ -736,12 +738,13 @@ int run(const Options &o) {
     }
     float ms = 0;
     if (step == o.profileStep) {
-      std::vector<float> perCommand;
-      if (Status s = session->runStepProfiled(perCommand, &ms); !s.ok())
+      std::vector<float> perCommand, hostPerCommand;
+      if (Status s = session->runStepProfiled(perCommand, &ms, &hostPerCommand); !s.ok())
         return fail(kRunError, s.message());
       printProfile(session->artifact(), perCommand, ms);
       if (o.profileOut)
-        if (Status s = writeProfileJson(*o.profileOut, session->artifact(), perCommand, ms);
+        if (Status s = writeProfileJson(*o.profileOut, session->artifact(), perCommand,
+                                        hostPerCommand, ms);
             !s.ok())
           return fail(kRunError, "--profile-out: " + s.message());
     } else if (Status s = session->runStep(&ms); !s.ok()) {

@@ -55,8 +55,10 @@ public:
   Status runStep(float *ms);
   /// Runs the step command by command (no graph), with an event between
   /// every two commands: |msPerCommand| receives each command's device time
-  /// (launch gaps included), for a where-the-time-goes table.
-  Status runStepProfiled(std::vector<float> &msPerCommand, float *ms);
+  /// (launch gaps included), for a where-the-time-goes table;
+  /// |hostMsPerCommand|, if given, the host time each enqueue took.
+  Status runStepProfiled(std::vector<float> &msPerCommand, float *ms,
+                         std::vector<float> *hostMsPerCommand = nullptr);
   /// Most device memory this session has had in use (driver-reported drop
   /// of free memory since before the arena was allocated, sampled after
   /// load and after every step; at least the arena).

@@ -11,6 +11,7 @@
 
 #include "txopt/Dialect/Tx/IR/TxDialect.h"
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/WeightSource.h"
 #include "txopt/Dialect/Tx/Transforms/PatternUtils.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -20,6 +21,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -190,8 +192,24 @@ ElementsAttr constantMaskValue(Value mask) {
   if (auto load = dyn_cast_or_null<LoadParameterOp>(def)) {
     auto parameter = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
         load, load.getNameAttr());
-    if (parameter && parameter.getFrozen() && parameter.getInitialValue())
+    if (!parameter || !parameter.getFrozen())
+      return nullptr;
+    if (parameter.getInitialValue())
       return *parameter.getInitialValue();
+    // A frozen f32 mask left in the model's external data (an exporter's
+    // causal-mask buffer): read it, it decides what the op computes. Only
+    // masks up to 4096 x 4096 are read; larger ones stay general operands.
+    auto type = dyn_cast<RankedTensorType>(load.getType());
+    if (!type || !type.getElementType().isF32() || type.getNumElements() > (int64_t(1) << 24))
+      return nullptr;
+    auto bytes = readParameterBytes(parameter, load->getParentOfType<ModuleOp>());
+    if (!bytes) {
+      llvm::consumeError(bytes.takeError()); // import checked the source
+      return nullptr;
+    }
+    llvm::SmallVector<float> values(type.getNumElements());
+    std::memcpy(values.data(), bytes->data(), values.size() * sizeof(float));
+    return DenseElementsAttr::get(type, llvm::ArrayRef<float>(values));
   }
   return nullptr;
 }
