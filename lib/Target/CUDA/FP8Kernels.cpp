@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FP8Convert.h"
+#include "KernelUtils.h"
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
@@ -27,13 +28,7 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
-static RankedTensorType typeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 
-static unsigned ceilDiv(int64_t n, int64_t d) {
-  return static_cast<unsigned>(std::max<int64_t>((n + d - 1) / d, 1));
-}
 
 //===----------------------------------------------------------------------===//
 // Conversions
@@ -277,7 +272,7 @@ static std::pair<Value, Value> scaleFromAmax(KernelBuilder &kb, Value amax,
 }
 
 /// Lets |result| share the buffer of the step argument |state| when nothing
-/// after |op| reads the old value (as the optimizers do in OpKernels.cpp),
+/// after |op| reads the old value (as the optimizers do in OptimizerKernels.cpp),
 /// so its next-step copy disappears.
 static void updateInPlace(LoweringContext &ctx, Operation *op, Value state,
                           Value result) {

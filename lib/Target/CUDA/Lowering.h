@@ -2,8 +2,8 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 // The state StepLowering.cpp (analysis, GEMMs, bindings, memory plan) and
-// OpKernels.cpp (one kernel builder per op family) share while a step is
-// lowered.
+// the kernel builders (one file per op family: *Kernels.cpp) share while a
+// step is lowered.
 //
 //===----------------------------------------------------------------------===//
 

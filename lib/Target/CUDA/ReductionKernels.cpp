@@ -1,0 +1,276 @@
+//===- ReductionKernels.cpp - reduce_sum / reduce_mean / reduce_max ---------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Reductions over any axes: one block per output, or coalesced column
+// reductions with ordered partial sums when the kept axes are trailing.
+// Every order of additions is fixed (deterministic).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtils.h"
+#include "Lowering.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+Value cuda::combine(ImplicitLocOpBuilder &b, Value acc, Value v, bool isMax) {
+  if (v.getType().isF64())
+    v = arith::TruncFOp::create(b, b.getF32Type(), v);
+  return isMax ? Value(arith::MaximumFOp::create(b, acc, v))
+               : Value(arith::AddFOp::create(b, acc, v));
+}
+
+void cuda::storeReduced(KernelBuilder &k, Value result, Value at, Value sum) {
+  Type element = typeOf(result).getElementType();
+  if (element.isF64())
+    sum = arith::ExtFOp::create(k.builder(), k.builder().getF64Type(), sum);
+  k.store(result, at, k.roundTo(sum, element));
+}
+
+LogicalResult cuda::lowerPartialColumnSums(
+    LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
+    unsigned partialBuffer, int64_t parts, int64_t cols, bool isMax,
+    llvm::function_ref<void(KernelBuilder &, Value col, Value sum)> finish) {
+  constexpr int64_t kWarps = kBlockSize / 32;
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, {}, ctx.plan, kBlockSize);
+  auto &b = kb.builder();
+  Value partials = kb.insertBufferArgument(static_cast<unsigned>(outputs.size()),
+                                           MemRefType::get({parts * cols}, b.getF32Type()));
+  Value smem = kb.func().getWorkgroupAttributions().front();
+  Value tid = kb.threadIndex();
+  Value lane = arith::RemUIOp::create(b, tid, kb.idx(32));
+  Value warp = arith::DivUIOp::create(b, tid, kb.idx(32));
+  Value col = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(32)), lane);
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, kb.idx(cols));
+  Value readCol = arith::MinUIOp::create(b, col, kb.idx(cols - 1));
+  Value identity = kb.f32(isMax ? -INFINITY : 0.0);
+  auto acc = kb.loop(warp, kb.idx(parts), kb.idx(kWarps), {identity},
+                     [&](Value p, llvm::ArrayRef<Value> a) {
+    Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, p, kb.idx(cols)), readCol);
+    Value v = memref::LoadOp::create(b, partials, ValueRange{at});
+    return llvm::SmallVector<Value>{combine(b, a[0], v, isMax)};
+  }, /*unroll=*/4);
+  memref::StoreOp::create(b, acc[0], smem, ValueRange{tid});
+  gpu::BarrierOp::create(b);
+  Value warp0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, kb.idx(0));
+  kb.ifThen(arith::AndIOp::create(b, warp0, inRange), [&] {
+    Value total = identity;
+    for (int64_t w = 0; w < kWarps; ++w) {
+      Value at = arith::AddIOp::create(b, lane, kb.idx(w * 32));
+      total = combine(b, total, memref::LoadOp::create(b, smem, ValueRange{at}), isMax);
+    }
+    finish(kb, col, total);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, ceilDiv(cols, 32), ctx.buffersOf(outputs), {partialBuffer});
+  return success();
+}
+
+/// A reduction over leading axes |rows| keeping trailing axes |cols| (both
+/// as shapes), e.g. a bias gradient. Thread t of block (tile, split) owns
+/// column tile * kBlockSize + t and sums rows [split * chunk, +chunk) of it
+/// in order; with several splits a second kernel adds the splits' partials
+/// in order: deterministic, and every load coalesced.
+static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
+                                          llvm::ArrayRef<int64_t> rows,
+                                          llvm::ArrayRef<int64_t> cols,
+                                          bool isMax, bool isMean) {
+  Value input = op->getOperand(0), result = op->getResult(0);
+  int64_t rowCount = 1, colCount = 1;
+  for (int64_t s : rows) rowCount *= s;
+  for (int64_t s : cols) colCount *= s;
+  int64_t tiles = ceilDiv(colCount, kBlockSize);
+  // Enough blocks to fill the GPU (~2048), at least 32 rows each.
+  int64_t splits = std::max<int64_t>(
+      1, std::min<int64_t>(ceilDiv(rowCount, 32), ceilDiv(2048, tiles)));
+  int64_t chunk = ceilDiv(rowCount, splits);
+  splits = ceilDiv(rowCount, chunk);
+  auto finish = [&](KernelBuilder &k, Value column, Value sum) {
+    if (isMean)
+      sum = arith::DivFOp::create(k.builder(), sum, k.f32(static_cast<double>(rowCount)));
+    storeReduced(k, result, column, sum);
+  };
+
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(result, ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op),
+                   splits == 1 ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{},
+                   inputs.getArrayRef(), ctx.plan);
+  auto &b = kb.builder();
+  Value partials;
+  unsigned partialBuffer = 0;
+  if (splits > 1) {
+    partials = kb.insertBufferArgument(0, MemRefType::get({splits * colCount}, b.getF32Type()));
+    partialBuffer = ctx.scratch(splits * colCount * 4, "column reduction partials");
+  }
+  Value block = kb.blockIndex();
+  Value tile = arith::RemUIOp::create(b, block, kb.idx(tiles));
+  Value split = arith::DivUIOp::create(b, block, kb.idx(tiles));
+  Value column = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, tile, kb.idx(kBlockSize)), kb.threadIndex());
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column, kb.idx(colCount));
+  kb.ifThen(inRange, [&] {
+    Value begin = arith::MulIOp::create(b, split, kb.idx(chunk));
+    Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, kb.idx(chunk)),
+                                       kb.idx(rowCount));
+    auto colIndex = kb.delinearize(column, cols);
+    auto acc = kb.loop(begin, end, kb.idx(1), {kb.f32(isMax ? -INFINITY : 0.0)},
+                       [&](Value r, llvm::ArrayRef<Value> a) {
+      llvm::SmallVector<Value> full = kb.delinearize(r, rows);
+      full.append(colIndex.begin(), colIndex.end());
+      return llvm::SmallVector<Value>{combine(b, a[0], kb.emit(input, full), isMax)};
+    }, /*unroll=*/4);
+    if (splits == 1) {
+      finish(kb, column, acc[0]);
+    } else {
+      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, split, kb.idx(colCount)), column);
+      memref::StoreOp::create(b, acc[0], partials, ValueRange{at});
+    }
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  if (splits == 1) {
+    ctx.launch(kb, op, static_cast<unsigned>(tiles), ctx.buffersOf({result}),
+               ctx.buffersOf(inputs.getArrayRef()));
+    return success();
+  }
+  ctx.launch(kb, op, static_cast<unsigned>(tiles * splits), {partialBuffer},
+             ctx.buffersOf(inputs.getArrayRef()));
+  // Stage two: each column adds its splits' partials, in order.
+  return lowerPartialColumnSums(ctx, op, {result}, partialBuffer, splits, colCount, isMax,
+                                [&](KernelBuilder &k, Value column, Value sum) {
+                                  finish(k, column, sum);
+                                });
+}
+
+LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
+  Value input = op->getOperand(0), result = op->getResult(0);
+  auto inType = typeOf(input);
+  if (!isa<FloatType>(inType.getElementType()))
+    return op->emitError("integer reductions are not supported on the GPU");
+  int64_t rank = inType.getRank();
+  llvm::ArrayRef<int64_t> axesAttr =
+      cast<DenseI64ArrayAttr>(op->getAttr("axes")).asArrayRef();
+  llvm::SmallVector<bool> reduced(rank, axesAttr.empty());
+  for (int64_t a : axesAttr)
+    reduced[a < 0 ? a + rank : a] = true;
+  llvm::SmallVector<int64_t> outer, inner;
+  for (int64_t d = 0; d < rank; ++d)
+    (reduced[d] ? inner : outer).push_back(inType.getShape()[d]);
+  int64_t outerCount = 1, innerCount = 1;
+  for (int64_t s : outer) outerCount *= s;
+  for (int64_t s : inner) innerCount *= s;
+  bool isMax = isa<tx::ReduceMaxOp>(op);
+  bool isMean = isa<tx::ReduceMeanOp>(op);
+
+  // Reduced axes all before the kept ones (a bias gradient: [rows, cols]
+  // summed over rows): the kept elements are contiguous, so threads take
+  // consecutive columns and walk down the rows, coalesced (one block per
+  // output would stride through memory).
+  int64_t leadingReduced = 0;
+  while (leadingReduced < rank && reduced[leadingReduced])
+    ++leadingReduced;
+  bool columnsContiguous = leadingReduced > 0 && leadingReduced < rank &&
+                           llvm::none_of(llvm::ArrayRef<bool>(reduced).drop_front(leadingReduced),
+                                         [](bool r) { return r; });
+  if (columnsContiguous && outerCount >= 32)
+    return lowerColumnReduction(ctx, op, inner, outer, isMax, isMean);
+
+  // Few outputs over many elements (the gradient norm's sums of squares,
+  // a loss's mean): one block per output would leave the GPU idle, so
+  // |chunks| blocks per output reduce slices into f32 partials, and a second
+  // kernel reduces those. Both sum in a fixed order: deterministic.
+  int64_t chunks = 1;
+  if (outerCount < 256 && innerCount >= (1 << 16))
+    chunks = std::min<int64_t>(1024, innerCount / 8192);
+  int64_t chunkLength = (innerCount + chunks - 1) / chunks;
+
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(result, ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op),
+                   chunks == 1 ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{},
+                   inputs.getArrayRef(), ctx.plan, /*workgroupFloats=*/32);
+  auto &b = kb.builder();
+  Value partials;
+  unsigned partialBuffer = 0;
+  if (chunks > 1) {
+    partials = kb.insertBufferArgument(
+        0, MemRefType::get({outerCount * chunks}, b.getF32Type()));
+    partialBuffer = ctx.scratch(outerCount * chunks * 4, "reduction partials");
+  }
+  Value block = kb.blockIndex();
+  Value o = chunks == 1 ? block : Value(arith::DivUIOp::create(b, block, kb.idx(chunks)));
+  Value begin = kb.idx(0), end = kb.idx(innerCount);
+  if (chunks > 1) {
+    Value chunk = arith::RemUIOp::create(b, block, kb.idx(chunks));
+    begin = arith::MulIOp::create(b, chunk, kb.idx(chunkLength));
+    end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, kb.idx(chunkLength)),
+                                 kb.idx(innerCount));
+  }
+  auto outerIndex = kb.delinearize(o, outer);
+  Value identity = kb.f32(isMax ? -INFINITY : 0.0);
+  auto acc = kb.blockStridedLoop(begin, end, {identity}, [&](Value r, llvm::ArrayRef<Value> a) {
+    auto innerIndex = kb.delinearize(r, inner);
+    llvm::SmallVector<Value> full;
+    unsigned oi = 0, ii = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      full.push_back(reduced[d] ? innerIndex[ii++] : outerIndex[oi++]);
+    return llvm::SmallVector<Value>{combine(b, a[0], kb.emit(input, full), isMax)};
+  });
+  Value total = kb.blockReduce(acc[0], isMax);
+  auto finalStore = [&](KernelBuilder &k, Value out, Value sum) {
+    auto &kbb = k.builder();
+    if (isMean)
+      sum = arith::DivFOp::create(kbb, sum, k.f32(static_cast<double>(innerCount)));
+    Value first = arith::CmpIOp::create(kbb, arith::CmpIPredicate::eq, k.threadIndex(), k.idx(0));
+    k.ifThen(first, [&] { storeReduced(k, result, out, sum); });
+  };
+  if (chunks == 1) {
+    finalStore(kb, o, total);
+  } else {
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] { memref::StoreOp::create(b, total, partials, ValueRange{block}); });
+  }
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  if (chunks == 1) {
+    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(outerCount, 1)),
+               ctx.buffersOf({result}), ctx.buffersOf(inputs.getArrayRef()));
+    return success();
+  }
+  ctx.launch(kb, op, static_cast<unsigned>(outerCount * chunks), {partialBuffer},
+             ctx.buffersOf(inputs.getArrayRef()));
+  // Stage two: one block per output over its partials.
+  KernelBuilder fin(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan, 32);
+  auto &fb2 = fin.builder();
+  Value parts = fin.insertBufferArgument(
+      1, MemRefType::get({outerCount * chunks}, fb2.getF32Type()));
+  Value out = fin.blockIndex();
+  Value base = arith::MulIOp::create(fb2, out, fin.idx(chunks));
+  auto sums = fin.blockStridedLoop(chunks, {fin.f32(isMax ? -INFINITY : 0.0)},
+                                   [&](Value j, llvm::ArrayRef<Value> a) {
+    Value v = memref::LoadOp::create(fb2, parts, ValueRange{arith::AddIOp::create(fb2, base, j)});
+    return llvm::SmallVector<Value>{combine(fb2, a[0], v, isMax)};
+  });
+  finalStore(fin, out, fin.blockReduce(sums[0], isMax));
+  fin.finish();
+  if (failed(fin.status()))
+    return failure();
+  ctx.launch(fin, op, static_cast<unsigned>(std::max<int64_t>(outerCount, 1)),
+             ctx.buffersOf({result}), {partialBuffer});
+  return success();
+}

@@ -1,0 +1,563 @@
+//===- RowKernels.cpp - norms, softmax, cross-entropy -----------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Row kernels of the fused ops: layer_norm / rms_norm and their gradients,
+// softmax, softmax cross-entropy and its gradient. Each follows the
+// reference executor's formula (lib/Reference) in f32; where the executor
+// accumulates in double the kernels accumulate in f32, which the GPU-vs-CPU
+// checks bound.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtils.h"
+#include "Lowering.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+/// Rows of up to kBlockSize * kRowElementsInRegisters elements (2048: every
+/// hidden size up to GPT-1.3B's) are swept in straight-line code: each
+/// thread's elements of a row tensor are loaded once, into registers, and
+/// reused by every pass over the row (mean, variance, output), instead of
+/// being loaded again, one dependent load at a time, by each pass.
+constexpr int64_t kRowElementsInRegisters = 8;
+
+namespace {
+/// A row kernel: one block per row of |rowLength| elements (or, with
+/// setRow, several rows walked by one block).
+struct RowKernel {
+  KernelBuilder kb;
+  Value row, base;
+  int64_t length;
+  RowKernel(LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
+            llvm::ArrayRef<Value> inputs, int64_t rowLength)
+      : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, 32),
+        length(rowLength) {
+    setRow(kb.blockIndex());
+  }
+  /// Makes |r| the row that at() and loadRow() address.
+  void setRow(Value r) {
+    row = r;
+    base = arith::MulIOp::create(kb.builder(), row, kb.idx(length));
+    rowValues.clear();
+  }
+  Value at(Value j) { return arith::AddIOp::create(kb.builder(), base, j); }
+  /// Runs |body| on thread 0 only.
+  void onFirstThread(llvm::function_ref<void()> body) {
+    auto &b = kb.builder();
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, body);
+  }
+  bool inRegisters() const { return length <= kBlockSize * kRowElementsInRegisters; }
+
+  /// `for (j = thread; j < length; j += blockDim) acc = body(j, acc)`. For a
+  /// short row, unrolled: the k-th step visits the same j the loop would,
+  /// in the same order, so sums are bit for bit the loop's; a j past the
+  /// row's end keeps acc (and a body without acc, which stores, is skipped
+  /// there).
+  llvm::SmallVector<Value>
+  sweep(llvm::ArrayRef<Value> init,
+        llvm::function_ref<llvm::SmallVector<Value>(Value j, llvm::ArrayRef<Value> acc)> body) {
+    if (!inRegisters())
+      return kb.blockStridedLoop(length, init, body);
+    auto &b = kb.builder();
+    llvm::SmallVector<Value> acc(init.begin(), init.end());
+    for (int64_t k = 0; k * kBlockSize < length; ++k) {
+      Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(k * kBlockSize));
+      bool alwaysInRow = (k + 1) * kBlockSize <= length;
+      Value inRow = alwaysInRow ? Value()
+                                : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j,
+                                                        kb.idx(length));
+      // Past the end, work at the last element (loads stay in bounds).
+      Value safeJ = alwaysInRow ? j : arith::MinUIOp::create(b, j, kb.idx(length - 1));
+      currentStep = k;
+      if (acc.empty()) {
+        if (alwaysInRow) {
+          body(safeJ, acc);
+        } else {
+          insideGuard = true;
+          kb.ifThen(inRow, [&] { body(safeJ, acc); });
+          insideGuard = false;
+        }
+        continue;
+      }
+      llvm::SmallVector<Value> next = body(safeJ, acc);
+      for (size_t i = 0; i < acc.size(); ++i)
+        acc[i] = alwaysInRow ? next[i] : arith::SelectOp::create(b, inRow, next[i], acc[i]);
+    }
+    currentStep = -1;
+    return acc;
+  }
+
+  /// Element |j| of the current row of |tensor| (row-major, rows of
+  /// |length|): inside a register sweep, loaded once per row and step.
+  Value loadRow(Value tensor, Value j) {
+    if (currentStep < 0)
+      return kb.load(tensor, at(j));
+    auto found = rowValues.find({tensor, currentStep});
+    if (found != rowValues.end())
+      return found->second;
+    Value value = kb.load(tensor, at(j));
+    // Only a load at the row's top level is kept: it dominates every later
+    // pass (one inside the scf.if that skips the row's end would not).
+    if (!insideGuard)
+      rowValues[{tensor, currentStep}] = value;
+    return value;
+  }
+
+private:
+  int64_t currentStep = -1;
+  bool insideGuard = false;
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> rowValues;
+};
+} // namespace
+
+/// tx.layer_norm / tx.rms_norm: y, [mean,] rstd over the innermost dim.
+LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
+  // tx.layer_norm / tx.rms_norm normalize the innermost dim and also return
+  // their statistics; the ONNX-level tx.layer_normalization /
+  // tx.rms_normalization (left when norm fusion is off) normalize the dims
+  // from `axis` on and return only y.
+  bool center = isa<tx::LayerNormOp, tx::LayerNormalizationOp>(op);
+  Value x = op->getOperand(0), gamma = op->getOperand(1);
+  Value beta = center && op->getNumOperands() > 2 ? op->getOperand(2) : Value();
+  double eps = 0;
+  int64_t axis = typeOf(x).getRank() - 1;
+  if (auto ln = dyn_cast<tx::LayerNormOp>(op)) {
+    eps = ln.getEpsilon().convertToDouble();
+  } else if (auto rms = dyn_cast<tx::RMSNormOp>(op)) {
+    eps = rms.getEpsilon().convertToDouble();
+  } else if (auto ln = dyn_cast<tx::LayerNormalizationOp>(op)) {
+    eps = ln.getEpsilon().convertToDouble();
+    axis = static_cast<int64_t>(ln.getAxis());
+  } else {
+    auto rms = cast<tx::RMSNormalizationOp>(op);
+    eps = rms.getEpsilon().convertToDouble();
+    axis = static_cast<int64_t>(rms.getAxis());
+  }
+  if (axis < 0)
+    axis += typeOf(x).getRank();
+  int64_t d = 1;
+  for (int64_t k = axis; k < typeOf(x).getRank(); ++k)
+    d *= typeOf(x).getShape()[k];
+  int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
+  for (Value param : {gamma, beta})
+    if (param && typeOf(param).getNumElements() != d)
+      return op->emitError("the GPU norm expects scale and bias of the normalized size ")
+             << d << ", but got " << param.getType();
+  llvm::SmallVector<Value> outputs(op->getResults().begin(), op->getResults().end());
+  llvm::SmallVector<Value> inputs{x, gamma};
+  if (beta)
+    inputs.push_back(beta);
+  RowKernel rk(ctx, op, outputs, inputs, d);
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Type element = typeOf(x).getElementType();
+  Value mean = kb.f32(0.0);
+  if (center) {
+    auto sum = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], rk.loadRow(x, j))};
+    });
+    mean = arith::DivFOp::create(b, kb.blockReduce(sum[0], false), kb.f32(d));
+  }
+  auto sq = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], arith::MulFOp::create(b, c, c))};
+  });
+  Value var = arith::DivFOp::create(b, kb.blockReduce(sq[0], false), kb.f32(d));
+  Value rstd = arith::DivFOp::create(
+      b, kb.f32(1.0), math::SqrtOp::create(b, arith::AddFOp::create(b, var, kb.f32(eps))));
+  rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
+    Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
+    Value v = arith::MulFOp::create(b, arith::MulFOp::create(b, c, rstd), kb.load(gamma, j));
+    if (beta)
+      v = arith::AddFOp::create(b, v, kb.load(beta, j));
+    kb.store(outputs[0], rk.at(j), kb.roundTo(v, element));
+    return llvm::SmallVector<Value>{};
+  });
+  if (outputs.size() > 1)
+    rk.onFirstThread([&] {
+      if (center)
+        kb.store(outputs[1], rk.row, mean);
+      kb.store(outputs.back(), rk.row, rstd);
+    });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+             ctx.buffersOf(outputs), ctx.buffersOf(inputs));
+  return success();
+}
+
+/// Blocks of a row kernel that walks several rows per block: about one
+/// wave of 256-thread blocks on an H200 (132 SMs x 8 resident blocks).
+constexpr int64_t kRowBlocks = 1024;
+
+/// tx.layer_norm_grad / tx.rms_norm_grad, deterministic and without atomics.
+/// Kernel 1: block g walks rows [g R, (g + 1) R); per row it computes dx,
+/// and each thread adds dy * xhat (and dy) of its own columns into row g of
+/// an f32 partials buffer [G, d] (or [G, 2d]) that no other thread touches.
+/// Kernel 2 adds the G partial rows of each column in a fixed order
+/// (lowerPartialColumnSums) and rounds once into dgamma (and dbeta).
+/// Atomics, one per element per row on d addresses, serialized at L2 and
+/// made the sums' order (and bits) vary from run to run.
+LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
+  bool center = isa<tx::LayerNormGradOp>(op);
+  Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
+  Value mean = center ? op->getOperand(3) : Value();
+  Value rstd = op->getOperand(center ? 4 : 3);
+  int64_t d = typeOf(x).getShape().back();
+  int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
+  llvm::SmallVector<Value> outputs(op->getResults().begin(), op->getResults().end());
+  llvm::SmallVector<Value> inputs{dy, x, gamma, rstd};
+  if (center)
+    inputs.push_back(mean);
+  int64_t perBlock = ceilDiv(std::max<int64_t>(rows, 1), kRowBlocks);
+  int64_t blocks = ceilDiv(std::max<int64_t>(rows, 1), perBlock);
+  int64_t sums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
+  int64_t cols = sums * d;
+  unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
+
+  RowKernel rk(ctx, op, {outputs[0]}, inputs, d);
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
+  Value block = kb.blockIndex();
+  Value first = arith::MulIOp::create(b, block, kb.idx(perBlock));
+  Value last = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, kb.idx(perBlock)),
+                                      kb.idx(rows));
+  Value partialRow = arith::MulIOp::create(b, block, kb.idx(cols));
+  Type element = typeOf(outputs[0]).getElementType();
+  kb.loop(first, last, kb.idx(1), {}, [&](Value row, llvm::ArrayRef<Value>) {
+    rk.setRow(row);
+    Value mu = center ? kb.load(mean, row) : kb.f32(0.0);
+    Value inv = kb.load(rstd, row);
+    auto xhatAt = [&](Value j) {
+      return arith::MulFOp::create(b, arith::SubFOp::create(b, rk.loadRow(x, j), mu), inv);
+    };
+    auto rowSums = rk.sweep({kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      Value g = arith::MulFOp::create(b, rk.loadRow(dy, j), kb.load(gamma, j));
+      return llvm::SmallVector<Value>{
+          arith::AddFOp::create(b, a[0], g),
+          arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhatAt(j)))};
+    });
+    Value sumG = kb.blockReduce(rowSums[0], false);
+    Value sumGX = kb.blockReduce(rowSums[1], false);
+    Value dd = kb.f32(d);
+    Value firstRow = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, first);
+    // This thread's running sum at column |c| of the block's partial row;
+    // the block's first row starts it (the buffer is not cleared).
+    auto accumulate = [&](Value c, Value v) {
+      Value slot = arith::AddIOp::create(b, partialRow, c);
+      Value old = memref::LoadOp::create(b, partials, ValueRange{slot});
+      Value sum = arith::SelectOp::create(b, firstRow, v, arith::AddFOp::create(b, old, v));
+      memref::StoreOp::create(b, sum, partials, ValueRange{slot});
+    };
+    rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
+      Value dyj = rk.loadRow(dy, j);
+      Value xhat = xhatAt(j);
+      Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
+      Value v = arith::SubFOp::create(
+          b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
+      if (center)
+        v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
+      kb.store(outputs[0], rk.at(j), kb.roundTo(arith::MulFOp::create(b, inv, v), element));
+      accumulate(j, arith::MulFOp::create(b, dyj, xhat));
+      if (center)
+        accumulate(arith::AddIOp::create(b, j, kb.idx(d)), dyj);
+      return llvm::SmallVector<Value>{};
+    });
+    return llvm::SmallVector<Value>{};
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(blocks),
+             {ctx.bufferFor(outputs[0]), partialBuffer}, ctx.buffersOf(inputs));
+  llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
+  return lowerPartialColumnSums(
+      ctx, op, paramGrads, partialBuffer, blocks, cols, /*isMax=*/false,
+      [&](KernelBuilder &k, Value col, Value sum) {
+        auto &kbb = k.builder();
+        if (!center) {
+          storeReduced(k, paramGrads[0], col, sum);
+          return;
+        }
+        // Columns [0, d) are dgamma's, [d, 2d) dbeta's.
+        Value isGamma = arith::CmpIOp::create(kbb, arith::CmpIPredicate::ult, col, k.idx(d));
+        k.ifThen(isGamma, [&] { storeReduced(k, paramGrads[0], col, sum); });
+        Value isBeta = arith::CmpIOp::create(kbb, arith::CmpIPredicate::uge, col, k.idx(d));
+        k.ifThen(isBeta, [&] {
+          storeReduced(k, paramGrads[1], arith::SubIOp::create(kbb, col, k.idx(d)), sum);
+        });
+      });
+}
+
+/// tx.softmax over any axis: one block per row along the axis; rows of an
+/// inner axis are strided (element j of row (o, i) at (o*D + j)*inner + i).
+LogicalResult cuda::lowerSoftmax(LoweringContext &ctx, Operation *op) {
+  auto softmax = cast<tx::SoftmaxOp>(op);
+  Value x = softmax.getInput(), y = softmax.getResult();
+  int64_t rank = typeOf(x).getRank();
+  int64_t axis = static_cast<int64_t>(softmax.getAxis());
+  if (axis < 0)
+    axis += rank;
+  auto shape = typeOf(x).getShape();
+  int64_t d = shape[axis], inner = 1;
+  for (int64_t k = axis + 1; k < rank; ++k)
+    inner *= shape[k];
+  int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
+  RowKernel rk(ctx, op, {y}, {x}, d);
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Value rowBase = rk.base;
+  if (inner != 1) {
+    Value o = arith::DivUIOp::create(b, rk.row, kb.idx(inner));
+    Value i = arith::RemUIOp::create(b, rk.row, kb.idx(inner));
+    rowBase = arith::AddIOp::create(b, arith::MulIOp::create(b, o, kb.idx(d * inner)), i);
+  }
+  auto at = [&](Value j) -> Value {
+    Value offset = inner == 1 ? j : Value(arith::MulIOp::create(b, j, kb.idx(inner)));
+    return arith::AddIOp::create(b, rowBase, offset);
+  };
+  auto m = kb.blockStridedLoop(d, {kb.f32(-INFINITY)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], kb.load(x, at(j)))};
+  });
+  Value max = kb.blockReduce(m[0], true);
+  auto s2 = kb.blockStridedLoop(d, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(x, at(j)), max));
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], e)};
+  });
+  Value sum = kb.blockReduce(s2[0], false);
+  Type element = typeOf(y).getElementType();
+  kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(x, at(j)), max));
+    kb.store(y, at(j), kb.roundTo(arith::DivFOp::create(b, e, sum), element));
+    return llvm::SmallVector<Value>{};
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+             ctx.buffersOf({y}), ctx.buffersOf({x}));
+  return success();
+}
+
+/// Checks the cross-entropy forms the GPU kernels handle: scores [N, C],
+/// labels [N], no class weights.
+static LogicalResult checkCrossEntropy(Operation *op, Value scores,
+                                       bool hasWeights) {
+  if (typeOf(scores).getRank() != 2)
+    return op->emitError("the GPU cross-entropy expects scores of rank 2, but got rank ")
+           << typeOf(scores).getRank();
+  if (hasWeights)
+    return op->emitError("class weights are not supported by the GPU cross-entropy");
+  return success();
+}
+
+/// The label of a row and whether it counts (not the ignore index).
+static std::pair<Value, Value> rowLabel(KernelBuilder &kb, Value labels,
+                                        Value row, std::optional<int64_t> ignore,
+                                        int64_t classes) {
+  auto &b = kb.builder();
+  Value label = kb.load(labels, row);
+  Value valid = arith::ConstantIntOp::create(b, 1, 1);
+  if (ignore)
+    valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, label,
+                                  arith::ConstantIntOp::create(b, *ignore, 64));
+  Value zero = arith::ConstantIntOp::create(b, 0, 64);
+  Value clamped = arith::MaxSIOp::create(
+      b, arith::MinSIOp::create(b, label, arith::ConstantIntOp::create(b, classes - 1, 64)), zero);
+  return {clamped, valid};
+}
+
+/// Row max and sum of exp(x - max).
+static std::pair<Value, Value> rowLogSumExpParts(RowKernel &rk, Value scores,
+                                                 int64_t classes) {
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  auto m = kb.blockStridedLoop(classes, {kb.f32(-INFINITY)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], kb.load(scores, rk.at(j)))};
+  });
+  Value max = kb.blockReduce(m[0], true);
+  auto s = kb.blockStridedLoop(classes, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(scores, rk.at(j)), max));
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], e)};
+  });
+  return {max, kb.blockReduce(s[0], false)};
+}
+
+/// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
+/// weight, then one block sums them (mean, sum) unless reduction is none.
+LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
+  auto loss = cast<tx::SoftmaxCrossEntropyLossOp>(op);
+  Value scores = loss.getScores(), labels = loss.getLabels(), result = loss.getResult();
+  if (failed(checkCrossEntropy(op, scores, static_cast<bool>(loss.getWeights()))))
+    return failure();
+  int64_t rows = typeOf(scores).getShape()[0], classes = typeOf(scores).getShape()[1];
+  bool none = loss.getReduction() == tx::LossReduction::none;
+  bool mean = loss.getReduction() == tx::LossReduction::mean;
+  std::optional<int64_t> ignore = loss.getIgnoreIndex() ? std::optional<int64_t>(static_cast<int64_t>(*loss.getIgnoreIndex())) : std::nullopt;
+
+  // Row losses go straight to the result for reduction none.
+  unsigned rowLoss = none ? ctx.bufferFor(result) : ctx.scratch(rows * 4, "row losses");
+  unsigned rowWeight = ctx.scratch(rows * 4, "row weights");
+  unsigned rowStats = ctx.scratch(rows * 8, "row max and sum of exp");
+  ctx.rowLogSumExp[scores] = rowStats;
+  {
+    // Stand-in values typed like the scratch buffers, for the builder.
+    RowKernel rk(ctx, op, {result, result}, {scores, labels}, classes);
+    KernelBuilder &kb = rk.kb;
+    auto &b = kb.builder();
+    Value statsArg = kb.insertBufferArgument(2, MemRefType::get({rows * 2}, b.getF32Type()));
+    auto [label, valid] = rowLabel(kb, labels, rk.row, ignore, classes);
+    auto [max, sum] = rowLogSumExpParts(rk, scores, classes);
+    Value picked = kb.load(scores, rk.at(arith::IndexCastOp::create(b, b.getIndexType(), label)));
+    Value logProb = arith::SubFOp::create(
+        b, arith::SubFOp::create(b, picked, max), math::LogOp::create(b, sum));
+    Value zero = kb.f32(0.0);
+    Value rowValue = arith::SelectOp::create(b, valid, arith::NegFOp::create(b, logProb), zero);
+    Value weight = arith::SelectOp::create(b, valid, kb.f32(1.0), zero);
+    rk.onFirstThread([&] {
+      Value ba = kb.func().getArgument(0), bw = kb.func().getArgument(1);
+      memref::StoreOp::create(b, rowValue, ba, ValueRange{rk.row});
+      memref::StoreOp::create(b, weight, bw, ValueRange{rk.row});
+      Value at = arith::MulIOp::create(b, rk.row, kb.idx(2));
+      memref::StoreOp::create(b, max, statsArg, ValueRange{at});
+      memref::StoreOp::create(b, sum, statsArg,
+                              ValueRange{arith::AddIOp::create(b, at, kb.idx(1))});
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    // The builder typed both outputs like |result|; fix the argument types
+    // to the f32 row buffers they really are.
+    auto funcType = kb.func().getFunctionType();
+    llvm::SmallVector<Type> args(funcType.getInputs().begin(), funcType.getInputs().end());
+    auto rowType = MemRefType::get({rows}, b.getF32Type());
+    args[0] = args[1] = rowType;
+    kb.func().setType(b.getFunctionType(args, {}));
+    kb.func().getArgument(0).setType(rowType);
+    kb.func().getArgument(1).setType(rowType);
+    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+               {rowLoss, rowWeight, rowStats}, ctx.buffersOf({scores, labels}));
+  }
+  if (none)
+    return success();
+  {
+    // One block: total loss and weight, then mean or sum.
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan, 32);
+    auto &b = kb.builder();
+    auto rowType = MemRefType::get({rows}, b.getF32Type());
+    Value lossArg = kb.insertBufferArgument(kb.numArguments(), rowType);
+    Value weightArg = kb.insertBufferArgument(kb.numArguments(), rowType);
+    auto sums = kb.blockStridedLoop(rows, {kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      Value l = memref::LoadOp::create(b, lossArg, ValueRange{j});
+      Value w = memref::LoadOp::create(b, weightArg, ValueRange{j});
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], l), arith::AddFOp::create(b, a[1], w)};
+    });
+    Value total = kb.blockReduce(sums[0], false);
+    Value weight = kb.blockReduce(sums[1], false);
+    Value value = mean ? Value(arith::DivFOp::create(b, total, weight)) : total;
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] {
+      kb.store(result, kb.idx(0), kb.roundTo(value, typeOf(result).getElementType()));
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, 1, ctx.buffersOf({result}), {rowLoss, rowWeight});
+  }
+  return success();
+}
+
+/// tx.softmax_cross_entropy_grad: one block counts the weight (mean), then
+/// a row kernel writes g * w / norm * (softmax - onehot).
+LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
+  auto grad = cast<tx::SoftmaxCrossEntropyGradOp>(op);
+  Value dl = grad.getGrad(), scores = grad.getScores(), labels = grad.getLabels();
+  Value result = grad.getResult();
+  if (failed(checkCrossEntropy(op, scores, static_cast<bool>(grad.getWeights()))))
+    return failure();
+  int64_t rows = typeOf(scores).getShape()[0], classes = typeOf(scores).getShape()[1];
+  bool none = grad.getReduction() == tx::LossReduction::none;
+  bool mean = grad.getReduction() == tx::LossReduction::mean;
+  std::optional<int64_t> ignore = grad.getIgnoreIndex() ? std::optional<int64_t>(static_cast<int64_t>(*grad.getIgnoreIndex())) : std::nullopt;
+  unsigned norm = ctx.scratch(4, "loss weight");
+  {
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {labels}, ctx.plan, 32);
+    auto &b = kb.builder();
+    auto scalarType = MemRefType::get({1}, b.getF32Type());
+    Value normArg = kb.insertBufferArgument(0, scalarType);
+    auto count = kb.blockStridedLoop(rows, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      auto [label, valid] = rowLabel(kb, labels, j, ignore, classes);
+      (void)label;
+      Value w = arith::SelectOp::create(b, valid, kb.f32(1.0), kb.f32(0.0));
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], w)};
+    });
+    Value total = kb.blockReduce(count[0], false);
+    Value value = mean ? total : kb.f32(1.0);
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] { memref::StoreOp::create(b, value, normArg, ValueRange{kb.idx(0)}); });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, 1, {norm}, ctx.buffersOf({labels}));
+  }
+  {
+    RowKernel rk(ctx, op, {result}, {dl, scores, labels}, classes);
+    KernelBuilder &kb = rk.kb;
+    auto &b = kb.builder();
+    auto scalarType = MemRefType::get({1}, b.getF32Type());
+    Value normArg = kb.insertBufferArgument(kb.numArguments(), scalarType);
+    auto [label, valid] = rowLabel(kb, labels, rk.row, ignore, classes);
+    Value g = kb.load(dl, none ? rk.row : kb.idx(0));
+    Value normValue = memref::LoadOp::create(b, normArg, ValueRange{kb.idx(0)});
+    Value scale = arith::DivFOp::create(b, g, normValue);
+    // The loss kernel of the same scores left each row's max and sum (the
+    // same code computed them, so the values are identical); otherwise two
+    // passes over the row compute them here.
+    auto known = ctx.rowLogSumExp.find(scores);
+    Value max, sum;
+    if (known != ctx.rowLogSumExp.end()) {
+      Value stats = kb.insertBufferArgument(kb.numArguments(),
+                                            MemRefType::get({rows * 2}, b.getF32Type()));
+      Value at = arith::MulIOp::create(b, rk.row, kb.idx(2));
+      max = memref::LoadOp::create(b, stats, ValueRange{at});
+      sum = memref::LoadOp::create(b, stats, ValueRange{arith::AddIOp::create(b, at, kb.idx(1))});
+    } else {
+      std::tie(max, sum) = rowLogSumExpParts(rk, scores, classes);
+    }
+    Value labelIndex = arith::IndexCastOp::create(b, b.getIndexType(), label);
+    Type element = typeOf(result).getElementType();
+    kb.blockStridedLoop(classes, {}, [&](Value j, llvm::ArrayRef<Value>) {
+      Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(scores, rk.at(j)), max));
+      Value p = arith::DivFOp::create(b, e, sum);
+      Value isLabel = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, labelIndex);
+      Value onehot = arith::SelectOp::create(b, isLabel, kb.f32(1.0), kb.f32(0.0));
+      Value v = arith::MulFOp::create(b, scale, arith::SubFOp::create(b, p, onehot));
+      v = arith::SelectOp::create(b, valid, v, kb.f32(0.0));
+      kb.store(result, rk.at(j), kb.roundTo(v, element));
+      return llvm::SmallVector<Value>{};
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    llvm::SmallVector<unsigned> inputs = ctx.buffersOf({dl, scores, labels});
+    inputs.push_back(norm);
+    if (known != ctx.rowLogSumExp.end())
+      inputs.push_back(known->second);
+    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
+               ctx.buffersOf({result}), inputs);
+  }
+  return success();
+}
