@@ -89,6 +89,10 @@ CASES = {
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),
+    # Over 2048 classes (a vocabulary): the loss takes each row's max and sum
+    # of exp in one pass (online softmax), the gradient reuses them.
+    "cross_entropy_wide": model("cw", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 3000])], [
+        "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\"> (s, labels)"]),
 }
 
 

@@ -385,15 +385,40 @@ static std::pair<Value, Value> rowLogSumExpParts(RowKernel &rk, Value scores,
                                                  int64_t classes) {
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
-  auto m = kb.blockStridedLoop(classes, {kb.f32(-INFINITY)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], kb.load(scores, rk.at(j)))};
+  if (rk.inRegisters()) {
+    // Short rows: two passes over the thread's registers.
+    auto m = rk.sweep({kb.f32(-INFINITY)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], rk.loadRow(scores, j))};
+    });
+    Value max = kb.blockReduce(m[0], true);
+    auto s = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      Value e = math::ExpOp::create(b, arith::SubFOp::create(b, rk.loadRow(scores, j), max));
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], e)};
+    });
+    return {max, kb.blockReduce(s[0], false)};
+  }
+  // Long rows (a vocabulary): one pass with a running max, each thread's sum
+  // rescaled when its max grows (online softmax), then the block's max and
+  // the threads' sums rescaled to it. Reads the logits once instead of
+  // twice. A running max still at -inf keeps the sum at 0 (exp(-inf - -inf)
+  // would be NaN).
+  Value negInf = kb.f32(-INFINITY);
+  auto ms = kb.blockStridedLoop(classes, {negInf, kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value x = kb.load(scores, rk.at(j));
+    Value m = arith::MaximumFOp::create(b, a[0], x);
+    Value live = arith::CmpFOp::create(b, arith::CmpFPredicate::ONE, m, negInf);
+    Value rescale = math::ExpOp::create(b, arith::SubFOp::create(b, a[0], m));
+    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, x, m));
+    Value sum = arith::AddFOp::create(b, arith::MulFOp::create(b, a[1], rescale), e);
+    return llvm::SmallVector<Value>{m, arith::SelectOp::create(b, live, sum, kb.f32(0.0))};
   });
-  Value max = kb.blockReduce(m[0], true);
-  auto s = kb.blockStridedLoop(classes, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(scores, rk.at(j)), max));
-    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], e)};
-  });
-  return {max, kb.blockReduce(s[0], false)};
+  Value max = kb.blockReduce(ms[0], true);
+  Value live = arith::CmpFOp::create(b, arith::CmpFPredicate::ONE, ms[0], negInf);
+  Value mine = arith::SelectOp::create(
+      b, live,
+      arith::MulFOp::create(b, ms[1], math::ExpOp::create(b, arith::SubFOp::create(b, ms[0], max))),
+      kb.f32(0.0));
+  return {max, kb.blockReduce(mine, false)};
 }
 
 /// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
