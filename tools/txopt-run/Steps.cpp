@@ -347,11 +347,16 @@ public:
       return error("--shuffle needs --data");
     if (run.saveEvery && !run.saveDir)
       return error("--save-every needs --save DIR");
-    for (auto phase : {&StepRunner::bindArguments, &StepRunner::buildSchedule,
+    for (auto phase : {&StepRunner::findMicroStep, &StepRunner::bindArguments,
+                       &StepRunner::buildSchedule,
                        &StepRunner::loadTokens, &StepRunner::findResults,
                        &StepRunner::prepareCheckpoints, &StepRunner::openLog})
       if (llvm::Error err = (this->*phase)())
         return err;
+    if (gradAccum > 1)
+      os << "accumulating " << gradAccum << " micro-batches of " << microBatchText
+         << " per step (@" << micro.getName() << "): effective batch "
+         << effectiveBatchText << "\n";
     if (firstStep > options.steps) {
       llvm::errs() << "txopt-run: the checkpoint is at step " << firstStep - 1
                    << "; nothing to run up to --steps " << options.steps
@@ -383,6 +388,40 @@ private:
                    llvm::Twine(checkpoint->info.seed) + ", not " + llvm::Twine(options.seed) +
                    " (resuming keeps the seed; leave --seed out)");
     seed = checkpoint->info.seed;
+    return llvm::Error::success();
+  }
+
+  /// Gradient accumulation (recipe `grad_accum` N > 1): the micro-step
+  /// that runs micro-batches 1..N-1 of each step. It has the step's
+  /// signature, so both run on |args|.
+  llvm::Error findMicroStep() {
+    auto recipe = func->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName);
+    if (auto accum = recipe ? recipe.getAs<IntegerAttr>("grad_accum") : nullptr)
+      gradAccum = accum.getInt();
+    if (gradAccum <= 1)
+      return llvm::Error::success();
+    auto module = func->getParentOfType<ModuleOp>();
+    for (auto candidate : module.getOps<func::FuncOp>())
+      if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(tx::kMicroStepAttrName))
+        if (ref.getValue() == func.getName() && !candidate.isExternal())
+          micro = candidate;
+    if (!micro)
+      return error("'" + func.getName() + "' accumulates " + llvm::Twine(gradAccum) +
+                   " micro-batches (grad_accum), but the module has no function "
+                   "with tx.micro_step = @" + func.getName());
+    if (micro.getFunctionType().getInputs() != func.getFunctionType().getInputs())
+      return error("'" + micro.getName() + "' must take the arguments of '" +
+                   func.getName() + "'");
+    for (unsigned r = 0; r < micro.getNumResults(); ++r)
+      if (auto next = micro.getResultAttrOfType<IntegerAttr>(r, tx::kNextAttrName)) {
+        int64_t target = next.getInt();
+        if (target < 0 || target >= func.getNumArguments() ||
+            func.getArgument(target).getType() != micro.getResultTypes()[r])
+          return error("'" + micro.getName() + "' result #" + llvm::Twine(r) +
+                       " has tx.next = " + llvm::Twine(target) +
+                       ", which names no argument of its type");
+        microCarried.emplace_back(r, static_cast<unsigned>(target));
+      }
     return llvm::Error::success();
   }
 
@@ -535,6 +574,20 @@ private:
       if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
         if (role.getValue() == "data")
           tokensPerStep = cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
+    tokensPerStep *= static_cast<uint64_t>(gradAccum);
+    if (gradAccum > 1) {
+      // The batch argument's shape (the first data/labels one), and the
+      // effective batch: N micro-batches along the first dim.
+      for (unsigned i = 0; i < func.getNumArguments() && microBatchText.empty(); ++i)
+        if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
+          if (role.getValue() == "data" || role.getValue() == "labels") {
+            auto shape = cast<RankedTensorType>(func.getArgument(i).getType()).getShape();
+            for (auto [k, d] : llvm::enumerate(shape)) {
+              microBatchText += (k ? "x" : "") + std::to_string(d);
+              effectiveBatchText += (k ? "x" : "") + std::to_string(k ? d : d * gradAccum);
+            }
+          }
+    }
     return llvm::Error::success();
   }
 
@@ -638,9 +691,12 @@ private:
     return llvm::Error::success();
   }
 
-  /// The step's inputs that change every step: the batch, the dropout key
-  /// and the scheduled lr.
-  void setStepInputs(int64_t step) {
+  /// The inputs that change every micro-batch: the batch window and the
+  /// dropout key. Micro-batch |micro| (0-based; the step runs the last,
+  /// N - 1) of step |step| reads the next window and the key of micro-batch
+  /// (step - 1) * N + micro of the run, which for N = 1 is the step's.
+  /// And the step's scheduled lr.
+  void setStepInputs(int64_t step, int64_t micro = 0) {
     if (windows) {
       int64_t offset = windows->next();
       auto fill = [&](unsigned arg, int64_t shift) {
@@ -655,16 +711,28 @@ private:
         fill(*labelArg, 1);
     }
     if (rngArg)
-      args[*rngArg].ints()[0] = rngKey(seed, static_cast<uint64_t>(step - 1));
+      args[*rngArg].ints()[0] =
+          rngKey(seed, static_cast<uint64_t>((step - 1) * gradAccum + micro));
     if (schedule)
       args[*lrArg].floats()[0] = schedule->at(step);
   }
 
   llvm::Error runStep(int64_t step) {
-    setStepInputs(step);
+    auto started = std::chrono::steady_clock::now();
+    // Gradient accumulation: micro-batches 1..N-1 add into the
+    // accumulator arguments; the step runs the last one and updates.
+    for (int64_t m = 0; m + 1 < gradAccum; ++m) {
+      setStepInputs(step, m);
+      auto results = executor.run(micro, args);
+      if (!results)
+        return error("step " + llvm::Twine(step) + ", micro-batch " + llvm::Twine(m + 1) +
+                     ": " + llvm::toString(results.takeError()));
+      for (auto [r, a] : microCarried)
+        args[a] = (*results)[r];
+    }
+    setStepInputs(step, gradAccum - 1);
     // The lr as the step reads it (the executor rounds inputs to f32).
     double lr = lrArg ? static_cast<double>(static_cast<float>(args[*lrArg].floats()[0])) : 0;
-    auto started = std::chrono::steady_clock::now();
     auto results = executor.run(func, args);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                           started)
@@ -790,6 +858,12 @@ private:
 
   Executor &executor;
   func::FuncOp func;
+  /// Gradient accumulation: micro-batches per step, the micro-step and
+  /// which of its results feed which arguments.
+  int64_t gradAccum = 1;
+  func::FuncOp micro;
+  std::vector<std::pair<unsigned, unsigned>> microCarried;
+  std::string microBatchText, effectiveBatchText;
   std::vector<std::optional<Tensor>> given;
   const StepOptions &options;
   const RunFlags &run;

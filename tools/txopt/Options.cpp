@@ -65,6 +65,11 @@ OPTIONS:
                           i.e. biases and norm weights).
   --grad-clip=X           Clip gradients to global L2 norm X (default off).
   --freeze=REGEX          Parameters not trained.
+  --grad-accum=N          Gradient accumulation: one optimizer step per N
+                          micro-batches (each the model's batch). Also emits
+                          @micro_step, which adds a micro-batch's gradients
+                          into accumulators; the step adds the last one's
+                          and updates with their mean (docs/Training.md).
   --precision=MODE        fp32 (default), bf16 or fp16: matrix products in
                           that type, everything else in f32 (see --report);
                           fp16 under --train adds dynamic loss scaling
@@ -197,6 +202,16 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
     return number(options.momentum, unitInterval, "a number in [0, 1)");
   if (takeValue(argc, argv, i, "grad-clip", value, error))
     return number(options.gradClip, positive, "a number > 0");
+  if (takeValue(argc, argv, i, "grad-accum", value, error)) {
+    char *end = nullptr;
+    errno = 0;
+    long long n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || errno || *end || n < 1 || n > (1 << 20))
+      error = "bad --grad-accum '" + value + "' (expected an integer >= 1)";
+    options.gradAccum = n;
+    options.trainFlags.push_back(flag);
+    return true;
+  }
   if (takeValue(argc, argv, i, "weight-decay", value, error)) {
     double decay = 0;
     number(decay, nonNegative, "a number >= 0");
@@ -417,6 +432,11 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
   }
   if (options.precision != "fp8" && !options.fp8Flags.empty()) {
     error = "option '" + options.fp8Flags.front() + "' needs --precision=fp8";
+    return false;
+  }
+  if (options.precision == "fp8" && options.gradAccum > 1) {
+    error = "--grad-accum and --precision=fp8 exclude each other (the FP8 "
+            "scaling state advances once per micro-batch; not built yet)";
     return false;
   }
   if (options.precision == "fp8" && !options.train) {

@@ -50,6 +50,8 @@ struct Options {
   double momentum = 0.0;
   std::optional<std::string> noDecay;
   double gradClip = 0.0;
+  /// --grad-accum N: micro-batches per optimizer step (1: none).
+  int64_t gradAccum = 1;
   std::string freeze;
   std::vector<std::string> trainFlags;
   /// --precision: fp32 (default), bf16, fp16 (with dynamic loss scaling

@@ -38,6 +38,11 @@ struct TrainSummary {
   int64_t stateTensors = 0; ///< optimizer state arguments (moments, buffers)
   std::vector<std::string> frozen;  ///< parameters read but not trained
   std::vector<std::string> noDecay; ///< trained without weight decay
+  /// Gradient accumulation: micro-batches per optimizer step (1: none),
+  /// the batch argument's shape (one micro-batch) and the effective batch
+  /// of one step (the first dim times gradAccum).
+  int64_t gradAccum = 1;
+  std::vector<int64_t> microBatch, effectiveBatch;
 };
 
 /// Describes the step function of |module| (the one with tx.train_step).

@@ -62,6 +62,12 @@ struct TrainStepOptions {
   bool lossScaling = false;
   double initialLossScale = 65536.0;
   int64_t lossScaleInterval = 2000;
+  /// Gradient accumulation over this many micro-batches (>= 1). Above 1,
+  /// a second function, `@micro_step`, is emitted beside the step with the
+  /// step's own signature: it adds one micro-batch's gradients (and loss)
+  /// into accumulator arguments; the step adds the last micro-batch's,
+  /// divides by |gradAccum|, updates, and returns zeroed accumulators.
+  int64_t gradAccum = 1;
   /// Name of the step function.
   std::string name = "train_step";
 };
@@ -99,6 +105,9 @@ inline constexpr StringLiteral kTrainStepAttrName = "tx.train_step";
 inline constexpr StringLiteral kRoleAttrName = "tx.role";
 inline constexpr StringLiteral kInitAttrName = "tx.init";
 inline constexpr StringLiteral kNextAttrName = "tx.next";
+/// On the micro-step function of a step built with grad-accum N > 1: the
+/// step function it feeds (a FlatSymbolRefAttr).
+inline constexpr StringLiteral kMicroStepAttrName = "tx.micro_step";
 
 } // namespace mlir::txopt::tx
 
