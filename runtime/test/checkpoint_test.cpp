@@ -255,3 +255,8 @@ TEST(StepLog, Line) {
   EXPECT_EQ(stepLogLine(r),
             R"({"step":3,"loss":2.5,"grad_norm":0.125,"lr":0.001,"ms":1.5})");
 }
+
+TEST(StepLog, ValidationLine) {
+  EXPECT_EQ(valLogLine(0, 4.25, 10), R"({"step":0,"val_loss":4.25,"val_windows":10})");
+  EXPECT_EQ(valLogLine(7, 1.0 / 3.0, 2), R"({"step":7,"val_loss":0.333333333,"val_windows":2})");
+}

@@ -214,9 +214,10 @@ bool txopt_run::parseRunFlag(int argc, char **argv, int &i, RunFlags &flags,
     flags.shuffle = true;
     return true;
   }
-  static const char *const kValued[] = {"--schedule", "--warmup",   "--decay-steps",
-                                        "--min-lr",   "--save",     "--save-every",
-                                        "--resume",   "--log"};
+  static const char *const kValued[] = {"--schedule",   "--warmup",     "--decay-steps",
+                                        "--min-lr",     "--save",       "--save-every",
+                                        "--resume",     "--log",        "--val-data",
+                                        "--eval-every", "--eval-steps"};
   std::string name, value;
   for (const char *flag : kValued) {
     if (arg == flag) {
@@ -265,6 +266,12 @@ bool txopt_run::parseRunFlag(int argc, char **argv, int &i, RunFlags &flags,
   } else if (name == "--save-every") {
     if (!count(flags.saveEvery, 1))
       return false;
+  } else if (name == "--eval-every") {
+    if (!count(flags.evalEvery, 1))
+      return false;
+  } else if (name == "--eval-steps") {
+    if (!count(flags.evalSteps, 1))
+      return false;
   } else if (name == "--min-lr") {
     double x;
     if (llvm::StringRef(value).getAsDouble(x) || !(x >= 0) || !std::isfinite(x)) {
@@ -281,6 +288,8 @@ bool txopt_run::parseRunFlag(int argc, char **argv, int &i, RunFlags &flags,
     flags.resumeDir = value;
   } else if (name == "--log") {
     flags.logPath = value;
+  } else if (name == "--val-data") {
+    flags.valDataPath = value;
   }
   return true;
 }
@@ -316,6 +325,16 @@ const char *txopt_run::runFlagsHelp() {
   --log FILE              Write one JSON object per step to FILE (JSONL):
                           step, loss, grad_norm, lr, ms, tok_per_s (appends
                           with --resume). Plot: scripts/plot_log.py FILE.
+  --val-data FILE         Validation tokens (.bin or .npy): the mean loss of
+                          the step's @eval (txopt --train --eval) over the
+                          first --eval-steps windows of FILE, before the
+                          first step, after every --eval-every K-th step and
+                          after the last; printed as `step N  val_loss L`
+                          and logged as {"step":N,"val_loss":L}.
+  --eval-every K          With --val-data: evaluate every K steps (default:
+                          before the first step and after the last only).
+  --eval-steps M          With --val-data: windows per evaluation (default
+                          10; wraps around a shorter stream).
 )";
 }
 
@@ -347,9 +366,12 @@ public:
       return error("--shuffle needs --data");
     if (run.saveEvery && !run.saveDir)
       return error("--save-every needs --save DIR");
+    if ((run.evalEvery || run.evalSteps) && !run.valDataPath)
+      return error("--eval-every and --eval-steps need --val-data FILE");
     for (auto phase : {&StepRunner::findMicroStep, &StepRunner::bindArguments,
                        &StepRunner::buildSchedule,
-                       &StepRunner::loadTokens, &StepRunner::findResults,
+                       &StepRunner::loadTokens, &StepRunner::loadValidation,
+                       &StepRunner::findResults,
                        &StepRunner::prepareCheckpoints, &StepRunner::openLog})
       if (llvm::Error err = (this->*phase)())
         return err;
@@ -363,9 +385,16 @@ public:
                    << " (with --resume, --steps is the number of the last step)\n";
       return llvm::Error::success();
     }
-    for (int64_t step = firstStep; step <= options.steps; ++step)
+    if (evalFunc && firstStep == 1)
+      if (llvm::Error err = evaluate(0))
+        return err;
+    for (int64_t step = firstStep; step <= options.steps; ++step) {
       if (llvm::Error err = runStep(step))
         return err;
+      if (evalFunc && ((run.evalEvery && step % run.evalEvery == 0) || step == options.steps))
+        if (llvm::Error err = evaluate(step))
+          return err;
+    }
     return writeOutputs();
   }
 
@@ -564,7 +593,7 @@ private:
         return error("--data '" + *options.dataPath + "' holds " +
                      llvm::Twine(tokens.size()) + " tokens; one batch needs " +
                      llvm::Twine(window + 1));
-      if (llvm::Error err = checkVocabulary())
+      if (llvm::Error err = checkVocabulary(tokens, "--data", *options.dataPath))
         return err;
       windows.emplace(static_cast<int64_t>(tokens.size()), window, run.shuffle, seed);
     }
@@ -591,8 +620,79 @@ private:
     return llvm::Error::success();
   }
 
+  /// --val-data: the step's @eval (same signature) and the validation
+  /// stream, windows of the training batch's size.
+  llvm::Error loadValidation() {
+    if (!run.valDataPath)
+      return llvm::Error::success();
+    auto module = func->getParentOfType<ModuleOp>();
+    for (auto candidate : module.getOps<func::FuncOp>())
+      if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(tx::kEvalAttrName))
+        if (ref.getValue() == func.getName() && !candidate.isExternal())
+          evalFunc = candidate;
+    if (!evalFunc)
+      return error("--val-data: '" + func.getName() + "' has no evaluation function "
+                   "(compile with txopt --train --eval)");
+    if (evalFunc.getFunctionType().getInputs() != func.getFunctionType().getInputs() ||
+        evalFunc.getNumResults() != 1)
+      return error("'" + evalFunc.getName() + "' must take the arguments of '" +
+                   func.getName() + "' and return the loss");
+    if (batchArgs.size() != 1)
+      return error("--val-data fills one token argument (and optionally one labels "
+                   "argument); the step has " + llvm::Twine(batchArgs.size()) +
+                   " integer data arguments without --input (pass --data too)");
+    auto read = readTokens(func.getContext(), *run.valDataPath);
+    if (!read)
+      return read.takeError();
+    valTokens = std::move(*read);
+    if (static_cast<int64_t>(valTokens.size()) < window + 1)
+      return error("--val-data '" + *run.valDataPath + "' holds " +
+                   llvm::Twine(valTokens.size()) + " tokens; one batch needs " +
+                   llvm::Twine(window + 1));
+    if (llvm::Error err = checkVocabulary(valTokens, "--val-data", *run.valDataPath))
+      return err;
+    valWindows = (static_cast<int64_t>(valTokens.size()) - 1) / window;
+    return llvm::Error::success();
+  }
+
+  /// The validation loss after |step| (0: before the first): the mean of
+  /// @eval's losses over the first --eval-steps windows of --val-data (the
+  /// same windows every time, wrapping), with the current state; nothing
+  /// the training reads is touched.
+  llvm::Error evaluate(int64_t step) {
+    std::vector<Tensor> evalArgs = args;
+    int64_t count = run.evalSteps ? run.evalSteps : 10;
+    double sum = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t offset = (k % valWindows) * window;
+      auto fill = [&](unsigned arg, int64_t shift) {
+        Tensor batch(cast<RankedTensorType>(func.getArgument(arg).getType()));
+        for (int64_t e = 0; e < window; ++e)
+          batch.ints()[e] = valTokens[offset + shift + e];
+        evalArgs[arg] = std::move(batch);
+      };
+      fill(batchArgs[0], 0);
+      if (labelArg)
+        fill(*labelArg, 1);
+      auto results = executor.run(evalFunc, evalArgs);
+      if (!results)
+        return error("validation after step " + llvm::Twine(step) + ": " +
+                     llvm::toString(results.takeError()));
+      sum += (*results)[0].getDouble(0);
+    }
+    double loss = sum / static_cast<double>(count);
+    os << "step " << step << "  val_loss " << llvm::format("%.6f", loss) << "\n";
+    os.flush();
+    if (log) {
+      std::fprintf(log, "%s\n", txrt::valLogLine(step, loss, count).c_str());
+      std::fflush(log);
+    }
+    return llvm::Error::success();
+  }
+
   /// Every token below the vocabulary size the step's gathers imply.
-  llvm::Error checkVocabulary() {
+  llvm::Error checkVocabulary(const std::vector<int64_t> &tokens, llvm::StringRef flag,
+                              const std::string &path) {
     std::optional<int64_t> bound = inferIndexBound(func.getArgument(batchArgs[0]));
     if (labelArg)
       if (auto labels = inferIndexBound(func.getArgument(*labelArg)))
@@ -600,7 +700,7 @@ private:
     if (bound)
       for (size_t p = 0; p < tokens.size(); ++p)
         if (tokens[p] < 0 || tokens[p] >= *bound)
-          return error("--data '" + *options.dataPath + "': token " +
+          return error(flag + " '" + path + "': token " +
                        llvm::Twine(tokens[p]) + " at position " +
                        llvm::Twine(p) + " is outside the vocabulary [0, " +
                        llvm::Twine(*bound) + ")");
@@ -864,6 +964,10 @@ private:
   func::FuncOp micro;
   std::vector<std::pair<unsigned, unsigned>> microCarried;
   std::string microBatchText, effectiveBatchText;
+  /// --val-data: the step's @eval and the validation stream.
+  func::FuncOp evalFunc;
+  std::vector<int64_t> valTokens;
+  int64_t valWindows = 0;
   std::vector<std::optional<Tensor>> given;
   const StepOptions &options;
   const RunFlags &run;

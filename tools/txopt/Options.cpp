@@ -70,6 +70,10 @@ OPTIONS:
                           @micro_step, which adds a micro-batch's gradients
                           into accumulators; the step adds the last one's
                           and updates with their mean (docs/Training.md).
+  --eval                  Also emit @eval: the loss of a batch under the
+                          step's parameters, forward only (no update, no
+                          state change, dropout off), for txopt-run
+                          --val-data.
   --precision=MODE        fp32 (default), bf16 or fp16: matrix products in
                           that type, everything else in f32 (see --report);
                           fp16 under --train adds dynamic loss scaling
@@ -202,6 +206,11 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
     return number(options.momentum, unitInterval, "a number in [0, 1)");
   if (takeValue(argc, argv, i, "grad-clip", value, error))
     return number(options.gradClip, positive, "a number > 0");
+  if (std::string(argv[i]) == "--eval") {
+    options.eval = true;
+    options.trainFlags.push_back("--eval");
+    return true;
+  }
   if (takeValue(argc, argv, i, "grad-accum", value, error)) {
     char *end = nullptr;
     errno = 0;

@@ -52,6 +52,8 @@ struct Options {
   double gradClip = 0.0;
   /// --grad-accum N: micro-batches per optimizer step (1: none).
   int64_t gradAccum = 1;
+  /// --eval: also emit @eval (the validation loss, forward only).
+  bool eval = false;
   std::string freeze;
   std::vector<std::string> trainFlags;
   /// --precision: fp32 (default), bf16, fp16 (with dynamic loss scaling

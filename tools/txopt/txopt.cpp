@@ -278,6 +278,7 @@ static int runMain(int argc, char **argv) {
       step.noDecay = options.noDecay.value_or("");
       step.gradClip = options.gradClip;
       step.gradAccum = options.gradAccum;
+      step.eval = options.eval;
       step.freeze = options.freeze;
       step.lossScaling = options.precision == "fp16";
       std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8;

@@ -755,6 +755,20 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
                                     const GPUOptions &options,
                                     StepProgram &program) {
   MLIRContext *context = module.getContext();
+  // The artifact holds one command list, the step's. A step built for
+  // gradient accumulation needs its micro-step run N - 1 times per step as
+  // well; without it the step would update with 1/N of the gradient.
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(tx::kMicroStepAttrName))
+      return func.emitError("the GPU artifact does not carry a micro-step "
+                            "yet: compile without --grad-accum, or run the "
+                            "step with txopt-run");
+  // Likewise the validation function: txrun has no --val-data to run it.
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(tx::kEvalAttrName))
+      return func.emitError("the GPU artifact does not carry @eval yet: "
+                            "compile without --eval, or validate with "
+                            "txopt-run --val-data");
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
   program.target = options.target;

@@ -134,4 +134,9 @@ std::string stepLogLine(const StepRecord &r) {
   return line + "}";
 }
 
+std::string valLogLine(int64_t step, double valLoss, int64_t windows) {
+  return "{\"step\":" + std::to_string(step) + ",\"val_loss\":" + num(valLoss) +
+         ",\"val_windows\":" + std::to_string(windows) + "}";
+}
+
 } // namespace txrt

@@ -94,6 +94,9 @@ struct StepRecord {
   bool hasGradNorm = false, hasLr = false, hasTokens = false, skipped = false;
 };
 std::string stepLogLine(const StepRecord &record);
+/// The --log line of a validation pass after step |step| (0: before the
+/// first): {"step":N,"val_loss":L,"val_windows":M}, L as in stepLogLine.
+std::string valLogLine(int64_t step, double valLoss, int64_t windows);
 
 } // namespace txrt
 

@@ -113,10 +113,11 @@ LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "expected tx.train_step to be a dictionary, but got " << value;
     return success();
   }
-  if (name == "tx.micro_step") {
-    // Gradient accumulation: the step function this micro-step feeds.
+  if (name == "tx.micro_step" || name == "tx.eval") {
+    // Gradient accumulation's micro-step and the validation function: the
+    // step function each belongs to.
     if (!isa<FunctionOpInterface>(op) || !isa<FlatSymbolRefAttr>(value))
-      return op->emitError() << "expected tx.micro_step to be a function's "
+      return op->emitError() << "expected " << name << " to be a function's "
                                 "symbol reference to its step, but got "
                              << value;
     return success();

@@ -431,6 +431,56 @@ func::FuncOp buildMicroStep(OpBuilder &builder, Location loc,
   return micro;
 }
 
+/// Validation: `@eval`, with the step's signature, the loss of
+/// |lossFunc| (the unscaled loss: the forward, or forward + cross-entropy)
+/// with the trained parameters read from the step's parameter arguments
+/// (cast to the model's type, as the step does) and every dropout the
+/// identity (torch's model.eval()). Frozen parameters stay loads.
+func::FuncOp buildEval(OpBuilder &builder, Location loc,
+                       const TrainStepOptions &options, func::FuncOp lossFunc,
+                       const StepLayout &layout, ArrayRef<Type> argTypes,
+                       ArrayRef<Location> argLocs, ArrayRef<Attribute> argAttrs) {
+  MLIRContext *context = builder.getContext();
+  std::string name =
+      options.name == "train_step" ? "eval" : options.name + "_eval";
+  auto eval = func::FuncOp::create(builder, loc, name,
+                                   FunctionType::get(context, argTypes, {}));
+  Block *entry = builder.createBlock(&eval.getBody(), {}, argTypes, argLocs);
+  IRMapping mapping;
+  for (unsigned i = 0; i < layout.numBatch; ++i)
+    mapping.map(lossFunc.getArgument(i), entry->getArgument(layout.dataIndex + i));
+  llvm::StringMap<unsigned> paramArg;
+  for (unsigned i = 0; i < layout.numParams; ++i)
+    if (auto ref = dyn_cast_or_null<FlatSymbolRefAttr>(
+            layout.args[i].attrs.get("tx.parameter")))
+      paramArg[ref.getValue()] = i;
+  Block &body = lossFunc.getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    if (auto load = dyn_cast<LoadParameterOp>(op)) {
+      auto it = paramArg.find(load.getName());
+      if (it != paramArg.end()) {
+        Value master = entry->getArgument(it->second);
+        if (master.getType() != load.getType())
+          master = CastOp::create(builder, load.getLoc(), load.getType(), master);
+        mapping.map(load.getResult(), master);
+        continue;
+      }
+    }
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      mapping.map(dropout.getResult(), mapping.lookupOrDefault(dropout.getInput()));
+      continue;
+    }
+    builder.clone(op, mapping);
+  }
+  Value loss = mapping.lookup(body.getTerminator()->getOperand(0));
+  func::ReturnOp::create(builder, loc, loss);
+  eval.setFunctionType(FunctionType::get(context, argTypes, loss.getType()));
+  eval.setAllArgAttrs(argAttrs);
+  eval.setResultAttrs(
+      0, builder.getDictionaryAttr(namedString(builder, "tx.name", "loss")));
+  return eval;
+}
+
 } // namespace
 
 FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
@@ -441,9 +491,12 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
     return failure();
   func::FuncOp forward = *found;
   Location loc = forward.getLoc();
-  for (const std::string &name :
-       {options.name, options.gradAccum > 1 ? microStepName(options.name)
-                                            : options.name})
+  SmallVector<std::string> names = {options.name};
+  if (options.gradAccum > 1)
+    names.push_back(microStepName(options.name));
+  if (options.eval)
+    names.push_back(options.name == "train_step" ? "eval" : options.name + "_eval");
+  for (const std::string &name : names)
     if (module.lookupSymbol(name))
       return emitError(loc, "expected no symbol named '@")
              << name << "' yet, but one exists";
@@ -531,6 +584,12 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
                                         numData, argTypes, argLocs, argAttrs);
     micro->setAttr(kMicroStepAttrName, FlatSymbolRefAttr::get(step));
   }
+  if (options.eval) {
+    builder.setInsertionPointAfter(step);
+    func::FuncOp eval = buildEval(builder, loc, options, loss->unscaled, layout,
+                                  argTypes, argLocs, argAttrs);
+    eval->setAttr(kEvalAttrName, FlatSymbolRefAttr::get(step));
+  }
 
   loss->eraseTemporaries(gradFunc);
   forward.erase();
@@ -559,6 +618,7 @@ struct BuildTrainStepPass
     options.initialLossScale = initialLossScale;
     options.lossScaleInterval = lossScaleInterval;
     options.gradAccum = gradAccum;
+    options.eval = eval;
     if (weightDecay >= 0)
       options.weightDecay = weightDecay;
     if (!noDecay.empty())

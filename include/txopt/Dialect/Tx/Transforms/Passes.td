@@ -146,6 +146,19 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
     accumulators (`tx.next`), ready for the next step. Not combined with
     tx-insert-fp8 (its scaling state is per step).
 
+    With `eval`, a forward-only function is emitted beside the step, again
+    with the step's signature, for validation:
+
+    ```mlir
+    func.func @eval(<the step's arguments>) -> (loss)
+        attributes {tx.eval = @train_step}
+    ```
+
+    It reads the parameters from the step's parameter arguments and the
+    batch from its batch arguments and computes the loss as the step does
+    (unscaled, dropout off as under torch's `model.eval()`); no gradient,
+    no update, no state change.
+
     Run tx-fuse-norms first: the fused norms then differentiate to
     `tx.layer_norm_grad` / `tx.rms_norm_grad`.
   }];
@@ -196,6 +209,8 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
            /*default=*/"2000", "Clean steps before the scale doubles">,
     Option<"gradAccum", "grad-accum", "int64_t", /*default=*/"1",
            "Micro-batches per optimizer step (> 1 emits @micro_step)">,
+    Option<"eval", "eval", "bool", /*default=*/"false",
+           "Also emit @eval: the loss only, forward, for validation">,
   ];
 }
 

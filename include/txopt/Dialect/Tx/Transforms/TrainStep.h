@@ -68,6 +68,10 @@ struct TrainStepOptions {
   /// into accumulator arguments; the step adds the last micro-batch's,
   /// divides by |gradAccum|, updates, and returns zeroed accumulators.
   int64_t gradAccum = 1;
+  /// Also emit `@eval`, with the step's signature: the loss of the batch
+  /// under the current parameters, forward only (no gradient, no update,
+  /// no state change; dropout off, as torch's model.eval()).
+  bool eval = false;
   /// Name of the step function.
   std::string name = "train_step";
 };
@@ -108,6 +112,8 @@ inline constexpr StringLiteral kNextAttrName = "tx.next";
 /// On the micro-step function of a step built with grad-accum N > 1: the
 /// step function it feeds (a FlatSymbolRefAttr).
 inline constexpr StringLiteral kMicroStepAttrName = "tx.micro_step";
+/// On the evaluation function emitted with `eval`: the step it evaluates.
+inline constexpr StringLiteral kEvalAttrName = "tx.eval";
 
 } // namespace mlir::txopt::tx
 
