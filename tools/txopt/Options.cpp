@@ -102,6 +102,11 @@ OPTIONS:
   --gpu-kernels=FILE      With -o step.txa: also write the kernels as MLIR.
   --gpu-ptx=FILE          With -o step.txa: also write the kernels' PTX.
   --tf32                  Let f32 GEMMs use TF32 tensor cores (off: exact f32).
+  --weights=DIR           Start from trained weights: every parameter takes
+                          its value from the checkpoint in DIR (txopt-run or
+                          txrun --save: checkpoint.json + safetensors,
+                          checksums verified); names, shapes and dtypes must
+                          match the model's. Optimizer state is not loaded.
   --print-locations       Keep ONNX node names as locations in the output.
   -v, --verbose           Print a longer summary, with every near-miss.
   -q, --quiet             Print no summary.
@@ -336,6 +341,10 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       options.printLocations = true;
     } else if (arg == "--inline-weights") {
       options.inlineWeights = true;
+    } else if (takeValue(argc, argv, i, "weights", value, error)) {
+      if (value.empty())
+        error = "option '--weights' needs a checkpoint folder";
+      options.weightsCheckpoint = value;
     } else if (arg == "--allow-shape-mismatch") {
       options.allowShapeMismatch = true;
     } else if (arg == "-o") {

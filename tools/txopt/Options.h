@@ -31,6 +31,8 @@ struct Options {
   bool quiet = false;
   bool printLocations = false;
   bool inlineWeights = false; ///< --inline-weights: external data into the IR
+  /// --weights DIR: parameters start from the checkpoint in DIR.
+  std::optional<std::string> weightsCheckpoint;
   bool allowShapeMismatch = false; ///< --allow-shape-mismatch
   bool fuseNorms = true;     ///< off with --no-fuse=norms
   bool fuseOptimizer = true; ///< off with --no-fuse=optimizer

@@ -295,6 +295,9 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
       object["effective_batch"] = llvm::json::Array(train.effectiveBatch);
     }
   }
+  if (!summary.weightsCheckpoint.empty())
+    report["weights_checkpoint"] = llvm::json::Object{
+        {"dir", summary.weightsCheckpoint}, {"parameters", summary.weightsLoaded}};
   return report;
 }
 
@@ -328,6 +331,9 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
      << " parameters ("
      << llvm::format("%.2f", info.numParameterElements / 1.0e6)
      << " M elements)\n";
+  if (!summary.weightsCheckpoint.empty())
+    os << "  weights    " << summary.weightsLoaded << " parameters from the checkpoint in '"
+       << summary.weightsCheckpoint << "'\n";
   if (info.numSourcedParameters > 0)
     os << "  weights    " << info.numSourcedParameters
        << " parameters by reference ("

@@ -74,6 +74,9 @@ struct CompileSummary {
   std::vector<NearMiss> notFused;
   std::vector<std::string> fusionsRun;  ///< "norms", "optimizer"
   std::optional<TrainSummary> train;    ///< with --train
+  /// --weights DIR: the checkpoint folder and how many parameters it set.
+  std::string weightsCheckpoint;
+  int64_t weightsLoaded = 0;
   PrecisionSummary precision;
   double seconds = 0.0;
   /// With -o step.txa: the GPU step in one line, and the report's figures.

@@ -8,6 +8,7 @@
 
 #include "Options.h"
 #include "Report.h"
+#include "Weights.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -225,6 +226,14 @@ static int runMain(int argc, char **argv) {
       importModel(context, options, summary.import, error);
   if (!module)
     return fail(kCompileError, error.empty() ? collector.firstError() : error);
+
+  if (options.weightsCheckpoint) {
+    int loaded = loadWeights(*module, *options.weightsCheckpoint, error);
+    if (loaded < 0)
+      return fail(kCompileError, error);
+    summary.weightsCheckpoint = *options.weightsCheckpoint;
+    summary.weightsLoaded = loaded;
+  }
 
   // The IR refers to its weight files; writing it over one of them would
   // leave it referring to itself.
