@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace txrt;
@@ -649,7 +651,17 @@ int run(const Options &o) {
   uint64_t tokens = feeder->tokensPerStep();
 
   unsigned accum = session->gradAccum() > 1 ? session->gradAccum() : 1;
+  // A progress bar below the step lines, only on a terminal (a pipe or a
+  // file gets exactly the lines), redrawn at most every 0.2 s; cleared at
+  // the top of each step so that whatever the step prints starts clean.
+  bool showBar = isatty(fileno(stdout)) != 0, barShown = false;
+  auto runStarted = std::chrono::steady_clock::now();
+  auto lastDrawn = runStarted - std::chrono::seconds(1);
   for (int64_t step = firstStep; step <= o.steps; ++step) {
+    if (barShown) {
+      std::fputs(kClearLine, stdout);
+      barShown = false;
+    }
     auto upload = [&](unsigned micro) -> Status {
       feeder->writesForStep(step, writes, micro);
       for (const BatchFeeder::Write &w : writes)
@@ -754,7 +766,17 @@ int run(const Options &o) {
     if (o.saveDir && (step == o.steps || (o.saveEvery && step % o.saveEvery == 0)))
       if (Status s = save(step); !s.ok())
         return fail(kRunError, "--save: step " + std::to_string(step) + ": " + s.message());
+    auto now = std::chrono::steady_clock::now();
+    if (showBar && step < o.steps && now - lastDrawn >= std::chrono::milliseconds(200)) {
+      double seconds = std::chrono::duration<double>(now - runStarted).count();
+      std::fputs(progressBar(step, firstStep, o.steps, seconds).c_str(), stdout);
+      std::fflush(stdout);
+      barShown = true;
+      lastDrawn = now;
+    }
   }
+  if (barShown)
+    std::fputs(kClearLine, stdout);
 
   uint64_t peak = 0;
   if (Status s = session->peakMemory(peak); !s.ok())

@@ -388,14 +388,36 @@ public:
     if (evalFunc && firstStep == 1)
       if (llvm::Error err = evaluate(0))
         return err;
+    // A progress bar below the step lines, only on a terminal (a pipe or
+    // file gets exactly the lines).
+    showBar = &os == &llvm::outs() && llvm::outs().is_displayed();
+    auto started = std::chrono::steady_clock::now();
     for (int64_t step = firstStep; step <= options.steps; ++step) {
-      if (llvm::Error err = runStep(step))
+      llvm::Error err = runStep(step);
+      if (!err && evalFunc &&
+          ((run.evalEvery && step % run.evalEvery == 0) || step == options.steps))
+        err = evaluate(step);
+      if (err) {
+        clearBar();
         return err;
-      if (evalFunc && ((run.evalEvery && step % run.evalEvery == 0) || step == options.steps))
-        if (llvm::Error err = evaluate(step))
-          return err;
+      }
+      if (showBar) {
+        double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        os << txrt::progressBar(step, firstStep, options.steps, seconds);
+        os.flush();
+        barShown = true;
+      }
     }
+    clearBar();
     return writeOutputs();
+  }
+
+  /// Erases the progress bar (when drawn) before anything else is printed.
+  void clearBar() {
+    if (barShown)
+      os << txrt::kClearLine;
+    barShown = false;
   }
 
   ~StepRunner() {
@@ -681,6 +703,7 @@ private:
       sum += (*results)[0].getDouble(0);
     }
     double loss = sum / static_cast<double>(count);
+    clearBar();
     os << "step " << step << "  val_loss " << llvm::format("%.6f", loss) << "\n";
     os.flush();
     if (log) {
@@ -863,6 +886,7 @@ private:
   /// One line per step on |os|: step, loss, grad_norm[, skipped][, lr].
   void printStep(int64_t step, double loss, double norm, bool skipped,
                  double lr, const std::vector<Tensor> &results) {
+    clearBar();
     os << "step " << step << "  loss " << llvm::format("%.6f", loss);
     if (normIndex)
       os << "  grad_norm " << llvm::format("%.6f", norm);
@@ -1000,6 +1024,7 @@ private:
   int64_t firstStep = 1;
   std::vector<Tensor> last;
   std::FILE *log = nullptr;
+  bool showBar = false, barShown = false;
 };
 
 } // namespace
