@@ -4,7 +4,8 @@
 
   scripts/plot_log.py run.jsonl [other.jsonl ...] -o curve.png [--smooth K] [--lr]
 
-One line per file (labelled by file name), loss against step; --smooth K
+One line per file (labelled by file name), loss against step, and the
+validation loss ({"step", "val_loss"} records, --val-data) dashed; --smooth K
 adds a K-step moving average; --lr draws the learning rate on a second
 axis; the gradient norm goes in a lower panel when the logs have it. A
 step logged twice (a resumed run appending to its log) keeps its last
@@ -16,7 +17,9 @@ import sys
 
 
 def read(path):
-    records = {}
+    """The step records of |path| (a step logged twice keeps its last) and
+    its validation records ({"step", "val_loss"}), each sorted by step."""
+    records, val = {}, {}
     with open(path) as f:
         for number, line in enumerate(f, 1):
             line = line.strip()
@@ -26,10 +29,13 @@ def read(path):
                 r = json.loads(line)
             except json.JSONDecodeError as e:
                 sys.exit(f"{path}:{number}: not JSON: {e}")
+            if "step" in r and "val_loss" in r:
+                val[r["step"]] = r
+                continue
             if "step" not in r or "loss" not in r:
                 sys.exit(f"{path}:{number}: no step/loss in {line}")
             records[r["step"]] = r
-    return [records[s] for s in sorted(records)]
+    return [records[s] for s in sorted(records)], [val[s] for s in sorted(val)]
 
 
 def main():
@@ -47,15 +53,20 @@ def main():
     except ImportError:
         sys.exit("plot_log.py needs matplotlib: .venv/bin/pip install matplotlib")
 
-    runs = [(os.path.basename(p), read(p)) for p in args.logs]
-    has_norm = any(r.get("grad_norm") is not None for _, rs in runs for r in rs)
+    runs = [(os.path.basename(p), *read(p)) for p in args.logs]
+    has_norm = any(r.get("grad_norm") is not None for _, rs, _ in runs for r in rs)
     fig, axes = plt.subplots(2 if has_norm else 1, 1, sharex=True,
                              figsize=(8, 6 if has_norm else 4), squeeze=False)
     ax = axes[0][0]
-    for label, records in runs:
+    for label, records, val in runs:
         steps = [r["step"] for r in records]
         loss = [r["loss"] if r["loss"] is not None else float("nan") for r in records]
         (line,) = ax.plot(steps, loss, label=label, alpha=0.4 if args.smooth > 1 else 1.0)
+        if val:
+            # Validation (--val-data): the same colour, dashed, with markers.
+            ax.plot([r["step"] for r in val],
+                    [r["val_loss"] if r["val_loss"] is not None else float("nan") for r in val],
+                    "--o", markersize=3, color=line.get_color(), label=f"{label} validation")
         if args.smooth > 1 and len(loss) >= args.smooth:
             k = args.smooth
             avg = [sum(loss[i - k + 1:i + 1]) / k for i in range(k - 1, len(loss))]
@@ -68,7 +79,7 @@ def main():
     ax.legend(loc="upper right", fontsize="small")
     if args.lr:
         twin = ax.twinx()
-        for label, records in runs:
+        for label, records, _ in runs:
             twin.plot([r["step"] for r in records], [r.get("lr") for r in records], "--",
                       linewidth=0.8, label=f"{label} lr")
         twin.set_ylabel("lr")
@@ -80,7 +91,7 @@ def main():
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
     last = ", ".join(f"{label}: step {rs[-1]['step']} loss {rs[-1]['loss']:.6g}"
-                     for label, rs in runs if rs)
+                     for label, rs, _ in runs if rs)
     print(f"wrote {args.output} ({last})")
 
 

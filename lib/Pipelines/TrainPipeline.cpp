@@ -47,6 +47,8 @@ void txopt::buildTrainPipelineFromOptions(OpPassManager &pm,
   step.momentum = options.momentum;
   step.noDecay = options.noDecay;
   step.gradClip = options.gradClip;
+  step.gradAccum = options.gradAccum;
+  step.eval = options.eval;
   step.freeze = options.freeze;
   step.lossScaling = options.precision == TrainPrecision::fp16;
 

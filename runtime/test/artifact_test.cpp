@@ -74,7 +74,7 @@ TEST(Artifact, WrongIdentifierIsRejected) {
 TEST(Artifact, NewerVersionIsRejected) {
   TestArtifact t;
   t.version = kFormatVersion + 1;
-  expectRejected(t, "artifact format version 2 is newer than this runtime supports (1); "
+  expectRejected(t, "artifact format version 3 is newer than this runtime supports (2); "
                     "rebuild txrun");
 }
 
@@ -210,4 +210,44 @@ TEST(Artifact, MissingFileIsNamed) {
   Status s = Artifact::loadFile("/nonexistent/step.txa", artifact);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("cannot read '/nonexistent/step.txa'"), std::string::npos);
+}
+
+// Gradient accumulation (format version 2): the micro-step's commands and
+// results pass the step's checks; grad_accum and the micro-step come
+// together.
+TEST(Artifact, MicroStepLoads) {
+  TestArtifact t;
+  t.gradAccum = 4;
+  t.withMicroStep = true;
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::fromBytes(t.build(), ".", artifact);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(artifact->root().grad_accum(), 4u);
+  ASSERT_NE(artifact->root().micro_step(), nullptr);
+  EXPECT_EQ(artifact->root().micro_step()->commands()->size(), 1u);
+}
+
+TEST(Artifact, MicroStepCommandsAreValidated) {
+  TestArtifact t;
+  t.gradAccum = 2;
+  t.withMicroStep = true;
+  t.microMemsetSlot = 9;
+  expectRejected(t, "micro-step 'micro_step': command 0 (origin 'micro zero')");
+}
+
+TEST(Artifact, MicroStepResultsAreValidated) {
+  TestArtifact t;
+  t.gradAccum = 2;
+  t.withMicroStep = true;
+  t.lossSlot = 12;
+  expectRejected(t, "result 0 ('loss')");
+}
+
+TEST(Artifact, AccumulationNeedsItsMicroStep) {
+  TestArtifact t;
+  t.gradAccum = 2;
+  expectRejected(t, "grad_accum is 2, but the artifact has no micro-step");
+  TestArtifact u;
+  u.withMicroStep = true;
+  expectRejected(u, "the artifact has a micro-step, but grad_accum is 1 (expected >= 2)");
 }

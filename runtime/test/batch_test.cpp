@@ -139,3 +139,38 @@ TEST(Batch, TokensOutsideTheVocabularyAreNamed) {
       << s.message();
   std::remove(path.c_str());
 }
+
+// Gradient accumulation: each micro-batch of a step takes the next window
+// (the micro-step's, then the step's), and a step counts the tokens of all.
+TEST(Batch, MicroBatchesTakeConsecutiveWindows) {
+  txrt::test::TestArtifact t;
+  t.gradAccum = 2;
+  t.withMicroStep = true;
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(t.build(), ".", artifact).ok());
+  std::vector<int64_t> tokens(40);
+  for (int i = 0; i < 40; ++i)
+    tokens[i] = i;
+  std::string path = "/tmp/txrt-batch-accum-" + std::to_string(getpid()) + ".npy";
+  ASSERT_TRUE(writeNpyFile(path, DType::I64, {40}, tokens.data(), 40).ok());
+  std::unique_ptr<BatchFeeder> feeder;
+  Status s = BatchFeeder::create(*artifact, 0, path, feeder);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(feeder->gradAccum(), 2u);
+  EXPECT_EQ(feeder->tokensPerStep(), 16u);
+  std::vector<BatchFeeder::Write> writes;
+  auto first = [&](size_t w) {
+    int64_t v;
+    std::memcpy(&v, writes[w].bytes->data(), 8);
+    return v;
+  };
+  int64_t expected[][2] = {{1, 0}, {1, 8}, {2, 16}, {2, 24}, {3, 0}};
+  for (auto [step, offset] : expected) {
+    unsigned micro = offset / 8 % 2;
+    feeder->writesForStep(step, writes, micro);
+    ASSERT_EQ(writes.size(), 2u);
+    EXPECT_EQ(first(0), offset) << "step " << step << " micro-batch " << micro;
+    EXPECT_EQ(first(1), offset + 1);
+  }
+  std::remove(path.c_str());
+}

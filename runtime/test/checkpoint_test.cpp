@@ -255,3 +255,17 @@ TEST(StepLog, Line) {
   EXPECT_EQ(stepLogLine(r),
             R"({"step":3,"loss":2.5,"grad_norm":0.125,"lr":0.001,"ms":1.5})");
 }
+
+TEST(StepLog, ValidationLine) {
+  EXPECT_EQ(valLogLine(0, 4.25, 10), R"({"step":0,"val_loss":4.25,"val_windows":10})");
+  EXPECT_EQ(valLogLine(7, 1.0 / 3.0, 2), R"({"step":7,"val_loss":0.333333333,"val_windows":2})");
+}
+
+TEST(StepLog, ProgressBar) {
+  EXPECT_EQ(progressBar(45, 1, 100, 9.0, 20), "[#########...........] 45/100  45%  ETA 0:11");
+  EXPECT_EQ(progressBar(100, 1, 100, 50.0, 4), "[####] 100/100  100%  ETA 0:00");
+  // A resumed run: the rate counts the steps of this process only.
+  EXPECT_EQ(progressBar(60, 51, 100, 20.0, 10), "[##........] 60/100  20%  ETA 1:20");
+  EXPECT_EQ(progressBar(1, 1, 10, 0.0, 10), "[#.........] 1/10  10%  ETA -");
+  EXPECT_EQ(progressBar(2, 1, 20000, 1.0, 10), "[..........] 2/20000  0%  ETA 2:46:39");
+}

@@ -68,3 +68,14 @@ TEST(Device, InfoRejectsBadOrdinal) {
   EXPECT_EQ(txrt_status_code(status), TXRT_INVALID_ARGUMENT);
   txrt_status_free(status);
 }
+
+// The gradient-accumulation entry points refuse NULL with one status.
+TEST(Device, MicroStepEntryPointsRejectNull) {
+  txrt_status_t status = txrt_session_run_micro_step(nullptr, nullptr);
+  EXPECT_EQ(txrt_status_code(status), TXRT_INVALID_ARGUMENT);
+  txrt_status_free(status);
+  uint32_t n = 0;
+  status = txrt_session_grad_accum(nullptr, &n);
+  EXPECT_EQ(txrt_status_code(status), TXRT_INVALID_ARGUMENT);
+  txrt_status_free(status);
+}

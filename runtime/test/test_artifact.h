@@ -49,6 +49,11 @@ struct TestArtifact {
   bool attnCausal = true;
   fb::DType attnType = fb::DType::BF16;
   uint32_t attnLse = 3;
+  // Gradient accumulation: grad_accum, and an optional micro-step of one
+  // memset (of microMemsetSlot) with result "loss" in slot 3.
+  uint32_t gradAccum = 1;
+  bool withMicroStep = false;
+  uint32_t microMemsetSlot = 2;
 
   std::vector<uint8_t> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -104,12 +109,22 @@ struct TestArtifact {
     std::vector<int64_t> scalar;
     std::vector<flatbuffers::Offset<fb::Result>> results = {fb::CreateResult(
         b, b.CreateString("loss"), lossSlot, fb::DType::F32, b.CreateVector(scalar))};
+    flatbuffers::Offset<fb::Function> micro = 0;
+    if (withMicroStep) {
+      auto microMemset = fb::CreateMemset(b, microMemsetSlot, 0);
+      std::vector<flatbuffers::Offset<fb::Command>> microCommands = {fb::CreateCommand(
+          b, fb::Op::Memset, microMemset.Union(), b.CreateString("micro zero"))};
+      std::vector<flatbuffers::Offset<fb::Result>> microResults = {fb::CreateResult(
+          b, b.CreateString("loss"), lossSlot, fb::DType::F32, b.CreateVector(scalar))};
+      micro = fb::CreateFunction(b, b.CreateString("micro_step"),
+                                 b.CreateVector(microCommands), b.CreateVector(microResults));
+    }
     auto root = fb::CreateArtifact(
         b, version, b.CreateString("txopt test"), b.CreateString(target), false,
         b.CreateString("{\"optimizer\": \"sgd\"}"), arena,
         b.CreateVectorOfStructs(slots), b.CreateVector(&image, 1),
         b.CreateVector(&kernel, 1), 0, b.CreateVector(args), b.CreateVector(results),
-        b.CreateVector(commands), arena);
+        b.CreateVector(commands), arena, 0, gradAccum, micro);
     fb::FinishArtifactBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }

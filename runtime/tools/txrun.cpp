@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace txrt;
@@ -671,6 +673,11 @@ int run(const Options &o) {
     std::printf("kernels: the artifact's PTX, compiled by the driver at load%s\n",
                 o.forceJit ? " (--jit)" : " (its cubins are for another architecture)");
   std::printf("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
+  if (session->gradAccum() > 1)
+    std::printf("accumulating %u micro-batches per step (%s), %llu tokens per step\n",
+                session->gradAccum(),
+                root.micro_step()->name() ? root.micro_step()->name()->c_str() : "micro-step",
+                static_cast<unsigned long long>(feeder->tokensPerStep()));
   if (checkpoint) {
     for (size_t k = 0; k < stateArgs.size(); ++k) {
       const CheckpointTensor *t = checkpoint->find(specs[k].name);
@@ -723,12 +730,38 @@ int run(const Options &o) {
   std::vector<BatchFeeder::Write> writes;
   uint64_t tokens = feeder->tokensPerStep();
 
+  unsigned accum = session->gradAccum() > 1 ? session->gradAccum() : 1;
+  // A progress bar below the step lines, only on a terminal (a pipe or a
+  // file gets exactly the lines), redrawn at most every 0.2 s; cleared at
+  // the top of each step so that whatever the step prints starts clean.
+  bool showBar = isatty(fileno(stdout)) != 0, barShown = false;
+  auto runStarted = std::chrono::steady_clock::now();
+  auto lastDrawn = runStarted - std::chrono::seconds(1);
   for (int64_t step = firstStep; step <= o.steps; ++step) {
-    feeder->writesForStep(step, writes);
-    for (const BatchFeeder::Write &w : writes)
-      if (Status s = session->writeArgument(w.argument, w.bytes->data(), w.bytes->size());
-          !s.ok())
+    if (barShown) {
+      std::fputs(kClearLine, stdout);
+      barShown = false;
+    }
+    auto upload = [&](unsigned micro) -> Status {
+      feeder->writesForStep(step, writes, micro);
+      for (const BatchFeeder::Write &w : writes)
+        TXRT_RETURN_IF_ERROR(
+            session->writeArgument(w.argument, w.bytes->data(), w.bytes->size()));
+      return Status();
+    };
+    // Gradient accumulation: micro-batches 1..N-1 add their gradients into
+    // the accumulator arguments; the step below runs micro-batch N.
+    float microMs = 0;
+    for (unsigned m = 0; m + 1 < accum; ++m) {
+      float oneMs = 0;
+      if (Status s = upload(m); !s.ok())
         return fail(kRunError, "step " + std::to_string(step) + ": " + s.message());
+      if (Status s = session->runMicroStep(&oneMs); !s.ok())
+        return fail(kRunError, "step " + std::to_string(step) + ": " + s.message());
+      microMs += oneMs;
+    }
+    if (Status s = upload(accum - 1); !s.ok())
+      return fail(kRunError, "step " + std::to_string(step) + ": " + s.message());
     // Keep the state this step starts from: if the step goes non-finite,
     // --output-dir gets the last finite state, as with txopt-run.
     if (o.outputDir && step > firstStep) {
@@ -750,6 +783,7 @@ int run(const Options &o) {
     } else if (Status s = session->runStep(&ms); !s.ok()) {
       return fail(kRunError, s.message());
     }
+    ms += microMs;
     if (step > firstStep) {
       sumMs += ms;
       ++timedSteps;
@@ -817,7 +851,17 @@ int run(const Options &o) {
     if (o.saveDir && (step == o.steps || (o.saveEvery && step % o.saveEvery == 0)))
       if (Status s = save(step); !s.ok())
         return fail(kRunError, "--save: step " + std::to_string(step) + ": " + s.message());
+    auto now = std::chrono::steady_clock::now();
+    if (showBar && step < o.steps && now - lastDrawn >= std::chrono::milliseconds(200)) {
+      double seconds = std::chrono::duration<double>(now - runStarted).count();
+      std::fputs(progressBar(step, firstStep, o.steps, seconds).c_str(), stdout);
+      std::fflush(stdout);
+      barShown = true;
+      lastDrawn = now;
+    }
   }
+  if (barShown)
+    std::fputs(kClearLine, stdout);
 
   uint64_t peak = 0;
   if (Status s = session->peakMemory(peak); !s.ok())

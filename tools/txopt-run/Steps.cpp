@@ -214,9 +214,10 @@ bool txopt_run::parseRunFlag(int argc, char **argv, int &i, RunFlags &flags,
     flags.shuffle = true;
     return true;
   }
-  static const char *const kValued[] = {"--schedule", "--warmup",   "--decay-steps",
-                                        "--min-lr",   "--save",     "--save-every",
-                                        "--resume",   "--log"};
+  static const char *const kValued[] = {"--schedule",   "--warmup",     "--decay-steps",
+                                        "--min-lr",     "--save",       "--save-every",
+                                        "--resume",     "--log",        "--val-data",
+                                        "--eval-every", "--eval-steps"};
   std::string name, value;
   for (const char *flag : kValued) {
     if (arg == flag) {
@@ -265,6 +266,12 @@ bool txopt_run::parseRunFlag(int argc, char **argv, int &i, RunFlags &flags,
   } else if (name == "--save-every") {
     if (!count(flags.saveEvery, 1))
       return false;
+  } else if (name == "--eval-every") {
+    if (!count(flags.evalEvery, 1))
+      return false;
+  } else if (name == "--eval-steps") {
+    if (!count(flags.evalSteps, 1))
+      return false;
   } else if (name == "--min-lr") {
     double x;
     if (llvm::StringRef(value).getAsDouble(x) || !(x >= 0) || !std::isfinite(x)) {
@@ -281,6 +288,8 @@ bool txopt_run::parseRunFlag(int argc, char **argv, int &i, RunFlags &flags,
     flags.resumeDir = value;
   } else if (name == "--log") {
     flags.logPath = value;
+  } else if (name == "--val-data") {
+    flags.valDataPath = value;
   }
   return true;
 }
@@ -316,6 +325,16 @@ const char *txopt_run::runFlagsHelp() {
   --log FILE              Write one JSON object per step to FILE (JSONL):
                           step, loss, grad_norm, lr, ms, tok_per_s (appends
                           with --resume). Plot: scripts/plot_log.py FILE.
+  --val-data FILE         Validation tokens (.bin or .npy): the mean loss of
+                          the step's @eval (txopt --train --eval) over the
+                          first --eval-steps windows of FILE, before the
+                          first step, after every --eval-every K-th step and
+                          after the last; printed as `step N  val_loss L`
+                          and logged as {"step":N,"val_loss":L}.
+  --eval-every K          With --val-data: evaluate every K steps (default:
+                          before the first step and after the last only).
+  --eval-steps M          With --val-data: windows per evaluation (default
+                          10; wraps around a shorter stream).
 )";
 }
 
@@ -347,21 +366,58 @@ public:
       return error("--shuffle needs --data");
     if (run.saveEvery && !run.saveDir)
       return error("--save-every needs --save DIR");
-    for (auto phase : {&StepRunner::bindArguments, &StepRunner::buildSchedule,
-                       &StepRunner::loadTokens, &StepRunner::findResults,
+    if ((run.evalEvery || run.evalSteps) && !run.valDataPath)
+      return error("--eval-every and --eval-steps need --val-data FILE");
+    for (auto phase : {&StepRunner::findMicroStep, &StepRunner::bindArguments,
+                       &StepRunner::buildSchedule,
+                       &StepRunner::loadTokens, &StepRunner::loadValidation,
+                       &StepRunner::findResults,
                        &StepRunner::prepareCheckpoints, &StepRunner::openLog})
       if (llvm::Error err = (this->*phase)())
         return err;
+    if (gradAccum > 1)
+      os << "accumulating " << gradAccum << " micro-batches of " << microBatchText
+         << " per step (@" << micro.getName() << "): effective batch "
+         << effectiveBatchText << "\n";
     if (firstStep > options.steps) {
       llvm::errs() << "txopt-run: the checkpoint is at step " << firstStep - 1
                    << "; nothing to run up to --steps " << options.steps
                    << " (with --resume, --steps is the number of the last step)\n";
       return llvm::Error::success();
     }
-    for (int64_t step = firstStep; step <= options.steps; ++step)
-      if (llvm::Error err = runStep(step))
+    if (evalFunc && firstStep == 1)
+      if (llvm::Error err = evaluate(0))
         return err;
+    // A progress bar below the step lines, only on a terminal (a pipe or
+    // file gets exactly the lines).
+    showBar = &os == &llvm::outs() && llvm::outs().is_displayed();
+    auto started = std::chrono::steady_clock::now();
+    for (int64_t step = firstStep; step <= options.steps; ++step) {
+      llvm::Error err = runStep(step);
+      if (!err && evalFunc &&
+          ((run.evalEvery && step % run.evalEvery == 0) || step == options.steps))
+        err = evaluate(step);
+      if (err) {
+        clearBar();
+        return err;
+      }
+      if (showBar) {
+        double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        os << txrt::progressBar(step, firstStep, options.steps, seconds);
+        os.flush();
+        barShown = true;
+      }
+    }
+    clearBar();
     return writeOutputs();
+  }
+
+  /// Erases the progress bar (when drawn) before anything else is printed.
+  void clearBar() {
+    if (barShown)
+      os << txrt::kClearLine;
+    barShown = false;
   }
 
   ~StepRunner() {
@@ -383,6 +439,40 @@ private:
                    llvm::Twine(checkpoint->info.seed) + ", not " + llvm::Twine(options.seed) +
                    " (resuming keeps the seed; leave --seed out)");
     seed = checkpoint->info.seed;
+    return llvm::Error::success();
+  }
+
+  /// Gradient accumulation (recipe `grad_accum` N > 1): the micro-step
+  /// that runs micro-batches 1..N-1 of each step. It has the step's
+  /// signature, so both run on |args|.
+  llvm::Error findMicroStep() {
+    auto recipe = func->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName);
+    if (auto accum = recipe ? recipe.getAs<IntegerAttr>("grad_accum") : nullptr)
+      gradAccum = accum.getInt();
+    if (gradAccum <= 1)
+      return llvm::Error::success();
+    auto module = func->getParentOfType<ModuleOp>();
+    for (auto candidate : module.getOps<func::FuncOp>())
+      if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(tx::kMicroStepAttrName))
+        if (ref.getValue() == func.getName() && !candidate.isExternal())
+          micro = candidate;
+    if (!micro)
+      return error("'" + func.getName() + "' accumulates " + llvm::Twine(gradAccum) +
+                   " micro-batches (grad_accum), but the module has no function "
+                   "with tx.micro_step = @" + func.getName());
+    if (micro.getFunctionType().getInputs() != func.getFunctionType().getInputs())
+      return error("'" + micro.getName() + "' must take the arguments of '" +
+                   func.getName() + "'");
+    for (unsigned r = 0; r < micro.getNumResults(); ++r)
+      if (auto next = micro.getResultAttrOfType<IntegerAttr>(r, tx::kNextAttrName)) {
+        int64_t target = next.getInt();
+        if (target < 0 || target >= func.getNumArguments() ||
+            func.getArgument(target).getType() != micro.getResultTypes()[r])
+          return error("'" + micro.getName() + "' result #" + llvm::Twine(r) +
+                       " has tx.next = " + llvm::Twine(target) +
+                       ", which names no argument of its type");
+        microCarried.emplace_back(r, static_cast<unsigned>(target));
+      }
     return llvm::Error::success();
   }
 
@@ -525,7 +615,7 @@ private:
         return error("--data '" + *options.dataPath + "' holds " +
                      llvm::Twine(tokens.size()) + " tokens; one batch needs " +
                      llvm::Twine(window + 1));
-      if (llvm::Error err = checkVocabulary())
+      if (llvm::Error err = checkVocabulary(tokens, "--data", *options.dataPath))
         return err;
       windows.emplace(static_cast<int64_t>(tokens.size()), window, run.shuffle, seed);
     }
@@ -535,11 +625,97 @@ private:
       if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
         if (role.getValue() == "data")
           tokensPerStep = cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
+    tokensPerStep *= static_cast<uint64_t>(gradAccum);
+    if (gradAccum > 1) {
+      // The batch argument's shape (the first data/labels one), and the
+      // effective batch: N micro-batches along the first dim.
+      for (unsigned i = 0; i < func.getNumArguments() && microBatchText.empty(); ++i)
+        if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
+          if (role.getValue() == "data" || role.getValue() == "labels") {
+            auto shape = cast<RankedTensorType>(func.getArgument(i).getType()).getShape();
+            for (auto [k, d] : llvm::enumerate(shape)) {
+              microBatchText += (k ? "x" : "") + std::to_string(d);
+              effectiveBatchText += (k ? "x" : "") + std::to_string(k ? d : d * gradAccum);
+            }
+          }
+    }
+    return llvm::Error::success();
+  }
+
+  /// --val-data: the step's @eval (same signature) and the validation
+  /// stream, windows of the training batch's size.
+  llvm::Error loadValidation() {
+    if (!run.valDataPath)
+      return llvm::Error::success();
+    auto module = func->getParentOfType<ModuleOp>();
+    for (auto candidate : module.getOps<func::FuncOp>())
+      if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(tx::kEvalAttrName))
+        if (ref.getValue() == func.getName() && !candidate.isExternal())
+          evalFunc = candidate;
+    if (!evalFunc)
+      return error("--val-data: '" + func.getName() + "' has no evaluation function "
+                   "(compile with txopt --train --eval)");
+    if (evalFunc.getFunctionType().getInputs() != func.getFunctionType().getInputs() ||
+        evalFunc.getNumResults() != 1)
+      return error("'" + evalFunc.getName() + "' must take the arguments of '" +
+                   func.getName() + "' and return the loss");
+    if (batchArgs.size() != 1)
+      return error("--val-data fills one token argument (and optionally one labels "
+                   "argument); the step has " + llvm::Twine(batchArgs.size()) +
+                   " integer data arguments without --input (pass --data too)");
+    auto read = readTokens(func.getContext(), *run.valDataPath);
+    if (!read)
+      return read.takeError();
+    valTokens = std::move(*read);
+    if (static_cast<int64_t>(valTokens.size()) < window + 1)
+      return error("--val-data '" + *run.valDataPath + "' holds " +
+                   llvm::Twine(valTokens.size()) + " tokens; one batch needs " +
+                   llvm::Twine(window + 1));
+    if (llvm::Error err = checkVocabulary(valTokens, "--val-data", *run.valDataPath))
+      return err;
+    valWindows = (static_cast<int64_t>(valTokens.size()) - 1) / window;
+    return llvm::Error::success();
+  }
+
+  /// The validation loss after |step| (0: before the first): the mean of
+  /// @eval's losses over the first --eval-steps windows of --val-data (the
+  /// same windows every time, wrapping), with the current state; nothing
+  /// the training reads is touched.
+  llvm::Error evaluate(int64_t step) {
+    std::vector<Tensor> evalArgs = args;
+    int64_t count = run.evalSteps ? run.evalSteps : 10;
+    double sum = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t offset = (k % valWindows) * window;
+      auto fill = [&](unsigned arg, int64_t shift) {
+        Tensor batch(cast<RankedTensorType>(func.getArgument(arg).getType()));
+        for (int64_t e = 0; e < window; ++e)
+          batch.ints()[e] = valTokens[offset + shift + e];
+        evalArgs[arg] = std::move(batch);
+      };
+      fill(batchArgs[0], 0);
+      if (labelArg)
+        fill(*labelArg, 1);
+      auto results = executor.run(evalFunc, evalArgs);
+      if (!results)
+        return error("validation after step " + llvm::Twine(step) + ": " +
+                     llvm::toString(results.takeError()));
+      sum += (*results)[0].getDouble(0);
+    }
+    double loss = sum / static_cast<double>(count);
+    clearBar();
+    os << "step " << step << "  val_loss " << llvm::format("%.6f", loss) << "\n";
+    os.flush();
+    if (log) {
+      std::fprintf(log, "%s\n", txrt::valLogLine(step, loss, count).c_str());
+      std::fflush(log);
+    }
     return llvm::Error::success();
   }
 
   /// Every token below the vocabulary size the step's gathers imply.
-  llvm::Error checkVocabulary() {
+  llvm::Error checkVocabulary(const std::vector<int64_t> &tokens, llvm::StringRef flag,
+                              const std::string &path) {
     std::optional<int64_t> bound = inferIndexBound(func.getArgument(batchArgs[0]));
     if (labelArg)
       if (auto labels = inferIndexBound(func.getArgument(*labelArg)))
@@ -547,7 +723,7 @@ private:
     if (bound)
       for (size_t p = 0; p < tokens.size(); ++p)
         if (tokens[p] < 0 || tokens[p] >= *bound)
-          return error("--data '" + *options.dataPath + "': token " +
+          return error(flag + " '" + path + "': token " +
                        llvm::Twine(tokens[p]) + " at position " +
                        llvm::Twine(p) + " is outside the vocabulary [0, " +
                        llvm::Twine(*bound) + ")");
@@ -638,9 +814,12 @@ private:
     return llvm::Error::success();
   }
 
-  /// The step's inputs that change every step: the batch, the dropout key
-  /// and the scheduled lr.
-  void setStepInputs(int64_t step) {
+  /// The inputs that change every micro-batch: the batch window and the
+  /// dropout key. Micro-batch |micro| (0-based; the step runs the last,
+  /// N - 1) of step |step| reads the next window and the key of micro-batch
+  /// (step - 1) * N + micro of the run, which for N = 1 is the step's.
+  /// And the step's scheduled lr.
+  void setStepInputs(int64_t step, int64_t micro = 0) {
     if (windows) {
       int64_t offset = windows->next();
       auto fill = [&](unsigned arg, int64_t shift) {
@@ -655,16 +834,28 @@ private:
         fill(*labelArg, 1);
     }
     if (rngArg)
-      args[*rngArg].ints()[0] = rngKey(seed, static_cast<uint64_t>(step - 1));
+      args[*rngArg].ints()[0] =
+          rngKey(seed, static_cast<uint64_t>((step - 1) * gradAccum + micro));
     if (schedule)
       args[*lrArg].floats()[0] = schedule->at(step);
   }
 
   llvm::Error runStep(int64_t step) {
-    setStepInputs(step);
+    auto started = std::chrono::steady_clock::now();
+    // Gradient accumulation: micro-batches 1..N-1 add into the
+    // accumulator arguments; the step runs the last one and updates.
+    for (int64_t m = 0; m + 1 < gradAccum; ++m) {
+      setStepInputs(step, m);
+      auto results = executor.run(micro, args);
+      if (!results)
+        return error("step " + llvm::Twine(step) + ", micro-batch " + llvm::Twine(m + 1) +
+                     ": " + llvm::toString(results.takeError()));
+      for (auto [r, a] : microCarried)
+        args[a] = (*results)[r];
+    }
+    setStepInputs(step, gradAccum - 1);
     // The lr as the step reads it (the executor rounds inputs to f32).
     double lr = lrArg ? static_cast<double>(static_cast<float>(args[*lrArg].floats()[0])) : 0;
-    auto started = std::chrono::steady_clock::now();
     auto results = executor.run(func, args);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                           started)
@@ -695,6 +886,7 @@ private:
   /// One line per step on |os|: step, loss, grad_norm[, skipped][, lr].
   void printStep(int64_t step, double loss, double norm, bool skipped,
                  double lr, const std::vector<Tensor> &results) {
+    clearBar();
     os << "step " << step << "  loss " << llvm::format("%.6f", loss);
     if (normIndex)
       os << "  grad_norm " << llvm::format("%.6f", norm);
@@ -790,6 +982,16 @@ private:
 
   Executor &executor;
   func::FuncOp func;
+  /// Gradient accumulation: micro-batches per step, the micro-step and
+  /// which of its results feed which arguments.
+  int64_t gradAccum = 1;
+  func::FuncOp micro;
+  std::vector<std::pair<unsigned, unsigned>> microCarried;
+  std::string microBatchText, effectiveBatchText;
+  /// --val-data: the step's @eval and the validation stream.
+  func::FuncOp evalFunc;
+  std::vector<int64_t> valTokens;
+  int64_t valWindows = 0;
   std::vector<std::optional<Tensor>> given;
   const StepOptions &options;
   const RunFlags &run;
@@ -822,6 +1024,7 @@ private:
   int64_t firstStep = 1;
   std::vector<Tensor> last;
   std::FILE *log = nullptr;
+  bool showBar = false, barShown = false;
 };
 
 } // namespace

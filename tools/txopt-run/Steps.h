@@ -40,9 +40,14 @@ struct RunFlags {
   int64_t saveEvery = 0;
   /// --log FILE: one JSON object per step.
   std::optional<std::string> logPath;
+  /// --val-data FILE [--eval-every K] [--eval-steps M]: the validation
+  /// loss (the step's @eval) over the first M windows of FILE, before the
+  /// first step and after every K-th and the last.
+  std::optional<std::string> valDataPath;
+  int64_t evalEvery = 0, evalSteps = 0;
   bool any() const {
     return schedule || warmup || decaySteps || minLr || shuffle || saveDir || resumeDir ||
-           saveEvery || logPath;
+           saveEvery || logPath || valDataPath || evalEvery || evalSteps;
   }
 };
 

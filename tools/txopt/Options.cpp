@@ -65,6 +65,15 @@ OPTIONS:
                           i.e. biases and norm weights).
   --grad-clip=X           Clip gradients to global L2 norm X (default off).
   --freeze=REGEX          Parameters not trained.
+  --grad-accum=N          Gradient accumulation: one optimizer step per N
+                          micro-batches (each the model's batch). Also emits
+                          @micro_step, which adds a micro-batch's gradients
+                          into accumulators; the step adds the last one's
+                          and updates with their mean (docs/Training.md).
+  --eval                  Also emit @eval: the loss of a batch under the
+                          step's parameters, forward only (no update, no
+                          state change, dropout off), for txopt-run
+                          --val-data.
   --precision=MODE        fp32 (default), bf16 or fp16: matrix products in
                           that type, everything else in f32 (see --report);
                           fp16 under --train adds dynamic loss scaling
@@ -93,6 +102,11 @@ OPTIONS:
   --gpu-kernels=FILE      With -o step.txa: also write the kernels as MLIR.
   --gpu-ptx=FILE          With -o step.txa: also write the kernels' PTX.
   --tf32                  Let f32 GEMMs use TF32 tensor cores (off: exact f32).
+  --weights=DIR           Start from trained weights: every parameter takes
+                          its value from the checkpoint in DIR (txopt-run or
+                          txrun --save: checkpoint.json + safetensors,
+                          checksums verified); names, shapes and dtypes must
+                          match the model's. Optimizer state is not loaded.
   --print-locations       Keep ONNX node names as locations in the output.
   -v, --verbose           Print a longer summary, with every near-miss.
   -q, --quiet             Print no summary.
@@ -197,6 +211,21 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
     return number(options.momentum, unitInterval, "a number in [0, 1)");
   if (takeValue(argc, argv, i, "grad-clip", value, error))
     return number(options.gradClip, positive, "a number > 0");
+  if (std::string(argv[i]) == "--eval") {
+    options.eval = true;
+    options.trainFlags.push_back("--eval");
+    return true;
+  }
+  if (takeValue(argc, argv, i, "grad-accum", value, error)) {
+    char *end = nullptr;
+    errno = 0;
+    long long n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || errno || *end || n < 1 || n > (1 << 20))
+      error = "bad --grad-accum '" + value + "' (expected an integer >= 1)";
+    options.gradAccum = n;
+    options.trainFlags.push_back(flag);
+    return true;
+  }
   if (takeValue(argc, argv, i, "weight-decay", value, error)) {
     double decay = 0;
     number(decay, nonNegative, "a number >= 0");
@@ -312,6 +341,10 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       options.printLocations = true;
     } else if (arg == "--inline-weights") {
       options.inlineWeights = true;
+    } else if (takeValue(argc, argv, i, "weights", value, error)) {
+      if (value.empty())
+        error = "option '--weights' needs a checkpoint folder";
+      options.weightsCheckpoint = value;
     } else if (arg == "--allow-shape-mismatch") {
       options.allowShapeMismatch = true;
     } else if (arg == "-o") {
@@ -417,6 +450,11 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
   }
   if (options.precision != "fp8" && !options.fp8Flags.empty()) {
     error = "option '" + options.fp8Flags.front() + "' needs --precision=fp8";
+    return false;
+  }
+  if (options.precision == "fp8" && options.gradAccum > 1) {
+    error = "--grad-accum and --precision=fp8 exclude each other (the FP8 "
+            "scaling state advances once per micro-batch; not built yet)";
     return false;
   }
   if (options.precision == "fp8" && !options.train) {

@@ -31,6 +31,8 @@ struct Options {
   bool quiet = false;
   bool printLocations = false;
   bool inlineWeights = false; ///< --inline-weights: external data into the IR
+  /// --weights DIR: parameters start from the checkpoint in DIR.
+  std::optional<std::string> weightsCheckpoint;
   bool allowShapeMismatch = false; ///< --allow-shape-mismatch
   bool fuseNorms = true;     ///< off with --no-fuse=norms
   bool fuseOptimizer = true; ///< off with --no-fuse=optimizer
@@ -50,6 +52,10 @@ struct Options {
   double momentum = 0.0;
   std::optional<std::string> noDecay;
   double gradClip = 0.0;
+  /// --grad-accum N: micro-batches per optimizer step (1: none).
+  int64_t gradAccum = 1;
+  /// --eval: also emit @eval (the validation loss, forward only).
+  bool eval = false;
   std::string freeze;
   std::vector<std::string> trainFlags;
   /// --precision: fp32 (default), bf16, fp16 (with dynamic loss scaling

@@ -107,6 +107,8 @@ txopt_cli::describeTrainStep(mlir::ModuleOp module) {
       train.optimizer = name.str();
     if (auto loss = recipe.getAs<StringAttr>("loss"))
       train.loss = loss.str();
+    if (auto accum = recipe.getAs<IntegerAttr>("grad_accum"))
+      train.gradAccum = accum.getInt();
     auto argName = [&](Value value) -> std::string {
       if (auto arg = dyn_cast<BlockArgument>(value))
         if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
@@ -122,9 +124,14 @@ txopt_cli::describeTrainStep(mlir::ModuleOp module) {
         ++train.trainableParams;
         train.trainableElements +=
             cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
+      } else if ((role.getValue() == "data" || role.getValue() == "labels") &&
+                 train.microBatch.empty()) {
+        auto type = cast<RankedTensorType>(func.getArgument(i).getType());
+        train.microBatch.assign(type.getShape().begin(), type.getShape().end());
       } else if (!llvm::is_contained(
-                     llvm::ArrayRef<llvm::StringRef>{"step", "lr", "rng",
-                                                     "data", "labels"},
+                     llvm::ArrayRef<llvm::StringRef>{"step", "lr", "rng", "data",
+                                                     "labels", "grad_acc",
+                                                     "loss_acc"},
                      role.getValue())) {
         ++train.stateTensors;
       }
@@ -144,6 +151,9 @@ txopt_cli::describeTrainStep(mlir::ModuleOp module) {
       if (auto sgd = dyn_cast<txopt::tx::SGDOp>(op))
         noDecayGroup(sgd.getParams(), sgd.getWeightDecay());
     });
+    train.effectiveBatch = train.microBatch;
+    if (!train.effectiveBatch.empty())
+      train.effectiveBatch[0] *= train.gradAccum;
     llvm::sort(train.frozen);
     train.frozen.erase(std::unique(train.frozen.begin(), train.frozen.end()),
                        train.frozen.end());
@@ -278,7 +288,16 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
         {"frozen", std::move(frozen)},
         {"no_decay", std::move(noDecay)},
     };
+    if (train.gradAccum > 1) {
+      llvm::json::Object &object = *report.getObject("train");
+      object["grad_accum"] = train.gradAccum;
+      object["micro_batch"] = llvm::json::Array(train.microBatch);
+      object["effective_batch"] = llvm::json::Array(train.effectiveBatch);
+    }
   }
+  if (!summary.weightsCheckpoint.empty())
+    report["weights_checkpoint"] = llvm::json::Object{
+        {"dir", summary.weightsCheckpoint}, {"parameters", summary.weightsLoaded}};
   return report;
 }
 
@@ -312,6 +331,9 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
      << " parameters ("
      << llvm::format("%.2f", info.numParameterElements / 1.0e6)
      << " M elements)\n";
+  if (!summary.weightsCheckpoint.empty())
+    os << "  weights    " << summary.weightsLoaded << " parameters from the checkpoint in '"
+       << summary.weightsCheckpoint << "'\n";
   if (info.numSourcedParameters > 0)
     os << "  weights    " << info.numSourcedParameters
        << " parameters by reference ("
@@ -350,6 +372,17 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
        << llvm::format("%.2f", train.trainableElements / 1.0e6)
        << " M elements), " << train.noDecay.size() << " without decay, "
        << train.frozen.size() << " frozen, loss " << train.loss << "\n";
+    if (train.gradAccum > 1) {
+      auto dims = [](const std::vector<int64_t> &shape) {
+        std::string text;
+        for (int64_t d : shape)
+          text += (text.empty() ? "" : "x") + std::to_string(d);
+        return text;
+      };
+      os << "  accumulate " << train.gradAccum << " micro-batches of "
+         << dims(train.microBatch) << " per step (@micro_step): effective batch "
+         << dims(train.effectiveBatch) << "\n";
+    }
   }
   if (summary.precision.mode != "fp32") {
     const PrecisionSummary &p = summary.precision;

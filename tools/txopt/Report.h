@@ -38,6 +38,11 @@ struct TrainSummary {
   int64_t stateTensors = 0; ///< optimizer state arguments (moments, buffers)
   std::vector<std::string> frozen;  ///< parameters read but not trained
   std::vector<std::string> noDecay; ///< trained without weight decay
+  /// Gradient accumulation: micro-batches per optimizer step (1: none),
+  /// the batch argument's shape (one micro-batch) and the effective batch
+  /// of one step (the first dim times gradAccum).
+  int64_t gradAccum = 1;
+  std::vector<int64_t> microBatch, effectiveBatch;
 };
 
 /// Describes the step function of |module| (the one with tx.train_step).
@@ -69,6 +74,9 @@ struct CompileSummary {
   std::vector<NearMiss> notFused;
   std::vector<std::string> fusionsRun;  ///< "norms", "optimizer"
   std::optional<TrainSummary> train;    ///< with --train
+  /// --weights DIR: the checkpoint folder and how many parameters it set.
+  std::string weightsCheckpoint;
+  int64_t weightsLoaded = 0;
   PrecisionSummary precision;
   double seconds = 0.0;
   /// With -o step.txa: the GPU step in one line, and the report's figures.

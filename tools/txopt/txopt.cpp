@@ -8,6 +8,7 @@
 
 #include "Options.h"
 #include "Report.h"
+#include "Weights.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -226,6 +227,14 @@ static int runMain(int argc, char **argv) {
   if (!module)
     return fail(kCompileError, error.empty() ? collector.firstError() : error);
 
+  if (options.weightsCheckpoint) {
+    int loaded = loadWeights(*module, *options.weightsCheckpoint, error);
+    if (loaded < 0)
+      return fail(kCompileError, error);
+    summary.weightsCheckpoint = *options.weightsCheckpoint;
+    summary.weightsLoaded = loaded;
+  }
+
   // The IR refers to its weight files; writing it over one of them would
   // leave it referring to itself.
   if (options.output != "-")
@@ -277,6 +286,8 @@ static int runMain(int argc, char **argv) {
       step.momentum = options.momentum;
       step.noDecay = options.noDecay.value_or("");
       step.gradClip = options.gradClip;
+      step.gradAccum = options.gradAccum;
+      step.eval = options.eval;
       step.freeze = options.freeze;
       step.lossScaling = options.precision == "fp16";
       std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8;

@@ -79,6 +79,13 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
   Option<double> momentum{*this, "momentum", llvm::cl::init(0.0)};
   Option<std::string> noDecay{*this, "no-decay", llvm::cl::init("")};
   Option<double> gradClip{*this, "grad-clip", llvm::cl::init(0.0)};
+  Option<int64_t> gradAccum{
+      *this, "grad-accum",
+      llvm::cl::desc("Micro-batches per optimizer step (> 1 emits @micro_step)"),
+      llvm::cl::init(1)};
+  Option<bool> eval{*this, "eval",
+                    llvm::cl::desc("Also emit @eval (validation loss)"),
+                    llvm::cl::init(false)};
   Option<std::string> freeze{*this, "freeze", llvm::cl::init("")};
   Option<tx::FP8ScalingKind> fp8Scaling{
       *this, "fp8-scaling", llvm::cl::init(tx::FP8ScalingKind::delayed),

@@ -17,8 +17,11 @@ using namespace mlir::txopt::cuda;
 
 namespace fb = txrt::fb;
 
-/// The artifact format this compiler writes (runtime's kFormatVersion).
-static constexpr uint32_t kFormatVersion = 1;
+/// The artifact format this compiler writes (runtime's kFormatVersion):
+/// 2 adds the micro-step (gradient accumulation); an artifact without one
+/// is written as version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersion = 2;
+static constexpr uint32_t kFormatVersionWithoutFunctions = 1;
 
 static fb::DType toFb(DType t) { return static_cast<fb::DType>(t); }
 
@@ -76,15 +79,20 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
         a.indexBound, a.nextOf));
   }
 
-  std::vector<flatbuffers::Offset<fb::Result>> results;
-  for (const ResultBinding &r : program.results)
-    results.push_back(fb::CreateResult(fbb, fbb.CreateString(r.name), r.slot,
-                                       toFb(r.dtype), fbb.CreateVector(r.shape),
-                                       r.next));
+  auto writeResults = [&](const std::vector<ResultBinding> &list) {
+    std::vector<flatbuffers::Offset<fb::Result>> results;
+    for (const ResultBinding &r : list)
+      results.push_back(fb::CreateResult(fbb, fbb.CreateString(r.name), r.slot,
+                                         toFb(r.dtype), fbb.CreateVector(r.shape),
+                                         r.next));
+    return fbb.CreateVector(results);
+  };
+  auto results = writeResults(program.results);
 
-  std::vector<flatbuffers::Offset<fb::Command>> commands;
   bool needsFP8 = false;
-  for (const Command &c : program.commands) {
+  auto writeCommands = [&](const std::vector<Command> &list) {
+  std::vector<flatbuffers::Offset<fb::Command>> commands;
+  for (const Command &c : list) {
     auto origin = fbb.CreateString(c.origin);
     if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
       std::vector<uint32_t> grid(l->grid, l->grid + 3), block(l->block, l->block + 3);
@@ -148,16 +156,29 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Attention, attention.Union(), origin));
     }
   }
+  return fbb.CreateVector(commands);
+  };
+  auto commands = writeCommands(program.commands);
+  // Gradient accumulation: the micro-step's commands and results. An older
+  // runtime would run the step alone (1/N of the gradient), so such an
+  // artifact is format version 2, which those refuse.
+  flatbuffers::Offset<fb::Function> microStep = 0;
+  if (program.microStep) {
+    auto microCommands = writeCommands(program.microStep->commands);
+    auto microResults = writeResults(program.microStep->results);
+    microStep = fb::CreateFunction(fbb, fbb.CreateString(program.microStep->name),
+                                   microCommands, microResults);
+  }
 
   auto artifact = fb::CreateArtifact(
-      fbb, kFormatVersion, fbb.CreateString("txopt 0.1.0"),
+      fbb, program.microStep ? kFormatVersion : kFormatVersionWithoutFunctions, fbb.CreateString("txopt 0.1.0"),
       fbb.CreateString(program.target), needsFP8,
       fbb.CreateString(program.recipe), program.arenaBytes,
       fbb.CreateVectorOfStructs(slots), fbb.CreateVector(imageList),
       fbb.CreateVector(kernels), fbb.CreateVector(constants),
-      fbb.CreateVector(arguments), fbb.CreateVector(results),
-      fbb.CreateVector(commands), program.arenaBytes,
-      program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir));
+      fbb.CreateVector(arguments), results, commands, program.arenaBytes,
+      program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir),
+      static_cast<uint32_t>(program.gradAccum), microStep);
   fbb.Finish(artifact, fb::ArtifactIdentifier());
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (bytes.empty()) {

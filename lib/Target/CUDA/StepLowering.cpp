@@ -781,27 +781,53 @@ static void planMemory(LoweringContext &ctx) {
 // The step
 //===----------------------------------------------------------------------===//
 
-LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
-                                    const GPUOptions &options,
-                                    StepProgram &program) {
-  MLIRContext *context = module.getContext();
-  context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
-                       memref::MemRefDialect, scf::SCFDialect>();
-  program.target = options.target;
-  OpBuilder builder(context);
-  program.kernels = ModuleOp::create(step.getLoc());
-  program.kernels.get()->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                                 builder.getUnitAttr());
-  builder.setInsertionPointToEnd(program.kernels->getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(builder, step.getLoc(), "kernels");
+/// A tx.constant zero splat of f32 whose every use returns it as the next
+/// value of an argument (gradient accumulation resetting its accumulators):
+/// lowered as a memset of the argument, not as a constant in the arena
+/// plus a copy.
+static bool isCarriedZero(Value value) {
+  auto constant = value.getDefiningOp<tx::ConstantOp>();
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!constant || !type || !type.getElementType().isF32() || value.use_empty())
+    return false;
+  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+  if (!splat || !splat.getSplatValue<APFloat>().isPosZero())
+    return false;
+  for (OpOperand &use : value.getUses()) {
+    auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
+    if (!ret)
+      return false;
+    auto func = cast<func::FuncOp>(ret->getParentOp());
+    if (!func.getResultAttr(use.getOperandNumber(), "tx.next"))
+      return false;
+  }
+  return true;
+}
 
-  LoweringContext ctx(program, gpuModule, options);
-  prepareAttentionMasks(step);
-  decideMaterialization(step, ctx.plan, program.stats.fusedOps);
-  if (failed(bindArguments(ctx, module, step)))
-    return failure();
+/// Gradient accumulation's micro-step returns `acc + grad` as the next
+/// value of the accumulator argument `acc`, its only reader: the add's
+/// kernel writes the sum over `acc` in place (elementwise, each element
+/// read before it is written at the same index), so no copy follows.
+static void accumulateInPlace(LoweringContext &ctx, func::FuncOp func) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto next = func.getResultAttrOfType<IntegerAttr>(i, "tx.next");
+    auto add = value.getDefiningOp<tx::AddOp>();
+    if (!next || !add || !value.hasOneUse() || !ctx.plan.isMaterialized(value))
+      continue;
+    BlockArgument acc = func.getArgument(next.getInt());
+    if ((add.getLhs() != acc && add.getRhs() != acc) || !acc.hasOneUse() ||
+        acc.getType() != value.getType())
+      continue;
+    ctx.bufferOfValue[value] = ctx.bufferFor(acc);
+  }
+}
 
-  Block &body = step.getBody().front();
+/// Lowers every op of |func|'s body to commands of |ctx|.
+static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
+                               func::FuncOp func) {
+  StepProgram &program = ctx.program;
+  Block &body = func.getBody().front();
   for (Operation &op : body) {
     LogicalResult result = success();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -809,7 +835,8 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       continue;
     }
     if (auto constant = dyn_cast<tx::ConstantOp>(op)) {
-      if (!ctx.plan.isMaterialized(constant.getResult()))
+      if (!ctx.plan.isMaterialized(constant.getResult()) ||
+          isCarriedZero(constant.getResult()))
         continue;
       unsigned id = ctx.bufferFor(constant.getResult());
       ctx.buffers[id].persistent = true;
@@ -893,37 +920,118 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       return failure();
   }
 
-  // Results: read back (loss, grad_norm) or copied over their argument for
-  // the next step, after everything else has read the old values.
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  return success();
+}
+
+/// Binds |func|'s results into |out|: read back (loss, grad_norm), copied
+/// over their argument for the next step after everything else has read
+/// the old values, or (carried zeros) a memset of the argument.
+/// |program.arguments| are the step's; the micro-step has the same
+/// arguments, and only the step's results set their `nextOf`.
+static void bindResults(LoweringContext &ctx, func::FuncOp func,
+                        std::vector<ResultBinding> &out, bool isStep) {
+  StepProgram &program = ctx.program;
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     ResultBinding binding;
-    auto name = step.getResultAttrOfType<StringAttr>(i, "tx.name");
+    auto name = func.getResultAttrOfType<StringAttr>(i, "tx.name");
     binding.name = name ? name.str() : "result" + std::to_string(i);
     auto type = typeOf(value);
     binding.dtype = *dtypeOf(type.getElementType());
     binding.shape.assign(type.getShape().begin(), type.getShape().end());
-    binding.slot = ctx.bufferFor(value);
-    if (auto next = step.getResultAttrOfType<IntegerAttr>(i, "tx.next")) {
+    auto next = func.getResultAttrOfType<IntegerAttr>(i, "tx.next");
+    if (next && next.getInt() >= 0 &&
+        next.getInt() < static_cast<int64_t>(program.arguments.size())) {
       binding.next = next.getInt();
-      if (binding.next >= 0 && binding.next < static_cast<int>(program.arguments.size()))
+      if (isStep)
         program.arguments[binding.next].nextOf = i;
     }
-    program.results.push_back(binding);
+    binding.slot = binding.next >= 0 && isCarriedZero(value)
+                       ? program.arguments[binding.next].slot
+                       : ctx.bufferFor(value);
+    out.push_back(binding);
   }
-  for (const ResultBinding &r : program.results) {
+  for (auto [i, r] : llvm::enumerate(out)) {
     if (r.next < 0)
       continue;
     unsigned dst = program.arguments[r.next].slot;
-    if (dst != r.slot)
+    if (isCarriedZero(ret.getOperand(i)))
+      ctx.memset(dst, 0, ret.getOperand(i).getDefiningOp());
+    else if (dst != r.slot)
       ctx.copy(dst, r.slot, ctx.buffers[r.slot].bytes, "next-step value of '" + r.name + "'");
   }
-  // Everything returned stays readable until the step ends.
+  // Everything returned stays readable until the function ends.
   int last = static_cast<int>(program.commands.size());
-  for (const ResultBinding &r : program.results)
+  for (const ResultBinding &r : out)
     ctx.buffers[r.slot].lastCommand = last;
+}
+
+LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
+                                    const GPUOptions &options,
+                                    StepProgram &program) {
+  MLIRContext *context = module.getContext();
+  // Gradient accumulation: the micro-step of |step|, lowered beside it.
+  func::FuncOp micro;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto ref = func->getAttrOfType<FlatSymbolRefAttr>(tx::kMicroStepAttrName))
+      if (ref.getValue() == step.getName())
+        micro = func;
+  if (micro && micro.getFunctionType().getInputs() != step.getFunctionType().getInputs())
+    return micro.emitError("expected the micro-step to take the step's arguments");
+  // The validation function is not lowered: txrun has no --val-data yet.
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(tx::kEvalAttrName))
+      return func.emitError("the GPU artifact does not carry @eval yet: "
+                            "compile without --eval, or validate with "
+                            "txopt-run --val-data");
+  context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
+                       memref::MemRefDialect, scf::SCFDialect>();
+  program.target = options.target;
+  OpBuilder builder(context);
+  program.kernels = ModuleOp::create(step.getLoc());
+  program.kernels.get()->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                                 builder.getUnitAttr());
+  builder.setInsertionPointToEnd(program.kernels->getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(builder, step.getLoc(), "kernels");
+
+  LoweringContext ctx(program, gpuModule, options);
+  prepareAttentionMasks(step);
+  decideMaterialization(step, ctx.plan, program.stats.fusedOps);
+  if (failed(bindArguments(ctx, module, step)))
+    return failure();
+
+  if (failed(lowerBody(ctx, module, step)))
+    return failure();
+  bindResults(ctx, step, program.results, /*isStep=*/true);
+  size_t stepCommands = program.commands.size();
+
+  // Gradient accumulation: the micro-step has the step's arguments, so it
+  // runs over the same argument slots; its commands follow the step's in
+  // the plan's timeline (it never runs at the same time), so its
+  // temporaries reuse the step's memory.
+  if (micro) {
+    prepareAttentionMasks(micro);
+    decideMaterialization(micro, ctx.plan, program.stats.fusedOps);
+    for (auto [stepArg, microArg] :
+         llvm::zip(step.getArguments(), micro.getArguments()))
+      ctx.bufferOfValue[microArg] = ctx.bufferFor(stepArg);
+    accumulateInPlace(ctx, micro);
+    if (failed(lowerBody(ctx, module, micro)))
+      return failure();
+    program.microStep.emplace();
+    program.microStep->name = micro.getName().str();
+    bindResults(ctx, micro, program.microStep->results, /*isStep=*/false);
+    if (auto recipe = step->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName))
+      if (auto accum = recipe.getAs<IntegerAttr>("grad_accum"))
+        program.gradAccum = accum.getInt();
+  }
 
   planMemory(ctx);
+  if (program.microStep) {
+    program.microStep->commands.assign(program.commands.begin() + stepCommands,
+                                       program.commands.end());
+    program.commands.resize(stepCommands);
+  }
   program.recipe = tx::trainStepRecipeJson(step);
   for (const Command &c : program.commands) {
     if (std::holds_alternative<LaunchCmd>(c.op)) ++program.stats.launches;
@@ -954,7 +1062,7 @@ void StepProgram::print(llvm::raw_ostream &os) const {
        << " " << dtypeName(a.dtype) << " next_of=" << a.nextOf << "\n";
   for (const ResultBinding &r : results)
     os << "result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
-  for (const Command &c : commands) {
+  auto printCommand = [&](const Command &c) {
     if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
       os << "launch " << kernelNames[l->kernel] << " grid=" << l->grid[0]
          << " block=" << l->block[0] << " args=[";
@@ -993,5 +1101,16 @@ void StepProgram::print(llvm::raw_ostream &os) const {
            << " dk=" << at->gradK.slot << " dv=" << at->gradV.slot;
     }
     os << "  // " << c.origin << "\n";
+  };
+  for (const Command &c : commands)
+    printCommand(c);
+  if (microStep) {
+    // Gradient accumulation: run gradAccum - 1 times per step, before it.
+    os << "micro-step '" << microStep->name << "' (" << gradAccum - 1
+       << " per step): " << microStep->commands.size() << " commands\n";
+    for (const ResultBinding &r : microStep->results)
+      os << "micro-result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
+    for (const Command &c : microStep->commands)
+      printCommand(c);
   }
 }

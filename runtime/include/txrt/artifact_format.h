@@ -14,8 +14,10 @@
 #ifdef __cplusplus
 namespace txrt {
 /// Artifact.format_version written by the compiler and accepted (or older)
-/// by the runtime.
-constexpr unsigned kFormatVersion = 1;
+/// by the runtime. 2: the micro-step of gradient accumulation (an older
+/// runtime would run the step alone); the compiler writes 1 for artifacts
+/// without one.
+constexpr unsigned kFormatVersion = 2;
 /// The FlatBuffers file identifier at bytes 4..7 of every step.txa.
 constexpr const char kFileIdentifier[] = "TXA1";
 /// Arena slot offsets are multiples of this many bytes.
@@ -23,6 +25,6 @@ constexpr unsigned long long kSlotAlignment = 256;
 } // namespace txrt
 #endif
 
-#define TXRT_ARTIFACT_FORMAT_VERSION 1
+#define TXRT_ARTIFACT_FORMAT_VERSION 2
 
 #endif /* TXRT_ARTIFACT_FORMAT_H */

@@ -142,6 +142,15 @@ txrt_status_t txrt_session_read_result(txrt_session_t *session, size_t index,
 /* Runs one training step; state arguments are updated in place. The device
  * time of the step goes to |*out_ms| unless it is NULL. */
 txrt_status_t txrt_session_run_step(txrt_session_t *session, float *out_ms);
+/* Gradient accumulation (an artifact compiled with --grad-accum N): runs
+ * the micro-step once, adding the gradients of the batch now in the
+ * arguments into the accumulators. Call it for micro-batches 1..N-1 (each
+ * with its own batch and rng key written first), then run_step for
+ * micro-batch N. txrt_session_grad_accum gives N (1 without accumulation,
+ * where run_micro_step is an error). */
+txrt_status_t txrt_session_run_micro_step(txrt_session_t *session, float *out_ms);
+txrt_status_t txrt_session_grad_accum(txrt_session_t *session,
+                                      uint32_t *out_grad_accum);
 /* The most device memory the session has had in use, in bytes. */
 txrt_status_t txrt_session_peak_memory(txrt_session_t *session,
                                        uint64_t *out_bytes);

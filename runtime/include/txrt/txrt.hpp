@@ -99,6 +99,9 @@ public:
     return Error(txrt_session_read_result(session_, index, data, size));
   }
   Error runStep(float *ms = nullptr) { return Error(txrt_session_run_step(session_, ms)); }
+  Error runMicroStep(float *ms = nullptr) {
+    return Error(txrt_session_run_micro_step(session_, ms));
+  }
   Error peakMemory(uint64_t &bytes) const {
     return Error(txrt_session_peak_memory(session_, &bytes));
   }

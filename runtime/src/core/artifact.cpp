@@ -60,8 +60,9 @@ public:
     TXRT_RETURN_IF_ERROR(checkImagesAndKernels());
     TXRT_RETURN_IF_ERROR(checkConstants());
     TXRT_RETURN_IF_ERROR(checkArguments());
-    TXRT_RETURN_IF_ERROR(checkResults());
-    return checkCommands();
+    TXRT_RETURN_IF_ERROR(checkResults(a_.results(), ""));
+    TXRT_RETURN_IF_ERROR(checkCommands(a_.commands(), ""));
+    return checkMicroStep();
   }
 
 private:
@@ -216,11 +217,32 @@ private:
     return Status();
   }
 
-  Status checkResults() {
+  /// Gradient accumulation: the micro-step's commands and results pass
+  /// the step's checks, and it only comes with grad_accum > 1.
+  Status checkMicroStep() {
+    const fb::Function *micro = a_.micro_step();
+    if (!micro)
+      return a_.grad_accum() <= 1
+                 ? Status()
+                 : Status::invalid("grad_accum is " + std::to_string(a_.grad_accum()) +
+                                   ", but the artifact has no micro-step");
+    if (a_.grad_accum() < 2)
+      return Status::invalid("the artifact has a micro-step, but grad_accum is " +
+                             std::to_string(a_.grad_accum()) + " (expected >= 2)");
+    std::string prefix = "micro-step '" + str(micro->name()) + "': ";
+    TXRT_RETURN_IF_ERROR(checkResults(micro->results(), prefix));
+    return checkCommands(micro->commands(), prefix);
+  }
+
+  using Results = flatbuffers::Vector<flatbuffers::Offset<fb::Result>>;
+  using Commands = flatbuffers::Vector<flatbuffers::Offset<fb::Command>>;
+
+  Status checkResults(const Results *results, const std::string &prefix) {
     size_t numArgs = sizeOf(a_.arguments());
-    for (size_t i = 0; i < sizeOf(a_.results()); ++i) {
-      const fb::Result *r = a_.results()->Get(i);
-      std::string where = "result " + std::to_string(i) + " ('" + str(r->name()) + "')";
+    for (size_t i = 0; i < sizeOf(results); ++i) {
+      const fb::Result *r = results->Get(i);
+      std::string where =
+          prefix + "result " + std::to_string(i) + " ('" + str(r->name()) + "')";
       uint64_t elements;
       TXRT_RETURN_IF_ERROR(
           checkTensor(where, r->dtype(), r->shape(), r->slot(), elements));
@@ -397,11 +419,11 @@ private:
     return Status();
   }
 
-  Status checkCommands() {
+  Status checkCommands(const Commands *commands, const std::string &prefix) {
     size_t numKernels = sizeOf(a_.kernels());
-    for (size_t i = 0; i < sizeOf(a_.commands()); ++i) {
-      const fb::Command *c = a_.commands()->Get(i);
-      std::string where = "command " + std::to_string(i) + " (origin '" +
+    for (size_t i = 0; i < sizeOf(commands); ++i) {
+      const fb::Command *c = commands->Get(i);
+      std::string where = prefix + "command " + std::to_string(i) + " (origin '" +
                           str(c->origin()) + "')";
       switch (c->op_type()) {
       case fb::Op::Launch: {

@@ -186,25 +186,30 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
                                                     dtypeSize(t))};
     }
   }
+  // Gradient accumulation: a step consumes grad_accum micro-batches.
+  feeder->gradAccum_ = a.grad_accum() > 1 ? a.grad_accum() : 1;
+  feeder->tokensPerStep_ *= feeder->gradAccum_;
   out = std::move(feeder);
   return Status();
 }
 
-void BatchFeeder::writesForStep(int64_t step, std::vector<Write> &out) {
+void BatchFeeder::writesForStep(int64_t step, std::vector<Write> &out, unsigned micro) {
   out.clear();
   if (!randomWritten_) {
     for (const Fed &fed : random_)
       out.push_back(Write{fed.argument, &fed.bytes});
     randomWritten_ = true;
   }
-  if (lrArg_ && schedule_) {
+  if (lrArg_ && schedule_ && micro == 0) {
     float lr = static_cast<float>(schedule_->at(step));
     std::memcpy(lrArg_->bytes.data(), &lr, sizeof lr);
     out.push_back(Write{lrArg_->argument, &lrArg_->bytes});
   }
   if (rngArg_) {
-    // txopt-run's key: seed * 2^32 + k, k counting steps from 0 (wrapping).
-    uint64_t key = (seed_ << 32) + static_cast<uint64_t>(step - 1);
+    // txopt-run's key: seed * 2^32 + k, k counting micro-batches from 0
+    // (wrapping): (step - 1) * grad_accum + micro, the step's index when
+    // there is no accumulation.
+    uint64_t key = (seed_ << 32) + static_cast<uint64_t>(step - 1) * gradAccum_ + micro;
     std::memcpy(rngArg_->bytes.data(), &key, sizeof key);
     out.push_back(Write{rngArg_->argument, &rngArg_->bytes});
   }

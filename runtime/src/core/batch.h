@@ -72,8 +72,14 @@ public:
   /// The argument values to upload before step |step| (1-based): every
   /// BATCH argument before the first step fed (step 1, or the first step
   /// after a resume), then only the token windows, the dropout key and,
-  /// with a schedule, the learning rate.
-  void writesForStep(int64_t step, std::vector<Write> &out);
+  /// with a schedule, the learning rate. With gradient accumulation
+  /// (grad_accum N > 1) call it for micro-batches |micro| = 0..N-1 of each
+  /// step (the micro-step runs 0..N-2, the step N-1): each takes the next
+  /// window and the key seed * 2^32 + (step - 1) * N + micro; the lr is
+  /// written with micro-batch 0.
+  void writesForStep(int64_t step, std::vector<Write> &out, unsigned micro = 0);
+  /// Micro-batches per step (the artifact's grad_accum; 1: none).
+  unsigned gradAccum() const { return gradAccum_; }
 
   /// The argument with role "lr" (f32 scalar), or -1; its compiled value.
   int lrArgument() const { return lrArg_ ? static_cast<int>(lrArg_->argument) : -1; }
@@ -95,7 +101,7 @@ public:
       windows_->resume(consumed, offset);
   }
   /// Elements of the argument whose role is "data" (else of the token
-  /// argument with --data); 0 when there is none.
+  /// argument with --data) times grad_accum; 0 when there is none.
   uint64_t tokensPerStep() const { return tokensPerStep_; }
 
 private:
@@ -118,6 +124,7 @@ private:
   double compiledLr_ = 0;
   std::optional<LrSchedule> schedule_;
   uint64_t tokensPerStep_ = 0;
+  unsigned gradAccum_ = 1;
 };
 
 } // namespace txrt

@@ -265,6 +265,26 @@ extern "C" txrt_status_t txrt_session_run_step(txrt_session_t *session, float *o
   });
 }
 
+extern "C" txrt_status_t txrt_session_run_micro_step(txrt_session_t *session,
+                                                     float *out_ms) {
+  return guarded([&]() -> txrt::Status {
+    if (!session)
+      return txrt::Status::invalid("session is NULL");
+    return session->session->runMicroStep(out_ms);
+  });
+}
+
+extern "C" txrt_status_t txrt_session_grad_accum(txrt_session_t *session,
+                                                 uint32_t *out_grad_accum) {
+  return guarded([&]() -> txrt::Status {
+    if (!session || !out_grad_accum)
+      return txrt::Status::invalid("session or out_grad_accum is NULL");
+    unsigned n = session->session->gradAccum();
+    *out_grad_accum = n > 1 ? n : 1;
+    return txrt::Status();
+  });
+}
+
 extern "C" txrt_status_t txrt_session_peak_memory(txrt_session_t *session,
                                                   uint64_t *out_bytes) {
   return guarded([&]() -> txrt::Status {

@@ -198,16 +198,23 @@ Status Session::load(const SessionOptions &options) {
   for (size_t i = 0; i < numArgs; ++i)
     TXRT_RETURN_IF_ERROR(initializeArgument(static_cast<unsigned>(i), options));
 
-  // Per-command plans: GEMM descriptors and algorithms, launch parameters.
-  size_t numCommands = a.commands() ? a.commands()->size() : 0;
+  // Per-command plans: GEMM descriptors and algorithms, launch parameters;
+  // over the step's commands, then the micro-step's (gradient accumulation).
+  if (a.commands())
+    for (const fb::Command *c : *a.commands())
+      commands_.push_back(c);
+  microBegin_ = commands_.size();
+  if (a.micro_step() && a.micro_step()->commands())
+    for (const fb::Command *c : *a.micro_step()->commands())
+      commands_.push_back(c);
+  size_t numCommands = commands_.size();
   gemms_.resize(numCommands);
   attentions_.resize(numCommands);
   launches_.resize(numCommands);
   size_t attentionWorkspace = 0;
   for (size_t i = 0; i < numCommands; ++i) {
-    const fb::Command *c = a.commands()->Get(i);
-    std::string where = "command " + std::to_string(i) + " (origin '" +
-                        str(c->origin()) + "')";
+    const fb::Command *c = commands_[i];
+    std::string where = describeCommand(static_cast<unsigned>(i));
     if (const fb::Launch *l = c->op_as_Launch()) {
       auto plan = std::make_unique<LaunchPlan>();
       size_t n = l->args() ? l->args()->size() : 0;
@@ -400,11 +407,16 @@ Status Session::readResult(unsigned index, void *data, size_t bytes) {
                   data, bytes, "result '" + str(r->name()) + "'");
 }
 
+std::string Session::describeCommand(unsigned index) const {
+  bool micro = index >= microBegin_;
+  return (micro ? "micro-step command " + std::to_string(index - microBegin_)
+                : "command " + std::to_string(index)) +
+         " (origin '" + str(commands_[index]->origin()) + "')";
+}
+
 Status Session::enqueueCommand(unsigned index) {
-  const fb::Command *c = artifact_->root().commands()->Get(index);
-  auto where = [&]() {
-    return "command " + std::to_string(index) + " (origin '" + str(c->origin()) + "')";
-  };
+  const fb::Command *c = commands_[index];
+  auto where = [&]() { return describeCommand(index); };
   switch (c->op_type()) {
   case fb::Op::Launch: {
     const fb::Launch *l = c->op_as_Launch();
@@ -441,14 +453,12 @@ Status Session::enqueueCommand(unsigned index) {
   }
 }
 
-Status Session::enqueueCommands(bool syncEach) {
-  const fb::Artifact &a = artifact_->root();
-  size_t n = a.commands() ? a.commands()->size() : 0;
-  for (size_t i = 0; i < n; ++i) {
+Status Session::enqueueCommands(size_t begin, size_t end, bool syncEach) {
+  for (size_t i = begin; i < end; ++i) {
     TXRT_RETURN_IF_ERROR(enqueueCommand(static_cast<unsigned>(i)));
     if (syncEach)
       TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext(
-          artifact_->describeCommand(static_cast<unsigned>(i))));
+          describeCommand(static_cast<unsigned>(i))));
   }
   return Status();
 }
@@ -456,23 +466,7 @@ Status Session::enqueueCommands(bool syncEach) {
 Status Session::runStep(float *ms) {
   TXRT_RETURN_IF_ERROR(device_->makeCurrent());
   std::string step = "step " + std::to_string(stepsRun_ + 1);
-  TXRT_RETURN_IF_ERROR(stream_->record(*start_));
-  if (useGraphs_ && stepsRun_ >= 1) {
-    if (!graph_) {
-      // The first step ran directly (and proved the commands work); capture
-      // the same list once and replay it from now on.
-      TXRT_RETURN_IF_ERROR(stream_->beginCapture().withContext(step + ": graph capture"));
-      Status enqueued = enqueueCommands(false);
-      std::unique_ptr<hal::Graph> graph;
-      Status ended = stream_->endCapture(graph);
-      TXRT_RETURN_IF_ERROR(enqueued.withContext(step + ": graph capture"));
-      TXRT_RETURN_IF_ERROR(ended.withContext(step + ": graph capture (try --no-graph)"));
-      graph_ = std::move(graph);
-    }
-    TXRT_RETURN_IF_ERROR(graph_->launch(*stream_).withContext(step));
-  } else {
-    TXRT_RETURN_IF_ERROR(enqueueCommands(syncEach_).withContext(step));
-  }
+  TXRT_RETURN_IF_ERROR(runCommands(0, microBegin_, stepsRun_, graph_, step));
   TXRT_RETURN_IF_ERROR(stream_->record(*end_));
   Status synced = stream_->synchronize();
   if (!synced.ok())
@@ -486,12 +480,52 @@ Status Session::runStep(float *ms) {
   return sampleMemory();
 }
 
+Status Session::runMicroStep(float *ms) {
+  if (!hasMicroStep())
+    return Status::invalid("the artifact has no micro-step (it was compiled "
+                           "without --grad-accum)");
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  std::string what = "micro-step " + std::to_string(microStepsRun_ + 1);
+  TXRT_RETURN_IF_ERROR(
+      runCommands(microBegin_, commands_.size(), microStepsRun_, microGraph_, what));
+  TXRT_RETURN_IF_ERROR(stream_->record(*end_));
+  Status synced = stream_->synchronize();
+  if (!synced.ok())
+    return synced.withContext(what + " (a command failed on the device; rerun with "
+                                     "--no-graph --sync-each to name it)");
+  float elapsed = 0;
+  TXRT_RETURN_IF_ERROR(device_->elapsedMs(*start_, *end_, elapsed));
+  if (ms)
+    *ms = elapsed;
+  ++microStepsRun_;
+  return sampleMemory();
+}
+
+Status Session::runCommands(size_t begin, size_t end, uint64_t runsSoFar,
+                            std::unique_ptr<hal::Graph> &graph, const std::string &what) {
+  TXRT_RETURN_IF_ERROR(stream_->record(*start_));
+  if (useGraphs_ && runsSoFar >= 1) {
+    if (!graph) {
+      // The first run went directly (and proved the commands work); capture
+      // the same list once and replay it from now on.
+      TXRT_RETURN_IF_ERROR(stream_->beginCapture().withContext(what + ": graph capture"));
+      Status enqueued = enqueueCommands(begin, end, false);
+      std::unique_ptr<hal::Graph> captured;
+      Status ended = stream_->endCapture(captured);
+      TXRT_RETURN_IF_ERROR(enqueued.withContext(what + ": graph capture"));
+      TXRT_RETURN_IF_ERROR(ended.withContext(what + ": graph capture (try --no-graph)"));
+      graph = std::move(captured);
+    }
+    return graph->launch(*stream_).withContext(what);
+  }
+  return enqueueCommands(begin, end, syncEach_).withContext(what);
+}
+
 Status Session::runStepProfiled(std::vector<float> &msPerCommand, float *ms,
                                 std::vector<float> *hostMsPerCommand) {
   TXRT_RETURN_IF_ERROR(device_->makeCurrent());
   std::string step = "step " + std::to_string(stepsRun_ + 1) + " (profiled)";
-  const fb::Artifact &a = artifact_->root();
-  size_t n = a.commands() ? a.commands()->size() : 0;
+  size_t n = microBegin_;
   std::vector<std::unique_ptr<hal::Event>> events(n + 1);
   for (auto &event : events)
     TXRT_RETURN_IF_ERROR(device_->createEvent(event).withContext(step));

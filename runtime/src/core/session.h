@@ -53,6 +53,14 @@ public:
   Status readResult(unsigned index, void *data, size_t bytes);
   /// Runs the command list once; |ms| receives the device time of the step.
   Status runStep(float *ms);
+  /// Gradient accumulation (an artifact with grad_accum N > 1): runs the
+  /// micro-step's commands once, adding the batch now in the arguments into
+  /// the accumulators; a driver runs it on micro-batches 1..N-1 and then
+  /// runStep on micro-batch N. Replayed from its own graph like the step.
+  Status runMicroStep(float *ms);
+  bool hasMicroStep() const { return microBegin_ < commands_.size(); }
+  /// Micro-batches per step (1: no accumulation).
+  unsigned gradAccum() const { return artifact_->root().grad_accum(); }
   /// Runs the step command by command (no graph), with an event between
   /// every two commands: |msPerCommand| receives each command's device time
   /// (launch gaps included), for a where-the-time-goes table;
@@ -74,8 +82,14 @@ private:
   Status initializeArgument(unsigned index, const SessionOptions &options);
   /// The bound form of an attention command (addresses resolved).
   hal::AttentionSpec attentionSpec(const fb::Attention &at) const;
-  Status enqueueCommands(bool syncEach);
+  /// Commands [begin, end) of commands_: directly on the first run
+  /// (|runsSoFar| == 0), then from |graph|, captured once.
+  Status runCommands(size_t begin, size_t end, uint64_t runsSoFar,
+                     std::unique_ptr<hal::Graph> &graph, const std::string &what);
+  Status enqueueCommands(size_t begin, size_t end, bool syncEach);
   Status enqueueCommand(unsigned index);
+  /// "command 3 (origin 'x')", or "micro-step command 3 ...".
+  std::string describeCommand(unsigned index) const;
   Status sampleMemory();
   hal::DevicePtr slotAddress(unsigned slot) const;
   uint64_t slotBytes(unsigned slot) const;
@@ -99,7 +113,12 @@ private:
   /// one buffer of the largest workspace serves all.
   std::unique_ptr<hal::Buffer> attentionWorkspace_;
   std::vector<std::unique_ptr<LaunchPlan>> launches_; // per command, or null
-  std::unique_ptr<hal::Graph> graph_;
+  std::unique_ptr<hal::Graph> graph_, microGraph_;
+  /// The step's commands, then (from microBegin_) the micro-step's; the
+  /// per-command plans above are indexed alike.
+  std::vector<const fb::Command *> commands_;
+  size_t microBegin_ = 0;
+  uint64_t microStepsRun_ = 0;
   bool useGraphs_ = true;
   bool usesJit_ = false;
   bool syncEach_ = false;

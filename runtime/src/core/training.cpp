@@ -134,4 +134,32 @@ std::string stepLogLine(const StepRecord &r) {
   return line + "}";
 }
 
+std::string progressBar(int64_t done, int64_t first, int64_t total, double elapsedSeconds,
+                        int width) {
+  int64_t span = total - first + 1, ran = done - first + 1;
+  double fraction = span > 0 ? static_cast<double>(ran) / static_cast<double>(span) : 1.0;
+  fraction = fraction < 0 ? 0 : fraction > 1 ? 1 : fraction;
+  int marks = static_cast<int>(fraction * width);
+  std::string bar = "[" + std::string(static_cast<size_t>(marks), '#') +
+                    std::string(static_cast<size_t>(width - marks), '.') + "] " +
+                    std::to_string(done) + "/" + std::to_string(total) + "  " +
+                    std::to_string(static_cast<int>(fraction * 100)) + "%  ETA ";
+  if (ran <= 0 || !(elapsedSeconds > 0))
+    return bar + "-";
+  double eta = elapsedSeconds / static_cast<double>(ran) * static_cast<double>(total - done);
+  long long seconds = static_cast<long long>(eta + 0.5);
+  char buf[32];
+  if (seconds >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", seconds / 3600, seconds / 60 % 60,
+                  seconds % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", seconds / 60, seconds % 60);
+  return bar + buf;
+}
+
+std::string valLogLine(int64_t step, double valLoss, int64_t windows) {
+  return "{\"step\":" + std::to_string(step) + ",\"val_loss\":" + num(valLoss) +
+         ",\"val_windows\":" + std::to_string(windows) + "}";
+}
+
 } // namespace txrt

@@ -94,6 +94,21 @@ struct StepRecord {
   bool hasGradNorm = false, hasLr = false, hasTokens = false, skipped = false;
 };
 std::string stepLogLine(const StepRecord &record);
+/// The --log line of a validation pass after step |step| (0: before the
+/// first): {"step":N,"val_loss":L,"val_windows":M}, L as in stepLogLine.
+std::string valLogLine(int64_t step, double valLoss, int64_t windows);
+
+/// The progress bar both drivers draw below the step lines when stdout is
+/// a terminal: after step |done| of a run from |first| to |total| that has
+/// taken |elapsedSeconds| since |first| began,
+///   "[#########...........] 45/100  45%  ETA 0:24"
+/// (|width| marks; the ETA extrapolates the steps run so far; "ETA -"
+/// before there is a rate).
+std::string progressBar(int64_t done, int64_t first, int64_t total, double elapsedSeconds,
+                        int width = 30);
+/// Terminal control: return to the start of the line and clear it (erases
+/// the bar before the next line is printed).
+inline constexpr const char *kClearLine = "\r\033[K";
 
 } // namespace txrt
 

@@ -144,6 +144,15 @@ struct StepStatistics {
   uint64_t unplannedBytes = 0; ///< every value in its own buffer, for comparison
 };
 
+/// A function beside the step over the same arena and arguments (gradient
+/// accumulation's micro-step): its own commands and results; a result's
+/// `next` names a step argument.
+struct FunctionProgram {
+  std::string name;
+  std::vector<Command> commands;
+  std::vector<ResultBinding> results;
+};
+
 struct StepProgram {
   std::string target = "sm_90";
   OwningOpRef<ModuleOp> kernels;      ///< gpu.module @kernels inside
@@ -157,6 +166,10 @@ struct StepProgram {
   std::string recipe;                 ///< tx.train_step as JSON
   std::string weightsDir;             ///< where External paths start
   StepStatistics stats;
+  /// Gradient accumulation: micro-batches per step, and the micro-step
+  /// the driver runs gradAccum - 1 times before each step.
+  int64_t gradAccum = 1;
+  std::optional<FunctionProgram> microStep;
 
   /// A readable listing of slots and commands (`txopt --emit=gpu-plan`).
   void print(llvm::raw_ostream &os) const;

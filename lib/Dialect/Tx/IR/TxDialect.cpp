@@ -52,10 +52,10 @@ enum class RoleType { FloatTensor, F32Scalar, I64Scalar, IntTensor, Any };
 std::optional<RoleType> roleType(StringRef role) {
   return llvm::StringSwitch<std::optional<RoleType>>(role)
       .Cases({"param", "exp_avg", "exp_avg_sq", "momentum_buffer",
-              "fp8_amax_history"},
+              "fp8_amax_history", "grad_acc"},
              RoleType::FloatTensor)
       .Cases({"lr", "step", "loss_scale", "growth_tracker", "fp8_scale",
-              "fp8_scale_inv"},
+              "fp8_scale_inv", "loss_acc"},
              RoleType::F32Scalar)
       .Case("rng", RoleType::I64Scalar)
       .Case("labels", RoleType::IntTensor)
@@ -113,6 +113,15 @@ LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "expected tx.train_step to be a dictionary, but got " << value;
     return success();
   }
+  if (name == "tx.micro_step" || name == "tx.eval") {
+    // Gradient accumulation's micro-step and the validation function: the
+    // step function each belongs to.
+    if (!isa<FunctionOpInterface>(op) || !isa<FlatSymbolRefAttr>(value))
+      return op->emitError() << "expected " << name << " to be a function's "
+                                "symbol reference to its step, but got "
+                             << value;
+    return success();
+  }
   if (name == "tx.fp8_recipe") {
     // A module-wide FP8 recipe tx-insert-fp8 can read.
     if (!isa<ModuleOp>(op) || !isa<FP8RecipeAttr>(value))
@@ -167,7 +176,7 @@ LogicalResult TxDialect::verifyRegionArgAttribute(Operation *op,
              << "unknown tx.role " << value << " (expected param, exp_avg, "
                 "exp_avg_sq, momentum_buffer, lr, step, rng, loss_scale, "
                 "growth_tracker, fp8_amax_history, fp8_scale, fp8_scale_inv, "
-                "data or labels)";
+                "grad_acc, loss_acc, data or labels)";
     return checkRoleType(op, role.getValue(), *kind, type);
   }
   if (name == "tx.init") {

@@ -102,6 +102,9 @@ LogicalResult checkNumericOptions(Location loc, const TrainStepOptions &options,
   if (!(options.momentum >= 0 && options.momentum < 1))
     return emitError(loc, "expected momentum in [0, 1), but got ")
            << options.momentum;
+  if (options.gradAccum < 1)
+    return emitError(loc, "expected grad-accum >= 1, but got ")
+           << options.gradAccum;
   if (options.lossScaling &&
       !(options.initialLossScale > 0 && std::isfinite(options.initialLossScale) &&
         options.lossScaleInterval > 0))
@@ -243,6 +246,21 @@ StepLayout layoutStepArguments(Builder &builder, Location loc,
     args.push_back({f32Scalar(context), attrs, loc});
     return static_cast<unsigned>(args.size() - 1);
   };
+  // Gradient accumulators: state like the moments (carried, zero at the
+  // start), so every driver and checkpoint handles them without knowing.
+  if (options.gradAccum > 1) {
+    layout.gradAccum = options.gradAccum;
+    layout.gradAccIndex = args.size();
+    for (unsigned i = 0; i < layout.numParams; ++i) {
+      NamedAttrList attrs;
+      attrs.append(namedString(
+          builder, "tx.name", (params.names[i].getValue() + ".grad_acc").str()));
+      attrs.append(namedString(builder, kRoleAttrName, "grad_acc"));
+      attrs.append(zeroInit);
+      args.push_back({args[i].type, attrs, args[i].loc});
+    }
+    layout.lossAccIndex = addScalarState("loss_acc", 0.0);
+  }
   // Step inputs the driver sets each step, not state (no tx.next): the
   // learning rate (tx.init: the compiled default), so a schedule needs no
   // recompile, and the dropout key, so each step draws a fresh mask.
@@ -351,12 +369,116 @@ DictionaryAttr recipeAttr(Builder &builder, const TrainStepOptions &options,
                                 ? "cross-entropy"
                                 : "output"));
   recipe.append("forward", builder.getStringAttr(forward.getName()));
+  // Only when used, so that recipes (and the checkpoints that store them)
+  // of steps without accumulation stay as they were.
+  if (options.gradAccum > 1)
+    recipe.append("grad_accum", builder.getI64IntegerAttr(options.gradAccum));
   if (options.lossScaling) {
     recipe.append("loss_scale", builder.getF64FloatAttr(options.initialLossScale));
     recipe.append("loss_scale_interval",
                   builder.getI64IntegerAttr(options.lossScaleInterval));
   }
   return recipe.getDictionary(builder.getContext());
+}
+
+/// The name of the micro-step of the step named |stepName|.
+std::string microStepName(StringRef stepName) {
+  return stepName == "train_step" ? "micro_step" : (stepName + "_micro").str();
+}
+
+/// Gradient accumulation: `@micro_step`, with the step's signature, adds
+/// one micro-batch's gradients and loss into the accumulators. The adds
+/// consume each gradient where it is produced; nothing else is computed.
+func::FuncOp buildMicroStep(OpBuilder &builder, Location loc,
+                            const TrainStepOptions &options,
+                            func::FuncOp gradFunc, const StepLayout &layout,
+                            unsigned numData, ArrayRef<Type> argTypes,
+                            ArrayRef<Location> argLocs,
+                            ArrayRef<Attribute> argAttrs) {
+  MLIRContext *context = builder.getContext();
+  auto micro = func::FuncOp::create(builder, loc, microStepName(options.name),
+                                    FunctionType::get(context, argTypes, {}));
+  Block *entry = builder.createBlock(&micro.getBody(), {}, argTypes, argLocs);
+  SmallVector<Value> grads;
+  Value lossValue = inlineGradient(builder, gradFunc, entry, layout,
+                                   options.lossScaling, numData, grads);
+  ImplicitLocOpBuilder b(loc, builder);
+  Value microLoss = lossValue;
+  addAccumulators(b, layout, entry, lossValue, grads);
+  SmallVector<Value> results;
+  SmallVector<Attribute> resultAttrs;
+  auto carry = [&](Value value, unsigned argIndex) {
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("tx.name",
+                              layout.args[argIndex].attrs.get("tx.name")),
+         builder.getNamedAttr(kNextAttrName,
+                              builder.getI64IntegerAttr(argIndex))}));
+  };
+  for (auto [i, grad] : llvm::enumerate(grads))
+    carry(grad, layout.gradAccIndex + i);
+  carry(lossValue, layout.lossAccIndex);
+  // The micro-batch's own loss (scaled, under loss scaling: the step
+  // unscales the accumulated sum), for drivers that print every one.
+  results.push_back(microLoss);
+  resultAttrs.push_back(
+      builder.getDictionaryAttr(namedString(builder, "tx.name", "loss")));
+  func::ReturnOp::create(b, results);
+  micro.setFunctionType(
+      FunctionType::get(context, argTypes, ValueRange(results).getTypes()));
+  micro.setAllArgAttrs(argAttrs);
+  micro.setAllResultAttrs(resultAttrs);
+  return micro;
+}
+
+/// Validation: `@eval`, with the step's signature, the loss of
+/// |lossFunc| (the unscaled loss: the forward, or forward + cross-entropy)
+/// with the trained parameters read from the step's parameter arguments
+/// (cast to the model's type, as the step does) and every dropout the
+/// identity (torch's model.eval()). Frozen parameters stay loads.
+func::FuncOp buildEval(OpBuilder &builder, Location loc,
+                       const TrainStepOptions &options, func::FuncOp lossFunc,
+                       const StepLayout &layout, ArrayRef<Type> argTypes,
+                       ArrayRef<Location> argLocs, ArrayRef<Attribute> argAttrs) {
+  MLIRContext *context = builder.getContext();
+  std::string name =
+      options.name == "train_step" ? "eval" : options.name + "_eval";
+  auto eval = func::FuncOp::create(builder, loc, name,
+                                   FunctionType::get(context, argTypes, {}));
+  Block *entry = builder.createBlock(&eval.getBody(), {}, argTypes, argLocs);
+  IRMapping mapping;
+  for (unsigned i = 0; i < layout.numBatch; ++i)
+    mapping.map(lossFunc.getArgument(i), entry->getArgument(layout.dataIndex + i));
+  llvm::StringMap<unsigned> paramArg;
+  for (unsigned i = 0; i < layout.numParams; ++i)
+    if (auto ref = dyn_cast_or_null<FlatSymbolRefAttr>(
+            layout.args[i].attrs.get("tx.parameter")))
+      paramArg[ref.getValue()] = i;
+  Block &body = lossFunc.getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    if (auto load = dyn_cast<LoadParameterOp>(op)) {
+      auto it = paramArg.find(load.getName());
+      if (it != paramArg.end()) {
+        Value master = entry->getArgument(it->second);
+        if (master.getType() != load.getType())
+          master = CastOp::create(builder, load.getLoc(), load.getType(), master);
+        mapping.map(load.getResult(), master);
+        continue;
+      }
+    }
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      mapping.map(dropout.getResult(), mapping.lookupOrDefault(dropout.getInput()));
+      continue;
+    }
+    builder.clone(op, mapping);
+  }
+  Value loss = mapping.lookup(body.getTerminator()->getOperand(0));
+  func::ReturnOp::create(builder, loc, loss);
+  eval.setFunctionType(FunctionType::get(context, argTypes, loss.getType()));
+  eval.setAllArgAttrs(argAttrs);
+  eval.setResultAttrs(
+      0, builder.getDictionaryAttr(namedString(builder, "tx.name", "loss")));
+  return eval;
 }
 
 } // namespace
@@ -369,9 +491,15 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
     return failure();
   func::FuncOp forward = *found;
   Location loc = forward.getLoc();
-  if (module.lookupSymbol(options.name))
-    return emitError(loc, "expected no symbol named '@")
-           << options.name << "' yet, but one exists";
+  SmallVector<std::string> names = {options.name};
+  if (options.gradAccum > 1)
+    names.push_back(microStepName(options.name));
+  if (options.eval)
+    names.push_back(options.name == "train_step" ? "eval" : options.name + "_eval");
+  for (const std::string &name : names)
+    if (module.lookupSymbol(name))
+      return emitError(loc, "expected no symbol named '@")
+             << name << "' yet, but one exists";
   double weightDecay = options.weightDecay.value_or(
       options.optimizer == OptimizerKind::AdamW ? 0.01 : 0.0);
   llvm::Regex freeze;
@@ -450,6 +578,18 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   step.setAllResultAttrs(resultAttrs);
   step->setAttr(kTrainStepAttrName,
                 recipeAttr(builder, options, weightDecay, forward));
+  if (options.gradAccum > 1) {
+    builder.setInsertionPointAfter(step);
+    func::FuncOp micro = buildMicroStep(builder, loc, options, gradFunc, layout,
+                                        numData, argTypes, argLocs, argAttrs);
+    micro->setAttr(kMicroStepAttrName, FlatSymbolRefAttr::get(step));
+  }
+  if (options.eval) {
+    builder.setInsertionPointAfter(step);
+    func::FuncOp eval = buildEval(builder, loc, options, loss->unscaled, layout,
+                                  argTypes, argLocs, argAttrs);
+    eval->setAttr(kEvalAttrName, FlatSymbolRefAttr::get(step));
+  }
 
   loss->eraseTemporaries(gradFunc);
   forward.erase();
@@ -477,6 +617,8 @@ struct BuildTrainStepPass
     options.lossScaling = lossScaling;
     options.initialLossScale = initialLossScale;
     options.lossScaleInterval = lossScaleInterval;
+    options.gradAccum = gradAccum;
+    options.eval = eval;
     if (weightDecay >= 0)
       options.weightDecay = weightDecay;
     if (!noDecay.empty())

@@ -25,6 +25,16 @@ Value train_step::f32Constant(ImplicitLocOpBuilder &b, double value) {
              type, ArrayRef<Attribute>{b.getF32FloatAttr(value)})));
 }
 
+void train_step::addAccumulators(ImplicitLocOpBuilder &b,
+                                 const StepLayout &layout, Block *entry,
+                                 Value &lossValue,
+                                 MutableArrayRef<Value> grads) {
+  lossValue =
+      AddOp::create(b, entry->getArgument(layout.lossAccIndex), lossValue);
+  for (auto [i, grad] : llvm::enumerate(grads))
+    grad = AddOp::create(b, entry->getArgument(layout.gradAccIndex + i), grad);
+}
+
 namespace {
 
 /// Loss scaling: divides the loss and |grads| by |scale| (exact: a power of
@@ -164,6 +174,17 @@ SmallVector<Attribute> train_step::buildUpdate(OpBuilder &builder, Location loc,
                                    Value lossValue, SmallVector<Value> grads,
                                    SmallVectorImpl<Value> &results) {
   ImplicitLocOpBuilder b(loc, builder);
+  if (layout.gradAccum > 1) {
+    // The mean over the micro-batches: the accumulated sums (this step's
+    // micro-batch included) divided by N, before unscaling and the norm,
+    // so that everything after sees what one N-times larger batch of a
+    // mean loss would give.
+    addAccumulators(b, layout, entry, lossValue, grads);
+    Value count = f32Constant(b, static_cast<double>(layout.gradAccum));
+    lossValue = DivOp::create(b, lossValue, count);
+    for (Value &grad : grads)
+      grad = DivOp::create(b, grad, count);
+  }
   Value skipped;
   if (options.lossScaling)
     skipped = unscaleAndCheckFinite(
@@ -202,6 +223,16 @@ SmallVector<Attribute> train_step::buildUpdate(OpBuilder &builder, Location loc,
     carry(newParams[i], i);
   for (unsigned i = 0; i < newState.size(); ++i)
     carry(newState[i], numParams + i);
+  if (layout.gradAccum > 1) {
+    // The next step's accumulation starts from zero (also after a step
+    // loss scaling skipped: its gradients are discarded).
+    for (unsigned i = 0; i < numParams; ++i) {
+      Type type = entry->getArgument(layout.gradAccIndex + i).getType();
+      carry(ConstantOp::create(b, cast<ElementsAttr>(b.getZeroAttr(type))),
+            layout.gradAccIndex + i);
+    }
+    carry(f32Constant(b, 0.0), layout.lossAccIndex);
+  }
   carry(newStep, layout.stepIndex);
   if (skipped) {
     auto [newScale, newTracker] = updateLossScale(

@@ -44,7 +44,17 @@ struct StepLayout {
   unsigned lrIndex = 0, stepIndex = 0, rngIndex = 0, dataIndex = 0;
   /// Loss scaling only.
   unsigned scaleIndex = 0, trackerIndex = 0;
+  /// Gradient accumulation (gradAccum > 1) only: the first `grad_acc`
+  /// argument (one per parameter, in parameter order) and `loss_acc`.
+  int64_t gradAccum = 1;
+  unsigned gradAccIndex = 0, lossAccIndex = 0;
 };
+
+/// Gradient accumulation: adds the accumulators of |layout| (arguments of
+/// |entry|) to |lossValue| and |grads|, in place.
+void addAccumulators(ImplicitLocOpBuilder &b, const StepLayout &layout,
+                     Block *entry, Value &lossValue,
+                     MutableArrayRef<Value> grads);
 
 /// Builds the body of |step| after its gradient: unscaling, clipping, the
 /// optimizer and the results (next state, each naming the argument it

@@ -124,6 +124,41 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
     `loss-scale-interval` (2000) clean steps. The returned loss is the
     unscaled one; a result `skipped` (i1) says whether the step was skipped.
 
+    With `grad-accum=N > 1` (gradient accumulation over N micro-batches),
+    the step gains accumulator arguments after the optimizer state, one
+    `<param>.grad_acc` (role `grad_acc`, f32, `tx.init = 0`) per parameter
+    and a scalar `loss_acc` (role `loss_acc`), and a second function is
+    emitted beside it with the step's own signature (so a driver passes
+    one argument list to both; the arguments it does not read are unused):
+
+    ```mlir
+    func.func @micro_step(<the step's arguments>)
+        -> (grad_acc + grad..., loss_acc + loss, loss)
+        attributes {tx.micro_step = @train_step}
+    ```
+
+    Each gradient is added where it is produced, so accumulating costs no
+    pass over the gradients beyond that add. The driver runs `@micro_step`
+    on micro-batches 1..N-1 and the step on micro-batch N: the step adds
+    its own gradients to the accumulators, divides by N (the mean over the
+    N micro-batches, as one batch N times larger gives for a mean loss),
+    reports `loss = (loss_acc + loss) / N`, and returns zeros for the
+    accumulators (`tx.next`), ready for the next step. Not combined with
+    tx-insert-fp8 (its scaling state is per step).
+
+    With `eval`, a forward-only function is emitted beside the step, again
+    with the step's signature, for validation:
+
+    ```mlir
+    func.func @eval(<the step's arguments>) -> (loss)
+        attributes {tx.eval = @train_step}
+    ```
+
+    It reads the parameters from the step's parameter arguments and the
+    batch from its batch arguments and computes the loss as the step does
+    (unscaled, dropout off as under torch's `model.eval()`); no gradient,
+    no update, no state change.
+
     Run tx-fuse-norms first: the fused norms then differentiate to
     `tx.layer_norm_grad` / `tx.rms_norm_grad`.
   }];
@@ -172,6 +207,10 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
            "Initial loss scale">,
     Option<"lossScaleInterval", "loss-scale-interval", "int64_t",
            /*default=*/"2000", "Clean steps before the scale doubles">,
+    Option<"gradAccum", "grad-accum", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step (> 1 emits @micro_step)">,
+    Option<"eval", "eval", "bool", /*default=*/"false",
+           "Also emit @eval: the loss only, forward, for validation">,
   ];
 }
 

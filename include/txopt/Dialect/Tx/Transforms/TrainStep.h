@@ -62,6 +62,16 @@ struct TrainStepOptions {
   bool lossScaling = false;
   double initialLossScale = 65536.0;
   int64_t lossScaleInterval = 2000;
+  /// Gradient accumulation over this many micro-batches (>= 1). Above 1,
+  /// a second function, `@micro_step`, is emitted beside the step with the
+  /// step's own signature: it adds one micro-batch's gradients (and loss)
+  /// into accumulator arguments; the step adds the last micro-batch's,
+  /// divides by |gradAccum|, updates, and returns zeroed accumulators.
+  int64_t gradAccum = 1;
+  /// Also emit `@eval`, with the step's signature: the loss of the batch
+  /// under the current parameters, forward only (no gradient, no update,
+  /// no state change; dropout off, as torch's model.eval()).
+  bool eval = false;
   /// Name of the step function.
   std::string name = "train_step";
 };
@@ -99,6 +109,11 @@ inline constexpr StringLiteral kTrainStepAttrName = "tx.train_step";
 inline constexpr StringLiteral kRoleAttrName = "tx.role";
 inline constexpr StringLiteral kInitAttrName = "tx.init";
 inline constexpr StringLiteral kNextAttrName = "tx.next";
+/// On the micro-step function of a step built with grad-accum N > 1: the
+/// step function it feeds (a FlatSymbolRefAttr).
+inline constexpr StringLiteral kMicroStepAttrName = "tx.micro_step";
+/// On the evaluation function emitted with `eval`: the step it evaluates.
+inline constexpr StringLiteral kEvalAttrName = "tx.eval";
 
 } // namespace mlir::txopt::tx
 

@@ -1,0 +1,112 @@
+//===- Weights.cpp - txopt --weights: start from a checkpoint -------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "Weights.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "core/checkpoint.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <sstream>
+
+using namespace mlir;
+
+namespace {
+
+/// The safetensors dtype of |type| as checkpoints write it, or "".
+std::string safetensorsDType(Type type) {
+  if (type.isF32())
+    return "F32";
+  if (type.isF64())
+    return "F64";
+  if (type.isF16())
+    return "F16";
+  if (type.isBF16())
+    return "BF16";
+  if (type.isSignlessInteger(64))
+    return "I64";
+  if (type.isSignlessInteger(32))
+    return "I32";
+  return "";
+}
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+} // namespace
+
+int txopt_cli::loadWeights(ModuleOp module, const std::string &dir, std::string &error) {
+  txrt::Checkpoint checkpoint;
+  if (txrt::Status st = txrt::loadCheckpoint(dir, checkpoint); !st.ok()) {
+    error = "--weights: " + st.message();
+    return -1;
+  }
+  llvm::StringMap<txopt::tx::ParameterOp> params;
+  for (auto param : module.getOps<txopt::tx::ParameterOp>())
+    params[param.getSymName()] = param;
+  // First check everything, then change the module: a refused checkpoint
+  // leaves it as imported.
+  std::vector<std::pair<txopt::tx::ParameterOp, const txrt::CheckpointTensor *>> updates;
+  llvm::StringMap<bool> inCheckpoint;
+  for (const txrt::CheckpointTensor &t : checkpoint.tensors) {
+    if (t.role != "param")
+      continue;
+    inCheckpoint[t.name] = true;
+    auto it = params.find(t.name);
+    if (it == params.end()) {
+      error = "--weights: checkpoint tensor '" + t.name +
+              "' is no parameter of the model (a checkpoint of another model?)";
+      return -1;
+    }
+    txopt::tx::ParameterOp param = it->second;
+    RankedTensorType type = param.getType();
+    std::string dtype = safetensorsDType(type.getElementType());
+    if (std::vector<int64_t>(type.getShape().begin(), type.getShape().end()) != t.shape) {
+      error = "--weights: tensor '" + t.name + "': the checkpoint's shape " +
+              shapeText(t.shape) + " is not the model's " + shapeText(type.getShape());
+      return -1;
+    }
+    if (dtype != t.dtype) {
+      std::string modelType;
+      llvm::raw_string_ostream(modelType) << type.getElementType();
+      error = "--weights: tensor '" + t.name + "': the checkpoint holds " + t.dtype +
+              ", the model's parameter is " + modelType +
+              (t.dtype == "F32" && dtype == "BF16"
+                   ? " (the f32 master weights of a bf16 export: not converted)"
+                   : "");
+      return -1;
+    }
+    updates.emplace_back(param, &t);
+  }
+  for (auto &entry : params) {
+    txopt::tx::ParameterOp param = entry.second;
+    if (!param.getFrozen() && !inCheckpoint.count(entry.first())) {
+      error = "--weights: the checkpoint has no tensor '" + entry.first().str() +
+              "', a trainable parameter of the model (a checkpoint of another "
+              "model, or one trained with it frozen?)";
+      return -1;
+    }
+  }
+  for (auto [param, t] : updates) {
+    // Checkpoints are little-endian row-major, MLIR's raw buffer layout
+    // on the little-endian hosts txopt builds for.
+    auto bytes = ArrayRef<char>(reinterpret_cast<const char *>(t->bytes.data()),
+                                t->bytes.size());
+    auto value = DenseElementsAttr::getFromRawBuffer(param.getType(), bytes);
+    param.setInitialValueAttr(cast<ElementsAttr>(value));
+    param.removeSourceAttr();
+  }
+  return static_cast<int>(updates.size());
+}
