@@ -9,6 +9,8 @@
 # PyTorch's (the comparison is also a check that both trained one model).
 # Usage: bench/step/run.sh DIR OUT [gpt2|gpt1.3b] [STEPS=30]
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
+#   PRECISIONS="fp32 bf16 fp8" and TORCH_MODES="eager-fp32 eager-bf16
+#   compile-bf16" (the defaults) choose the configurations.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="$1" out="$2" model="${3:-gpt2}" steps="${4:-30}"
@@ -46,7 +48,7 @@ print(json.dumps({"copy_gb_per_s": 2 * x.numel() * 4 * 20 / (s.elapsed_time(e) /
 PY
 cat "$out/copy_bandwidth.json"
 
-for precision in fp32 bf16 fp8; do
+for precision in ${PRECISIONS:-fp32 bf16 fp8}; do
   artifact="$dir/${model}_$precision.txa"
   echo "== txopt $precision"
   start=$(date +%s.%N)
@@ -64,7 +66,7 @@ echo "== txopt bf16 profile"
   --profile 3 --profile-out "$out/profile_bf16.json" > "$out/profile_bf16.txt" 2>&1 || status=1
 sed -n '/^profile/,$p' "$out/profile_bf16.txt" | head -30
 
-for mode in eager-fp32 eager-bf16 compile-bf16; do
+for mode in ${TORCH_MODES:-eager-fp32 eager-bf16 compile-bf16}; do
   echo "== pytorch $mode"
   python3 "$here/torch_gpt.py" "$work/$model.onnx" "$work/tokens.npy" --mode "$mode" \
     --steps "$steps" --out "$out/torch_$mode.json" > "$out/torch_$mode.txt" 2>&1 || {
