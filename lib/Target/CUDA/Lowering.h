@@ -12,7 +12,10 @@
 
 #include "KernelBuilder.h"
 
+#include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Target/CUDA/StepProgram.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::txopt::cuda {
 
@@ -74,6 +77,21 @@ struct LoweringContext {
 
 /// "'tx.add' at 'node name'" for command origins and messages.
 std::string describeOrigin(Operation *op);
+
+/// The kernel grouping (Grouping.cpp): fills |plan| with the values of
+/// |step| that live in memory; |fusedOps| counts the ops computed inside
+/// their readers' kernels.
+void decideMaterialization(func::FuncOp step, Materialization &plan, unsigned &fusedOps);
+/// reduce_sum / reduce_mean / reduce_max.
+bool isReduction(Operation *op);
+/// A last-two-dims transpose read only by matmuls: the GEMMs read its input
+/// with the transpose flag, so it is never computed.
+bool isFoldedIntoGemm(Operation *op);
+
+/// GEMMs (GemmLowering.cpp): one cuBLASLt call each (tx.gemm's C first
+/// broadcast into the output by a loop kernel).
+LogicalResult lowerMatMul(LoweringContext &ctx, tx::MatMulOp op);
+LogicalResult lowerGemm(LoweringContext &ctx, tx::GemmOp op);
 
 /// Emits the kernel(s) of |op|: a materialized elemental value, a
 /// reduction, a fused norm/softmax/loss, an optimizer or a scatter.

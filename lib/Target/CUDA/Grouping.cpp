@@ -1,0 +1,281 @@
+//===- Grouping.cpp - which values of a step live in memory ---------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The kernel grouping of the GPU lowering: decides which values are
+// materialized (stored by a kernel, GEMM or fused op) and which are
+// recomputed inside the kernels that read them. An elementwise, broadcast
+// or data-movement op (isElementalOp) whose result has exactly one user,
+// which is itself such an op or a reduction, is computed inside that
+// user's kernel. The rules below widen that where it saves memory traffic
+// without changing a single rounding (docs/GPU.md lists them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtils.h"
+#include "Lowering.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+bool cuda::isReduction(Operation *op) {
+  return isa<tx::ReduceSumOp, tx::ReduceMeanOp, tx::ReduceMaxOp>(op);
+}
+
+/// Users that compute their operands' elements in their own kernel.
+static bool fusesOperands(Operation *user) {
+  return isElementalOp(user) || isReduction(user);
+}
+
+/// A transpose that only swaps the last two dims, read only by matmuls: the
+/// GEMMs read its input with the transpose flag instead (the GEMM normal
+/// form), so it is never computed.
+bool cuda::isFoldedIntoGemm(Operation *op) {
+  auto transpose = dyn_cast<tx::TransposeOp>(op);
+  if (!transpose)
+    return false;
+  llvm::ArrayRef<int64_t> perm = transpose.getPerm();
+  size_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != static_cast<int64_t>(rank - 1) ||
+      perm[rank - 1] != static_cast<int64_t>(rank - 2))
+    return false;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != static_cast<int64_t>(i))
+      return false;
+  Value result = transpose.getResult();
+  return !result.use_empty() &&
+         llvm::all_of(result.getUsers(), [](Operation *u) { return isa<tx::MatMulOp>(u); });
+}
+
+/// Kernels that read every operand element through KernelBuilder::load,
+/// which converts a recomputed cast on the fly: the row kernels and the
+/// optimizers.
+static bool loadsOperands(Operation *user) {
+  return isa<tx::LayerNormOp, tx::RMSNormOp, tx::LayerNormGradOp,
+             tx::RMSNormGradOp, tx::SoftmaxOp, tx::SoftmaxCrossEntropyLossOp,
+             tx::SoftmaxCrossEntropyGradOp, tx::AdamOp, tx::SGDOp>(user);
+}
+
+/// A float tx.cast of a value that is in memory anyway, read only by kernels
+/// that compute their operands' elements or load them: recomputing it in
+/// each of them (one read of its input per user) beats storing it (a read
+/// and a write, then a read per user) however many users it has. In a bf16
+/// step this keeps the f32 copies of bf16 GEMM outputs (read by an
+/// activation and its gradient, a norm's backward, the optimizer) out of
+/// memory. GEMMs, attention and the step's results still need it stored.
+/// A view of a recomputed cast read only by kernels that load their
+/// operands: they read through it (KernelBuilder::storageOf) to the value
+/// the cast converts; it needs no memory of its own.
+static bool isLoadedView(Operation &view, const Materialization &plan) {
+  Value input = view.getOperand(0);
+  while (Operation *def = input.getDefiningOp()) {
+    if (!isViewOp(def))
+      break;
+    if (plan.isMaterialized(input))
+      return false;
+    input = def->getOperand(0);
+  }
+  auto castOp = input.getDefiningOp<tx::CastOp>();
+  if (!castOp || plan.isMaterialized(input) ||
+      !plan.isMaterialized(castOp.getInput()))
+    return false;
+  return llvm::all_of(view.getResult(0).getUsers(), loadsOperands);
+}
+
+static bool isRecomputedCast(Operation &op, const Materialization &plan) {
+  auto castOp = dyn_cast<tx::CastOp>(op);
+  if (!castOp || !isa<FloatType>(typeOf(castOp.getInput()).getElementType()) ||
+      !isa<FloatType>(typeOf(castOp.getResult()).getElementType()))
+    return false;
+  Value input = castOp.getInput();
+  Operation *def = input.getDefiningOp();
+  bool inputInMemory = !def || !isElementalOp(def) || plan.isMaterialized(input);
+  return inputInMemory &&
+         llvm::all_of(castOp.getResult().getUsers(), [](Operation *user) {
+           return fusesOperands(user) || loadsOperands(user);
+         });
+}
+
+/// A row kernel's f32 result read only by one cast to bf16/f16, maybe
+/// through reshapes (a norm's output or a loss gradient going into a GEMM),
+/// is written by the kernel in
+/// the cast's type: the f32 tensor and the cast kernel disappear, and the
+/// single rounding is the cast's own.
+static void absorbCastsIntoStores(func::FuncOp step, Materialization &plan) {
+  for (Operation &op : step.getBody().front()) {
+    // Results written by kb.store, once per element, in f32.
+    llvm::SmallVector<Value, 1> candidates;
+    if (isa<tx::LayerNormOp, tx::RMSNormOp, tx::SoftmaxOp,
+            tx::SoftmaxCrossEntropyGradOp, tx::LayerNormGradOp,
+            tx::RMSNormGradOp>(op))
+      candidates.push_back(op.getResult(0));
+    for (Value result : candidates) {
+      if (!typeOf(result).getElementType().isF32())
+        continue;
+      // Through single-use views (same elements, same order) to the cast.
+      Value reader = result;
+      while (reader.hasOneUse() &&
+             isViewOp(*reader.getUsers().begin()))
+        reader = reader.getUsers().begin()->getResult(0);
+      if (!reader.hasOneUse() || (reader != result && plan.isMaterialized(reader)))
+        continue;
+      auto castOp = dyn_cast<tx::CastOp>(*reader.getUsers().begin());
+      if (!castOp)
+        continue;
+      Type to = typeOf(castOp.getResult()).getElementType();
+      if (!to.isBF16() && !to.isF16())
+        continue;
+      plan.materialized.erase(result);
+      plan.materialized.insert(castOp.getResult());
+      plan.storedAs[result] = castOp.getResult();
+      plan.absorbedCasts.insert(castOp);
+    }
+  }
+}
+
+/// Arithmetic the elemental emitter computes from its operands alone (no
+/// index remapping, no random numbers): the ops worth recomputing.
+static bool isArithmetic(Operation *op) {
+  if (auto constant = dyn_cast<tx::ConstantOp>(op))
+    return cast<ElementsAttr>(constant.getValue()).isSplat();
+  return isa<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::PowOp, tx::MaxOp,
+             tx::MinOp, tx::WhereOp, tx::SqrtOp, tx::ReciprocalOp, tx::ErfOp,
+             tx::TanhOp, tx::SigmoidOp, tx::ExpOp, tx::LogOp, tx::NegOp,
+             tx::ReluOp, tx::CastOp, tx::EqualOp, tx::LessOp, tx::GreaterOp,
+             tx::LessOrEqualOp, tx::GreaterOrEqualOp, tx::NotOp, tx::AndOp,
+             tx::OrOp, tx::IsNaNOp>(op);
+}
+
+/// What recomputing a value costs a kernel: the arithmetic ops it evaluates
+/// and the large values in memory it reads (those with at least a quarter
+/// of the result's elements; biases and scalars are cheap to read).
+struct RecomputeCost {
+  int ops = 0;
+  llvm::SmallPtrSet<Value, 4> largeReads;
+};
+
+/// Adds the cost of recomputing |v| for a result of |resultElements|
+/// elements; false past |maxOps| ops or |maxReads| large reads, or when the
+/// way down crosses anything else (data movement, random numbers, an op
+/// whose result is not stored).
+static bool addRecomputeCost(Value v, const Materialization &plan,
+                             int64_t resultElements, int maxOps, unsigned maxReads,
+                             RecomputeCost &cost) {
+  Operation *def = v.getDefiningOp();
+  if (!def || plan.isMaterialized(v)) {
+    if (typeOf(v).getNumElements() * 4 >= resultElements)
+      cost.largeReads.insert(v);
+    return cost.largeReads.size() <= maxReads;
+  }
+  if (!isArithmetic(def) || ++cost.ops > maxOps)
+    return false;
+  for (Value operand : def->getOperands())
+    if (!addRecomputeCost(operand, plan, resultElements, maxOps, maxReads, cost))
+      return false;
+  return true;
+}
+
+/// An arithmetic value with several readers, all of which compute their
+/// operands' elements, that a short expression over values in memory
+/// gives: each reader recomputes it (a GELU's intermediates, read by the
+/// forward and by its gradient) instead of a store and a load per reader.
+/// Materialized, a value read by k kernels costs its R large reads, one
+/// write and k reads; recomputed, k * R reads: so one large read allows
+/// four readers, two large reads two readers, and a chain never grows
+/// (a residual sum of sums stays materialized).
+static bool isRecomputedExpression(Operation &op, const Materialization &plan) {
+  if (op.getNumResults() != 1 || !isArithmetic(&op))
+    return false;
+  Value result = op.getResult(0);
+  llvm::SmallPtrSet<Operation *, 4> users(result.getUsers().begin(),
+                                           result.getUsers().end());
+  if (users.size() < 2 || users.size() > 4 ||
+      !llvm::all_of(users, [](Operation *u) { return fusesOperands(u); }))
+    return false;
+  RecomputeCost cost;
+  if (!addRecomputeCost(result, plan, typeOf(result).getNumElements(),
+                        /*maxOps=*/12, /*maxReads=*/2, cost))
+    return false;
+  return cost.largeReads.size() <= 1 || users.size() <= 2;
+}
+
+/// An f32 elemental value read only by one cast to a narrower float type
+/// and by reductions: the backward's gradient of a linear layer's output
+/// (the GELU gradient, the concatenated q/k/v gradient), narrowed for the
+/// GEMMs and summed over rows for the bias gradient. Both readers compute
+/// it themselves, so the f32 tensor (its write and two reads) never exists;
+/// they compute the same f32 elements, so nothing changes numerically.
+static bool isNarrowedAndReduced(Operation &op) {
+  if (op.getNumResults() != 1 || !isElementalOp(&op))
+    return false;
+  Value result = op.getResult(0);
+  if (!typeOf(result).getElementType().isF32())
+    return false;
+  unsigned casts = 0, reductions = 0;
+  for (Operation *user : result.getUsers()) {
+    if (isReduction(user)) {
+      ++reductions;
+      continue;
+    }
+    auto cast = dyn_cast<tx::CastOp>(user);
+    if (!cast)
+      return false;
+    auto to = dyn_cast<FloatType>(typeOf(cast.getResult()).getElementType());
+    if (!to || to.getWidth() >= 32)
+      return false;
+    ++casts;
+  }
+  return casts == 1 && reductions >= 1 && reductions <= 2;
+}
+
+void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
+                                  unsigned &fusedOps) {
+  Block &body = step.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    plan.materialized.insert(arg);
+  for (Operation &op : body) {
+    if (isFoldedIntoGemm(&op)) {
+      plan.materialized.insert(op.getOperand(0));
+      continue;
+    }
+    if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
+        isNarrowedAndReduced(op))
+      continue;
+    for (Value result : op.getResults()) {
+      bool needed = !isElementalOp(&op);
+      llvm::SmallPtrSet<Operation *, 4> users;
+      for (Operation *user : result.getUsers())
+        users.insert(user);
+      if (users.size() != 1)
+        needed = true;
+      for (Operation *user : users)
+        if (!fusesOperands(user))
+          needed = true;
+      if (needed)
+        plan.materialized.insert(result);
+    }
+  }
+  // A materialized view needs its input in memory (it aliases it), unless
+  // only kernels that load through views read it (a reshape of a recomputed
+  // cast, read by a row kernel: KernelBuilder::storageOf).
+  for (Operation &op : llvm::reverse(body))
+    if (isViewOp(&op) &&
+        plan.isMaterialized(op.getResult(0))) {
+      if (isLoadedView(op, plan)) {
+        plan.materialized.erase(op.getResult(0));
+        continue;
+      }
+      plan.materialized.insert(op.getOperand(0));
+    }
+  absorbCastsIntoStores(step, plan);
+  fusedOps = 0;
+  for (Operation &op : body)
+    if (isElementalOp(&op) && op.getNumResults() && !isFoldedIntoGemm(&op) &&
+        llvm::none_of(op.getResults(), [&](Value r) { return plan.isMaterialized(r); }))
+      ++fusedOps;
+}
