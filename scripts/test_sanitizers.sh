@@ -7,6 +7,7 @@
 # report fails the test it happens in. Ends with one 'N passed' line.
 #
 #   scripts/test_sanitizers.sh          (.ci/run runs it after scripts/test.sh)
+#   TXOPT_ASAN_JOBS=1 scripts/test_sanitizers.sh   (build jobs; default 2)
 #
 # ASAN_OPTIONS: allow_user_poisoning=0 because MLIR's bump allocator, inlined
 # into our instrumented code while libMLIR is not, otherwise reports
@@ -40,8 +41,9 @@ grep -q '^TXOPT_ENABLE_SANITIZERS:BOOL=ON' "$build/CMakeCache.txt" || {
   echo "test_sanitizers: $build is not a sanitizer build (remove it)" >&2
   exit 2
 }
-# ASan roughly doubles the memory a translation unit needs; two jobs fit.
-ninja -C "$build" ${TXOPT_ASAN_JOBS:+-j "$TXOPT_ASAN_JOBS"}
+# ASan roughly doubles the memory a translation unit needs (up to ~3 GB):
+# two jobs fit a 2-core CI machine, where ninja's default would start four.
+ninja -C "$build" -j "${TXOPT_ASAN_JOBS:-2}"
 t1=$SECONDS
 
 # abort_on_error=1: a report ends the process with SIGABRT, not exit 1 (23

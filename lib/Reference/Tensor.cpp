@@ -267,6 +267,43 @@ llvm::Expected<Tensor> Tensor::fromAttr(ElementsAttr attr) {
 // Rounding
 //===----------------------------------------------------------------------===//
 
+/// float4e2m1 (OCP MX FP4: values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their
+/// negatives; no infinity, no NaN): round to nearest even, saturating to
+/// +-6 (infinities included), as ONNX's reference evaluator converts
+/// (ml_dtypes). NaN has no code: it becomes -0, which is what that
+/// reference gives (ONNX does not define it).
+static double roundToFloat4E2M1(double value) {
+  if (std::isnan(value))
+    return -0.0;
+  if (std::fabs(value) >= 6.0)
+    return std::copysign(6.0, value);
+  llvm::APFloat v(value);
+  bool lost;
+  v.convert(llvm::APFloat::Float4E2M1FN(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  v.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return v.convertToDouble();
+}
+
+/// float8e8m0 (OCP MX scale: 2^(code - 127) for codes 0 to 254, 255 is
+/// NaN; no zero, no sign): tx.cast rounds up to the next power of two and
+/// saturates, ONNX Cast's round_mode = 'up', saturate = 1 (its spec table:
+/// x below 2^-127, zero included, gives 2^-127; above 2^127 and infinity
+/// give 2^127; NaN stays NaN). The sign is dropped, as ONNX's reference
+/// does (negative values are unspecified there).
+static double roundUpToFloat8E8M0(double value) {
+  if (std::isnan(value))
+    return value;
+  double magnitude = std::fabs(value);
+  const double smallest = std::ldexp(1.0, -127), largest = std::ldexp(1.0, 127);
+  if (magnitude <= smallest)
+    return smallest;
+  if (magnitude >= largest)
+    return largest;
+  int exponent = 0;
+  double mantissa = std::frexp(magnitude, &exponent); // in [0.5, 1)
+  return mantissa == 0.5 ? magnitude : std::ldexp(1.0, exponent);
+}
+
 double mlir::txopt::reference::roundToType(FloatType type, double value) {
   if (type.isF64())
     return value;
@@ -283,6 +320,10 @@ double mlir::txopt::reference::roundToType(FloatType type, double value) {
     return roundToFloat8(value, kFloat8E4M3FN);
   if (isa<Float8E5M2Type>(type))
     return roundToFloat8(value, kFloat8E5M2);
+  if (isa<Float4E2M1FNType>(type))
+    return roundToFloat4E2M1(value);
+  if (isa<Float8E8M0FNUType>(type))
+    return roundUpToFloat8E8M0(value);
   if (std::isnan(value))
     return value;
   // The FNUZ FP8 formats have no infinity: they saturate too, infinities

@@ -339,6 +339,15 @@ bool isSupportedOp(llvm::StringRef domain, llvm::StringRef opType);
 LogicalResult checkNodeSchema(const onnx::NodeProto &node, int64_t opset,
                               const std::string &label, std::string &error);
 
+/// For a model at a default-domain |opset| older than kMinOpset: the first
+/// default-domain node of |graph| or its subgraphs (depth first) whose op
+/// libonnx defines differently at |opset| than at kMinOpset (another schema
+/// version, or none at one of them), as {node, its index in its graph}; a
+/// null node when every op has the same definition at both, so the model
+/// reads exactly as at kMinOpset (SchemaCheck.cpp).
+std::pair<const onnx::NodeProto *, int>
+firstOpChangedBefore(const onnx::GraphProto &graph, int64_t opset);
+
 /// Default-domain opset that introduced |opType| as tx imports it, e.g. 17
 /// for LayerNormalization; 0 when any supported opset will do.
 int64_t minimumOpsetFor(llvm::StringRef opType);

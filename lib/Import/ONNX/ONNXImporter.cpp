@@ -212,7 +212,21 @@ LogicalResult GraphImporter::checkModel(const onnx::ModelProto &model) {
     producer += (producer.empty() ? "" : " ") + model.producer_version();
   info.producer = producer;
   // Older models are not converted here: onnx's version converter does it
-  // (and knows every op's history), so the message says how.
+  // (and knows every op's history), so the message says how. A model whose
+  // ops all have the same definition at its opset as at kMinOpset (Not,
+  // unchanged since opset 1) means the same read at kMinOpset, and is.
+  if (opset >= 1 && opset < kMinOpset) {
+    auto [changed, index] = firstOpChangedBefore(model.graph(), opset);
+    if (changed)
+      return fail("opset_import: default-domain opset " + std::to_string(opset) +
+                  " is older than txopt reads (" + std::to_string(kMinOpset) +
+                  " to " + std::to_string(kMaxOpset) + "), and " +
+                  nodeLabel(*changed, index) + " is defined differently there " +
+                  "than at opset " + std::to_string(kMinOpset) +
+                  "; upgrade the model first, e.g. with "
+                  "onnx.version_converter.convert_version(model, 13)");
+    opset = kMinOpset;
+  }
   if (opset < kMinOpset)
     return fail("opset_import: default-domain opset " + std::to_string(opset) +
                 " is older than txopt reads (" + std::to_string(kMinOpset) +

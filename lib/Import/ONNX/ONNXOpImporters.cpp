@@ -163,6 +163,58 @@ static LogicalResult importNonSaturatingFloat8Cast(NodeImporter &n,
   return setOne(n, n.createOne<tx::WhereOp>({*overflow, nan, *saturated}));
 }
 
+/// Cast from a float to int4/uint4/int2/uint2 (ONNX types 22, 21, 26, 25).
+/// ONNX's reference evaluator (onnx.reference, Cast: x.astype(dtype), which
+/// is ml_dtypes' conversion) truncates toward zero and gives 0 for NaN, the
+/// infinities and every value whose truncation lies outside the target's
+/// range; tx.cast would instead saturate to int64 and wrap to the width
+/// (8.0 to int4 giving -8). trunc(x) lies in [lo, hi] exactly when
+/// lo - 1 < x < hi + 1, which NaN fails. The comparisons run in x's type
+/// when it holds both bounds exactly (16-bit floats and wider do), else in
+/// f32, which holds every value of the narrower floats (float8e5m2 has no
+/// -9, int4's lower bound).
+static LogicalResult importFloatToSubByteInt(NodeImporter &n, Type target,
+                                             int32_t dataType) {
+  unsigned width = target.getIntOrFloatBitWidth();
+  bool isUnsigned = dataType == 21 || dataType == 25;
+  int64_t lo = isUnsigned ? 0 : -(int64_t(1) << (width - 1));
+  int64_t hi = isUnsigned ? (int64_t(1) << width) - 1
+                          : (int64_t(1) << (width - 1)) - 1;
+  auto inType = n.type(0);
+  auto exactIn = [](FloatType type, int64_t v) {
+    llvm::APFloat f(static_cast<double>(v));
+    bool lost = false;
+    f.convert(type.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    return std::make_pair(f, !lost);
+  };
+  auto compareType = llvm::cast<FloatType>(inType.getElementType());
+  Value x = n.input(0);
+  if (!exactIn(compareType, lo - 1).second || !exactIn(compareType, hi + 1).second) {
+    compareType = n.builder.getF32Type();
+    auto wide = n.createOne<tx::CastOp>({x}, {}, inType.clone(compareType));
+    if (failed(wide))
+      return failure();
+    x = *wide;
+  }
+  auto bound = [&](int64_t v) {
+    return n.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, compareType),
+        llvm::ArrayRef(exactIn(compareType, v).first)));
+  };
+  Value below = bound(lo - 1), above = bound(hi + 1);
+  Value zero = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, target), llvm::APInt(width, 0)));
+  auto aboveLow = n.createOne<tx::GreaterOp>({x, below});
+  auto belowHigh = n.createOne<tx::LessOp>({x, above});
+  auto converted = n.createOne<tx::CastOp>({n.input(0)}, {}, inType.clone(target));
+  if (failed(aboveLow) || failed(belowHigh) || failed(converted))
+    return failure();
+  auto inRange = n.createOne<tx::AndOp>({*aboveLow, *belowHigh});
+  if (failed(inRange))
+    return failure();
+  return setOne(n, n.createOne<tx::WhereOp>({*inRange, *converted, zero}));
+}
+
 LogicalResult importCast(NodeImporter &n) {
   const onnx::AttributeProto *to = n.findAttr("to");
   if (failed(n.expectInputs(1, 1)))
@@ -175,17 +227,27 @@ LogicalResult importCast(NodeImporter &n) {
   Type elementType = convertElementType(n.getContext(), *dataType);
   if (!elementType)
     return n.fail("cast to " + dataTypeName(*dataType) + " is not supported");
-  // ONNX does not say how a float becomes a 4- or 2-bit integer out of its
-  // range (its tests expect what ml_dtypes happens to do); tx would wrap.
   if (elementType.isInteger() && elementType.getIntOrFloatBitWidth() < 8 &&
       !elementType.isInteger(1) && isa<FloatType>(n.type(0).getElementType()))
-    return n.fail("cast from a float to " + dataTypeName(*dataType) +
-                  " is not supported (out-of-range values are not defined)");
+    return importFloatToSubByteInt(n, elementType, *dataType);
   // tx.cast to FP8 saturates (the default, saturate = 1); ONNX's other
   // mode sends overflow to NaN or infinity.
   auto saturate = n.opset >= 19 ? n.attrInt("saturate", 1) : FailureOr<int64_t>(1);
   if (failed(saturate))
     return failure();
+  // tx.cast to float8e8m0 rounds up and saturates (ONNX's defaults, and
+  // CUDA's conversion); the other modes are not implemented.
+  if (isa<Float8E8M0FNUType>(elementType)) {
+    auto roundMode = n.opset >= 24 ? n.attrString("round_mode", "up")
+                                   : FailureOr<std::string>(std::string("up"));
+    if (failed(roundMode))
+      return failure();
+    if (*roundMode != "up" || *saturate == 0)
+      return n.fail("cast to float8e8m0 with round_mode = '" + *roundMode +
+                    "' and saturate = " + std::to_string(*saturate) +
+                    " is not supported (only round_mode = 'up' with "
+                    "saturate = 1, the default)");
+  }
   if (*saturate == 0 && isa<FloatType>(elementType) &&
       elementType.getIntOrFloatBitWidth() == 8)
     return importNonSaturatingFloat8Cast(n, llvm::cast<FloatType>(elementType),

@@ -131,6 +131,10 @@ Type onnx_import::convertElementType(MLIRContext *context, int32_t dataType) {
   case kFloat8E4M3FNUZ: return b.getType<Float8E4M3FNUZType>();
   case kFloat8E5M2: return b.getType<Float8E5M2Type>();
   case kFloat8E5M2FNUZ: return b.getType<Float8E5M2FNUZType>();
+  // OCP's MX element and scale types (opsets 23 and 24); the packed data
+  // of float4e2m1 is not read (convertTensorType refuses it), as for int4.
+  case 23: return b.getType<Float4E2M1FNType>();  // float4e2m1
+  case 24: return b.getType<Float8E8M0FNUType>(); // float8e8m0
   // The 4- and 2-bit integers (opsets 21 and 25) are signless integers of
   // their width like the others; their packed tensor data is not read
   // (convertTensorType refuses it), so they come in as graph inputs.
@@ -210,7 +214,8 @@ onnx_import::convertTensorType(MLIRContext *context,
   Type elementType = convertElementType(context, dataType);
   if (!elementType)
     return fail("has unsupported data type " + dataTypeName(dataType));
-  // ONNX packs 4- and 2-bit integers several to a byte; nothing reads that.
+  // ONNX packs 4- and 2-bit integers and float4e2m1 several to a byte;
+  // nothing reads that.
   if (elementType.getIntOrFloatBitWidth() < 8 && !elementType.isInteger(1))
     return fail("has data type " + dataTypeName(dataType) +
                 ", whose packed data txopt does not read");

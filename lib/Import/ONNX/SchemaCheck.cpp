@@ -198,3 +198,29 @@ LogicalResult onnx_import::checkNodeSchema(const onnx::NodeProto &node,
   }
   return success();
 }
+
+std::pair<const onnx::NodeProto *, int>
+onnx_import::firstOpChangedBefore(const onnx::GraphProto &graph, int64_t opset) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    if (node.domain().empty() || node.domain() == "ai.onnx") {
+      // Schema(op, v) is the op's newest definition at or below v; the same
+      // schema at both opsets means the op did not change in between.
+      const onnx::OpSchema *old =
+          onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset));
+      const onnx::OpSchema *current = onnx::OpSchemaRegistry::Schema(
+          node.op_type(), static_cast<int>(kMinOpset));
+      if (!old || !current || old->SinceVersion() != current->SinceVersion())
+        return {&node, i};
+    }
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (attr.has_g())
+        if (auto found = firstOpChangedBefore(attr.g(), opset); found.first)
+          return found;
+      for (const onnx::GraphProto &g : attr.graphs())
+        if (auto found = firstOpChangedBefore(g, opset); found.first)
+          return found;
+    }
+  }
+  return {nullptr, 0};
+}

@@ -7,8 +7,9 @@
 // importer tracks which ONNX values are unsigned and gives those ops
 // zero-extended i64 operands, narrowing the result back where it is of the
 // operand type. uint64 has no wider type: its comparisons and Max/Min are
-// rewritten on the signed order, a Cast from a float to uint64 is split at
-// 2^63, and the other sign-dependent ops refuse a uint64 operand.
+// rewritten on the signed order, Div and Mod through a halved dividend,
+// Pow's uint64 exponent split at 2^63, a Cast from a float to uint64 is
+// split at 2^63, and the other sign-dependent ops refuse a uint64 operand.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +87,103 @@ FailureOr<Value> compareUnsigned64(NodeImporter &n, Value a, Value b) {
   return n.createOne<tx::XorOp>({*once, *bNeg});
 }
 
+/// `a /u b` (or `a %u b` when |remainder|) for uint64 in signless i64,
+/// with signed truncating division only. A divisor from 2^63 up (negative
+/// as i64) goes into any dividend at most once: the quotient is `a >=u b`.
+/// A smaller divisor is positive as i64; halving the dividend first
+/// (`h = a >>u 1`, which is non-negative) makes the signed division exact:
+/// q0 = 2 * (h / b) is the true quotient or one less, and the remainder
+/// a - q0 * b (below 2b, so it fits u64) says which. `a >>u 1` is a / 2
+/// for a >= 0 and (a - INT64_MIN) / 2 + 2^62 for a < 0 (a - INT64_MIN
+/// wraps to a + 2^63, in [0, 2^63)). b = 0 divides by zero where signed
+/// Div would, with the executor's error.
+FailureOr<Value> divideUnsigned64(NodeImporter &n, Value a, Value b,
+                                  bool remainder) {
+  auto i64 = n.builder.getI64Type();
+  auto scalar = [&](int64_t v) {
+    return n.constant(DenseElementsAttr::get(RankedTensorType::get({}, i64), v));
+  };
+  Value zero = scalar(0), one = scalar(1), two = scalar(2);
+  Value minValue = scalar(std::numeric_limits<int64_t>::min());
+  Value quarter = scalar(int64_t(1) << 62);
+  auto aNeg = n.createOne<tx::LessOp>({a, zero});
+  auto bNeg = n.createOne<tx::LessOp>({b, zero});
+  auto halfPos = n.createOne<tx::DivOp>({a, two});
+  auto shifted = n.createOne<tx::SubOp>({a, minValue});
+  if (failed(aNeg) || failed(bNeg) || failed(halfPos) || failed(shifted))
+    return failure();
+  auto shiftedHalf = n.createOne<tx::DivOp>({*shifted, two});
+  if (failed(shiftedHalf))
+    return failure();
+  auto halfNeg = n.createOne<tx::AddOp>({*shiftedHalf, quarter});
+  if (failed(halfNeg))
+    return failure();
+  auto half = n.createOne<tx::WhereOp>({*aNeg, *halfNeg, *halfPos});
+  if (failed(half))
+    return failure();
+  // Small divisor: q0 = 2 * (h / b), corrected by one when a - q0 * b >=u b.
+  auto partial = n.createOne<tx::DivOp>({*half, b});
+  if (failed(partial))
+    return failure();
+  auto q0 = n.createOne<tx::MulOp>({*partial, two});
+  if (failed(q0))
+    return failure();
+  auto q0b = n.createOne<tx::MulOp>({*q0, b});
+  if (failed(q0b))
+    return failure();
+  auto r0 = n.createOne<tx::SubOp>({a, *q0b});
+  if (failed(r0))
+    return failure();
+  auto carry = compareUnsigned64<tx::GreaterOrEqualOp>(n, *r0, b);
+  if (failed(carry))
+    return failure();
+  auto carryInt = n.createOne<tx::WhereOp>({*carry, one, zero});
+  if (failed(carryInt))
+    return failure();
+  auto qSmall = n.createOne<tx::AddOp>({*q0, *carryInt});
+  // Large divisor: one when a >=u b, else zero.
+  auto fits = compareUnsigned64<tx::GreaterOrEqualOp>(n, a, b);
+  if (failed(qSmall) || failed(fits))
+    return failure();
+  auto qLarge = n.createOne<tx::WhereOp>({*fits, one, zero});
+  if (failed(qLarge))
+    return failure();
+  auto quotient = n.createOne<tx::WhereOp>({*bNeg, *qLarge, *qSmall});
+  if (failed(quotient) || !remainder)
+    return quotient;
+  auto qb = n.createOne<tx::MulOp>({*quotient, b});
+  if (failed(qb))
+    return failure();
+  return n.createOne<tx::SubOp>({a, *qb});
+}
+
+/// Pow(x, y) with a float base and a uint64 exponent (ONNX's only uint64
+/// Pow: the base type has no unsigned integers). Exponents below 2^63 read
+/// the same as i64. From 2^63 up every exponent is an even integer at
+/// least 2^63, and for every double x, x^y is then x^(2^63): 1 for |x| = 1,
+/// 0 below, infinity above, NaN for NaN (the smallest double past 1,
+/// 1 + 2^-52, already overflows: e^2048). So those take x^c with c = 2^63
+/// in x's type, or infinity where the type cannot hold it (f16), which
+/// pow treats the same on every x.
+FailureOr<Value> powUnsigned64Exponent(NodeImporter &n, Value x, Value y) {
+  auto floatType = llvm::cast<FloatType>(
+      llvm::cast<RankedTensorType>(x.getType()).getElementType());
+  llvm::APFloat big(std::ldexp(1.0, 63));
+  bool lost = false;
+  big.convert(floatType.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+              &lost);
+  Value bigExponent = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, floatType), llvm::ArrayRef(big)));
+  Value zero = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, n.builder.getI64Type()), int64_t(0)));
+  auto huge = n.createOne<tx::LessOp>({y, zero});
+  auto direct = n.createOne<tx::PowOp>({x, y});
+  auto saturated = n.createOne<tx::PowOp>({x, bigExponent});
+  if (failed(huge) || failed(direct) || failed(saturated))
+    return failure();
+  return n.createOne<tx::WhereOp>({*huge, *saturated, *direct});
+}
+
 /// The uint64 forms of the sign-dependent ops that need no wider type:
 /// ordering comparisons and Max/Min (a select on `<u`). Fails (with the
 /// node's error) for the others.
@@ -122,6 +220,12 @@ LogicalResult importUnsigned64(NodeImporter &n) {
       acc = *picked;
     }
     result = acc;
+  } else if ((op == "Div" || op == "Mod") && n.numInputs() == 2) {
+    // Mod on unsigned values has no sign to choose: fmod = 0 and 1 agree.
+    result = divideUnsigned64(n, n.input(0), n.input(1), op == "Mod");
+  } else if (op == "Pow" && n.numInputs() == 2 &&
+             isa<FloatType>(n.type(0).getElementType())) {
+    result = powUnsigned64Exponent(n, n.input(0), n.input(1));
   } else {
     return n.fail(op + " on uint64 is not supported: tx integers are signless, "
                        "and there is no wider type to compute it in");

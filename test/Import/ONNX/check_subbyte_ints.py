@@ -3,7 +3,10 @@
 """int4/uint4/int2/uint2 graph inputs (their values given as int8 .npy):
 casts to wider types, wrapping Add, equality, and the sign-dependent ops
 (Less, Max) on unsigned values past the signed range, against numpy on the
-values (results wrapped to the width as ONNX's integer arithmetic does).
+values (results wrapped to the width as ONNX's integer arithmetic does);
+and Cast from float, float16 and double to each of them, out-of-range,
+fractional and non-finite values included, against ONNX's reference
+semantics.
 check_subbyte_ints.py TXOPT TXOPT_RUN WORKDIR. One line per case."""
 import os
 import subprocess
@@ -71,6 +74,60 @@ for tname, ttype, bits, signed in types:
             continue
         got = np.load(os.path.join(out, "y.npy"))
         if np.array_equal(got.astype(np.asarray(want).dtype), want):
+            print("%s: ok" % name)
+        else:
+            print("%s: FAIL expected %s, got %s" % (name, want, got))
+            failed += 1
+
+# Cast from a float to the sub-byte integers: ONNX's reference evaluator
+# (x.astype(ml_dtypes type)) truncates toward zero and gives 0 for NaN, the
+# infinities and whatever truncates outside the type's range. The expected
+# values are that rule written out; ml_dtypes must agree.
+x = np.array([-1e30, -np.inf, -9.5, -9, -8.99, -8.5, -8, -7.5, -3, -2.5, -2.01,
+              -2, -1.5, -1, -0.99, -0.5, -0.0, 0, 0.25, 0.99, 1, 1.5, 1.99, 2,
+              2.5, 3, 3.99, 4, 7, 7.9, 8, 8.5, 15, 15.75, 16, 17, 1e30, np.inf,
+              np.nan], dtype=np.float64)
+import ml_dtypes  # onnx's own dependency (its float8/int4 numpy types)
+for tname, ttype, bits, signed in types:
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    floats = [("float", TensorProto.FLOAT, np.float32),
+              ("float16", TensorProto.FLOAT16, np.float16),
+              ("double", TensorProto.DOUBLE, np.float64)]
+    # float8e5m2 has no -9 (int4's lower bound): the importer compares in
+    # f32 there. Its values go to txopt-run as float32 (exact).
+    floats.append(("float8e5m2", TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2))
+    for fname, ftype, np_float in floats:
+        name = "cast_%s_to_%s" % (fname, tname)
+        total += 1
+        with np.errstate(over="ignore", invalid="ignore"):
+            xf = x.astype(np_float)
+        xd = xf.astype(np.float64)
+        t = np.trunc(np.where(np.isfinite(xd), xd, 0))
+        want = np.where((t >= lo) & (t <= hi), t, 0).astype(np.int64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ref = xf.astype(getattr(ml_dtypes, tname)).astype(np.int64)
+        assert np.array_equal(ref, want), (name, ref, want)
+        graph = helper.make_graph(
+            [helper.make_node("Cast", ["x"], ["c"], to=ttype),
+             helper.make_node("Cast", ["c"], ["y"], to=TensorProto.INT64)], name,
+            [helper.make_tensor_value_info("x", ftype, [len(x)])],
+            [helper.make_tensor_value_info("y", TensorProto.INT64, [len(x)])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
+        path = os.path.join(work, name + ".onnx")
+        onnx.save(model, path)
+        npy = os.path.join(work, name + "_x.npy")
+        np.save(npy, xf if xf.dtype.itemsize >= 2 else xf.astype(np.float32))
+        mlir, out = os.path.join(work, name + ".mlir"), os.path.join(work, name)
+        p = subprocess.run([txopt, path, "-o", mlir, "-q"], capture_output=True, text=True)
+        if p.returncode == 0:
+            p = subprocess.run([txopt_run, mlir, "--output-dir", out, "--input", "x=" + npy],
+                               capture_output=True, text=True)
+        if p.returncode != 0:
+            print("%s: FAIL %s" % (name, p.stderr.strip()))
+            failed += 1
+            continue
+        got = np.load(os.path.join(out, "y.npy"))
+        if np.array_equal(got, want):
             print("%s: ok" % name)
         else:
             print("%s: FAIL expected %s, got %s" % (name, want, got))

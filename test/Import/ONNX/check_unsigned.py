@@ -22,7 +22,7 @@ U = {np.uint8: TensorProto.UINT8, np.uint16: TensorProto.UINT16,
      np.uint32: TensorProto.UINT32, np.float32: TensorProto.FLOAT,
      np.int32: TensorProto.INT32, np.uint64: TensorProto.UINT64,
      np.float64: TensorProto.DOUBLE, np.bool_: TensorProto.BOOL,
-     np.int64: TensorProto.INT64}
+     np.int64: TensorProto.INT64, np.float16: TensorProto.FLOAT16}
 
 
 def values(dtype):
@@ -67,6 +67,31 @@ base = np.array([2.0, 1.0, 0.5, 1.0, 1.0, 1.0], dtype=np.float32)
 e = np.array([3, 200, 2, 255, 0, 1], dtype=np.uint8)
 cases.append(("pow_float_uint8", "Pow", {}, [base, e], np.power(base, e.astype(np.float32))))
 
+# uint64 Div and Mod (no wider type: computed on a halved dividend) over
+# every pair of dividends and non-zero divisors around the signed limit.
+edges = np.array([0, 1, 2, 3, 7, 2 ** 32 + 5, 2 ** 62, 2 ** 63 - 1, 2 ** 63,
+                  2 ** 63 + 1, 3 * 2 ** 62 + 11, 2 ** 64 - 2, 2 ** 64 - 1], dtype=np.uint64)
+rng = np.random.default_rng(16)
+edges = np.concatenate([edges, rng.integers(0, 2 ** 64 - 1, size=8, dtype=np.uint64, endpoint=True)])
+da = np.repeat(edges, len(edges) - 1)
+db = np.tile(edges[edges != 0], len(edges))
+cases += [
+    ("div_uint64", "Div", {}, [da, db], da // db),
+    ("mod_uint64", "Mod", {}, [da, db], da % db),
+    ("fmod_uint64", "Mod", {"fmod": 1}, [da, db], da % db),
+]
+# Pow with a uint64 exponent (float bases only in ONNX): exponents from
+# 2^63 up included; numpy computes it in float64, as ONNX's reference does.
+bases = np.array([-2, -1, -0.5, 0, 0.5, 1, 2, 1.0001, np.nan, np.inf, -np.inf])
+exps = np.array([0, 1, 2, 3, 2 ** 53 + 1, 2 ** 63 - 1, 2 ** 63, 2 ** 63 + 1,
+                 2 ** 64 - 1], dtype=np.uint64)
+pb = np.repeat(bases, len(exps))
+pe = np.tile(exps, len(bases))
+for ft in (np.float32, np.float16, np.float64):
+    with np.errstate(all="ignore"):
+        want = np.power(pb.astype(ft).astype(np.float64), pe.astype(np.float64)).astype(ft)
+    cases.append(("pow_%s_uint64" % ft.__name__, "Pow", {}, [pb.astype(ft), pe], want))
+
 failed = 0
 for name, op, attrs, inputs, want in cases:
     names = ["x%d" % i for i in range(len(inputs))]
@@ -94,7 +119,8 @@ for name, op, attrs, inputs, want in cases:
         failed += 1
         continue
     got = np.load(os.path.join(out, "y.npy"))
-    if got.shape == want.shape and np.array_equal(got.astype(want.dtype), want):
+    if got.shape == want.shape and np.array_equal(got.astype(want.dtype), want,
+                                                  equal_nan=want.dtype.kind == "f"):
         print("%s: ok" % name)
     else:
         print("%s: FAIL expected %s, got %s" % (name, want, got))
