@@ -271,19 +271,6 @@ static std::pair<Value, Value> scaleFromAmax(KernelBuilder &kb, Value amax,
   return {s, arith::DivFOp::create(b, kb.f32(1.0), s)};
 }
 
-/// Lets |result| share the buffer of the step argument |state| when nothing
-/// after |op| reads the old value (as the optimizers do in OptimizerKernels.cpp),
-/// so its next-step copy disappears.
-static void updateInPlace(LoweringContext &ctx, Operation *op, Value state,
-                          Value result) {
-  if (!isa<BlockArgument>(state) || ctx.bufferOfValue.count(result))
-    return;
-  for (Operation *user : state.getUsers())
-    if (user != op && !user->isBeforeInBlock(op))
-      return;
-  ctx.bufferOfValue[result] = ctx.bufferFor(state);
-}
-
 /// tx.fp8_scale_update: one block rolls the history (newest first) and
 /// takes its NaN-skipping max (maxnum from 0, so max(0, maxNum(...)));
 /// thread 0 derives the scale. Bit-exact: f32 divisions are correctly

@@ -45,6 +45,12 @@ LogicalResult lowerPartialColumnSums(
     unsigned partialBuffer, int64_t parts, int64_t cols, bool isMax,
     llvm::function_ref<void(KernelBuilder &, Value col, Value sum)> finish);
 
+/// Lets |result| share the buffer of the step argument |state| when nothing
+/// after |op| reads the old value: an element-wise update (each thread reads
+/// element i and writes element i: the optimizers, the FP8 scale) is then
+/// safe in place, and the next-step copy of the result disappears.
+void updateInPlace(LoweringContext &ctx, Operation *op, Value state, Value result);
+
 } // namespace mlir::txopt::cuda
 
 #endif // TXOPT_LIB_TARGET_CUDA_KERNELUTILS_H

@@ -21,12 +21,7 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
-/// Lets the optimizer write |result| over |state| (a step argument) when
-/// nothing after |op| reads the old value: each thread reads element i and
-/// writes element i, so the update is safe in place, and the next-step copy
-/// of the result disappears.
-static void updateInPlace(LoweringContext &ctx, Operation *op, Value state,
-                          Value result) {
+void cuda::updateInPlace(LoweringContext &ctx, Operation *op, Value state, Value result) {
   if (!isa<BlockArgument>(state) || ctx.bufferOfValue.count(result))
     return;
   for (Operation *user : state.getUsers())
