@@ -28,8 +28,9 @@ Model sizes follow test/Inputs/models: 2 layers, hidden 128, 4 heads, vocab
 which output a scalar cross-entropy loss).
 
 Each model is exported at opset 14 and 17 with the TorchScript exporter
-(torch.onnx.export(..., dynamo=False)) and at opset 18 with the dynamo exporter
-(dynamo=True), where the exporter manages; failures are logged and skipped.
+(torch.onnx.export(..., dynamo=False)) and at opsets 18 and 24 with the dynamo
+exporter (dynamo=True), where the exporter manages; failures are logged and
+skipped.
 
 For every file <name>.onnx it writes <name>.ref.json with the input recipe,
 the PyTorch eager outputs and the onnxruntime (CPU) outputs, runs
@@ -283,7 +284,10 @@ def adam_output_names() -> list[str]:
 # --------------------------------------------------------------------------
 
 TS14, TS17, DYN18 = ("torchscript", 14), ("torchscript", 17), ("dynamo", 18)
-ALL = (TS14, TS17, DYN18)
+# Opset 24: the dynamo exporter writes F.scaled_dot_product_attention as
+# ONNX Attention and F.gelu as Gelu there.
+DYN24 = ("dynamo", 24)
+ALL = (TS14, TS17, DYN18, DYN24)
 
 
 @dataclasses.dataclass

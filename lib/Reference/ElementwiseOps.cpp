@@ -273,7 +273,7 @@ Tensor evalCast(Operation *op, const Tensor &input, const ExecutorOptions &optio
   if (result.isFloat()) {
     for (int64_t i = 0; i < n; ++i) {
       if (input.isFloat()) {
-        result.floats()[i] = input.floats()[i];
+        result.floats()[i] = saturateInfinityForFP8(to, input.floats()[i]);
       } else if (to.isF32() && !options.computeInF64) {
         // One rounding from int64 (double first would round twice).
         result.floats()[i] = static_cast<float>(input.ints()[i]);

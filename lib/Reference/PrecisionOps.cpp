@@ -57,8 +57,10 @@ Tensor evalScaledCast(Operation *op, const Tensor &input, double factor,
                       const ExecutorOptions &options) {
   Type f32 = Float32Type::get(op->getContext());
   Tensor result = makeResult(op);
+  Type to = result.getElementType();
   for (int64_t i = 0, n = result.getNumElements(); i < n; ++i)
-    result.floats()[i] = roundUnlessF64(f32, input.floats()[i] * factor, options);
+    result.floats()[i] = saturateInfinityForFP8(
+        to, roundUnlessF64(f32, input.floats()[i] * factor, options));
   return result;
 }
 

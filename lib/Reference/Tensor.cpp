@@ -304,6 +304,13 @@ static double roundUpToFloat8E8M0(double value) {
   return mantissa == 0.5 ? magnitude : std::ldexp(1.0, exponent);
 }
 
+double mlir::txopt::reference::saturateInfinityForFP8(Type type,
+                                                      double value) {
+  if (!std::isinf(value) || !isa<Float8E5M2Type>(type))
+    return value;
+  return std::copysign(kFloat8E5M2.maxFinite, value);
+}
+
 double mlir::txopt::reference::roundToType(FloatType type, double value) {
   if (type.isF64())
     return value;
@@ -315,11 +322,14 @@ double mlir::txopt::reference::roundToType(FloatType type, double value) {
     return roundToFloat16(value);
   // The OCP FP8 formats saturate, as TE's casts and cuBLASLt's FP8 outputs
   // do (and ONNX Cast with its default saturate=1); APFloat would overflow
-  // E4M3FN to NaN.
+  // E4M3FN to NaN. An infinity already in an E5M2 value stays one (E5M2 has
+  // them: ONNX Cast with saturate=0 makes them); the conversions into FP8
+  // (tx.cast, tx.quantize) saturate infinities themselves
+  // (saturateInfinityForFP8).
   if (isa<Float8E4M3FNType>(type))
     return roundToFloat8(value, kFloat8E4M3FN);
   if (isa<Float8E5M2Type>(type))
-    return roundToFloat8(value, kFloat8E5M2);
+    return std::isinf(value) ? value : roundToFloat8(value, kFloat8E5M2);
   if (isa<Float4E2M1FNType>(type))
     return roundToFloat4E2M1(value);
   if (isa<Float8E8M0FNUType>(type))

@@ -48,6 +48,9 @@ REGISTRY = os.path.join(ROOT, "lib", "Import", "ONNX", "ONNXOpImporters.cpp")
 RTOL, ATOL = 1e-3, 1e-7
 TIMEOUT_S = 60
 SUB_BYTE_INTS = ("int4", "uint4", "int2", "uint2")  # ml_dtypes' names
+# The 16-bit floats: explicit mantissa bits and smallest normal exponent.
+HALF_MANTISSA_BITS = {"float16": 10, "bfloat16": 7}
+HALF_MIN_EXPONENT = {"float16": -14, "bfloat16": -126}
 
 
 def supported_ops():
@@ -192,6 +195,19 @@ def compare(name, want, got):
         w = want.astype(np.float64)
         g = got.astype(np.float64)
         close = np.isclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True)
+        mantissa_bits = HALF_MANTISSA_BITS.get(str(want.dtype))
+        if mantissa_bits is not None:
+            # ONNX's reference evaluator computes 16-bit ops with numpy in
+            # that type, rounding every intermediate (sums included); txopt
+            # accumulates in f32 and rounds once. Both are within a few
+            # units in the last place of the exact result (txopt closer, in
+            # every case checked: docs/Conformance.md), so 16-bit outputs
+            # may also differ from the expected ones by 2 ulps of the type.
+            with np.errstate(divide="ignore"):
+                exponent = np.floor(np.log2(np.maximum(np.abs(w), np.finfo(np.float32).tiny)))
+            ulp = np.exp2(np.maximum(exponent, HALF_MIN_EXPONENT[str(want.dtype)]) - mantissa_bits)
+            with np.errstate(invalid="ignore"):
+                close |= np.abs(g - w) <= 2 * ulp
         if not close.all():
             idx = tuple(np.argwhere(~close)[0])
             return "output '%s': %d of %d values differ, first at %s (expected %r, got %r)" % (
@@ -258,8 +274,8 @@ def run_case(case_dir, tools):
         key = tuple(shape_args)
         if key not in compiled:
             mlir = os.path.join(out_dir, "model%d.mlir" % len(compiled))
-            status, detail = run_tool([tools[0], model_path,
-                                       "-o", mlir] + shape_args)
+            status, detail = run_tool([tools[0], model_path, "-o", mlir] +
+                                      list(tools[2]) + shape_args)
             if status != "ok":
                 return status, detail
             compiled[key] = mlir
@@ -375,7 +391,12 @@ def write_docs(path, op_cases, results, out_of_scope, onnx_version):
         % onnx_version,
         "`txopt` (import + default pipeline) and `txopt-run` (the CPU reference",
         "executor) and compared with ONNX's expected outputs (rtol 1e-3, atol 1e-7;",
-        "integers and bools exactly). `test/Conformance/node-tests.test` runs it in",
+        "integers and bools exactly; f16 and bf16 outputs may also differ by 2 units",
+        "in the last place: ONNX's reference evaluator computes them with numpy in",
+        "the 16-bit type, rounding every intermediate, where txopt accumulates in",
+        "f32 and rounds once. In the 7 Attention cases where that rule matters,",
+        "txopt's output is the closer of the two to the exact (f64) result, by max",
+        "and mean error). `test/Conformance/node-tests.test` runs it in",
         "the lit suite against `test/Conformance/expected.txt`, which names every",
         "in-scope case that does not pass with the one-line error it gets.",
         "",
@@ -391,9 +412,7 @@ def write_docs(path, op_cases, results, out_of_scope, onnx_version):
         "",
         "* design limits: a shape operand (axes, pads, shape, starts, k, split",
         "  sizes, Range bounds, Dropout's training_mode) fed as a run-time graph",
-        "  input, since tx shapes are static; string, sequence and optional values;",
-        "* not implemented: Cast to float8e5m2 with saturate = 0 (tx keeps E5M2",
-        "  values saturated: overflow cannot become infinity).",
+        "  input, since tx shapes are static; string, sequence and optional values.",
         "",
         "Read with care (each has its own lit test in test/Import/ONNX): Cast",
         "from a float to the 2- and 4-bit integers follows ONNX's reference",
@@ -403,7 +422,12 @@ def write_docs(path, op_cases, results, out_of_scope, onnx_version):
         "saturate = 1 only, the default); uint64 Div and Mod are computed without",
         "a wider type; opsets 1 to 6 are read when every op the model uses has",
         "the same definition there as at opset 7 (else the error says how to",
-        "upgrade the model).",
+        "upgrade the model). Gelu and Attention import as their definitions in tx",
+        "ops (test/Import/ONNX/attention-gelu.test); the suite also runs the",
+        "Attention cases with --fuse-attention, where tx-fuse-attention makes 67",
+        "of the 93 one tx.attention (the others have a soft cap, a probabilities",
+        "output, per-batch KV lengths, a two-sided window or a 16-bit softmax),",
+        "and they pass too.",
         "",
         "| op | cases | pass | refused | why refused (cases) |",
         "|---|---|---|---|---|",
@@ -439,6 +463,11 @@ def main():
     ap.add_argument("--update", action="store_true", help="rewrite the expectation list")
     ap.add_argument("--docs", help="with --update: also write the per-op table here")
     ap.add_argument("--filter", help="only cases whose name matches this regex")
+    ap.add_argument("--txopt-flag", action="append", default=[],
+                    help="one more txopt flag (repeatable), e.g. --fuse-attention")
+    ap.add_argument("--count-op",
+                    help="also print in how many cases the compiled IR has this op "
+                         "(that a fusion flag really fused)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--allow-new", action="store_true",
                     help="report cases the list does not name (another onnx version's "
@@ -447,7 +476,8 @@ def main():
     if not (args.bin or (args.txopt and args.txopt_run)):
         ap.error("give --bin, or --txopt and --txopt-run")
     tools = (args.txopt or os.path.join(args.bin, "txopt"),
-             args.txopt_run or os.path.join(args.bin, "txopt-run"))
+             args.txopt_run or os.path.join(args.bin, "txopt-run"),
+             tuple(args.txopt_flag))
 
     import onnx
     start = time.time()
@@ -481,6 +511,16 @@ def main():
     print("onnx %s: %d node cases, %d in scope: %d pass, %d refused, %d wrong, %d crash (%.0f s)"
           % (onnx.__version__, len(names), len(in_scope), counts["pass"], counts["refused"],
              counts["wrong"], counts["crash"], time.time() - start))
+
+    if args.count_op:
+        pattern = re.compile(r"\b%s\b" % re.escape(args.count_op))
+        with_op = 0
+        for name in in_scope:
+            out = os.path.join(cases_dir, name, "out")
+            files = [f for f in os.listdir(out) if f.endswith(".mlir")] if os.path.isdir(out) else []
+            if any(pattern.search(open(os.path.join(out, f)).read()) for f in files):
+                with_op += 1
+        print("%s in %d of %d cases" % (args.count_op, with_op, len(in_scope)))
 
     problems = []
     for name in sorted(results):

@@ -64,13 +64,20 @@ python3 "$root/scripts/gpu/make_op_cases.py" "$out/ops" | while read -r name fla
 done
 rm -rf "$out/ops"
 # Held-out exports (BERT, Mistral, eager-attention Llama at opset 14, a
-# torch.nn.TransformerEncoder, a bf16 Llama), by loss.
+# torch.nn.TransformerEncoder, a bf16 Llama; at opset 24, where PyTorch
+# writes ONNX Attention and Gelu, the same families in bf16 with attention
+# fused), by loss. Each is taken when HELDOUT_DIR has it.
 if [ -n "${HELDOUT_DIR:-}" ]; then
   for m in bert_mlm_op18_loss mistral_op17_loss llama_eager_op14_loss \
-           encoder_prenorm_gelu_op18_loss llama_tied_op18_loss; do
+           encoder_prenorm_gelu_op18_loss llama_tied_op18_loss gpt2_op24_loss; do
+    [ -f "$HELDOUT_DIR/$m.onnx" ] || continue
     LOSS_ONLY=1 add_case "heldout_$m" "$HELDOUT_DIR/$m.onnx" "$steps"
   done
-  add_case heldout_llama_bf16_op18_loss_bf16 "$HELDOUT_DIR/llama_bf16_op18_loss.onnx" "$steps"
+  for m in llama_bf16_op18_loss gpt2_op24_loss mistral_op24_loss bert_mlm_op24_loss \
+           encoder_prenorm_gelu_op24_loss; do
+    [ -f "$HELDOUT_DIR/$m.onnx" ] || continue
+    add_case "heldout_${m}_bf16" "$HELDOUT_DIR/$m.onnx" "$steps" --precision=bf16
+  done
 fi
 # Learning curves (check.sh trains these on a token stream, f32 vs bf16).
 "$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 -o "$out/curve.txa" -q

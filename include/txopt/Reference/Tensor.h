@@ -126,8 +126,16 @@ private:
 
 /// Rounds |value| to the float type |type| (f64: unchanged; f32, f16, bf16
 /// bit-exactly, round to nearest even; f8E4M3FN and f8E5M2 bit-exactly,
-/// round to nearest even, saturating to +-max; other formats through APFloat).
+/// round to nearest even, finite values saturating to +-max, an E5M2
+/// infinity kept; other formats through APFloat).
 double roundToType(FloatType type, double value);
+
+/// |value| as a saturating conversion into |type| must give it before
+/// roundToType: an infinity becomes the largest finite E5M2 value (ONNX Cast
+/// with saturate=1, TE's casts, the GPU's satfinite conversions). Storage
+/// keeps E5M2 infinities, so tx.cast and tx.quantize call this first. Other
+/// types pass unchanged (E4M3FN saturates infinities in roundToType).
+double saturateInfinityForFP8(Type type, double value);
 
 /// Wraps |value| to the signless integer type of |width| bits: i1 becomes
 /// 0/1 (`value != 0`), other widths keep the low bits, sign-extended.

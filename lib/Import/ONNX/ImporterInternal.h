@@ -308,6 +308,8 @@ LogicalResult importShape(NodeImporter &n);
 LogicalResult importConstantOfShape(NodeImporter &n);
 LogicalResult importRange(NodeImporter &n);
 LogicalResult importConstant(NodeImporter &n);
+LogicalResult importGelu(NodeImporter &n);
+LogicalResult importAttention(NodeImporter &n);
 
 /// Translates one node with the mapping registered for its domain and
 /// op_type (ONNXOpImporters.cpp). Fails with "unknown op" for anything else.

@@ -109,9 +109,9 @@ LogicalResult importIsNaN(NodeImporter &n) {
                        n.type(0).clone(n.builder.getI1Type())));
 }
 
-/// Cast to an FP8 format without infinities (E4M3FN, the FNUZ formats) with
-/// saturate = 0: values that round past the largest finite value become
-/// NaN, where tx.cast saturates. Rounding is to nearest even with
+/// Cast to an FP8 format with saturate = 0: values that round past the
+/// largest finite value become NaN in the formats without infinities
+/// (E4M3FN, the FNUZ formats) and +-inf in E5M2, where tx.cast saturates. Rounding is to nearest even with
 /// an unbounded exponent, so |x| overflows from the midpoint between the
 /// largest value and the next step up; at the midpoint itself the tie goes
 /// to the even neighbour: down when the largest value's last mantissa bit
@@ -126,11 +126,6 @@ static LogicalResult importNonSaturatingFloat8Cast(NodeImporter &n,
   if (!inFloat || inFloat.getWidth() < 16)
     return n.fail(what + " is only supported from a float of 16 bits or more");
   const llvm::fltSemantics &sem = target.getFloatSemantics();
-  // tx keeps E5M2 values saturated (every rounding to it clamps, as the
-  // GPU's conversions do), so it has no infinity to give overflow.
-  if (llvm::APFloat::semanticsHasInf(sem))
-    return n.fail(what + " is not supported (tx's " + targetName +
-                  " values saturate: it has no infinities)");
   llvm::APFloat largest = llvm::APFloat::getLargest(sem);
   llvm::APFloat below = largest;
   below.next(/*nextDown=*/true);
@@ -155,6 +150,16 @@ static LogicalResult importNonSaturatingFloat8Cast(NodeImporter &n,
                        : n.createOne<tx::LessOp>({n.input(0), loBound});
   if (failed(saturated) || failed(high) || failed(low))
     return failure();
+  if (llvm::APFloat::semanticsHasInf(sem)) {
+    Value posInf = n.constant(DenseElementsAttr::get(
+        scalarOut, llvm::ArrayRef(llvm::APFloat::getInf(sem))));
+    Value negInf = n.constant(DenseElementsAttr::get(
+        scalarOut, llvm::ArrayRef(llvm::APFloat::getInf(sem, /*Negative=*/true))));
+    auto lowOrSaturated = n.createOne<tx::WhereOp>({*low, negInf, *saturated});
+    if (failed(lowOrSaturated))
+      return failure();
+    return setOne(n, n.createOne<tx::WhereOp>({*high, posInf, *lowOrSaturated}));
+  }
   Value nan = n.constant(DenseElementsAttr::get(
       scalarOut, llvm::ArrayRef(llvm::APFloat::getNaN(sem))));
   auto overflow = n.createOne<tx::OrOp>({*high, *low});
@@ -867,6 +872,8 @@ const llvm::StringMap<OpEntry> &registry() {
       {"ConstantOfShape", {importConstantOfShape, 0}},
       {"Range", {importRange, 0}},
       {"Constant", {importConstant, 0}},
+      {"Gelu", {importGelu, 20}},
+      {"Attention", {importAttention, 23}},
       {"com.microsoft.SimplifiedLayerNormalization", {importRMSNorm, 0}},
       {"ai.onnx.preview.training.Adam", {importPreviewTrainingAdam, 0}},
   };

@@ -150,6 +150,33 @@ func.func @constant_not_causal(%q: tensor<1x1x2x8xf32>, %k: tensor<1x1x2x8xf32>,
   return %o : tensor<1x1x2x8xf32>
 }
 
+// -----
+
+// ONNX Attention with a run-time mask, as the importer spells it out: the
+// guard Where(max(mask) == -inf, 0, p) gives a row without a visible key
+// probabilities 0, which tx.attention gives it too, so it folds in.
+// CHECK-LABEL: func.func @onnx_attention_row_guard
+// CHECK-SAME:    %[[Q:[^:]+]]: tensor<1x2x4x8xf32>, %[[K:[^:]+]]: tensor<1x2x4x8xf32>, %[[V:[^:]+]]: tensor<1x2x4x8xf32>, %[[M:[^:]+]]: tensor<4x4xf32>
+// CHECK:         %[[O:.+]], %{{.+}} = tx.attention %[[Q]], %[[K]], %[[V]] mask(%[[M]]) scale(0.124999{{[0-9]+}})
+// CHECK-NOT:     tx.reduce_max
+// CHECK:         return %[[O]]
+func.func @onnx_attention_row_guard(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %c = tx.constant dense<0.353553385> : tensor<f32>
+  %qs = tx.mul %q, %c : tensor<1x2x4x8xf32>, tensor<f32>
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %kts = tx.mul %kt, %c : tensor<1x2x8x4xf32>, tensor<f32>
+  %s = tx.matmul %qs, %kts : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %sm = tx.add %s, %m : tensor<1x2x4x4xf32>, tensor<4x4xf32>
+  %p = tx.softmax %sm axis(-1) : tensor<1x2x4x4xf32>
+  %max = tx.reduce_max %m axes [1] keep_dims : tensor<4x4xf32>
+  %ninf = tx.constant dense<0xFF800000> : tensor<f32>
+  %none = tx.equal %max, %ninf : tensor<4x1xf32>, tensor<f32>
+  %zero = tx.constant dense<0.0> : tensor<f32>
+  %pz = tx.where %none, %zero, %p : tensor<4x1xi1>, tensor<f32>, tensor<1x2x4x4xf32>
+  %o = tx.matmul %pz, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // Not fused
 //===----------------------------------------------------------------------===//
@@ -256,4 +283,25 @@ func.func @trainable_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: 
 func.func @plain_softmax(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
   %p = tx.softmax %x axis(-1) : tensor<2x10xf32>
   return %p : tensor<2x10xf32>
+}
+
+// -----
+
+// A row guard that reads another tensor than the mask added to the scores
+// is not tx.attention's rule for rows without a visible key.
+// CHECK-LABEL: func.func @row_guard_other_mask
+// CHECK-NOT:     tx.attention
+func.func @row_guard_other_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<4x4xf32>, %other: tensor<4x4xf32>) -> tensor<1x2x4x8xf32> {
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %sm = tx.add %s, %m : tensor<1x2x4x4xf32>, tensor<4x4xf32>
+  // EXPLAIN: remark: not fused: attention: expected the fully-masked-row guard to read the attention mask
+  %p = tx.softmax %sm axis(-1) : tensor<1x2x4x4xf32>
+  %max = tx.reduce_max %other axes [1] keep_dims : tensor<4x4xf32>
+  %ninf = tx.constant dense<0xFF800000> : tensor<f32>
+  %none = tx.equal %max, %ninf : tensor<4x1xf32>, tensor<f32>
+  %zero = tx.constant dense<0.0> : tensor<f32>
+  %pz = tx.where %none, %zero, %p : tensor<4x1xi1>, tensor<f32>, tensor<1x2x4x4xf32>
+  %o = tx.matmul %pz, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
 }

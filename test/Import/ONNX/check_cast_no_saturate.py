@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Cast to E4M3FN, E4M3FNUZ and E5M2FNUZ with saturate = 0, from f32 and
-f16, on values around the overflow threshold (the largest value, the
+"""Cast to E4M3FN, E4M3FNUZ, E5M2FNUZ and E5M2 with saturate = 0, from f32
+and f16, on values around the overflow threshold (the largest value, the
 midpoint to the next step and its tie, beyond, infinities, NaN): txopt-run
 must match onnx's reference evaluator exactly (NaNs at the same places).
+E5M2 also with saturate = 1, whose infinities become +-57344 although E5M2
+values may hold infinities (the saturate = 0 ones).
 check_cast_no_saturate.py TXOPT TXOPT_RUN WORKDIR. One line per case."""
 import os
 import subprocess
@@ -16,17 +18,21 @@ from onnx.reference import ReferenceEvaluator
 
 txopt, txopt_run, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
-values = {
-    TensorProto.FLOAT8E4M3FN: [448, 449, 463.99, 464, 464.01, 480, -464, -464.5,
-                               np.inf, -np.inf, np.nan, 1e6, 0.3],
-    TensorProto.FLOAT8E4M3FNUZ: [240, 247, 248, 249, -248, -247.9, np.inf, np.nan, 0.3, 1e6],
-    TensorProto.FLOAT8E5M2FNUZ: [57344, 61439, 61440, 61441, -61440, np.inf, 0.3, 1e6],
-}
+e5m2 = [57344, 61439, 61440, 61441, -61440, -61441, np.inf, -np.inf, np.nan, 1e6, 0.3]
+values = [
+    (TensorProto.FLOAT8E4M3FN, 0, [448, 449, 463.99, 464, 464.01, 480, -464, -464.5,
+                                   np.inf, -np.inf, np.nan, 1e6, 0.3]),
+    (TensorProto.FLOAT8E4M3FNUZ, 0, [240, 247, 248, 249, -248, -247.9, np.inf, np.nan, 0.3, 1e6]),
+    (TensorProto.FLOAT8E5M2FNUZ, 0, [57344, 61439, 61440, 61441, -61440, np.inf, 0.3, 1e6]),
+    (TensorProto.FLOAT8E5M2, 0, e5m2),
+    (TensorProto.FLOAT8E5M2, 1, e5m2),
+]
 failed = 0
-for to, v in values.items():
+for to, saturate, v in values:
     for src, dtype in ((TensorProto.FLOAT, np.float32), (TensorProto.FLOAT16, np.float16)):
-        name = "%s_from_%s" % (TensorProto.DataType.Name(to), TensorProto.DataType.Name(src))
-        nodes = [helper.make_node("Cast", ["x"], ["q"], to=to, saturate=0),
+        name = "%s_saturate%d_from_%s" % (TensorProto.DataType.Name(to), saturate,
+                                          TensorProto.DataType.Name(src))
+        nodes = [helper.make_node("Cast", ["x"], ["q"], to=to, saturate=saturate),
                  helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)]
         graph = helper.make_graph(nodes, name,
                                   [helper.make_tensor_value_info("x", src, [len(v)])],

@@ -2,8 +2,8 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 // tx-fuse-attention: matmul(q, kT) [* scale] [+ mask] -> softmax(-1)
-// [-> Where(IsNaN(p), 0, p)] -> matmul(p, v) becomes tx.attention (see
-// Passes.td for the contract).
+// [-> Where(IsNaN(p), 0, p) | Where(max(mask) == -inf, 0, p)] -> matmul(p, v)
+// becomes tx.attention (see Passes.td for the contract).
 //
 //===----------------------------------------------------------------------===//
 
@@ -308,6 +308,7 @@ AttentionMatch matchAttention(SoftmaxOp softmax) {
   Value probs = softmax.getResult();
   SmallVector<Operation *> tail;
   Value consumed = probs;
+  Value guardedMask; // the mask the row guard reads, when there is one
   {
     SmallVector<Operation *> users(probs.getUsers());
     if (users.size() == 2) {
@@ -321,6 +322,24 @@ AttentionMatch matchAttention(SoftmaxOp softmax) {
           where.getRhs() == probs && isSplatConstant(where.getLhs(), 0.0) &&
           isNan->hasOneUse() && where.getType() == softmax.getType()) {
         tail = {isNan, where};
+        consumed = where.getResult();
+      }
+    } else if (users.size() == 1) {
+      // ONNX Attention's guard (what the importer writes for it): a row
+      // whose mask is -inf everywhere gets probabilities 0, as tx.attention
+      // gives it. Checked against the mask below.
+      auto where = dyn_cast<WhereOp>(users[0]);
+      auto equal = where ? where.getCondition().getDefiningOp<EqualOp>() : EqualOp();
+      auto rowMax = equal ? equal.getLhs().getDefiningOp<ReduceMaxOp>() : ReduceMaxOp();
+      if (rowMax && where.getRhs() == probs &&
+          isSplatConstant(where.getLhs(), 0.0) &&
+          isSplatConstant(equal.getRhs(), -INFINITY) && rowMax.getKeepDims() &&
+          rowMax.getAxes().size() == 1 &&
+          rowMax.getAxes()[0] == tensorType(rowMax.getInput()).getRank() - 1 &&
+          rowMax->hasOneUse() && equal->hasOneUse() &&
+          where.getType() == softmax.getType()) {
+        tail = {rowMax, equal, where};
+        guardedMask = rowMax.getInput();
         consumed = where.getResult();
       }
     }
@@ -427,6 +446,9 @@ AttentionMatch matchAttention(SoftmaxOp softmax) {
                     std::to_string(hv));
   }
 
+  if (guardedMask && guardedMask != mask)
+    return nearMiss("expected the fully-masked-row guard to read the "
+                    "attention mask");
   // The mask: a constant causal triangle (or sliding window) becomes an
   // attribute, an all-zero constant disappears, anything else is an operand.
   if (mask) {

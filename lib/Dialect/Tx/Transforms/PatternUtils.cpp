@@ -28,6 +28,8 @@ bool tx::isSplatConstant(Value value, double expected) {
   std::optional<double> actual = getSplatConstant(value);
   if (!actual)
     return false;
+  if (*actual == expected) // exact, infinities included
+    return true;
   double scale = std::max(1.0, std::fabs(expected));
   return std::fabs(*actual - expected) <= 1e-6 * scale;
 }

@@ -380,7 +380,14 @@ def Tx_CastOp : Tx_Op<"cast", [Tx_Differentiable, Pure, Elementwise, SameOperand
   let summary = "ONNX Cast: convert the element type";
   let description = [{
     `result = convert(input)`: floats round to nearest even, float to integer
-    truncates toward zero, anything to i1 is `x != 0`.
+    truncates toward zero, anything to i1 is `x != 0`. Into the FP8 formats
+    the conversion saturates, as ONNX's Cast with `saturate = 1`, Transformer
+    Engine's casts and the GPU's `satfinite` conversions do: finite values
+    beyond the largest one and infinities become +-largest (E4M3FN 448,
+    E5M2 57344); NaN stays NaN. An E5M2 value may still hold an infinity
+    (the importer spells ONNX's `saturate = 0` with selects that produce
+    them). Into float8e8m0 it rounds up and saturates (ONNX's defaults,
+    what CUDA's conversion does).
 
     ```mlir
     %h = tx.cast %x : tensor<4x128xf32> to tensor<4x128xbf16>
