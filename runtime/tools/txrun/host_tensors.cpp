@@ -33,8 +33,6 @@ Status makeDirectories(const std::string &path) {
 
 } // namespace
 
-std::string txrun::str(const flatbuffers::String *s) { return s ? s->str() : ""; }
-
 std::vector<int64_t> txrun::shapeOf(const flatbuffers::Vector<int64_t> *shape) {
   std::vector<int64_t> out;
   if (shape)

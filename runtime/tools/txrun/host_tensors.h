@@ -36,8 +36,7 @@ struct OutputSet {
   std::vector<unsigned> arguments, results;
 };
 
-/// The string of a flatbuffers field, "" when absent.
-std::string str(const flatbuffers::String *s);
+using txrt::str;
 
 /// A flatbuffers shape as a vector, empty when absent.
 std::vector<int64_t> shapeOf(const flatbuffers::Vector<int64_t> *shape);
