@@ -67,34 +67,15 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
   return emitArithmetic(op, resultNumber, elementType, shape, index);
 }
 
-/// Constants, arithmetic, comparisons, logic, select, math, casts and FP8
-/// quantization: the element of each operand at the broadcast index.
-Value KernelBuilder::emitArithmetic(Operation *op, unsigned resultNumber,
-                            Type elementType, llvm::ArrayRef<int64_t> shape,
-                            llvm::ArrayRef<Value> index) {
+/// Add, sub, mul, div, max, min (in the compute type rounded to the result
+/// type, or in i64), pow and mod (for integers with the divisor's sign).
+Value KernelBuilder::emitBinaryArithmetic(Operation *op, Type elementType,
+                                          llvm::ArrayRef<Value> index) {
   auto operandAt = [&](unsigned i) { return emitOperand(op, i, index); };
-  auto operandType = [&](unsigned i) {
-    return tensorType(op->getOperand(i)).getElementType();
-  };
   auto round = [&](Value v) { return roundTo(v, elementType); };
   auto fail = [&](const llvm::Twine &why) { return emitFailure(op, why, elementType); };
   bool isFloat = isa<FloatType>(elementType);
   return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case([&](tx::ConstantOp c) -> Value {
-        auto attr = cast<ElementsAttr>(c.getValue());
-        if (auto dense = dyn_cast<DenseFPElementsAttr>(attr)) {
-          double v = dense.getSplatValue<APFloat>().convertToDouble();
-          return arith::ConstantOp::create(
-              b, b.getFloatAttr(computeType(elementType), v));
-        }
-        if (auto dense = dyn_cast<DenseIntElementsAttr>(attr)) {
-          APInt v = dense.getSplatValue<APInt>();
-          if (elementType.isInteger(1))
-            return arith::ConstantIntOp::create(b, v.getBoolValue(), 1);
-          return arith::ConstantIntOp::create(b, v.getSExtValue(), 64);
-        }
-        return fail("unsupported constant on the GPU");
-      })
       .Case<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::MaxOp,
             tx::MinOp>([&](Operation *) -> Value {
         Value l = operandAt(0), r = operandAt(1);
@@ -155,6 +136,79 @@ Value KernelBuilder::emitArithmetic(Operation *op, unsigned resultNumber,
         Value differ = arith::XOrIOp::create(b, remNeg, rNeg);
         Value fix = arith::AndIOp::create(b, differ, nonzero);
         return arith::SelectOp::create(b, fix, arith::AddIOp::create(b, rem, r), rem);
+      });
+}
+
+/// Unary math (sqrt, reciprocal, erf, tanh, sigmoid, exp, log, sin, cos,
+/// neg, relu) in the compute type rounded to the result type; neg and relu
+/// also on integers.
+Value KernelBuilder::emitMath(Operation *op, Type elementType, llvm::ArrayRef<Value> index) {
+  auto round = [&](Value v) { return roundTo(v, elementType); };
+  auto fail = [&](const llvm::Twine &why) { return emitFailure(op, why, elementType); };
+  bool isFloat = isa<FloatType>(elementType);
+  Value x = emitOperand(op, 0, index);
+  if (!isFloat) {
+    if (isa<tx::NegOp>(op))
+      return castScalar(arith::SubIOp::create(b, arith::ConstantIntOp::create(b, 0, 64), x),
+                        b.getI64Type(), elementType);
+    if (isa<tx::ReluOp>(op))
+      return arith::MaxSIOp::create(b, x, arith::ConstantIntOp::create(b, 0, 64));
+    return fail("integer math is not supported on the GPU");
+  }
+  Type ct = x.getType();
+  Value one = arith::ConstantOp::create(b, b.getFloatAttr(ct, 1.0));
+  Value v = llvm::TypeSwitch<Operation *, Value>(op)
+                .Case([&](tx::SqrtOp) { return Value(math::SqrtOp::create(b, x)); })
+                .Case([&](tx::ReciprocalOp) { return Value(arith::DivFOp::create(b, one, x)); })
+                .Case([&](tx::ErfOp) { return Value(math::ErfOp::create(b, x)); })
+                .Case([&](tx::TanhOp) { return Value(math::TanhOp::create(b, x)); })
+                .Case([&](tx::SigmoidOp) {
+                  Value e = math::ExpOp::create(b, arith::NegFOp::create(b, x));
+                  return Value(arith::DivFOp::create(b, one, arith::AddFOp::create(b, one, e)));
+                })
+                .Case([&](tx::ExpOp) { return Value(math::ExpOp::create(b, x)); })
+                .Case([&](tx::LogOp) { return Value(math::LogOp::create(b, x)); })
+                .Case([&](tx::SinOp) { return Value(math::SinOp::create(b, x)); })
+                .Case([&](tx::CosOp) { return Value(math::CosOp::create(b, x)); })
+                .Case([&](tx::NegOp) { return Value(arith::NegFOp::create(b, x)); })
+                .Default([&](Operation *) {
+                  Value zero = arith::ConstantOp::create(b, b.getFloatAttr(ct, 0.0));
+                  Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, zero);
+                  return Value(arith::SelectOp::create(b, pos, x, zero));
+                });
+  return round(v);
+}
+
+/// Constants, arithmetic, comparisons, logic, select, math, casts and FP8
+/// quantization: the element of each operand at the broadcast index.
+Value KernelBuilder::emitArithmetic(Operation *op, unsigned resultNumber,
+                            Type elementType, llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<Value> index) {
+  auto operandAt = [&](unsigned i) { return emitOperand(op, i, index); };
+  auto operandType = [&](unsigned i) {
+    return tensorType(op->getOperand(i)).getElementType();
+  };
+  auto round = [&](Value v) { return roundTo(v, elementType); };
+  auto fail = [&](const llvm::Twine &why) { return emitFailure(op, why, elementType); };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](tx::ConstantOp c) -> Value {
+        auto attr = cast<ElementsAttr>(c.getValue());
+        if (auto dense = dyn_cast<DenseFPElementsAttr>(attr)) {
+          double v = dense.getSplatValue<APFloat>().convertToDouble();
+          return arith::ConstantOp::create(
+              b, b.getFloatAttr(computeType(elementType), v));
+        }
+        if (auto dense = dyn_cast<DenseIntElementsAttr>(attr)) {
+          APInt v = dense.getSplatValue<APInt>();
+          if (elementType.isInteger(1))
+            return arith::ConstantIntOp::create(b, v.getBoolValue(), 1);
+          return arith::ConstantIntOp::create(b, v.getSExtValue(), 64);
+        }
+        return fail("unsupported constant on the GPU");
+      })
+      .Case<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::MaxOp, tx::MinOp,
+            tx::PowOp, tx::ModOp>([&](Operation *) {
+        return emitBinaryArithmetic(op, elementType, index);
       })
       .Case<tx::EqualOp, tx::LessOp, tx::LessOrEqualOp, tx::GreaterOp,
             tx::GreaterOrEqualOp>([&](Operation *) -> Value {
@@ -189,39 +243,7 @@ Value KernelBuilder::emitArithmetic(Operation *op, unsigned resultNumber,
       })
       .Case<tx::SqrtOp, tx::ReciprocalOp, tx::ErfOp, tx::TanhOp, tx::SigmoidOp,
             tx::ExpOp, tx::LogOp, tx::SinOp, tx::CosOp, tx::NegOp,
-            tx::ReluOp>([&](Operation *) -> Value {
-        Value x = operandAt(0);
-        if (!isFloat) {
-          if (isa<tx::NegOp>(op))
-            return castScalar(arith::SubIOp::create(b, arith::ConstantIntOp::create(b, 0, 64), x),
-                              b.getI64Type(), elementType);
-          if (isa<tx::ReluOp>(op))
-            return arith::MaxSIOp::create(b, x, arith::ConstantIntOp::create(b, 0, 64));
-          return fail("integer math is not supported on the GPU");
-        }
-        Type ct = x.getType();
-        Value one = arith::ConstantOp::create(b, b.getFloatAttr(ct, 1.0));
-        Value v = llvm::TypeSwitch<Operation *, Value>(op)
-                      .Case([&](tx::SqrtOp) { return Value(math::SqrtOp::create(b, x)); })
-                      .Case([&](tx::ReciprocalOp) { return Value(arith::DivFOp::create(b, one, x)); })
-                      .Case([&](tx::ErfOp) { return Value(math::ErfOp::create(b, x)); })
-                      .Case([&](tx::TanhOp) { return Value(math::TanhOp::create(b, x)); })
-                      .Case([&](tx::SigmoidOp) {
-                        Value e = math::ExpOp::create(b, arith::NegFOp::create(b, x));
-                        return Value(arith::DivFOp::create(b, one, arith::AddFOp::create(b, one, e)));
-                      })
-                      .Case([&](tx::ExpOp) { return Value(math::ExpOp::create(b, x)); })
-                      .Case([&](tx::LogOp) { return Value(math::LogOp::create(b, x)); })
-                      .Case([&](tx::SinOp) { return Value(math::SinOp::create(b, x)); })
-                      .Case([&](tx::CosOp) { return Value(math::CosOp::create(b, x)); })
-                      .Case([&](tx::NegOp) { return Value(arith::NegFOp::create(b, x)); })
-                      .Default([&](Operation *) {
-                        Value zero = arith::ConstantOp::create(b, b.getFloatAttr(ct, 0.0));
-                        Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, zero);
-                        return Value(arith::SelectOp::create(b, pos, x, zero));
-                      });
-        return round(v);
-      })
+            tx::ReluOp>([&](Operation *) { return emitMath(op, elementType, index); })
       .Case([&](tx::IsNaNOp) -> Value {
         Value x = operandAt(0);
         return arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);

@@ -33,6 +33,52 @@ static int64_t sliceStart(int64_t start, int64_t step, int64_t dim) {
     return std::min(std::max<int64_t>(start, 0), dim);
   return std::min(std::max<int64_t>(start, 0), dim - 1);
 }
+/// concat: the element of the one input the position along the axis lies in.
+Value KernelBuilder::emitConcat(Operation *op, Type elementType, llvm::ArrayRef<int64_t> shape,
+                                llvm::ArrayRef<Value> index) {
+  auto c = cast<tx::ConcatOp>(op);
+  int64_t rank = shape.size();
+  int64_t axis = static_cast<int64_t>(c.getAxis()) < 0 ? static_cast<int64_t>(c.getAxis()) + rank : static_cast<int64_t>(c.getAxis());
+  llvm::SmallVector<std::pair<Value, int64_t>> parts; // (part, offset)
+  int64_t offset = 0;
+  for (Value part : c.getInputs()) {
+    int64_t size = tensorType(part).getShape()[axis];
+    if (size > 0)
+      parts.push_back({part, offset});
+    offset += size;
+  }
+  if (parts.empty())
+    return emitFailure(op, "concat of empty tensors", elementType);
+  // Only the part the element lies in is read: an if/else chain on
+  // the position along the axis. (Reading every part at a clamped
+  // index and selecting multiplied the loads by the number of parts;
+  // a warp's elements are consecutive, so it rarely diverges.)
+  Type resultType = computeType(elementType);
+  std::function<Value(size_t)> emitFrom = [&](size_t k) -> Value {
+    auto [part, partOffset] = parts[k];
+    llvm::SmallVector<Value> in(index.begin(), index.end());
+    in[axis] = arith::SubIOp::create(b, index[axis], idx(partOffset));
+    if (k + 1 == parts.size())
+      return emit(part, in);
+    Value inPart = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index[axis],
+                                         idx(parts[k + 1].second));
+    auto ifOp = scf::IfOp::create(b, TypeRange{resultType}, inPart, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    pushScope();
+    Value here = emit(part, in);
+    popScope();
+    scf::YieldOp::create(b, here);
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    pushScope();
+    Value later = emitFrom(k + 1);
+    popScope();
+    scf::YieldOp::create(b, later);
+    return ifOp.getResult(0);
+  };
+  return emitFrom(0);
+}
+
 /// Reshapes, transposes, slices, concatenation, padding, splits, expand,
 /// trilu: the element of the input at a remapped index.
 Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
@@ -82,48 +128,7 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
         }
         return emit(s.getInput(), in);
       })
-      .Case([&](tx::ConcatOp c) -> Value {
-        int64_t rank = shape.size();
-        int64_t axis = static_cast<int64_t>(c.getAxis()) < 0 ? static_cast<int64_t>(c.getAxis()) + rank : static_cast<int64_t>(c.getAxis());
-        llvm::SmallVector<std::pair<Value, int64_t>> parts; // (part, offset)
-        int64_t offset = 0;
-        for (Value part : c.getInputs()) {
-          int64_t size = tensorType(part).getShape()[axis];
-          if (size > 0)
-            parts.push_back({part, offset});
-          offset += size;
-        }
-        if (parts.empty())
-          return fail("concat of empty tensors");
-        // Only the part the element lies in is read: an if/else chain on
-        // the position along the axis. (Reading every part at a clamped
-        // index and selecting multiplied the loads by the number of parts;
-        // a warp's elements are consecutive, so it rarely diverges.)
-        Type resultType = computeType(elementType);
-        std::function<Value(size_t)> emitFrom = [&](size_t k) -> Value {
-          auto [part, partOffset] = parts[k];
-          llvm::SmallVector<Value> in(index.begin(), index.end());
-          in[axis] = arith::SubIOp::create(b, index[axis], idx(partOffset));
-          if (k + 1 == parts.size())
-            return emit(part, in);
-          Value inPart = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index[axis],
-                                               idx(parts[k + 1].second));
-          auto ifOp = scf::IfOp::create(b, TypeRange{resultType}, inPart, /*withElseRegion=*/true);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-          pushScope();
-          Value here = emit(part, in);
-          popScope();
-          scf::YieldOp::create(b, here);
-          b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-          pushScope();
-          Value later = emitFrom(k + 1);
-          popScope();
-          scf::YieldOp::create(b, later);
-          return ifOp.getResult(0);
-        };
-        return emitFrom(0);
-      })
+      .Case([&](tx::ConcatOp) { return emitConcat(op, elementType, shape, index); })
       .Case([&](tx::PadOp p) -> Value {
         auto inShape = tensorType(p.getInput()).getShape();
         size_t rank = inShape.size();
@@ -168,6 +173,47 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
         return fail("'" + op->getName().getStringRef() +
                     "' cannot be computed inside a GPU kernel");
       });
+}
+
+/// cum_sum: a loop over the summed positions of the axis (n per element:
+/// fine for the short axes exporters cum-sum over).
+Value KernelBuilder::emitCumSum(Operation *op, Type elementType, llvm::ArrayRef<int64_t> shape,
+                                llvm::ArrayRef<Value> index) {
+  auto c = cast<tx::CumSumOp>(op);
+  int64_t rank = shape.size();
+  int64_t axis = static_cast<int64_t>(c.getAxis());
+  if (axis < 0)
+    axis += rank;
+  int64_t n = shape[axis];
+  Value pos = index[axis];
+  Value lower, upper;
+  bool rev = c.getReverse(), excl = c.getExclusive();
+  if (!rev) {
+    lower = idx(0);
+    upper = excl ? pos : Value(arith::AddIOp::create(b, pos, idx(1)));
+  } else {
+    lower = excl ? Value(arith::AddIOp::create(b, pos, idx(1))) : pos;
+    upper = idx(n);
+  }
+  Type ct = computeType(elementType);
+  Value init = arith::ConstantOp::create(b, b.getZeroAttr(ct));
+  auto loop = scf::ForOp::create(
+      b, lower, upper, idx(1), ValueRange{init},
+      [&](OpBuilder &nested, Location, Value j, ValueRange args) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+        pushScope();
+        llvm::SmallVector<Value> in(index.begin(), index.end());
+        in[axis] = j;
+        Value v = emit(c.getInput(), in);
+        Value sum = isa<FloatType>(ct) ? Value(arith::AddFOp::create(b, args[0], v))
+                                       : Value(arith::AddIOp::create(b, args[0], v));
+        popScope();
+        scf::YieldOp::create(b, sum);
+      });
+  Value total = loop.getResult(0);
+  return isa<FloatType>(ct) ? roundTo(total, elementType)
+                            : castScalar(total, b.getI64Type(), elementType);
 }
 
 /// Gathers (by index tensors), slice gradients, constant_of_shape and
@@ -266,44 +312,7 @@ Value KernelBuilder::emitIndexed(Operation *op, unsigned resultNumber,
         Value z = arith::ConstantOp::create(b, b.getZeroAttr(v.getType()));
         return arith::SelectOp::create(b, inside, v, z);
       })
-      .Case([&](tx::CumSumOp c) -> Value {
-        // A loop over the summed positions of the axis (n per element:
-        // fine for the short axes exporters cum-sum over).
-        int64_t rank = shape.size();
-        int64_t axis = static_cast<int64_t>(c.getAxis());
-        if (axis < 0)
-          axis += rank;
-        int64_t n = shape[axis];
-        Value pos = index[axis];
-        Value lower, upper;
-        bool rev = c.getReverse(), excl = c.getExclusive();
-        if (!rev) {
-          lower = idx(0);
-          upper = excl ? pos : Value(arith::AddIOp::create(b, pos, idx(1)));
-        } else {
-          lower = excl ? Value(arith::AddIOp::create(b, pos, idx(1))) : pos;
-          upper = idx(n);
-        }
-        Type ct = computeType(elementType);
-        Value init = arith::ConstantOp::create(b, b.getZeroAttr(ct));
-        auto loop = scf::ForOp::create(
-            b, lower, upper, idx(1), ValueRange{init},
-            [&](OpBuilder &nested, Location, Value j, ValueRange args) {
-              OpBuilder::InsertionGuard guard(b);
-              b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
-              pushScope();
-              llvm::SmallVector<Value> in(index.begin(), index.end());
-              in[axis] = j;
-              Value v = emit(c.getInput(), in);
-              Value sum = isa<FloatType>(ct) ? Value(arith::AddFOp::create(b, args[0], v))
-                                             : Value(arith::AddIOp::create(b, args[0], v));
-              popScope();
-              scf::YieldOp::create(b, sum);
-            });
-        Value total = loop.getResult(0);
-        return isa<FloatType>(ct) ? roundTo(total, elementType)
-                                  : castScalar(total, b.getI64Type(), elementType);
-      })
+      .Case([&](tx::CumSumOp) { return emitCumSum(op, elementType, shape, index); })
       .Default([&](Operation *) -> Value {
         return fail("'" + op->getName().getStringRef() +
                     "' cannot be computed inside a GPU kernel");
