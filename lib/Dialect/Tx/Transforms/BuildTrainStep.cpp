@@ -355,11 +355,7 @@ func::FuncOp buildMicroStep(OpBuilder &builder, Location loc,
   SmallVector<Attribute> resultAttrs;
   auto carry = [&](Value value, unsigned argIndex) {
     results.push_back(value);
-    resultAttrs.push_back(builder.getDictionaryAttr(
-        {builder.getNamedAttr("tx.name",
-                              layout.args[argIndex].attrs.get("tx.name")),
-         builder.getNamedAttr(kNextAttrName,
-                              builder.getI64IntegerAttr(argIndex))}));
+    resultAttrs.push_back(carriedResultAttrs(builder, layout, argIndex));
   };
   for (auto [i, grad] : llvm::enumerate(grads))
     carry(grad, layout.gradAccIndex + i);
