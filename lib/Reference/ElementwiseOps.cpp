@@ -83,8 +83,10 @@ int64_t intPow(int64_t base, int64_t exponent) {
   return result;
 }
 
-llvm::Expected<Tensor> evalBinary(Operation *op, const Tensor &lhs,
-                                  const Tensor &rhs) {
+/// Add, sub, mul, div, pow, mod, max, min: integers wrap, division by zero
+/// is an error.
+llvm::Expected<Tensor> evalArithmeticBinary(Operation *op, const Tensor &lhs,
+                                            const Tensor &rhs) {
   using Ret = llvm::Expected<int64_t>;
   auto intOf = [](const Tensor &t, int64_t i) { return t.ints()[i]; };
   return llvm::TypeSwitch<Operation *, llvm::Expected<Tensor>>(op)
@@ -167,6 +169,17 @@ llvm::Expected<Tensor> evalBinary(Operation *op, const Tensor &lhs,
               return std::min(a, intOf(t, i));
             });
       })
+      .Default([](Operation *) -> llvm::Expected<Tensor> {
+        return llvm::createStringError("not a binary op");
+      });
+}
+
+/// Comparisons and logic: 1 where the predicate holds, 0 elsewhere.
+llvm::Expected<Tensor> evalPredicateBinary(Operation *op, const Tensor &lhs,
+                                           const Tensor &rhs) {
+  using Ret = llvm::Expected<int64_t>;
+  auto intOf = [](const Tensor &t, int64_t i) { return t.ints()[i]; };
+  return llvm::TypeSwitch<Operation *, llvm::Expected<Tensor>>(op)
       .Case([&](tx::EqualOp) {
         return broadcastBinary(
             op, lhs, rhs, [](double a, double b) { return a == b ? 1.0 : 0.0; },
@@ -226,6 +239,14 @@ llvm::Expected<Tensor> evalBinary(Operation *op, const Tensor &lhs,
       .Default([](Operation *) -> llvm::Expected<Tensor> {
         return llvm::createStringError("not a binary op");
       });
+}
+
+llvm::Expected<Tensor> evalBinary(Operation *op, const Tensor &lhs,
+                                  const Tensor &rhs) {
+  if (isa<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::PowOp, tx::ModOp, tx::MaxOp,
+          tx::MinOp>(op))
+    return evalArithmeticBinary(op, lhs, rhs);
+  return evalPredicateBinary(op, lhs, rhs);
 }
 
 Tensor evalWhere(Operation *op, const Tensor &cond, const Tensor &lhs,

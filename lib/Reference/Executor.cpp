@@ -206,6 +206,64 @@ llvm::Expected<bool> reference::evaluateOp(Operation *op,
   return true;
 }
 
+llvm::Error Executor::checkResultBudget(Operation &op) {
+  if (isa<tx::ConstantOp>(op))
+    return llvm::Error::success();
+  std::optional<uint64_t> needed = 0;
+  std::string types;
+  for (Type type : op.getResultTypes()) {
+    auto ranked = dyn_cast<RankedTensorType>(type);
+    if (!ranked || !ranked.hasStaticShape())
+      continue;
+    std::optional<uint64_t> bytes = storageBytes(ranked.getShape());
+    needed = needed && bytes ? llvm::checkedAddUnsigned(*needed, *bytes)
+                             : std::nullopt;
+    llvm::raw_string_ostream os(types);
+    os << (types.empty() ? "" : ", ") << type;
+  }
+  if (llvm::Error err = checkBudget("its result (" + types + ")", needed,
+                                    liveBytes + heldBytes))
+    return opError(&op, llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+llvm::Error Executor::evaluate(Operation &op, const llvm::DenseMap<Value, Tensor> &values,
+                               llvm::SmallVectorImpl<Tensor> &results) {
+  if (isa<tx::ConstantOp>(op)) {
+    auto value = evaluateConstant(&op);
+    if (!value)
+      return value.takeError();
+    results.push_back(std::move(*value));
+  } else if (auto load = dyn_cast<tx::LoadParameterOp>(op)) {
+    auto value = getParameter(load.getName());
+    if (!value)
+      return opError(&op, llvm::toString(value.takeError()));
+    if ((*value)->getType() != load.getType())
+      return opError(&op, "parameter type " + typeString(**value) +
+                              " does not match the result type");
+    results.push_back(**value);
+  } else {
+    if (op.getNumRegions() != 0)
+      return opError(&op, "ops with regions are not supported");
+    llvm::SmallVector<const Tensor *, 4> operands;
+    for (Value operand : op.getOperands()) {
+      auto it = values.find(operand);
+      if (it == values.end())
+        return opError(&op, "operand is not a tensor computed in this block");
+      operands.push_back(&it->second);
+    }
+    llvm::Expected<bool> handled = evaluateOp(&op, operands, results, options);
+    if (!handled)
+      return opError(&op, llvm::toString(handled.takeError()));
+    if (!*handled)
+      return llvm::createStringError(
+          "unsupported op '" + op.getName().getStringRef().str() + "' at " +
+          describeLocation(op.getLoc()) +
+          ": the reference executor has no implementation for it");
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::vector<Tensor>>
 Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
   if (func.isExternal())
@@ -266,55 +324,10 @@ Executor::run(func::FuncOp func, llvm::ArrayRef<Tensor> arguments) {
     }
 
     llvm::SmallVector<Tensor, 2> results;
-    if (!isa<tx::ConstantOp>(op)) {
-      std::optional<uint64_t> needed = 0;
-      std::string types;
-      for (Type type : op.getResultTypes()) {
-        auto ranked = dyn_cast<RankedTensorType>(type);
-        if (!ranked || !ranked.hasStaticShape())
-          continue;
-        std::optional<uint64_t> bytes = storageBytes(ranked.getShape());
-        needed = needed && bytes ? llvm::checkedAddUnsigned(*needed, *bytes)
-                                 : std::nullopt;
-        llvm::raw_string_ostream os(types);
-        os << (types.empty() ? "" : ", ") << type;
-      }
-      if (llvm::Error err = checkBudget("its result (" + types + ")", needed,
-                                        liveBytes + heldBytes))
-        return opError(&op, llvm::toString(std::move(err)));
-    }
-    if (isa<tx::ConstantOp>(op)) {
-      auto value = evaluateConstant(&op);
-      if (!value)
-        return value.takeError();
-      results.push_back(std::move(*value));
-    } else if (auto load = dyn_cast<tx::LoadParameterOp>(op)) {
-      auto value = getParameter(load.getName());
-      if (!value)
-        return opError(&op, llvm::toString(value.takeError()));
-      if ((*value)->getType() != load.getType())
-        return opError(&op, "parameter type " + typeString(**value) +
-                                " does not match the result type");
-      results.push_back(**value);
-    } else {
-      if (op.getNumRegions() != 0)
-        return opError(&op, "ops with regions are not supported");
-      llvm::SmallVector<const Tensor *, 4> operands;
-      for (Value operand : op.getOperands()) {
-        auto it = values.find(operand);
-        if (it == values.end())
-          return opError(&op, "operand is not a tensor computed in this block");
-        operands.push_back(&it->second);
-      }
-      llvm::Expected<bool> handled = evaluateOp(&op, operands, results, options);
-      if (!handled)
-        return opError(&op, llvm::toString(handled.takeError()));
-      if (!*handled)
-        return llvm::createStringError(
-            "unsupported op '" + op.getName().getStringRef().str() + "' at " +
-            describeLocation(op.getLoc()) +
-            ": the reference executor has no implementation for it");
-    }
+    if (llvm::Error err = checkResultBudget(op))
+      return std::move(err);
+    if (llvm::Error err = evaluate(op, values, results))
+      return std::move(err);
 
     for (auto [result, tensor] : llvm::zip(op.getResults(), results)) {
       // evaluateOp has rounded kernel results; constants and parameters

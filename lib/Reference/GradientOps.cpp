@@ -54,26 +54,11 @@ llvm::Expected<Tensor> evalGatherElementsGrad(tx::GatherElementsGradOp op,
                                               const Tensor &grad,
                                               const Tensor &indices) {
   Tensor result = makeResult(op);
-  int64_t rank = result.getRank(), axis = op.getAxis();
-  auto strides = stridesOf(result.getShape());
-  auto idxShape = indices.getShape();
-  int64_t dim = result.getShape()[axis];
-  llvm::SmallVector<int64_t, 4> index(rank, 0);
-  for (int64_t i = 0, n = indices.getNumElements(); i < n; ++i) {
-    int64_t rest = i;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      index[d] = rest % idxShape[d];
-      rest /= idxShape[d];
-    }
-    int64_t k = indices.ints()[i];
-    if (k < -dim || k >= dim)
-      return indexOutOfRange(k, dim);
-    index[axis] = k < 0 ? k + dim : k;
-    int64_t linear = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      linear += index[d] * strides[d];
-    result.floats()[linear] += grad.floats()[i];
-  }
+  auto map = gatherElementsIndexMap(result.getShape(), indices, op.getAxis());
+  if (!map)
+    return map.takeError();
+  for (int64_t i = 0, n = indices.getNumElements(); i < n; ++i)
+    result.floats()[(*map)[i]] += grad.floats()[i];
   return result;
 }
 

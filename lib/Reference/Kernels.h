@@ -58,6 +58,15 @@ llvm::Expected<std::vector<int64_t>>
 gatherNDIndexMap(llvm::ArrayRef<int64_t> dataShape, const Tensor &indices,
                  int64_t batchDims, int64_t resultElements);
 
+/// The element of `data` (shape |dataShape|) that each element of |indices|
+/// names in `tx.gather_elements data, indices` along |axis| (>= 0): its own
+/// index with the axis coordinate replaced by the index it holds.
+/// tx.gather_elements gathers through it and tx.gather_elements_grad
+/// scatters back through it. Fails on an index out of range.
+llvm::Expected<std::vector<int64_t>>
+gatherElementsIndexMap(llvm::ArrayRef<int64_t> dataShape, const Tensor &indices,
+                       int64_t axis);
+
 } // namespace mlir::txopt::reference
 
 #endif // TXOPT_LIB_REFERENCE_KERNELS_H

@@ -309,3 +309,29 @@ llvm::Error mlir::txopt::reference::writeNpyFile(const Tensor &tensor,
     return llvm::Error::success();
   });
 }
+
+std::string mlir::txopt::reference::safetensorsDType(Type type) {
+  if (type.isF32())
+    return "F32";
+  if (type.isF64())
+    return "F64";
+  if (type.isF16())
+    return "F16";
+  if (type.isBF16())
+    return "BF16";
+  if (isa<Float8E4M3FNType>(type))
+    return "F8_E4M3";
+  if (isa<Float8E5M2Type>(type))
+    return "F8_E5M2";
+  if (type.isInteger(1))
+    return "BOOL";
+  if (type.isSignlessInteger(64))
+    return "I64";
+  if (type.isSignlessInteger(32))
+    return "I32";
+  if (type.isSignlessInteger(16))
+    return "I16";
+  if (type.isSignlessInteger(8))
+    return "I8";
+  return "";
+}

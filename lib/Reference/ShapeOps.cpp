@@ -102,33 +102,15 @@ llvm::Expected<Tensor> evalGatherElements(tx::GatherElementsOp op,
   Tensor result = makeResult(op);
   int64_t rank = data.getRank();
   int64_t axis = *tx::normalizeAxis(op.getAxis(), rank);
-  auto dataStrides = stridesOf(data.getShape());
   auto idxShape = indices.getShape();
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && idxShape[d] > data.getShape()[d])
       return llvm::createStringError("indices dim " + std::to_string(d) +
                                      " exceeds the data dim");
-  int64_t dim = data.getShape()[axis];
-  std::vector<int64_t> map(result.getNumElements());
-  llvm::SmallVector<int64_t, 4> index(rank, 0);
-  for (int64_t i = 0, n = result.getNumElements(); i < n; ++i) {
-    int64_t rest = i;
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      index[d] = rest % idxShape[d];
-      rest /= idxShape[d];
-    }
-    int64_t k = indices.ints()[i];
-    if (k < -dim || k >= dim)
-      return llvm::createStringError("index " + std::to_string(k) +
-                                     " is out of range [-" + std::to_string(dim) +
-                                     ", " + std::to_string(dim) + ")");
-    index[axis] = k < 0 ? k + dim : k;
-    int64_t linear = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      linear += index[d] * dataStrides[d];
-    map[i] = linear;
-  }
-  return gatherMap(std::move(result), data, map);
+  auto map = gatherElementsIndexMap(data.getShape(), indices, axis);
+  if (!map)
+    return map.takeError();
+  return gatherMap(std::move(result), data, *map);
 }
 
 llvm::Expected<Tensor> evalGatherND(tx::GatherNDOp op, const Tensor &data,
@@ -378,6 +360,34 @@ llvm::Expected<std::vector<int64_t>> mlir::txopt::reference::gatherNDIndexMap(
     }
     for (int64_t s = 0; s < slice; ++s)
       map[t * slice + s] = base + s;
+  }
+  return map;
+}
+
+llvm::Expected<std::vector<int64_t>> mlir::txopt::reference::gatherElementsIndexMap(
+    llvm::ArrayRef<int64_t> dataShape, const Tensor &indices, int64_t axis) {
+  int64_t rank = dataShape.size();
+  auto dataStrides = stridesOf(dataShape);
+  auto idxShape = indices.getShape();
+  int64_t dim = dataShape[axis];
+  std::vector<int64_t> map(indices.getNumElements());
+  llvm::SmallVector<int64_t, 4> index(rank, 0);
+  for (int64_t i = 0, n = indices.getNumElements(); i < n; ++i) {
+    int64_t rest = i;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      index[d] = rest % idxShape[d];
+      rest /= idxShape[d];
+    }
+    int64_t k = indices.ints()[i];
+    if (k < -dim || k >= dim)
+      return llvm::createStringError("index " + std::to_string(k) +
+                                     " is out of range [-" + std::to_string(dim) +
+                                     ", " + std::to_string(dim) + ")");
+    index[axis] = k < 0 ? k + dim : k;
+    int64_t linear = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      linear += index[d] * dataStrides[d];
+    map[i] = linear;
   }
   return map;
 }

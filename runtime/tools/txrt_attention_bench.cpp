@@ -59,6 +59,44 @@ struct Tensor {
   }
 };
 
+/// The median over |iters| runs (after 3 warm-up runs) of the forward
+/// |fwd|, followed by the backward |bwd| when given.
+Status medianMs(hal::Device &device, hal::Stream &stream, hal::Attention &attention,
+                hal::AttentionPlan &fwd, hal::AttentionPlan *bwd, hal::DevicePtr workspace,
+                int iters, double &median) {
+  std::unique_ptr<hal::Event> start, end;
+  TXRT_RETURN_IF_ERROR(device.createEvent(start));
+  TXRT_RETURN_IF_ERROR(device.createEvent(end));
+  std::vector<float> times;
+  for (int i = 0; i < iters + 3; ++i) {
+    TXRT_RETURN_IF_ERROR(stream.record(*start));
+    TXRT_RETURN_IF_ERROR(attention.run(fwd, workspace, stream));
+    if (bwd)
+      TXRT_RETURN_IF_ERROR(attention.run(*bwd, workspace, stream));
+    TXRT_RETURN_IF_ERROR(stream.record(*end));
+    TXRT_RETURN_IF_ERROR(stream.synchronize());
+    float ms = 0;
+    TXRT_RETURN_IF_ERROR(device.elapsedMs(*start, *end, ms));
+    if (i >= 3)
+      times.push_back(ms);
+  }
+  std::sort(times.begin(), times.end());
+  median = times[times.size() / 2];
+  return Status();
+}
+
+/// --dump: |t| (bf16, or f32 when |f32|) as an f32 .npy file at |path|.
+Status dumpTensor(hal::Stream &stream, const Tensor &t, bool f32, const std::string &path) {
+  size_t count = t.elements();
+  std::vector<uint8_t> raw(count * (f32 ? 4 : 2));
+  TXRT_RETURN_IF_ERROR(stream.copyDeviceToHost(raw.data(), t.buffer->address(), raw.size()));
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i)
+    values[i] = f32 ? reinterpret_cast<float *>(raw.data())[i]
+                    : static_cast<float>(bf16ToDouble(reinterpret_cast<uint16_t *>(raw.data())[i]));
+  return writeNpyFile(path, DType::F32, t.shape, values.data(), values.size());
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -134,26 +172,9 @@ int main(int argc, char **argv) {
       !s.ok())
     return fail(s.message());
 
-  auto timeMs = [&](bool withBackward, double &median) -> Status {
-    std::unique_ptr<hal::Event> start, end;
-    TXRT_RETURN_IF_ERROR(device->createEvent(start));
-    TXRT_RETURN_IF_ERROR(device->createEvent(end));
-    std::vector<float> times;
-    for (int i = 0; i < iters + 3; ++i) {
-      TXRT_RETURN_IF_ERROR(stream->record(*start));
-      TXRT_RETURN_IF_ERROR(attention->run(*fwdPlan, workspace->address(), *stream));
-      if (withBackward)
-        TXRT_RETURN_IF_ERROR(attention->run(*bwdPlan, workspace->address(), *stream));
-      TXRT_RETURN_IF_ERROR(stream->record(*end));
-      TXRT_RETURN_IF_ERROR(stream->synchronize());
-      float ms = 0;
-      TXRT_RETURN_IF_ERROR(device->elapsedMs(*start, *end, ms));
-      if (i >= 3)
-        times.push_back(ms);
-    }
-    std::sort(times.begin(), times.end());
-    median = times[times.size() / 2];
-    return Status();
+  auto timeMs = [&](bool withBackward, double &median) {
+    return medianMs(*device, *stream, *attention, *fwdPlan, withBackward ? bwdPlan.get() : nullptr,
+                    workspace->address(), iters, median);
   };
   double fwdMs = 0, bothMs = 0;
   if (Status s = timeMs(false, fwdMs); !s.ok()) return fail(s.message());
@@ -175,22 +196,9 @@ int main(int argc, char **argv) {
     struct Named { const char *name; Tensor *t; bool f32; };
     for (Named n : {Named{"q", &q, false}, {"k", &k, false}, {"v", &v, false},
                     {"do", &dO, false}, {"o", &o, false}, {"lse", &lse, true},
-                    {"dq", &dQ, false}, {"dk", &dK, false}, {"dv", &dV, false}}) {
-      size_t count = n.t->elements();
-      std::vector<uint8_t> raw(count * (n.f32 ? 4 : 2));
-      if (Status s = stream->copyDeviceToHost(raw.data(), n.t->buffer->address(), raw.size());
-          !s.ok())
+                    {"dq", &dQ, false}, {"dk", &dK, false}, {"dv", &dV, false}})
+      if (Status s = dumpTensor(*stream, *n.t, n.f32, dump + "/" + n.name + ".npy"); !s.ok())
         return fail(s.message());
-      std::vector<float> values(count);
-      for (size_t i = 0; i < count; ++i)
-        values[i] = n.f32 ? reinterpret_cast<float *>(raw.data())[i]
-                          : static_cast<float>(bf16ToDouble(
-                                reinterpret_cast<uint16_t *>(raw.data())[i]));
-      if (Status s = writeNpyFile(dump + "/" + n.name + ".npy", DType::F32, n.t->shape,
-                                  values.data(), values.size());
-          !s.ok())
-        return fail(s.message());
-    }
   }
   return 0;
 }

@@ -26,7 +26,7 @@ What is trained, as txopt does it (docs/Import.md, docs/Training.md):
   * loss = graph output 0; grad_norm = sqrt(sum_i sum(g_i^2)) over all
     trained parameters before the update.
 
-Batches, as txopt-run's Steps.cpp: the model's integer inputs are the token
+Batches, as txopt-run's StepLoop.cpp: the model's integer inputs are the token
 argument and (optionally) the labels argument, the integer input that
 reaches a SoftmaxCrossEntropyLoss's labels through integer ops. Step k
 (1-based, as printed) uses tokens[o, o + n) for the data and

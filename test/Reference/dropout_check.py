@@ -91,26 +91,34 @@ CASES = [  # seed, key, ratio
 ]
 
 
-def check_masks(args, work):
-    t = "tensor<%sxf32>" % "x".join(map(str, SHAPE))
-    dense = ", ".join(repr(x) for x in XS)
-    lines = ["func.func @masks() -> (%s) {" % ", ".join(
-        "%s {tx.name = \"case%d\"}" % (t, n) for n in range(len(CASES))),
-        "  %%flat = tx.constant dense<[%s]> : tensor<%dxf32>" % (dense, len(XS)),
-        "  %%x = tx.reshape %%flat : tensor<%dxf32> -> %s" % (len(XS), t)]
-    for n, (seed, key, ratio) in enumerate(CASES):
+def run_dropouts(args, work, name, t, setup, cases):
+    """Writes @NAME: the lines |setup| define %x of type |t|, then one
+    tx.dropout of %x per (seed, key, ratio) of |cases|, returned as caseN;
+    runs it and returns the folder of the caseN.npy outputs."""
+    lines = ["func.func @%s() -> (%s) {" % (name, ", ".join(
+        "%s {tx.name = \"case%d\"}" % (t, n) for n in range(len(cases))))] + setup
+    for n, (seed, key, ratio) in enumerate(cases):
         lines.append("  %%k%d = tx.constant dense<%d> : tensor<i64>" % (n, key))
         lines.append("  %%y%d = tx.dropout %%x, %%k%d ratio(%r) seed(%d) : %s"
                      % (n, n, ratio, seed, t))
     lines.append("  return %s : %s" % (
-        ", ".join("%%y%d" % n for n in range(len(CASES))),
-        ", ".join([t] * len(CASES))))
+        ", ".join("%%y%d" % n for n in range(len(cases))),
+        ", ".join([t] * len(cases))))
     lines.append("}")
-    model = os.path.join(work, "masks.mlir")
+    model = os.path.join(work, name + ".mlir")
     with open(model, "w") as f:
         f.write("\n".join(lines) + "\n")
-    out = os.path.join(work, "masks")
-    run(args, model, "masks", out)
+    out = os.path.join(work, name)
+    run(args, model, name, out)
+    return out
+
+
+def check_masks(args, work):
+    t = "tensor<%sxf32>" % "x".join(map(str, SHAPE))
+    dense = ", ".join(repr(x) for x in XS)
+    out = run_dropouts(args, work, "masks", t, [
+        "  %%flat = tx.constant dense<[%s]> : tensor<%dxf32>" % (dense, len(XS)),
+        "  %%x = tx.reshape %%flat : tensor<%dxf32> -> %s" % (len(XS), t)], CASES)
     masks = []
     for n, (seed, key, ratio) in enumerate(CASES):
         got = read_npy_f32(os.path.join(out, "case%d.npy" % n))
@@ -133,22 +141,8 @@ def check_fraction(args, work):
     n = 200000
     cases = [(1, 0, 0.1), (1, 1, 0.1), (99, (1 << 32) + 7, 0.5), (-3, -9, 0.9)]
     t = "tensor<%dxf32>" % n
-    lines = ["func.func @fraction() -> (%s) {" % ", ".join(
-        "%s {tx.name = \"case%d\"}" % (t, c) for c in range(len(cases))),
-        "  %%x = tx.constant dense<1.0> : %s" % t]
-    for c, (seed, key, ratio) in enumerate(cases):
-        lines.append("  %%k%d = tx.constant dense<%d> : tensor<i64>" % (c, key))
-        lines.append("  %%y%d = tx.dropout %%x, %%k%d ratio(%r) seed(%d) : %s"
-                     % (c, c, ratio, seed, t))
-    lines.append("  return %s : %s" % (
-        ", ".join("%%y%d" % c for c in range(len(cases))),
-        ", ".join([t] * len(cases))))
-    lines.append("}")
-    model = os.path.join(work, "fraction.mlir")
-    with open(model, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    out = os.path.join(work, "fraction")
-    run(args, model, "fraction", out)
+    out = run_dropouts(args, work, "fraction", t,
+                       ["  %%x = tx.constant dense<1.0> : %s" % t], cases)
     for c, (seed, key, ratio) in enumerate(cases):
         kept = sum(1 for v in read_npy_f32(os.path.join(out, "case%d.npy" % c))
                    if v != 0)

@@ -8,6 +8,8 @@
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 
+#include "core/batch.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -27,22 +29,21 @@ std::optional<int64_t> txopt_run::inferIndexBound(Value arg) {
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       unsigned index = use.getOperandNumber();
+      // An index into a gather's data: below the gathered dim.
+      auto noteGatheredDim = [&](auto gather) {
+        if (index != 1)
+          return;
+        auto data = gather.getData().getType();
+        if (auto axis = tx::normalizeAxis(gather.getAxis(), data.getRank());
+            succeeded(axis))
+          note(data.getDimSize(*axis));
+      };
       if (auto gather = dyn_cast<tx::GatherOp>(user)) {
-        if (index == 1) {
-          auto data = gather.getData().getType();
-          if (auto axis = tx::normalizeAxis(gather.getAxis(), data.getRank());
-              succeeded(axis))
-            note(data.getDimSize(*axis));
-        }
+        noteGatheredDim(gather);
         continue;
       }
       if (auto gather = dyn_cast<tx::GatherElementsOp>(user)) {
-        if (index == 1) {
-          auto data = gather.getData().getType();
-          if (auto axis = tx::normalizeAxis(gather.getAxis(), data.getRank());
-              succeeded(axis))
-            note(data.getDimSize(*axis));
-        }
+        noteGatheredDim(gather);
         continue;
       }
       if (auto loss = dyn_cast<tx::SoftmaxCrossEntropyLossOp>(user)) {
@@ -63,26 +64,13 @@ std::optional<int64_t> txopt_run::inferIndexBound(Value arg) {
   return bound;
 }
 
-namespace {
-/// splitmix64 (Steele, Lea, Flood 2014): state += golden gamma, then mix.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, 1) with 53 random bits.
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-};
-} // namespace
 
 Tensor txopt_run::randomTensor(RankedTensorType type, uint64_t seed,
                                unsigned argIndex, int64_t bound) {
   Tensor tensor(type);
-  // One stream per argument: its state starts at seed + (argIndex << 32).
-  SplitMix64 rng{seed + (static_cast<uint64_t>(argIndex) << 32)};
+  // One stream per argument: its state starts at seed + (argIndex << 32);
+  // txrun's generator (core/batch.h), so both draw the same values.
+  txrt::SplitMix64 rng{seed + (static_cast<uint64_t>(argIndex) << 32)};
   int64_t n = tensor.getNumElements();
   if (tensor.isFloat()) {
     for (int64_t i = 0; i < n; ++i) {

@@ -324,6 +324,82 @@ static bool parseFP8Option(int argc, char **argv, int &i, Options &options,
   return !error.empty();
 }
 
+/// --no-fuse's comma-separated list (norms, optimizer, attention, all).
+static bool parseNoFuse(const std::string &value, Options &options,
+                        std::string &error) {
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    std::string item = value.substr(start, comma == std::string::npos
+                                               ? std::string::npos
+                                               : comma - start);
+    if (item == "norms" || item == "all")
+      options.fuseNorms = false;
+    if (item == "optimizer" || item == "all")
+      options.fuseOptimizer = false;
+    if (item == "attention" || item == "all")
+      options.fuseAttention = false;
+    if (item != "norms" && item != "optimizer" && item != "attention" &&
+        item != "all") {
+      error = "unknown fusion '" + item +
+              "' in --no-fuse (expected norms, optimizer, attention or all)";
+      return false;
+    }
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+/// The checks between options, once all are read.
+static bool checkCombinations(const Options &options, std::string &error) {
+  if (!options.train && !options.trainFlags.empty()) {
+    error = "option '" + options.trainFlags.front() + "' needs --train";
+    return false;
+  }
+  if (options.precision != "fp8" && !options.fp8Flags.empty()) {
+    error = "option '" + options.fp8Flags.front() + "' needs --precision=fp8";
+    return false;
+  }
+  if (options.precision == "fp8" && options.gradAccum > 1) {
+    error = "--grad-accum and --precision=fp8 exclude each other (the FP8 "
+            "scaling state advances once per micro-batch; not built yet)";
+    return false;
+  }
+  if (options.precision == "fp8" && !options.train) {
+    error = "--precision=fp8 needs --train (the FP8 scaling state lives in "
+            "the training step)";
+    return false;
+  }
+  if (options.precision != "fp32" && options.emit == EmitKind::Imported) {
+    error = "--precision and --emit=tx exclude each other (--emit=tx "
+            "writes the IR right after import)";
+    return false;
+  }
+  if (options.train && options.emit == EmitKind::Imported) {
+    error = "--train and --emit=tx exclude each other (the step is built "
+            "after the fusions)";
+    return false;
+  }
+  if (options.emitsArtifact() && !options.train) {
+    error = "-o '" + options.output + "': a .txa artifact holds a training "
+            "step; add --train";
+    return false;
+  }
+  if ((options.gpuPlanPath || options.gpuKernelsPath || options.gpuPtxPath ||
+       options.allowTF32) &&
+      !options.emitsArtifact()) {
+    error = "--gpu-plan, --gpu-kernels, --gpu-ptx and --tf32 need -o FILE.txa";
+    return false;
+  }
+  if (options.input.empty() && !options.showHelp && !options.showVersion) {
+    error = "no model given (usage: txopt MODEL.onnx -o OUT.mlir)";
+    return false;
+  }
+  return true;
+}
+
 bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
                              std::string &error) {
   for (int i = 1; i < argc; ++i) {
@@ -385,28 +461,8 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
     } else if (arg == "--fuse-attention") {
       options.fuseAttention = true;
     } else if (takeValue(argc, argv, i, "no-fuse", value, error)) {
-      size_t start = 0;
-      while (start <= value.size()) {
-        size_t comma = value.find(',', start);
-        std::string item = value.substr(start, comma == std::string::npos
-                                                   ? std::string::npos
-                                                   : comma - start);
-        if (item == "norms" || item == "all")
-          options.fuseNorms = false;
-        if (item == "optimizer" || item == "all")
-          options.fuseOptimizer = false;
-        if (item == "attention" || item == "all")
-          options.fuseAttention = false;
-        if (item != "norms" && item != "optimizer" && item != "attention" &&
-            item != "all") {
-          error = "unknown fusion '" + item +
-                  "' in --no-fuse (expected norms, optimizer, attention or all)";
-          return false;
-        }
-        if (comma == std::string::npos)
-          break;
-        start = comma + 1;
-      }
+      if (!parseNoFuse(value, options, error))
+        return false;
     } else if (arg == "--train") {
       options.train = true;
     } else if (parseTrainOption(argc, argv, i, options, error)) {
@@ -444,48 +500,5 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
   }
   if (!error.empty())
     return false;
-  if (!options.train && !options.trainFlags.empty()) {
-    error = "option '" + options.trainFlags.front() + "' needs --train";
-    return false;
-  }
-  if (options.precision != "fp8" && !options.fp8Flags.empty()) {
-    error = "option '" + options.fp8Flags.front() + "' needs --precision=fp8";
-    return false;
-  }
-  if (options.precision == "fp8" && options.gradAccum > 1) {
-    error = "--grad-accum and --precision=fp8 exclude each other (the FP8 "
-            "scaling state advances once per micro-batch; not built yet)";
-    return false;
-  }
-  if (options.precision == "fp8" && !options.train) {
-    error = "--precision=fp8 needs --train (the FP8 scaling state lives in "
-            "the training step)";
-    return false;
-  }
-  if (options.precision != "fp32" && options.emit == EmitKind::Imported) {
-    error = "--precision and --emit=tx exclude each other (--emit=tx "
-            "writes the IR right after import)";
-    return false;
-  }
-  if (options.train && options.emit == EmitKind::Imported) {
-    error = "--train and --emit=tx exclude each other (the step is built "
-            "after the fusions)";
-    return false;
-  }
-  if (options.emitsArtifact() && !options.train) {
-    error = "-o '" + options.output + "': a .txa artifact holds a training "
-            "step; add --train";
-    return false;
-  }
-  if ((options.gpuPlanPath || options.gpuKernelsPath || options.gpuPtxPath ||
-       options.allowTF32) &&
-      !options.emitsArtifact()) {
-    error = "--gpu-plan, --gpu-kernels, --gpu-ptx and --tf32 need -o FILE.txa";
-    return false;
-  }
-  if (options.input.empty() && !options.showHelp && !options.showVersion) {
-    error = "no model given (usage: txopt MODEL.onnx -o OUT.mlir)";
-    return false;
-  }
-  return true;
+  return checkCombinations(options, error);
 }

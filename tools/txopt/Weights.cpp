@@ -7,6 +7,7 @@
 #include "Weights.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Reference/Npy.h"
 
 #include "core/checkpoint.h"
 
@@ -19,21 +20,12 @@ using namespace mlir;
 
 namespace {
 
-/// The safetensors dtype of |type| as checkpoints write it, or "".
-std::string safetensorsDType(Type type) {
-  if (type.isF32())
-    return "F32";
-  if (type.isF64())
-    return "F64";
-  if (type.isF16())
-    return "F16";
-  if (type.isBF16())
-    return "BF16";
-  if (type.isSignlessInteger(64))
-    return "I64";
-  if (type.isSignlessInteger(32))
-    return "I32";
-  return "";
+/// The safetensors dtype a checkpoint holds a parameter of |type| in, or ""
+/// when --weights cannot load one: checkpoints store BOOL one byte an
+/// element, MLIR's raw i1 buffers one bit.
+std::string weightDType(Type type) {
+  std::string dtype = txopt::reference::safetensorsDType(type);
+  return dtype == "BOOL" ? "" : dtype;
 }
 
 std::string shapeText(ArrayRef<int64_t> shape) {
@@ -72,7 +64,7 @@ int txopt_cli::loadWeights(ModuleOp module, const std::string &dir, std::string 
     }
     txopt::tx::ParameterOp param = it->second;
     RankedTensorType type = param.getType();
-    std::string dtype = safetensorsDType(type.getElementType());
+    std::string dtype = weightDType(type.getElementType());
     if (std::vector<int64_t>(type.getShape().begin(), type.getShape().end()) != t.shape) {
       error = "--weights: tensor '" + t.name + "': the checkpoint's shape " +
               shapeText(t.shape) + " is not the model's " + shapeText(type.getShape());

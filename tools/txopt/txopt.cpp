@@ -173,6 +173,180 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Options &options,
   return txopt::importONNXFile(context, options.input, importOptions, info,
                                error);
 }
+/// The output must not be a file one of |module|'s parameters reads its
+/// weights from: the IR refers to its weight files, and writing it over one
+/// of them would leave it referring to itself. Returns an error or "".
+std::string checkOutputIsNoWeightFile(ModuleOp module, const Options &options) {
+  if (options.output == "-")
+    return "";
+  for (auto parameter : module.getOps<txopt::tx::ParameterOp>())
+    if (parameter.isSourced() &&
+        samePath(txopt::tx::resolveWeightPath(parameter, module), options.output))
+      return "output '" + options.output + "' holds the weights of parameter '" +
+             parameter.getSymName().str() + "'; refusing to overwrite it";
+  return "";
+}
+
+/// The options of tx-build-train-step that --train's flags set.
+mlir::txopt::tx::BuildTrainStepPassOptions trainStepOptions(const Options &options) {
+  mlir::txopt::tx::BuildTrainStepPassOptions step;
+  step.loss = *mlir::txopt::tx::parseLossKind(options.loss);
+  step.labels = options.labels;
+  step.optimizer = *mlir::txopt::tx::parseOptimizerKind(options.optimizer);
+  step.lr = options.lr;
+  step.beta1 = options.beta1;
+  step.beta2 = options.beta2;
+  step.eps = options.eps;
+  step.weightDecay = options.weightDecay.value_or(-1.0);
+  step.momentum = options.momentum;
+  step.noDecay = options.noDecay.value_or("");
+  step.gradClip = options.gradClip;
+  step.gradAccum = options.gradAccum;
+  step.eval = options.eval;
+  step.freeze = options.freeze;
+  step.lossScaling = options.precision == "fp16";
+  return step;
+}
+
+/// The options of tx-insert-fp8 under --precision=fp8, else none.
+std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8Options(const Options &options) {
+  std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8;
+  if (options.precision != "fp8")
+    return fp8;
+  fp8.emplace();
+  fp8->scaling = *mlir::txopt::tx::symbolizeFP8ScalingKind(options.fp8Scaling);
+  fp8->format = *mlir::txopt::tx::symbolizeFP8Format(options.fp8Format);
+  fp8->history = options.fp8History;
+  fp8->amax = *mlir::txopt::tx::symbolizeAmaxCompute(options.fp8Amax);
+  fp8->margin = options.fp8Margin;
+  fp8->exclude = options.fp8Exclude;
+  fp8->target = options.target;
+  fp8->explain = true;
+  return fp8;
+}
+
+/// The fusions and precision of the default (or --train) pipeline into
+/// |pipelineOptions|. Sets |f32GpuAttentionUnfused| when an f32 GPU step
+/// keeps attention unfused.
+void setPipelineOptions(const Options &options, CompileSummary &summary,
+                        bool &f32GpuAttentionUnfused,
+                        txopt::DefaultPipelineOptions &pipelineOptions) {
+  pipelineOptions.fuseNorms = options.fuseNorms;
+  pipelineOptions.fuseOptimizer = options.fuseOptimizer;
+  // A GPU step runs fused attention as cuDNN's SDPA, which is bf16/fp16
+  // only: an f32 GPU step keeps attention in primitive ops (GEMMs and
+  // softmax kernels), and says so when fusion was asked for.
+  bool gpuStep = options.emitsArtifact() || options.gpuPlanPath ||
+                 options.gpuKernelsPath || options.gpuPtxPath;
+  bool lowPrecision = options.precision != "fp32";
+  pipelineOptions.fuseAttention =
+      options.fuseAttention.value_or(gpuStep && lowPrecision);
+  f32GpuAttentionUnfused = gpuStep && !lowPrecision;
+  if (gpuStep && !lowPrecision && pipelineOptions.fuseAttention) {
+    pipelineOptions.fuseAttention = false;
+    summary.import.warnings.push_back(
+        "attention left unfused: the GPU's fused attention (cuDNN SDPA) "
+        "runs in bf16/fp16; compile with --precision=bf16 to fuse it");
+  }
+  pipelineOptions.attentionCudnnLimits = gpuStep;
+  pipelineOptions.explain = true; // near-misses feed the summary and report
+  // FP8 runs the GEMMs it cannot convert in bf16.
+  pipelineOptions.precision = *mlir::txopt::tx::parseGemmPrecision(
+      options.precision == "fp8" ? "bf16" : options.precision);
+}
+
+/// --emit=fused (the default): runs the default pipeline, or with --train
+/// the training pipeline, on |module|. Returns an error or "".
+std::string runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
+                        DiagnosticCollector &collector, CompileSummary &summary,
+                        bool &f32GpuAttentionUnfused) {
+  PassManager pm(&context);
+  txopt::DefaultPipelineOptions pipeline;
+  setPipelineOptions(options, summary, f32GpuAttentionUnfused, pipeline);
+  if (options.train) {
+    txopt::buildTrainPipeline(pm, pipeline, trainStepOptions(options), fp8Options(options));
+    // The step is built for one GPU architecture: record it in the IR.
+    module->setAttr("tx.target", StringAttr::get(&context, options.target));
+  } else {
+    txopt::buildDefaultPipeline(pm, pipeline);
+  }
+  if (options.fuseNorms)
+    summary.fusionsRun.push_back("norms");
+  if (options.fuseOptimizer)
+    summary.fusionsRun.push_back("optimizer");
+  if (pipeline.fuseAttention)
+    summary.fusionsRun.push_back("attention");
+  if (failed(pm.run(module)))
+    return collector.firstError().empty() ? "the default pipeline failed"
+                                          : collector.firstError();
+  return "";
+}
+
+/// What the compiled |module| holds, for the summary and the report: op
+/// counts, fusions, near misses (a GEMM left out of FP8 also warns), the
+/// training step and the precision.
+void summarizeModule(ModuleOp module, const Options &options,
+                     DiagnosticCollector &collector, CompileSummary &summary) {
+  summary.txOps = countOps(module);
+  summary.fused = countFused(module);
+  summary.notFused = collector.takeNearMisses();
+  // A GEMM that cannot use FP8 is worth a warning, not just a report row.
+  for (const NearMiss &miss : summary.notFused)
+    if (miss.pattern == "fp8")
+      summary.import.warnings.push_back("GEMM '" + miss.node +
+                                        "' stays bf16: " + miss.reason);
+  if (options.train)
+    summary.train = describeTrainStep(module);
+  summary.precision = describePrecision(module, options.precision);
+}
+
+/// The GPU lines of the summary and report for the lowered |program|.
+void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
+                         bool f32GpuAttentionUnfused, CompileSummary &summary) {
+  const auto &st = gpuProgram.stats;
+  summary.gpu = llvm::formatv(
+      "{0}: {1} kernel launches, {2} GEMMs, {3} memsets, {4} copies; {5} ops "
+      "fused into their users; arena {6:F1} MB (state {7:F1} MB, scratch "
+      "{8:F1} MB planned from {9:F1} MB)",
+      gpuProgram.target, st.launches, st.gemms, st.memsets, st.copies,
+      st.fusedOps, gpuProgram.arenaBytes / 1e6, st.argumentBytes / 1e6,
+      st.scratchBytes / 1e6, st.unplannedBytes / 1e6);
+  if (f32GpuAttentionUnfused)
+    summary.gpu += "; attention unfused (an f32 step: cuDNN's fused "
+                   "attention runs bf16/fp16)";
+  if (st.attentions)
+    summary.gpu += llvm::formatv(
+        "; {0} fused attention calls (cuDNN SDPA), {1:F1} MB of attention "
+        "scores and probabilities never materialized",
+        st.attentions, st.attentionScoreBytesAvoided / 1e6);
+  summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies +
+                        st.attentions;
+  summary.gpuAttentionCalls = st.attentions;
+  summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;
+  summary.gpuArenaBytes = gpuProgram.arenaBytes;
+}
+
+/// Writes what --emit asks for: the GPU artifact, or the IR. Returns an
+/// error or "".
+std::string writeOutput(ModuleOp module, const Options &options,
+                        DiagnosticCollector &collector, bool f32GpuAttentionUnfused,
+                        CompileSummary &summary) {
+  if (options.emitsArtifact()) {
+    mlir::txopt::cuda::StepProgram gpuProgram;
+    std::string gpuError = writeGPUArtifact(module, options, collector, gpuProgram);
+    if (!gpuError.empty())
+      return gpuError;
+    summarizeGPUProgram(gpuProgram, f32GpuAttentionUnfused, summary);
+    return "";
+  }
+  OpPrintingFlags flags;
+  flags.enableDebugInfo(options.printLocations, /*prettyForm=*/false);
+  if (llvm::Error err = writeAtomically(options.output, [&](llvm::raw_ostream &os) {
+        module->print(os, flags);
+      }))
+    return "cannot write '" + options.output + "': " + llvm::toString(std::move(err));
+  return "";
+}
 } // namespace
 
 static int runMain(int argc, char **argv);
@@ -235,142 +409,24 @@ static int runMain(int argc, char **argv) {
     summary.weightsLoaded = loaded;
   }
 
-  // The IR refers to its weight files; writing it over one of them would
-  // leave it referring to itself.
-  if (options.output != "-")
-    for (auto parameter : module->getOps<txopt::tx::ParameterOp>())
-      if (parameter.isSourced() &&
-          samePath(txopt::tx::resolveWeightPath(parameter, *module),
-                   options.output))
-        return fail(kUsageError,
-                    "output '" + options.output + "' holds the weights of "
-                    "parameter '" + parameter.getSymName() +
-                    "'; refusing to overwrite it");
+  if (std::string bad = checkOutputIsNoWeightFile(*module, options); !bad.empty())
+    return fail(kUsageError, bad);
 
   bool f32GpuAttentionUnfused = false;
-  if (options.emit == EmitKind::Fused) {
-    PassManager pm(&context);
-    txopt::DefaultPipelineOptions pipelineOptions;
-    pipelineOptions.fuseNorms = options.fuseNorms;
-    pipelineOptions.fuseOptimizer = options.fuseOptimizer;
-    // A GPU step runs fused attention as cuDNN's SDPA, which is bf16/fp16
-    // only: an f32 GPU step keeps attention in primitive ops (GEMMs and
-    // softmax kernels), and says so when fusion was asked for.
-    bool gpuStep = options.emitsArtifact() || options.gpuPlanPath ||
-                   options.gpuKernelsPath || options.gpuPtxPath;
-    bool lowPrecision = options.precision != "fp32";
-    pipelineOptions.fuseAttention =
-        options.fuseAttention.value_or(gpuStep && lowPrecision);
-    f32GpuAttentionUnfused = gpuStep && !lowPrecision;
-    if (gpuStep && !lowPrecision && pipelineOptions.fuseAttention) {
-      pipelineOptions.fuseAttention = false;
-      summary.import.warnings.push_back(
-          "attention left unfused: the GPU's fused attention (cuDNN SDPA) "
-          "runs in bf16/fp16; compile with --precision=bf16 to fuse it");
-    }
-    pipelineOptions.attentionCudnnLimits = gpuStep;
-    pipelineOptions.explain = true; // near-misses feed the summary and report
-    // FP8 runs the GEMMs it cannot convert in bf16.
-    pipelineOptions.precision = *mlir::txopt::tx::parseGemmPrecision(
-        options.precision == "fp8" ? "bf16" : options.precision);
-    if (options.train) {
-      mlir::txopt::tx::BuildTrainStepPassOptions step;
-      step.loss = *mlir::txopt::tx::parseLossKind(options.loss);
-      step.labels = options.labels;
-      step.optimizer = *mlir::txopt::tx::parseOptimizerKind(options.optimizer);
-      step.lr = options.lr;
-      step.beta1 = options.beta1;
-      step.beta2 = options.beta2;
-      step.eps = options.eps;
-      step.weightDecay = options.weightDecay.value_or(-1.0);
-      step.momentum = options.momentum;
-      step.noDecay = options.noDecay.value_or("");
-      step.gradClip = options.gradClip;
-      step.gradAccum = options.gradAccum;
-      step.eval = options.eval;
-      step.freeze = options.freeze;
-      step.lossScaling = options.precision == "fp16";
-      std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8;
-      if (options.precision == "fp8") {
-        fp8.emplace();
-        fp8->scaling = *mlir::txopt::tx::symbolizeFP8ScalingKind(options.fp8Scaling);
-        fp8->format = *mlir::txopt::tx::symbolizeFP8Format(options.fp8Format);
-        fp8->history = options.fp8History;
-        fp8->amax = *mlir::txopt::tx::symbolizeAmaxCompute(options.fp8Amax);
-        fp8->margin = options.fp8Margin;
-        fp8->exclude = options.fp8Exclude;
-        fp8->target = options.target;
-        fp8->explain = true;
-      }
-      txopt::buildTrainPipeline(pm, pipelineOptions, step, fp8);
-      // The step is built for one GPU architecture: record it in the IR.
-      (*module)->setAttr("tx.target", StringAttr::get(&context, options.target));
-    } else {
-      txopt::buildDefaultPipeline(pm, pipelineOptions);
-    }
-    if (options.fuseNorms)
-      summary.fusionsRun.push_back("norms");
-    if (options.fuseOptimizer)
-      summary.fusionsRun.push_back("optimizer");
-    if (pipelineOptions.fuseAttention)
-      summary.fusionsRun.push_back("attention");
-    if (failed(pm.run(*module)))
-      return fail(kCompileError, collector.firstError().empty()
-                                     ? "the default pipeline failed"
-                                     : collector.firstError());
-  }
+  if (options.emit == EmitKind::Fused)
+    if (std::string err = runPipeline(context, *module, options, collector, summary,
+                                      f32GpuAttentionUnfused);
+        !err.empty())
+      return fail(kCompileError, err);
   if (failed(verify(*module)))
     return fail(kCompileError, "internal error: invalid IR after compilation: " +
                                    collector.firstError());
 
-  summary.txOps = countOps(*module);
-  summary.fused = countFused(*module);
-  summary.notFused = collector.takeNearMisses();
-  // A GEMM that cannot use FP8 is worth a warning, not just a report row.
-  for (const NearMiss &miss : summary.notFused)
-    if (miss.pattern == "fp8")
-      summary.import.warnings.push_back("GEMM '" + miss.node +
-                                        "' stays bf16: " + miss.reason);
-  if (options.train)
-    summary.train = describeTrainStep(*module);
-  summary.precision = describePrecision(*module, options.precision);
-
-  mlir::txopt::cuda::StepProgram gpuProgram;
-  if (options.emitsArtifact()) {
-    std::string gpuError =
-        writeGPUArtifact(*module, options, collector, gpuProgram);
-    if (!gpuError.empty())
-      return fail(kCompileError, gpuError);
-    const auto &st = gpuProgram.stats;
-    summary.gpu = llvm::formatv(
-        "{0}: {1} kernel launches, {2} GEMMs, {3} memsets, {4} copies; {5} ops "
-        "fused into their users; arena {6:F1} MB (state {7:F1} MB, scratch "
-        "{8:F1} MB planned from {9:F1} MB)",
-        gpuProgram.target, st.launches, st.gemms, st.memsets, st.copies,
-        st.fusedOps, gpuProgram.arenaBytes / 1e6, st.argumentBytes / 1e6,
-        st.scratchBytes / 1e6, st.unplannedBytes / 1e6);
-    if (f32GpuAttentionUnfused)
-      summary.gpu += "; attention unfused (an f32 step: cuDNN's fused "
-                     "attention runs bf16/fp16)";
-    if (st.attentions)
-      summary.gpu += llvm::formatv(
-          "; {0} fused attention calls (cuDNN SDPA), {1:F1} MB of attention "
-          "scores and probabilities never materialized",
-          st.attentions, st.attentionScoreBytesAvoided / 1e6);
-    summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies +
-                          st.attentions;
-    summary.gpuAttentionCalls = st.attentions;
-    summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;
-    summary.gpuArenaBytes = gpuProgram.arenaBytes;
-  } else {
-    OpPrintingFlags flags;
-    flags.enableDebugInfo(options.printLocations, /*prettyForm=*/false);
-    if (llvm::Error err = writeAtomically(options.output, [&](llvm::raw_ostream &os) {
-          module->print(os, flags);
-        }))
-      return fail(kCompileError, "cannot write '" + options.output +
-                                     "': " + llvm::toString(std::move(err)));
-  }
+  summarizeModule(*module, options, collector, summary);
+  if (std::string err =
+          writeOutput(*module, options, collector, f32GpuAttentionUnfused, summary);
+      !err.empty())
+    return fail(kCompileError, err);
 
   summary.seconds = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - start)

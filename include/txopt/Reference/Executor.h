@@ -27,6 +27,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
@@ -77,6 +78,13 @@ public:
 
 private:
   llvm::Expected<Tensor> evaluateConstant(Operation *op);
+  /// An error when |op|'s results would not fit the memory budget on top of
+  /// what is live and held.
+  llvm::Error checkResultBudget(Operation &op);
+  /// |op|'s results into |results|: a constant, a parameter load, or a
+  /// kernel over its operands (found in |values|).
+  llvm::Error evaluate(Operation &op, const llvm::DenseMap<Value, Tensor> &values,
+                       llvm::SmallVectorImpl<Tensor> &results);
 
   ModuleOp module;
   ExecutorOptions options;

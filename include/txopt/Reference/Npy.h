@@ -41,6 +41,12 @@ llvm::Error writeNpyFile(const Tensor &tensor, llvm::StringRef path);
 /// The dtype string a tensor of |type| is written with ('<f4', ...).
 std::string npyDtypeFor(Type elementType);
 
+/// The safetensors dtype a checkpoint stores an |elementType| tensor as
+/// ('F32', 'BF16', 'F8_E4M3', 'BOOL', 'I64', ...), or "" when checkpoints
+/// cannot hold it. txopt-run writes checkpoints with it, txopt --weights
+/// reads them.
+std::string safetensorsDType(Type elementType);
+
 } // namespace mlir::txopt::reference
 
 #endif // TXOPT_REFERENCE_NPY_H

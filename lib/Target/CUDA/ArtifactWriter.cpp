@@ -25,19 +25,14 @@ static constexpr uint32_t kFormatVersionWithoutFunctions = 1;
 
 static fb::DType toFb(DType t) { return static_cast<fb::DType>(t); }
 
-LogicalResult cuda::writeArtifact(const StepProgram &program,
-                                  const KernelImages &images,
-                                  std::vector<uint8_t> &bytes,
-                                  std::string &error) {
-  flatbuffers::FlatBufferBuilder fbb(1 << 20);
-  std::vector<fb::Slot> slots;
-  for (const Slot &s : program.slots)
-    slots.emplace_back(s.offset, s.bytes);
-
-  // The cubin (when ptxas made one) runs on the target's architecture; the
-  // PTX is kept beside it for the driver's JIT on other (newer) GPUs.
+/// The kernel images: the cubin (when ptxas made one) runs on the target's
+/// architecture; the PTX is kept beside it for the driver's JIT on other
+/// (newer) GPUs. Sets the index of each (-1: no cubin).
+static std::vector<flatbuffers::Offset<fb::KernelImage>>
+writeImages(flatbuffers::FlatBufferBuilder &fbb, const KernelImages &images,
+            int &cubinImage, int &ptxImage) {
   std::vector<flatbuffers::Offset<fb::KernelImage>> imageList;
-  int cubinImage = -1;
+  cubinImage = -1;
   if (!images.cubin.empty()) {
     auto data = fbb.CreateVector(reinterpret_cast<const uint8_t *>(images.cubin.data()),
                                  images.cubin.size());
@@ -48,21 +43,15 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
   ptx.push_back('\0');
   auto ptxData = fbb.CreateVector(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size());
   imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::PTX, ptxData));
-  int ptxImage = static_cast<int>(imageList.size()) - 1;
+  ptxImage = static_cast<int>(imageList.size()) - 1;
+  return imageList;
+}
 
-  std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
-  for (const std::string &name : program.kernelNames)
-    kernels.push_back(fb::CreateKernel(
-        fbb, fbb.CreateString(name),
-        static_cast<uint32_t>(cubinImage >= 0 ? cubinImage : ptxImage),
-        cubinImage >= 0 ? ptxImage : -1));
-
-  std::vector<flatbuffers::Offset<fb::ConstantData>> constants;
-  for (const ConstantUpload &c : program.constants)
-    constants.push_back(fb::CreateConstantData(fbb, c.slot, fbb.CreateVector(c.data)));
-
+static std::vector<flatbuffers::Offset<fb::Argument>>
+writeArguments(flatbuffers::FlatBufferBuilder &fbb,
+               const std::vector<ArgumentBinding> &list) {
   std::vector<flatbuffers::Offset<fb::Argument>> arguments;
-  for (const ArgumentBinding &a : program.arguments) {
+  for (const ArgumentBinding &a : list) {
     fb::InitKind init = fb::InitKind::ZEROS;
     switch (a.init) {
     case ArgumentBinding::Init::Zeros: init = fb::InitKind::ZEROS; break;
@@ -78,19 +67,61 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
         a.path.empty() ? 0 : fbb.CreateString(a.path), a.offset, a.length,
         a.indexBound, a.nextOf));
   }
+  return arguments;
+}
 
-  auto writeResults = [&](const std::vector<ResultBinding> &list) {
-    std::vector<flatbuffers::Offset<fb::Result>> results;
-    for (const ResultBinding &r : list)
-      results.push_back(fb::CreateResult(fbb, fbb.CreateString(r.name), r.slot,
-                                         toFb(r.dtype), fbb.CreateVector(r.shape),
-                                         r.next));
-    return fbb.CreateVector(results);
+static flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Result>>>
+writeResults(flatbuffers::FlatBufferBuilder &fbb, const std::vector<ResultBinding> &list) {
+  std::vector<flatbuffers::Offset<fb::Result>> results;
+  for (const ResultBinding &r : list)
+    results.push_back(fb::CreateResult(fbb, fbb.CreateString(r.name), r.slot,
+                                       toFb(r.dtype), fbb.CreateVector(r.shape),
+                                       r.next));
+  return fbb.CreateVector(results);
+}
+
+static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBufferBuilder &fbb,
+                                                         const AttentionCmd *at) {
+  auto tensor = [](const AttentionTensor &t) {
+    return fb::AttentionTensor(t.slot, flatbuffers::span<const int64_t, 4>(t.dims),
+                               flatbuffers::span<const int64_t, 4>(t.strides));
   };
-  auto results = writeResults(program.results);
+  fb::AttentionBuilder ab(fbb);
+  ab.add_backward(at->backward);
+  ab.add_dtype(toFb(at->dtype));
+  ab.add_scale(at->scale);
+  ab.add_causal(at->causal);
+  ab.add_window(at->window);
+  auto q = tensor(at->q), k = tensor(at->k), v = tensor(at->v), o = tensor(at->o);
+  ab.add_q(&q);
+  ab.add_k(&k);
+  ab.add_v(&v);
+  ab.add_o(&o);
+  ab.add_lse(at->lse);
+  fb::AttentionTensor mask, gradO, gradQ, gradK, gradV;
+  if (at->mask) {
+    mask = tensor(*at->mask);
+    ab.add_has_mask(true);
+    ab.add_mask(&mask);
+  }
+  if (at->backward) {
+    gradO = tensor(at->gradO);
+    gradQ = tensor(at->gradQ);
+    gradK = tensor(at->gradK);
+    gradV = tensor(at->gradV);
+    ab.add_grad_o(&gradO);
+    ab.add_grad_q(&gradQ);
+    ab.add_grad_k(&gradK);
+    ab.add_grad_v(&gradV);
+  }
+  return ab.Finish();
+}
 
-  bool needsFP8 = false;
-  auto writeCommands = [&](const std::vector<Command> &list) {
+/// The commands of one function; sets |needsFP8| when a GEMM reads or
+/// writes FP8.
+static flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Command>>>
+writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &list,
+              bool &needsFP8) {
   std::vector<flatbuffers::Offset<fb::Command>> commands;
   for (const Command &c : list) {
     auto origin = fbb.CreateString(c.origin);
@@ -120,52 +151,50 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       auto copy = fb::CreateCopy(fbb, cp->dst, cp->src, cp->bytes);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Copy, copy.Union(), origin));
     } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
-      auto tensor = [](const AttentionTensor &t) {
-        return fb::AttentionTensor(t.slot, flatbuffers::span<const int64_t, 4>(t.dims),
-                                   flatbuffers::span<const int64_t, 4>(t.strides));
-      };
-      fb::AttentionBuilder ab(fbb);
-      ab.add_backward(at->backward);
-      ab.add_dtype(toFb(at->dtype));
-      ab.add_scale(at->scale);
-      ab.add_causal(at->causal);
-      ab.add_window(at->window);
-      auto q = tensor(at->q), k = tensor(at->k), v = tensor(at->v), o = tensor(at->o);
-      ab.add_q(&q);
-      ab.add_k(&k);
-      ab.add_v(&v);
-      ab.add_o(&o);
-      ab.add_lse(at->lse);
-      fb::AttentionTensor mask, gradO, gradQ, gradK, gradV;
-      if (at->mask) {
-        mask = tensor(*at->mask);
-        ab.add_has_mask(true);
-        ab.add_mask(&mask);
-      }
-      if (at->backward) {
-        gradO = tensor(at->gradO);
-        gradQ = tensor(at->gradQ);
-        gradK = tensor(at->gradK);
-        gradV = tensor(at->gradV);
-        ab.add_grad_o(&gradO);
-        ab.add_grad_q(&gradQ);
-        ab.add_grad_k(&gradK);
-        ab.add_grad_v(&gradV);
-      }
-      auto attention = ab.Finish();
+      auto attention = writeAttention(fbb, at);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Attention, attention.Union(), origin));
     }
   }
   return fbb.CreateVector(commands);
-  };
-  auto commands = writeCommands(program.commands);
+}
+
+LogicalResult cuda::writeArtifact(const StepProgram &program,
+                                  const KernelImages &images,
+                                  std::vector<uint8_t> &bytes,
+                                  std::string &error) {
+  flatbuffers::FlatBufferBuilder fbb(1 << 20);
+  std::vector<fb::Slot> slots;
+  for (const Slot &s : program.slots)
+    slots.emplace_back(s.offset, s.bytes);
+
+  int cubinImage = -1, ptxImage = -1;
+  std::vector<flatbuffers::Offset<fb::KernelImage>> imageList =
+      writeImages(fbb, images, cubinImage, ptxImage);
+
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
+  for (const std::string &name : program.kernelNames)
+    kernels.push_back(fb::CreateKernel(
+        fbb, fbb.CreateString(name),
+        static_cast<uint32_t>(cubinImage >= 0 ? cubinImage : ptxImage),
+        cubinImage >= 0 ? ptxImage : -1));
+
+  std::vector<flatbuffers::Offset<fb::ConstantData>> constants;
+  for (const ConstantUpload &c : program.constants)
+    constants.push_back(fb::CreateConstantData(fbb, c.slot, fbb.CreateVector(c.data)));
+
+  std::vector<flatbuffers::Offset<fb::Argument>> arguments =
+      writeArguments(fbb, program.arguments);
+  auto results = writeResults(fbb, program.results);
+
+  bool needsFP8 = false;
+  auto commands = writeCommands(fbb, program.commands, needsFP8);
   // Gradient accumulation: the micro-step's commands and results. An older
   // runtime would run the step alone (1/N of the gradient), so such an
   // artifact is format version 2, which those refuse.
   flatbuffers::Offset<fb::Function> microStep = 0;
   if (program.microStep) {
-    auto microCommands = writeCommands(program.microStep->commands);
-    auto microResults = writeResults(program.microStep->results);
+    auto microCommands = writeCommands(fbb, program.microStep->commands, needsFP8);
+    auto microResults = writeResults(fbb, program.microStep->results);
     microStep = fb::CreateFunction(fbb, fbb.CreateString(program.microStep->name),
                                    microCommands, microResults);
   }

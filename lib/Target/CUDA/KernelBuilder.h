@@ -166,6 +166,13 @@ private:
                llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
   Value emitArithmetic(Operation *op, unsigned resultNumber, Type elementType,
                        llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
+  Value emitBinaryArithmetic(Operation *op, Type elementType,
+                             llvm::ArrayRef<Value> index);
+  Value emitMath(Operation *op, Type elementType, llvm::ArrayRef<Value> index);
+  Value emitConcat(Operation *op, Type elementType, llvm::ArrayRef<int64_t> shape,
+                   llvm::ArrayRef<Value> index);
+  Value emitCumSum(Operation *op, Type elementType, llvm::ArrayRef<int64_t> shape,
+                   llvm::ArrayRef<Value> index);
   Value emitDataMovement(Operation *op, unsigned resultNumber, Type elementType,
                          llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
   Value emitIndexed(Operation *op, unsigned resultNumber, Type elementType,

@@ -62,16 +62,13 @@ static LogicalResult roundSumsInto(LoweringContext &ctx, Operation *op,
   return success();
 }
 
-/// tx.gather_elements_grad: zero the data's shape, then one thread per
-/// gradient element adds it at the position its index names.
-static LogicalResult lowerGatherElementsGrad(LoweringContext &ctx,
-                                             tx::GatherElementsGradOp op) {
-  Value grad = op.getGrad(), indices = op.getIndices(), result = op.getResult();
-  auto resultShape = typeOf(result).getShape();
-  auto gradShape = typeOf(grad).getShape();
-  int64_t axis = static_cast<int64_t>(op.getAxis());
-  if (axis < 0)
-    axis += resultShape.size();
+/// The gather gradients' scatter-add: zero the data's shape (|result|),
+/// then one thread per element of |grad| adds it at the linear position of
+/// |result| that |positionOf| computes from the element's index (reading
+/// |indices|).
+static LogicalResult
+lowerScatterAdd(LoweringContext &ctx, Operation *op, Value grad, Value indices, Value result,
+                llvm::function_ref<Value(KernelBuilder &, llvm::ArrayRef<Value>)> positionOf) {
   int64_t n = typeOf(grad).getNumElements();
   bool direct = typeOf(result).getElementType().isF32();
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), direct ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{}, {grad, indices}, ctx.plan);
@@ -81,13 +78,8 @@ static LogicalResult lowerGatherElementsGrad(LoweringContext &ctx,
   Value i = kb.globalThreadIndex();
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
   kb.ifThen(inRange, [&] {
-    auto gi = kb.delinearize(i, gradShape);
-    Value which = kb.load(indices, kb.linearize(gi, typeOf(indices).getShape()));
-    int64_t dim = resultShape[axis];
-    which = kb.clampIndex(which, dim);
-    llvm::SmallVector<Value> ri(gi.begin(), gi.end());
-    ri[axis] = arith::IndexCastOp::create(b, b.getIndexType(), which);
-    Value at = kb.linearize(ri, resultShape);
+    auto gi = kb.delinearize(i, typeOf(grad).getShape());
+    Value at = positionOf(kb, gi);
     if (target)
       memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, kb.load(grad, i), target, ValueRange{at});
     else
@@ -101,26 +93,38 @@ static LogicalResult lowerGatherElementsGrad(LoweringContext &ctx,
   return roundSumsInto(ctx, op, result, out);
 }
 
-/// tx.gather_nd_grad: zero the data's shape, then one thread per gradient
-/// element adds it at data[a, indices[a, i, :], s].
-static LogicalResult lowerGatherNDGrad(LoweringContext &ctx, tx::GatherNDGradOp op) {
-  Value grad = op.getGrad(), indices = op.getIndices(), result = op.getResult();
+/// tx.gather_elements_grad: each gradient element goes to its own index
+/// with the axis coordinate replaced by the index it names.
+static LogicalResult lowerGatherElementsGrad(LoweringContext &ctx,
+                                             tx::GatherElementsGradOp op) {
+  Value indices = op.getIndices(), result = op.getResult();
   auto resultShape = typeOf(result).getShape();
-  auto gradShape = typeOf(grad).getShape();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  if (axis < 0)
+    axis += resultShape.size();
+  return lowerScatterAdd(ctx, op, op.getGrad(), indices, result,
+                         [&](KernelBuilder &kb, llvm::ArrayRef<Value> gi) {
+    auto &b = kb.builder();
+    Value which = kb.load(indices, kb.linearize(gi, typeOf(indices).getShape()));
+    int64_t dim = resultShape[axis];
+    which = kb.clampIndex(which, dim);
+    llvm::SmallVector<Value> ri(gi.begin(), gi.end());
+    ri[axis] = arith::IndexCastOp::create(b, b.getIndexType(), which);
+    return kb.linearize(ri, resultShape);
+  });
+}
+
+/// tx.gather_nd_grad: each gradient element goes to data[a, indices[a, i, :], s].
+static LogicalResult lowerGatherNDGrad(LoweringContext &ctx, tx::GatherNDGradOp op) {
+  Value indices = op.getIndices(), result = op.getResult();
+  auto resultShape = typeOf(result).getShape();
   auto indicesShape = typeOf(indices).getShape();
   size_t q = indicesShape.size();
   int64_t bd = static_cast<int64_t>(op.getBatchDims());
   int64_t k = indicesShape.back();
-  int64_t n = typeOf(grad).getNumElements();
-  bool direct = typeOf(result).getElementType().isF32();
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), direct ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{}, {grad, indices}, ctx.plan);
-  Value target;
-  unsigned out = scatterTarget(ctx, kb, result, 0, target);
-  auto &b = kb.builder();
-  Value i = kb.globalThreadIndex();
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
-  kb.ifThen(inRange, [&] {
-    auto gi = kb.delinearize(i, gradShape);
+  return lowerScatterAdd(ctx, op, op.getGrad(), indices, result,
+                         [&](KernelBuilder &kb, llvm::ArrayRef<Value> gi) {
+    auto &b = kb.builder();
     llvm::SmallVector<Value> ri(gi.begin(), gi.begin() + bd);
     llvm::SmallVector<Value> tuple(gi.begin(), gi.begin() + (q - 1));
     tuple.push_back(Value());
@@ -131,41 +135,19 @@ static LogicalResult lowerGatherNDGrad(LoweringContext &ctx, tx::GatherNDGradOp 
       ri.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
     }
     ri.append(gi.begin() + (q - 1), gi.end());
-    Value at = kb.linearize(ri, resultShape);
-    if (target)
-      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, kb.load(grad, i), target, ValueRange{at});
-    else
-      kb.atomicAdd(result, at, kb.load(grad, i));
+    return kb.linearize(ri, resultShape);
   });
-  kb.finish();
-  if (failed(kb.status()))
-    return failure();
-  ctx.memset(out, 0, op);
-  ctx.launch(kb, op, ceilDiv(n, kBlockSize), {out}, ctx.buffersOf({grad, indices}));
-  return roundSumsInto(ctx, op, result, out);
 }
 
-LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
-  if (auto ge = dyn_cast<tx::GatherElementsGradOp>(op))
-    return lowerGatherElementsGrad(ctx, ge);
-  if (auto gn = dyn_cast<tx::GatherNDGradOp>(op))
-    return lowerGatherNDGrad(ctx, gn);
-  auto gg = cast<tx::GatherGradOp>(op);
-  Value grad = gg.getGrad(), indices = gg.getIndices(), result = gg.getResult();
+/// tx.gather_grad: each gradient element goes to data[a, indices[i], s].
+static LogicalResult lowerGatherGradOp(LoweringContext &ctx, tx::GatherGradOp op) {
+  Value indices = op.getIndices(), result = op.getResult();
   auto resultShape = typeOf(result).getShape();
-  auto gradShape = typeOf(grad).getShape();
-  int64_t axis = static_cast<int64_t>(gg.getAxis());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
   size_t ni = typeOf(indices).getRank();
-  int64_t n = typeOf(grad).getNumElements();
-  bool direct = typeOf(result).getElementType().isF32();
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), direct ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{}, {grad, indices}, ctx.plan);
-  Value target;
-  unsigned out = scatterTarget(ctx, kb, result, 0, target);
-  auto &b = kb.builder();
-  Value i = kb.globalThreadIndex();
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
-  kb.ifThen(inRange, [&] {
-    auto gi = kb.delinearize(i, gradShape);
+  return lowerScatterAdd(ctx, op, op.getGrad(), indices, result,
+                         [&](KernelBuilder &kb, llvm::ArrayRef<Value> gi) {
+    auto &b = kb.builder();
     llvm::SmallVector<Value> ii(gi.begin() + axis, gi.begin() + axis + ni);
     Value which = kb.load(indices, kb.linearize(ii, typeOf(indices).getShape()));
     int64_t dim = resultShape[axis];
@@ -173,16 +155,14 @@ LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
     llvm::SmallVector<Value> ri(gi.begin(), gi.begin() + axis);
     ri.push_back(arith::IndexCastOp::create(b, b.getIndexType(), which));
     ri.append(gi.begin() + axis + ni, gi.end());
-    Value at = kb.linearize(ri, resultShape);
-    if (target)
-      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addf, kb.load(grad, i), target, ValueRange{at});
-    else
-      kb.atomicAdd(result, at, kb.load(grad, i));
+    return kb.linearize(ri, resultShape);
   });
-  kb.finish();
-  if (failed(kb.status()))
-    return failure();
-  ctx.memset(out, 0, op);
-  ctx.launch(kb, op, ceilDiv(n, kBlockSize), {out}, ctx.buffersOf({grad, indices}));
-  return roundSumsInto(ctx, op, result, out);
+}
+
+LogicalResult cuda::lowerGatherGrad(LoweringContext &ctx, Operation *op) {
+  if (auto ge = dyn_cast<tx::GatherElementsGradOp>(op))
+    return lowerGatherElementsGrad(ctx, ge);
+  if (auto gn = dyn_cast<tx::GatherNDGradOp>(op))
+    return lowerGatherNDGrad(ctx, gn);
+  return lowerGatherGradOp(ctx, cast<tx::GatherGradOp>(op));
 }

@@ -3,8 +3,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Lowers a training step: runs the kernel grouping (Grouping.cpp), emits one
 // command per kernel, cuBLASLt GEMM (GemmLowering.cpp), fused attention,
-// memset and copy in program order, binds the step's arguments and results,
-// and plans the arena.
+// memset and copy in program order (through LoweringContext.cpp), binds the
+// step's arguments and results, and plans the arena.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,182 +30,9 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
-//===----------------------------------------------------------------------===//
-// Types
-//===----------------------------------------------------------------------===//
-
-unsigned cuda::dtypeBytes(DType type) {
-  switch (type) {
-  case DType::F64: case DType::I64: return 8;
-  case DType::F32: case DType::I32: return 4;
-  case DType::F16: case DType::BF16: return 2;
-  default: return 1;
-  }
-}
-
-const char *cuda::dtypeName(DType type) {
-  static const char *names[] = {"f32", "f16", "bf16", "f8E4M3FN", "f8E5M2",
-                                "f64", "i64", "i32", "i8", "i1"};
-  return names[static_cast<unsigned>(type)];
-}
-
-std::optional<DType> cuda::dtypeOf(Type type) {
-  if (type.isF32()) return DType::F32;
-  if (type.isF16()) return DType::F16;
-  if (type.isBF16()) return DType::BF16;
-  if (type.isF64()) return DType::F64;
-  if (isa<Float8E4M3FNType>(type)) return DType::F8E4M3FN;
-  if (isa<Float8E5M2Type>(type)) return DType::F8E5M2;
-  if (type.isInteger(64)) return DType::I64;
-  if (type.isInteger(32)) return DType::I32;
-  if (type.isInteger(8)) return DType::I8;
-  if (type.isInteger(1)) return DType::I1;
-  return std::nullopt;
-}
-
 static RankedTensorType typeOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
-
-static uint64_t bytesOf(Value v) {
-  auto type = typeOf(v);
-  return static_cast<uint64_t>(type.getNumElements()) *
-         dtypeBytes(*dtypeOf(type.getElementType()));
-}
-
-std::string cuda::describeOrigin(Operation *op) {
-  return "'" + op->getName().getStringRef().str() + "' at " +
-         reference::describeLocation(op->getLoc());
-}
-
-//===----------------------------------------------------------------------===//
-// LoweringContext
-//===----------------------------------------------------------------------===//
-
-unsigned LoweringContext::bufferFor(Value v) {
-  auto it = bufferOfValue.find(v);
-  if (it != bufferOfValue.end())
-    return it->second;
-  // A cast recomputed by its users (they read the value it converts), or a
-  // result stored as its cast.
-  if (Value storage = KernelBuilder::storageOf(v, plan); storage != v) {
-    unsigned id = bufferFor(storage);
-    bufferOfValue[v] = id;
-    return id;
-  }
-  // A view shares its input's buffer.
-  if (Operation *def = v.getDefiningOp())
-    if (isViewOp(def) &&
-        plan.isMaterialized(def->getOperand(0))) {
-      unsigned id = bufferFor(def->getOperand(0));
-      bufferOfValue[v] = id;
-      return id;
-    }
-  Buffer buffer;
-  buffer.bytes = std::max<uint64_t>(bytesOf(v), 4);
-  if (Operation *def = v.getDefiningOp())
-    buffer.what = def->getName().getStringRef().str();
-  buffers.push_back(buffer);
-  bufferOfValue[v] = buffers.size() - 1;
-  return buffers.size() - 1;
-}
-
-unsigned LoweringContext::scratch(uint64_t bytes, llvm::StringRef what) {
-  Buffer buffer;
-  buffer.bytes = std::max<uint64_t>(bytes, 4);
-  buffer.what = what.str();
-  buffers.push_back(buffer);
-  return buffers.size() - 1;
-}
-
-std::string LoweringContext::kernelName(Operation *op) {
-  std::string mnemonic = op->getName().stripDialect().str();
-  return "k" + std::to_string(builtKernels++) + "_" + mnemonic;
-}
-
-void LoweringContext::touch(unsigned buffer) {
-  int index = static_cast<int>(program.commands.size());
-  Buffer &b = buffers[buffer];
-  if (b.firstCommand < 0)
-    b.firstCommand = index;
-  b.lastCommand = index;
-}
-
-llvm::SmallVector<unsigned>
-LoweringContext::buffersOf(llvm::ArrayRef<Value> values) {
-  llvm::SmallVector<unsigned> ids;
-  for (Value v : values)
-    ids.push_back(bufferFor(v));
-  return ids;
-}
-
-void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
-                             unsigned gridX, llvm::ArrayRef<unsigned> outputs,
-                             llvm::ArrayRef<unsigned> inputs) {
-  LaunchCmd cmd;
-  // Deduplicate by body: print the kernel under a fixed name.
-  gpu::GPUFuncOp func = kernel.func();
-  std::string name = func.getName().str();
-  std::string body;
-  {
-    func.setName("k");
-    llvm::raw_string_ostream os(body);
-    func->print(os, OpPrintingFlags().useLocalScope());
-    func.setName(name);
-  }
-  auto [it, inserted] = kernelByBody.try_emplace(body, program.kernelNames.size());
-  if (inserted)
-    program.kernelNames.push_back(name);
-  else
-    func->erase();
-  cmd.kernel = it->second;
-  cmd.grid[0] = gridX;
-  cmd.block[0] = kBlockSize;
-  for (unsigned id : outputs) {
-    touch(id);
-    cmd.args.push_back(id);
-  }
-  for (unsigned id : inputs) {
-    touch(id);
-    cmd.args.push_back(id);
-  }
-  program.commands.push_back({cmd, describeOrigin(origin)});
-}
-
-void LoweringContext::memset(unsigned buffer, uint32_t value, Operation *origin) {
-  touch(buffer);
-  program.commands.push_back({MemsetCmd{buffer, value}, describeOrigin(origin)});
-}
-
-void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
-  touch(cmd.a);
-  touch(cmd.b);
-  touch(cmd.d);
-  for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax})
-    if (scalar >= 0)
-      touch(static_cast<unsigned>(scalar));
-  program.commands.push_back({cmd, describeOrigin(origin)});
-}
-
-void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
-                           llvm::StringRef origin) {
-  touch(dst);
-  touch(src);
-  program.commands.push_back({CopyCmd{dst, src, bytes}, origin.str()});
-}
-
-void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
-  for (const AttentionTensor *t : {&cmd.q, &cmd.k, &cmd.v, &cmd.o})
-    touch(t->slot);
-  touch(cmd.lse);
-  if (cmd.mask)
-    touch(cmd.mask->slot);
-  if (cmd.backward)
-    for (const AttentionTensor *t : {&cmd.gradO, &cmd.gradQ, &cmd.gradK, &cmd.gradV})
-      touch(t->slot);
-  program.commands.push_back({std::move(cmd), describeOrigin(origin)});
-}
-
 //===----------------------------------------------------------------------===//
 // Bindings
 //===----------------------------------------------------------------------===//
@@ -265,7 +92,6 @@ static int64_t indexBound(Value arg) {
   }
   return bound;
 }
-
 
 static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
                                    func::FuncOp step) {
@@ -644,72 +470,4 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     else ++program.stats.copies;
   }
   return success();
-}
-
-void StepProgram::print(llvm::raw_ostream &os) const {
-  os << "gpu step for " << target << ": " << commands.size() << " commands ("
-     << stats.launches << " launches, " << stats.gemms << " gemms, "
-     << (stats.fp8Gemms ? std::to_string(stats.fp8Gemms) + " of them fp8, " : "")
-     << stats.memsets << " memsets, " << stats.copies << " copies"
-     << (stats.attentions ? ", " + std::to_string(stats.attentions) + " fused attention" : "")
-     << "), " << stats.fusedOps << " ops fused into their users\n";
-  os << "arena " << arenaBytes << " bytes: arguments+constants "
-     << stats.argumentBytes << ", scratch " << stats.scratchBytes
-     << " (unplanned " << stats.unplannedBytes << ")\n";
-  for (const ArgumentBinding &a : arguments)
-    os << "arg '" << a.name << "' role=" << a.role << " slot=" << a.slot
-       << " " << dtypeName(a.dtype) << " next_of=" << a.nextOf << "\n";
-  for (const ResultBinding &r : results)
-    os << "result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
-  auto printCommand = [&](const Command &c) {
-    if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
-      os << "launch " << kernelNames[l->kernel] << " grid=" << l->grid[0]
-         << " block=" << l->block[0] << " args=[";
-      llvm::interleaveComma(l->args, os);
-      os << "]";
-    } else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
-      os << "gemm m=" << g->m << " n=" << g->n << " k=" << g->k
-         << " batch=" << g->batch << " ta=" << g->transA << " tb=" << g->transB
-         << " " << dtypeName(g->aType);
-      if (g->bType != g->aType)
-        os << "*" << dtypeName(g->bType);
-      os << "->" << dtypeName(g->dType) << (g->allowTF32 ? " tf32" : "")
-         << " a=" << g->a << " b=" << g->b << " d=" << g->d
-         << " beta=" << g->beta;
-      if (g->aScale >= 0)
-        os << " a_scale=" << g->aScale << " b_scale=" << g->bScale;
-    } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
-      os << "memset slot=" << m->slot << " value=" << m->value;
-    } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {
-      os << "copy dst=" << cp->dst << " src=" << cp->src << " bytes=" << cp->bytes;
-    } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
-      os << (at->backward ? "attention_grad" : "attention") << " b=" << at->q.dims[0]
-         << " h=" << at->q.dims[1] << " hkv=" << at->k.dims[1]
-         << " tq=" << at->q.dims[2] << " tk=" << at->k.dims[2]
-         << " d=" << at->q.dims[3] << " dv=" << at->v.dims[3] << " "
-         << dtypeName(at->dtype) << " scale=" << at->scale
-         << (at->causal ? " causal" : "");
-      if (at->window)
-        os << " window=" << at->window;
-      os << " q=" << at->q.slot << " k=" << at->k.slot << " v=" << at->v.slot
-         << " o=" << at->o.slot << " lse=" << at->lse;
-      if (at->mask)
-        os << " mask=" << at->mask->slot;
-      if (at->backward)
-        os << " do=" << at->gradO.slot << " dq=" << at->gradQ.slot
-           << " dk=" << at->gradK.slot << " dv=" << at->gradV.slot;
-    }
-    os << "  // " << c.origin << "\n";
-  };
-  for (const Command &c : commands)
-    printCommand(c);
-  if (microStep) {
-    // Gradient accumulation: run gradAccum - 1 times per step, before it.
-    os << "micro-step '" << microStep->name << "' (" << gradAccum - 1
-       << " per step): " << microStep->commands.size() << " commands\n";
-    for (const ResultBinding &r : microStep->results)
-      os << "micro-result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
-    for (const Command &c : microStep->commands)
-      printCommand(c);
-  }
 }

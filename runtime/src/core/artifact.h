@@ -51,6 +51,9 @@ private:
   const fb::Artifact *root_ = nullptr;
 };
 
+/// A FlatBuffers string field as a std::string ("" when absent).
+inline std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
+
 /// The element count of |shape| in |out|; fails on negative dimensions or
 /// overflow past 2^62.
 bool shapeElements(const flatbuffers::Vector<int64_t> *shape, uint64_t &out);

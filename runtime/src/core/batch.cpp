@@ -16,8 +16,6 @@
 
 namespace txrt {
 namespace {
-std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
-
 bool isTokenType(DType t) {
   return t == DType::I64 || t == DType::I32 || t == DType::I8;
 }

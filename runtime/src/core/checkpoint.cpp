@@ -327,18 +327,9 @@ Status saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint) {
   return Status();
 }
 
-Status loadCheckpoint(const std::string &dir, Checkpoint &out) {
-  out = Checkpoint();
-  std::string where = "checkpoint '" + dir + "'";
-  std::string manifestPath = dir + "/" + kCheckpointManifest;
-  struct stat st;
-  if (::stat(manifestPath.c_str(), &st) != 0)
-    return Status::invalid(where + ": no " + kCheckpointManifest +
-                           " (not a checkpoint folder, or no save finished)");
-  std::string text;
-  TXRT_RETURN_IF_ERROR(readWholeFile(manifestPath, text));
-  json::Value m;
-  TXRT_RETURN_IF_ERROR(json::parse(text, m).withContext(where + ": " + kCheckpointManifest));
+/// The manifest |m|'s format, version and run fields into |info|.
+static Status readManifestInfo(const json::Value &m, const std::string &where,
+                               CheckpointInfo &info) {
   const json::Value *format = m.find("format");
   if (!format || format->text != "txopt-checkpoint")
     return Status::invalid(where + ": " + kCheckpointManifest + " is not a txopt checkpoint manifest");
@@ -347,7 +338,6 @@ Status loadCheckpoint(const std::string &dir, Checkpoint &out) {
   if (!v || !v->asInt64(version) || version < 1 || version > kCheckpointFormatVersion)
     return Status::invalid(where + ": format_version " + (v ? json::serialize(*v) : "missing") +
                            " (this build reads 1.." + std::to_string(kCheckpointFormatVersion) + ")");
-  CheckpointInfo &info = out.info;
   auto field = [&](const char *key) -> const json::Value * { return m.find(key); };
   if (const json::Value *p = field("producer"))
     info.producer = p->text;
@@ -370,6 +360,75 @@ Status loadCheckpoint(const std::string &dir, Checkpoint &out) {
   }
   if (const json::Value *s = field("schedule"))
     info.schedule = json::serialize(*s);
+  return Status();
+}
+
+/// Manifest entry |entry| as a tensor: its name, role, dtype and shape,
+/// checked against the safetensors |header| of |fileName| (its bytes
+/// |bytes|, data from |dataStart|), its data and checksum.
+static Status readTensor(const json::Value &entry, const json::Value &header,
+                         const std::string &bytes, uint64_t dataStart,
+                         const std::string &fileName, const std::string &where,
+                         CheckpointTensor &t) {
+  uint64_t dataBytes = bytes.size() - dataStart;
+  const json::Value *name = entry.find("name");
+  if (!name || name->kind != json::Value::Kind::String)
+    return Status::invalid(where + ": a manifest tensor has no name");
+  t.name = name->text;
+  std::string what = where + ": tensor '" + t.name + "'";
+  if (const json::Value *role = entry.find("role"))
+    t.role = role->text;
+  const json::Value *dtype = entry.find("dtype");
+  t.dtype = dtype ? dtype->text : "";
+  if (!safetensorsDTypeSize(t.dtype))
+    return Status::invalid(what + ": unknown dtype '" + t.dtype + "'");
+  if (!readShape(entry.find("shape"), t.shape).ok())
+    return Status::invalid(what + ": the manifest has no valid shape");
+  const json::Value *stored = header.find(t.name);
+  if (!stored)
+    return Status::invalid(what + " is in the manifest but not in '" + fileName + "'");
+  std::vector<int64_t> fileShape;
+  const json::Value *fileDtype = stored->find("dtype");
+  if (!fileDtype || fileDtype->text != t.dtype ||
+      !readShape(stored->find("shape"), fileShape).ok() || fileShape != t.shape)
+    return Status::invalid(what + ": '" + fileName + "' holds " +
+                           (fileDtype ? fileDtype->text : "?") + " " + shapeText(fileShape) +
+                           ", the manifest says " + t.dtype + " " + shapeText(t.shape));
+  const json::Value *offsets = stored->find("data_offsets");
+  uint64_t begin = 0, end = 0, elements = 0;
+  if (!offsets || offsets->kind != json::Value::Kind::Array || offsets->array.size() != 2 ||
+      !offsets->array[0].asUint64(begin) || !offsets->array[1].asUint64(end) || end < begin ||
+      !elementsOf(t.shape, elements) || end - begin != elements * safetensorsDTypeSize(t.dtype))
+    return Status::invalid(what + ": bad data_offsets in '" + fileName + "'");
+  if (end > dataBytes)
+    return Status::invalid(what + ": '" + fileName + "' is truncated (the tensor ends at byte " +
+                           std::to_string(dataStart + end) + " of " +
+                           std::to_string(bytes.size()) + ")");
+  t.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(dataStart + begin),
+                 bytes.begin() + static_cast<std::ptrdiff_t>(dataStart + end));
+  const json::Value *sum = entry.find("fnv1a64");
+  std::string computed = hex64(fnv1a64(t.bytes.data(), t.bytes.size()));
+  if (!sum || sum->text != computed)
+    return Status::invalid(what + ": checksum mismatch (manifest fnv1a64 " +
+                           (sum ? sum->text : "missing") + ", data " + computed +
+                           "): the checkpoint is corrupted");
+  return Status();
+}
+
+Status loadCheckpoint(const std::string &dir, Checkpoint &out) {
+  out = Checkpoint();
+  std::string where = "checkpoint '" + dir + "'";
+  std::string manifestPath = dir + "/" + kCheckpointManifest;
+  struct stat st;
+  if (::stat(manifestPath.c_str(), &st) != 0)
+    return Status::invalid(where + ": no " + kCheckpointManifest +
+                           " (not a checkpoint folder, or no save finished)");
+  std::string text;
+  TXRT_RETURN_IF_ERROR(readWholeFile(manifestPath, text));
+  json::Value m;
+  TXRT_RETURN_IF_ERROR(json::parse(text, m).withContext(where + ": " + kCheckpointManifest));
+  TXRT_RETURN_IF_ERROR(readManifestInfo(m, where, out.info));
+  auto field = [&](const char *key) -> const json::Value * { return m.find(key); };
   const json::Value *file = field("file");
   if (!file || file->kind != json::Value::Kind::String || file->text.empty() ||
       file->text.find('/') != std::string::npos)
@@ -403,53 +462,12 @@ Status loadCheckpoint(const std::string &dir, Checkpoint &out) {
   if (header.kind != json::Value::Kind::Object)
     return Status::invalid(where + ": the safetensors header is not an object");
   uint64_t dataStart = 8 + headerLength;
-  uint64_t dataBytes = bytes.size() - dataStart;
 
   for (const json::Value &entry : list->array) {
     CheckpointTensor t;
-    const json::Value *name = entry.find("name");
-    if (!name || name->kind != json::Value::Kind::String)
-      return Status::invalid(where + ": a manifest tensor has no name");
-    t.name = name->text;
-    std::string what = where + ": tensor '" + t.name + "'";
-    if (const json::Value *role = entry.find("role"))
-      t.role = role->text;
-    const json::Value *dtype = entry.find("dtype");
-    t.dtype = dtype ? dtype->text : "";
-    if (!safetensorsDTypeSize(t.dtype))
-      return Status::invalid(what + ": unknown dtype '" + t.dtype + "'");
-    if (!readShape(entry.find("shape"), t.shape).ok())
-      return Status::invalid(what + ": the manifest has no valid shape");
-    const json::Value *stored = header.find(t.name);
-    if (!stored)
-      return Status::invalid(what + " is in the manifest but not in '" + file->text + "'");
-    std::vector<int64_t> fileShape;
-    const json::Value *fileDtype = stored->find("dtype");
-    if (!fileDtype || fileDtype->text != t.dtype ||
-        !readShape(stored->find("shape"), fileShape).ok() || fileShape != t.shape)
-      return Status::invalid(what + ": '" + file->text + "' holds " +
-                             (fileDtype ? fileDtype->text : "?") + " " + shapeText(fileShape) +
-                             ", the manifest says " + t.dtype + " " + shapeText(t.shape));
-    const json::Value *offsets = stored->find("data_offsets");
-    uint64_t begin = 0, end = 0, elements = 0;
-    if (!offsets || offsets->kind != json::Value::Kind::Array || offsets->array.size() != 2 ||
-        !offsets->array[0].asUint64(begin) || !offsets->array[1].asUint64(end) || end < begin ||
-        !elementsOf(t.shape, elements) || end - begin != elements * safetensorsDTypeSize(t.dtype))
-      return Status::invalid(what + ": bad data_offsets in '" + file->text + "'");
-    if (end > dataBytes)
-      return Status::invalid(what + ": '" + file->text + "' is truncated (the tensor ends at byte " +
-                             std::to_string(dataStart + end) + " of " +
-                             std::to_string(bytes.size()) + ")");
-    t.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(dataStart + begin),
-                   bytes.begin() + static_cast<std::ptrdiff_t>(dataStart + end));
-    const json::Value *sum = entry.find("fnv1a64");
-    std::string computed = hex64(fnv1a64(t.bytes.data(), t.bytes.size()));
-    if (!sum || sum->text != computed)
-      return Status::invalid(what + ": checksum mismatch (manifest fnv1a64 " +
-                             (sum ? sum->text : "missing") + ", data " + computed +
-                             "): the checkpoint is corrupted");
+    TXRT_RETURN_IF_ERROR(readTensor(entry, header, bytes, dataStart, file->text, where, t));
     if (out.find(t.name))
-      return Status::invalid(what + " appears twice in the manifest");
+      return Status::invalid(where + ": tensor '" + t.name + "' appears twice in the manifest");
     out.tensors.push_back(std::move(t));
   }
   return Status();

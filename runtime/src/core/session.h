@@ -78,7 +78,19 @@ public:
 private:
   Session() = default;
   struct LaunchPlan;
+  /// Loading, in its steps: the device can run the artifact, the kernels
+  /// (cubins, or PTX through the driver's JIT), the arena with constants and
+  /// arguments, and each command's plan (launch parameters, GEMM and
+  /// attention descriptors).
   Status load(const SessionOptions &options);
+  Status checkDevice(const std::string &deviceName) const;
+  Status loadKernels(const SessionOptions &options, const std::string &deviceName);
+  Status allocateArena(const SessionOptions &options);
+  Status planCommands();
+  Status planLaunch(size_t i, const fb::Launch *l, const std::string &where);
+  Status planGemm(size_t i, const fb::Gemm *g, const std::string &where);
+  Status planAttention(size_t i, const fb::Attention *at, const std::string &where,
+                       size_t &workspace);
   Status initializeArgument(unsigned index, const SessionOptions &options);
   /// The bound form of an attention command (addresses resolved).
   hal::AttentionSpec attentionSpec(const fb::Attention &at) const;
@@ -124,6 +136,13 @@ private:
   bool syncEach_ = false;
   uint64_t stepsRun_ = 0;
   size_t freeBefore_ = 0, minFree_ = 0;
+};
+
+/// Precomputed kernel parameters of one Launch: the slot addresses and the
+/// pointers to them that cuLaunchKernel reads.
+struct Session::LaunchPlan {
+  std::vector<hal::DevicePtr> addresses;
+  std::vector<void *> params;
 };
 
 /// "sm_90" -> 9, 0 (also "sm_90a", "sm_100"). False when unparsable.

@@ -8,13 +8,12 @@ E5M2 also with saturate = 1, whose infinities become +-57344 although E5M2
 values may hold infinities (the saturate = 0 ones).
 check_cast_no_saturate.py TXOPT TXOPT_RUN WORKDIR. One line per case."""
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
 from onnx.reference import ReferenceEvaluator
+from run_case import cast_there_and_back, compile_and_run, save_inputs, save_model
 
 txopt, txopt_run, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
@@ -32,26 +31,15 @@ for to, saturate, v in values:
     for src, dtype in ((TensorProto.FLOAT, np.float32), (TensorProto.FLOAT16, np.float16)):
         name = "%s_saturate%d_from_%s" % (TensorProto.DataType.Name(to), saturate,
                                           TensorProto.DataType.Name(src))
-        nodes = [helper.make_node("Cast", ["x"], ["q"], to=to, saturate=saturate),
-                 helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)]
-        graph = helper.make_graph(nodes, name,
-                                  [helper.make_tensor_value_info("x", src, [len(v)])],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [len(v)])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
-        path = os.path.join(work, name + ".onnx")
-        onnx.save(model, path)
+        model = cast_there_and_back(name, src, to, TensorProto.FLOAT, len(v), 25,
+                                    saturate=saturate)
+        path = save_model(work, name, model)
         with np.errstate(over="ignore"):
             x = np.array(v, dtype)
         want = ReferenceEvaluator(model).run(None, {"x": x})[0]
-        npy = os.path.join(work, name + "_x.npy")
-        np.save(npy, x)
-        mlir, out = os.path.join(work, name + ".mlir"), os.path.join(work, name)
-        p = subprocess.run([txopt, path, "-o", mlir, "-q"], capture_output=True, text=True)
-        if p.returncode == 0:
-            p = subprocess.run([txopt_run, mlir, "--input", "x=" + npy, "--output-dir", out],
-                               capture_output=True, text=True)
-        if p.returncode != 0:
-            print("%s: FAIL %s" % (name, p.stderr.strip()))
+        out = compile_and_run(txopt, txopt_run, work, name, path,
+                              save_inputs(work, name, [("x", x)]))
+        if out is None:
             failed += 1
             continue
         got = np.load(os.path.join(out, "y.npy"))

@@ -14,12 +14,11 @@ float8e8m0 with onnx.numpy_helper.to_float8e8m0):
               |x|, clamped to [2^-127, 2^127]; NaN stays NaN.
 check_mx_types.py TXOPT TXOPT_RUN WORKDIR. One line per case."""
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, numpy_helper
+from run_case import cast_there_and_back, compile_and_run, save_inputs, save_model
 
 txopt, txopt_run, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
@@ -74,23 +73,11 @@ for tname, ttype, xs, rule in (("float4e2m1", 23, x4, fp4), ("float8e8m0", 24, x
                 defined = np.isfinite(f) & (f >= 2.0 ** -126)  # normal, positive
                 ref = numpy_helper.to_float8e8m0(f).astype(np.float32)
                 assert np.array_equal(ref[defined], want[defined]), (name, ref, want)
-        graph = helper.make_graph(
-            [helper.make_node("Cast", ["x"], ["c"], to=ttype),
-             helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)], name,
-            [helper.make_tensor_value_info("x", ftype, [len(xs)])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [len(xs)])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
-        path = os.path.join(work, name + ".onnx")
-        onnx.save(model, path)
-        npy = os.path.join(work, name + "_x.npy")
-        np.save(npy, xf)
-        mlir, out = os.path.join(work, name + ".mlir"), os.path.join(work, name)
-        p = subprocess.run([txopt, path, "-o", mlir, "-q"], capture_output=True, text=True)
-        if p.returncode == 0:
-            p = subprocess.run([txopt_run, mlir, "--output-dir", out, "--input", "x=" + npy],
-                               capture_output=True, text=True)
-        if p.returncode != 0:
-            print("%s: FAIL %s" % (name, p.stderr.strip()))
+        model = cast_there_and_back(name, ftype, ttype, TensorProto.FLOAT, len(xs), 24)
+        path = save_model(work, name, model)
+        out = compile_and_run(txopt, txopt_run, work, name, path,
+                              save_inputs(work, name, [("x", xf)]))
+        if out is None:
             failed += 1
             continue
         got = np.load(os.path.join(out, "y.npy"))

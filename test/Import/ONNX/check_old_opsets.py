@@ -7,13 +7,13 @@ Pow-7, Flatten-9, ...): txopt-run must match onnxruntime (relative 1e-5,
 integers exactly). check_old_opsets.py TXOPT TXOPT_RUN WORKDIR. One line
 per case."""
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
+from run_case import compile_and_run, save_inputs, save_model
 
 txopt, txopt_run, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
@@ -91,23 +91,14 @@ for name, opset, nodes, inputs, outputs in cases:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 7 if opset >= 12 else 5 if opset >= 10 else 3
     onnx.checker.check_model(model)
-    path = os.path.join(work, name + ".onnx")
-    onnx.save(model, path)
-    feeds, args = {}, []
+    path = save_model(work, name, model)
+    feeds = {}
     for n, t, s in inputs:
-        v = (rng.random(s) + 0.5).astype(np.float32) if t == F else rng.integers(0, 3, s)
-        feeds[n] = v
-        npy = os.path.join(work, "%s_%s.npy" % (name, n))
-        np.save(npy, v)
-        args += ["--input", "%s=%s" % (n, npy)]
+        feeds[n] = (rng.random(s) + 0.5).astype(np.float32) if t == F else rng.integers(0, 3, s)
+    args = save_inputs(work, name, list(feeds.items()))
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-    mlir, out = os.path.join(work, name + ".mlir"), os.path.join(work, name)
-    p = subprocess.run([txopt, path, "-o", mlir, "-q"], capture_output=True, text=True)
-    if p.returncode == 0:
-        p = subprocess.run([txopt_run, mlir, "--output-dir", out] + args,
-                           capture_output=True, text=True)
-    if p.returncode != 0:
-        print("%s: FAIL %s" % (name, p.stderr.strip()))
+    out = compile_and_run(txopt, txopt_run, work, name, path, args)
+    if out is None:
         failed += 1
         continue
     bad = []

@@ -9,12 +9,11 @@ fractional and non-finite values included, against ONNX's reference
 semantics.
 check_subbyte_ints.py TXOPT TXOPT_RUN WORKDIR. One line per case."""
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
+from run_case import cast_there_and_back, compile_and_run, save_inputs, save_model
 
 txopt, txopt_run, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
@@ -55,21 +54,11 @@ for tname, ttype, bits, signed in types:
         graph = helper.make_graph(nodes, name, [v for v in inputs if v.name in used],
                                   [helper.make_tensor_value_info("y", out_type, [len(a)])])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
-        path = os.path.join(work, name + ".onnx")
-        onnx.save(model, path)
-        args = []
-        for n, v in (("a", a), ("b", b)):
-            if n in used:
-                npy = os.path.join(work, "%s_%s.npy" % (name, n))
-                np.save(npy, v.astype(np.int8))
-                args += ["--input", "%s=%s" % (n, npy)]
-        mlir, out = os.path.join(work, name + ".mlir"), os.path.join(work, name)
-        p = subprocess.run([txopt, path, "-o", mlir, "-q"], capture_output=True, text=True)
-        if p.returncode == 0:
-            p = subprocess.run([txopt_run, mlir, "--output-dir", out] + args,
-                               capture_output=True, text=True)
-        if p.returncode != 0:
-            print("%s: FAIL %s" % (name, p.stderr.strip()))
+        path = save_model(work, name, model)
+        args = save_inputs(work, name, [(n, v.astype(np.int8))
+                                         for n, v in (("a", a), ("b", b)) if n in used])
+        out = compile_and_run(txopt, txopt_run, work, name, path, args)
+        if out is None:
             failed += 1
             continue
         got = np.load(os.path.join(out, "y.npy"))
@@ -107,23 +96,12 @@ for tname, ttype, bits, signed in types:
         with np.errstate(invalid="ignore", over="ignore"):
             ref = xf.astype(getattr(ml_dtypes, tname)).astype(np.int64)
         assert np.array_equal(ref, want), (name, ref, want)
-        graph = helper.make_graph(
-            [helper.make_node("Cast", ["x"], ["c"], to=ttype),
-             helper.make_node("Cast", ["c"], ["y"], to=TensorProto.INT64)], name,
-            [helper.make_tensor_value_info("x", ftype, [len(x)])],
-            [helper.make_tensor_value_info("y", TensorProto.INT64, [len(x)])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
-        path = os.path.join(work, name + ".onnx")
-        onnx.save(model, path)
-        npy = os.path.join(work, name + "_x.npy")
-        np.save(npy, xf if xf.dtype.itemsize >= 2 else xf.astype(np.float32))
-        mlir, out = os.path.join(work, name + ".mlir"), os.path.join(work, name)
-        p = subprocess.run([txopt, path, "-o", mlir, "-q"], capture_output=True, text=True)
-        if p.returncode == 0:
-            p = subprocess.run([txopt_run, mlir, "--output-dir", out, "--input", "x=" + npy],
-                               capture_output=True, text=True)
-        if p.returncode != 0:
-            print("%s: FAIL %s" % (name, p.stderr.strip()))
+        model = cast_there_and_back(name, ftype, ttype, TensorProto.INT64, len(x), 25)
+        path = save_model(work, name, model)
+        args = save_inputs(work, name,
+                           [("x", xf if xf.dtype.itemsize >= 2 else xf.astype(np.float32))])
+        out = compile_and_run(txopt, txopt_run, work, name, path, args)
+        if out is None:
             failed += 1
             continue
         got = np.load(os.path.join(out, "y.npy"))

@@ -8,12 +8,11 @@ ONNX's (Div truncates, Mod with fmod = 0 takes the divisor's sign, Cast
 zero-extends): check_unsigned.py TXOPT TXOPT_RUN WORKDIR. Prints one line
 per case, `NAME: ok` or `NAME: FAIL ...`."""
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
+from run_case import compile_and_run, save_inputs, save_model
 
 txopt, txopt_run, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
@@ -101,21 +100,10 @@ for name, op, attrs, inputs, want in cases:
         [helper.make_tensor_value_info(nm, U[v.dtype.type], v.shape) for nm, v in zip(names, inputs)],
         [helper.make_tensor_value_info("y", U[want.dtype.type], want.shape)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    path = os.path.join(work, name + ".onnx")
-    onnx.save(model, path)
-    mlir = os.path.join(work, name + ".mlir")
-    out = os.path.join(work, name)
-    args = []
-    for nm, v in zip(names, inputs):
-        npy = os.path.join(work, "%s_%s.npy" % (name, nm))
-        np.save(npy, v)
-        args += ["--input", "%s=%s" % (nm, npy)]
-    p = subprocess.run([txopt, path, "-o", mlir], capture_output=True, text=True)
-    if p.returncode == 0:
-        p = subprocess.run([txopt_run, mlir, "--output-dir", out] + args,
-                           capture_output=True, text=True)
-    if p.returncode != 0:
-        print("%s: FAIL %s" % (name, p.stderr.strip()))
+    path = save_model(work, name, model)
+    out = compile_and_run(txopt, txopt_run, work, name, path,
+                          save_inputs(work, name, list(zip(names, inputs))))
+    if out is None:
         failed += 1
         continue
     got = np.load(os.path.join(out, "y.npy"))

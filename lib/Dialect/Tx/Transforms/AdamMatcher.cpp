@@ -59,20 +59,13 @@ bool hasScalarLeaf(const ProductTerms &t) {
 /// reproduces both f32 constants), one step for both bias corrections (or
 /// folded constants that are 1 - beta^t of one integer t), eps >= 0, wd >= 0,
 /// one f32 type without broadcasting, and no other user of an intermediate.
-class AdamMatcher {
+class AdamMatcher : public ChainMatcher {
 public:
-  explicit AdamMatcher(Operation *anchor)
-      : anchor(anchor), chainType(anchor->getResult(0).getType()) {}
+  using ChainMatcher::ChainMatcher;
 
   std::optional<Candidate> match();
-  std::string reason;
 
 private:
-  bool fail(const Twine &message) {
-    reason = message.str();
-    return false;
-  }
-  bool isChainLeaf(Value v) const { return v.getType() == chainType; }
   /// Descend into a scalar product only if it holds part of the chain (a
   /// bias correction or a parameter-shaped value); otherwise it is lr.
   bool containsChainLeaf(Value v, unsigned depth = 8) const;
@@ -96,17 +89,11 @@ private:
   bool matchDecoupledDecay(Value pSide);
   bool decayCoefficient(ArrayRef<Value> leaves, double coef);
   bool checkUses();
-  void add(ProductTerms &m) { ops.insert(m.ops.begin(), m.ops.end()); }
 
-  Operation *anchor;
-  Type chainType;
-  llvm::SetVector<Operation *> ops;
-  llvm::SmallPtrSet<Operation *, 16> stateful; // set by checkUses
   Value p, g, gEff, m, v, m1, v1, lrLeaf, bc1, bc2;
   /// Constant factor on v1 under the root (1 / (1 - b2^t) folded by the
   /// exporter when the step is a constant).
   double vScale = 1.0;
-  HyperParams hp;
 };
 
 bool AdamMatcher::containsChainLeaf(Value v, unsigned depth) const {
@@ -521,18 +508,7 @@ bool AdamMatcher::matchDecoupledDecay(Value pSide) {
 /// (besides the three results): fusing would otherwise compute them twice.
 /// Scalar parts (bias corrections, lr * wd) may be shared.
 bool AdamMatcher::checkUses() {
-  Block *block = anchor->getBlock();
-  for (Operation *op : ops)
-    if (op->getBlock() != block)
-      return fail("update chain spans several blocks");
-  Operation *escaping = findEscapingIntermediate(
-      ops, {p, g, m, v}, {anchor, m1.getDefiningOp(), v1.getDefiningOp()},
-      stateful);
-  if (escaping)
-    return fail(llvm::formatv("intermediate '{0}' has a user outside the "
-                              "update chain",
-                              escaping->getName()));
-  return true;
+  return checkContained({p, g, m, v}, {anchor, m1.getDefiningOp(), v1.getDefiningOp()});
 }
 
 } // namespace

@@ -21,7 +21,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/Regex.h"
 
 #include <cmath>
@@ -34,24 +33,6 @@ namespace mlir::txopt::tx {
 using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::tx;
-
-std::optional<OptimizerKind> tx::parseOptimizerKind(StringRef text) {
-  if (text == "adamw")
-    return OptimizerKind::AdamW;
-  if (text == "adam")
-    return OptimizerKind::Adam;
-  if (text == "sgd")
-    return OptimizerKind::SGD;
-  return std::nullopt;
-}
-
-std::optional<LossKind> tx::parseLossKind(StringRef text) {
-  if (text == "output" || text.empty())
-    return LossKind::Output;
-  if (text == "cross-entropy")
-    return LossKind::CrossEntropy;
-  return std::nullopt;
-}
 
 namespace {
 
@@ -346,41 +327,6 @@ Value inlineGradient(OpBuilder &builder, func::FuncOp gradFunc, Block *entry,
   return lossValue;
 }
 
-/// The recipe (`tx.train_step`), for reports and for whoever reads the IR.
-DictionaryAttr recipeAttr(Builder &builder, const TrainStepOptions &options,
-                          double weightDecay, func::FuncOp forward) {
-  StringRef optimizerName = options.optimizer == OptimizerKind::AdamW ? "adamw"
-                            : options.optimizer == OptimizerKind::Adam ? "adam"
-                                                                       : "sgd";
-  NamedAttrList recipe;
-  recipe.append(namedString(builder, "optimizer", optimizerName));
-  recipe.append("lr", builder.getF64FloatAttr(options.lr));
-  if (options.optimizer == OptimizerKind::SGD) {
-    recipe.append("momentum", builder.getF64FloatAttr(options.momentum));
-  } else {
-    recipe.append("beta1", builder.getF64FloatAttr(options.beta1));
-    recipe.append("beta2", builder.getF64FloatAttr(options.beta2));
-    recipe.append("eps", builder.getF64FloatAttr(options.epsilon));
-  }
-  recipe.append("weight_decay", builder.getF64FloatAttr(weightDecay));
-  recipe.append("grad_clip", builder.getF64FloatAttr(std::max(0.0, options.gradClip)));
-  recipe.append("loss", builder.getStringAttr(
-                            options.loss == LossKind::CrossEntropy
-                                ? "cross-entropy"
-                                : "output"));
-  recipe.append("forward", builder.getStringAttr(forward.getName()));
-  // Only when used, so that recipes (and the checkpoints that store them)
-  // of steps without accumulation stay as they were.
-  if (options.gradAccum > 1)
-    recipe.append("grad_accum", builder.getI64IntegerAttr(options.gradAccum));
-  if (options.lossScaling) {
-    recipe.append("loss_scale", builder.getF64FloatAttr(options.initialLossScale));
-    recipe.append("loss_scale_interval",
-                  builder.getI64IntegerAttr(options.lossScaleInterval));
-  }
-  return recipe.getDictionary(builder.getContext());
-}
-
 /// The name of the micro-step of the step named |stepName|.
 std::string microStepName(StringRef stepName) {
   return stepName == "train_step" ? "micro_step" : (stepName + "_micro").str();
@@ -409,11 +355,7 @@ func::FuncOp buildMicroStep(OpBuilder &builder, Location loc,
   SmallVector<Attribute> resultAttrs;
   auto carry = [&](Value value, unsigned argIndex) {
     results.push_back(value);
-    resultAttrs.push_back(builder.getDictionaryAttr(
-        {builder.getNamedAttr("tx.name",
-                              layout.args[argIndex].attrs.get("tx.name")),
-         builder.getNamedAttr(kNextAttrName,
-                              builder.getI64IntegerAttr(argIndex))}));
+    resultAttrs.push_back(carriedResultAttrs(builder, layout, argIndex));
   };
   for (auto [i, grad] : llvm::enumerate(grads))
     carry(grad, layout.gradAccIndex + i);
@@ -630,24 +572,3 @@ struct BuildTrainStepPass
   }
 };
 } // namespace
-
-std::string mlir::txopt::tx::trainStepRecipeJson(func::FuncOp step) {
-  auto dict = step->getAttrOfType<DictionaryAttr>(kTrainStepAttrName);
-  llvm::json::Object object;
-  if (dict)
-    for (NamedAttribute entry : dict) {
-      llvm::StringRef key = entry.getName().getValue();
-      if (auto s = dyn_cast<StringAttr>(entry.getValue()))
-        object[key] = s.getValue().str();
-      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
-        object[key] = f.getValueAsDouble();
-      else if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
-        object[key] = i.getInt();
-      else if (auto b = dyn_cast<BoolAttr>(entry.getValue()))
-        object[key] = b.getValue();
-    }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(std::move(object));
-  return text;
-}

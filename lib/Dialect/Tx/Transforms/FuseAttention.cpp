@@ -290,26 +290,47 @@ MaskKind classifyMask(ElementsAttr value, int64_t tq, int64_t tk) {
   return result;
 }
 
-AttentionMatch matchAttention(SoftmaxOp softmax) {
-  AttentionMatch match;
-  auto notCandidate = [&](StringRef why) {
+/// Matches the attention around |softmax|: downstream, the matmul with v the
+/// probabilities feed (maybe through a row guard); upstream,
+/// [scale] [+ mask] over matmul(q, kT); then q, k and v's shapes and head
+/// layouts, the mask, and that no intermediate escapes. Each phase returns
+/// false when it has settled the match as no candidate or a near miss.
+class AttentionMatcher {
+public:
+  explicit AttentionMatcher(SoftmaxOp softmax) : softmax(softmax) {}
+
+  AttentionMatch run() {
+    if (!matchConsumer() || !matchScores() || !matchOperands() || !matchMask() ||
+        !checkContained())
+      return match;
+    match.q = q;
+    match.k = *k;
+    match.v = *v;
+    match.mask = mask;
+    match.scale = scale;
+    match.root = pv;
+    match.ops = std::move(ops);
+    match.status = AttentionMatch::Matched;
+    return match;
+  }
+
+private:
+  bool notCandidate(StringRef why) {
     match.status = AttentionMatch::NotACandidate;
     match.reason = why.str();
-    return match;
-  };
-  auto nearMiss = [&](const Twine &why) {
+    return false;
+  }
+  bool nearMiss(const Twine &why) {
     match.status = AttentionMatch::NearMiss;
     match.reason = why.str();
-    return match;
-  };
+    return false;
+  }
 
-  // Downstream: the probabilities feed one matmul, maybe through HF's
-  // Where(IsNaN(p), 0, p).
-  Value probs = softmax.getResult();
-  SmallVector<Operation *> tail;
-  Value consumed = probs;
-  Value guardedMask; // the mask the row guard reads, when there is one
-  {
+  /// Downstream: the probabilities feed one matmul, maybe through HF's
+  /// Where(IsNaN(p), 0, p) or ONNX Attention's Where(max(mask) == -inf, 0, p).
+  bool matchConsumer() {
+    Value probs = softmax.getResult();
+    Value consumed = probs;
     SmallVector<Operation *> users(probs.getUsers());
     if (users.size() == 2) {
       auto isNan = dyn_cast<IsNaNOp>(users[0]);
@@ -343,115 +364,124 @@ AttentionMatch matchAttention(SoftmaxOp softmax) {
         consumed = where.getResult();
       }
     }
-  }
-  if (!consumed.hasOneUse()) {
-    for (Operation *user : consumed.getUsers())
-      if (isa<MatMulOp>(user) && user->getOperand(0) == consumed)
-        return nearMiss("expected the probabilities to feed only the matmul "
-                        "with v, but they have another user ('" +
-                        (*llvm::find_if(consumed.getUsers(), [&](Operation *u) {
-                          return u != user;
-                        }))->getName().getStringRef() + "')");
-    return notCandidate("the softmax does not feed one matmul");
-  }
-  Operation *user = *consumed.getUsers().begin();
-  if (isa<DropoutOp>(user))
-    return nearMiss("expected no dropout on the probabilities (not fused "
-                    "yet), but got 'tx.dropout'");
-  auto pv = dyn_cast<MatMulOp>(user);
-  if (!pv || pv.getLhs() != consumed)
-    return notCandidate("the softmax does not feed a matmul as its lhs");
-
-  // Upstream: [scale] [+ mask] over matmul(q, kT).
-  Value scores = softmax.getInput();
-  SmallVector<Operation *> head;
-  Value mask;
-  double scale = 1.0;
-  std::string scaleWhy;
-  if (auto add = scores.getDefiningOp<AddOp>()) {
-    Value lhs = add.getLhs(), rhs = add.getRhs();
-    bool lhsScores = false;
-    for (Value candidate : {lhs, rhs}) {
-      double ignored = 1.0;
-      SmallVector<Operation *> ignoredOps;
-      std::string ignoredWhy;
-      if (stripScale(candidate, ignored, ignoredOps, ignoredWhy)
-              .getDefiningOp<MatMulOp>()) {
-        lhsScores = candidate == lhs;
-        break;
-      }
+    if (!consumed.hasOneUse()) {
+      for (Operation *user : consumed.getUsers())
+        if (isa<MatMulOp>(user) && user->getOperand(0) == consumed)
+          return nearMiss("expected the probabilities to feed only the matmul "
+                          "with v, but they have another user ('" +
+                          (*llvm::find_if(consumed.getUsers(), [&](Operation *u) {
+                            return u != user;
+                          }))->getName().getStringRef() + "')");
+      return notCandidate("the softmax does not feed one matmul");
     }
-    mask = lhsScores ? rhs : lhs;
-    scores = lhsScores ? lhs : rhs;
-    head.push_back(add);
-  }
-  SmallVector<Operation *> scaleOps;
-  scores = stripScale(scores, scale, scaleOps, scaleWhy);
-  if (!scaleWhy.empty())
-    return nearMiss(scaleWhy);
-  auto qk = scores.getDefiningOp<MatMulOp>();
-  if (!qk)
-    return notCandidate("the softmax input is not a scaled matmul");
-
-  auto type = tensorType(softmax.getInput());
-  if (type.getRank() != 4)
-    return nearMiss("expected rank-4 scores [B, H, Tq, Tk], but got rank " +
-                    std::to_string(type.getRank()));
-  FailureOr<int64_t> axis = normalizeAxis(softmax.getAxis(), 4);
-  if (failed(axis) || *axis != 3)
-    return nearMiss("expected a softmax over the last axis (keys), but got "
-                    "axis " + std::to_string(softmax.getAxis()));
-
-  SmallVector<Operation *> qOps, kOps;
-  std::string qWhy, kWhy;
-  Value q = stripScale(qk.getLhs(), scale, qOps, qWhy);
-  Value kt = stripScale(qk.getRhs(), scale, kOps, kWhy);
-  if (!qWhy.empty() || !kWhy.empty())
-    return nearMiss(qWhy.empty() ? kWhy : qWhy);
-  if (!std::isfinite(scale) || scale == 0.0)
-    return nearMiss("expected a finite non-zero scale, but got " +
-                    formatNumber(scale));
-  auto qType = tensorType(q), ktType = tensorType(kt);
-  auto vValue = pv.getRhs();
-  auto vType = tensorType(vValue);
-  if (qType.getRank() != 4 || ktType.getRank() != 4 || vType.getRank() != 4)
-    return nearMiss("expected rank-4 q, kT and v");
-  ArrayRef<int64_t> qs = qType.getShape(), kts = ktType.getShape(),
-                    vs = vType.getShape();
-  int64_t b = qs[0], h = qs[1], tq = qs[2], d = qs[3], tk = kts[3], dv = vs[3];
-  if (kts != ArrayRef<int64_t>{b, h, d, tk} || vs != ArrayRef<int64_t>{b, h, tk, dv})
-    return nearMiss("expected kT " + formatShape({b, h, d, tk}) + " and v " +
-                    formatShape({b, h, tk, dv}) +
-                    " without batch broadcasting, but got " +
-                    formatShape(kts) + " and " + formatShape(vs));
-  Type element = qType.getElementType();
-  if (!isAttentionElementType(element) || ktType.getElementType() != element ||
-      vType.getElementType() != element)
-    return nearMiss("expected q, k and v of one f16, bf16 or f32 type");
-  std::optional<HeadsRef> k = traceKeys(kt, {b, h, tk, d});
-  if (!k)
-    return nearMiss("expected the matmul rhs to be a transpose of k's last "
-                    "two dims, but got " +
-                    (kt.getDefiningOp()
-                         ? "'" + kt.getDefiningOp()->getName().getStringRef().str() + "'"
-                         : std::string("a block argument")));
-  std::optional<HeadsRef> v = traceHeads(vValue, {b, h, tk, dv});
-  if (!v)
-    return nearMiss("expected v as [B, H, Tk, Dv]");
-  // GQA folds k and v alike; a repeat on one only stays unfolded.
-  int64_t hk = k->shape[1], hv = v->shape[1];
-  if (hk != hv) {
-    return nearMiss("expected k and v repeated to the same number of heads, "
-                    "but got " + std::to_string(hk) + " and " +
-                    std::to_string(hv));
+    Operation *user = *consumed.getUsers().begin();
+    if (isa<DropoutOp>(user))
+      return nearMiss("expected no dropout on the probabilities (not fused "
+                      "yet), but got 'tx.dropout'");
+    pv = dyn_cast<MatMulOp>(user);
+    if (!pv || pv.getLhs() != consumed)
+      return notCandidate("the softmax does not feed a matmul as its lhs");
+    return true;
   }
 
-  if (guardedMask && guardedMask != mask)
-    return nearMiss("expected the fully-masked-row guard to read the "
-                    "attention mask");
-  // The mask: a constant causal triangle (or sliding window) becomes an
-  // attribute, an all-zero constant disappears, anything else is an operand.
-  if (mask) {
+  /// Upstream: [scale] [+ mask] over matmul(q, kT), rank-4 scores and a
+  /// softmax over the keys.
+  bool matchScores() {
+    Value scores = softmax.getInput();
+    std::string scaleWhy;
+    if (auto add = scores.getDefiningOp<AddOp>()) {
+      Value lhs = add.getLhs(), rhs = add.getRhs();
+      bool lhsScores = false;
+      for (Value candidate : {lhs, rhs}) {
+        double ignored = 1.0;
+        SmallVector<Operation *> ignoredOps;
+        std::string ignoredWhy;
+        if (stripScale(candidate, ignored, ignoredOps, ignoredWhy)
+                .getDefiningOp<MatMulOp>()) {
+          lhsScores = candidate == lhs;
+          break;
+        }
+      }
+      mask = lhsScores ? rhs : lhs;
+      scores = lhsScores ? lhs : rhs;
+      head.push_back(add);
+    }
+    scores = stripScale(scores, scale, scaleOps, scaleWhy);
+    if (!scaleWhy.empty())
+      return nearMiss(scaleWhy);
+    qk = scores.getDefiningOp<MatMulOp>();
+    if (!qk)
+      return notCandidate("the softmax input is not a scaled matmul");
+
+    type = tensorType(softmax.getInput());
+    if (type.getRank() != 4)
+      return nearMiss("expected rank-4 scores [B, H, Tq, Tk], but got rank " +
+                      std::to_string(type.getRank()));
+    FailureOr<int64_t> axis = normalizeAxis(softmax.getAxis(), 4);
+    if (failed(axis) || *axis != 3)
+      return nearMiss("expected a softmax over the last axis (keys), but got "
+                      "axis " + std::to_string(softmax.getAxis()));
+    return true;
+  }
+
+  /// q, kT and v: their scales, shapes [B, H, T, D] without broadcasting,
+  /// one element type, and k and v's head layouts (GQA repeats folded).
+  bool matchOperands() {
+    std::string qWhy, kWhy;
+    q = stripScale(qk.getLhs(), scale, qOps, qWhy);
+    Value kt = stripScale(qk.getRhs(), scale, kOps, kWhy);
+    if (!qWhy.empty() || !kWhy.empty())
+      return nearMiss(qWhy.empty() ? kWhy : qWhy);
+    if (!std::isfinite(scale) || scale == 0.0)
+      return nearMiss("expected a finite non-zero scale, but got " +
+                      formatNumber(scale));
+    auto qType = tensorType(q), ktType = tensorType(kt);
+    auto vValue = pv.getRhs();
+    auto vType = tensorType(vValue);
+    if (qType.getRank() != 4 || ktType.getRank() != 4 || vType.getRank() != 4)
+      return nearMiss("expected rank-4 q, kT and v");
+    ArrayRef<int64_t> qs = qType.getShape(), kts = ktType.getShape(),
+                      vs = vType.getShape();
+    int64_t b = qs[0], h = qs[1], d = qs[3], dv = vs[3];
+    tq = qs[2];
+    tk = kts[3];
+    if (kts != ArrayRef<int64_t>{b, h, d, tk} || vs != ArrayRef<int64_t>{b, h, tk, dv})
+      return nearMiss("expected kT " + formatShape({b, h, d, tk}) + " and v " +
+                      formatShape({b, h, tk, dv}) +
+                      " without batch broadcasting, but got " +
+                      formatShape(kts) + " and " + formatShape(vs));
+    element = qType.getElementType();
+    if (!isAttentionElementType(element) || ktType.getElementType() != element ||
+        vType.getElementType() != element)
+      return nearMiss("expected q, k and v of one f16, bf16 or f32 type");
+    k = traceKeys(kt, {b, h, tk, d});
+    if (!k)
+      return nearMiss("expected the matmul rhs to be a transpose of k's last "
+                      "two dims, but got " +
+                      (kt.getDefiningOp()
+                           ? "'" + kt.getDefiningOp()->getName().getStringRef().str() + "'"
+                           : std::string("a block argument")));
+    v = traceHeads(vValue, {b, h, tk, dv});
+    if (!v)
+      return nearMiss("expected v as [B, H, Tk, Dv]");
+    // GQA folds k and v alike; a repeat on one only stays unfolded.
+    int64_t hk = k->shape[1], hv = v->shape[1];
+    if (hk != hv) {
+      return nearMiss("expected k and v repeated to the same number of heads, "
+                      "but got " + std::to_string(hk) + " and " +
+                      std::to_string(hv));
+    }
+    return true;
+  }
+
+  /// The mask: a constant causal triangle (or sliding window) becomes an
+  /// attribute, an all-zero constant disappears, anything else is an operand.
+  bool matchMask() {
+    if (guardedMask && guardedMask != mask)
+      return nearMiss("expected the fully-masked-row guard to read the "
+                      "attention mask");
+    if (!mask)
+      return true;
     auto maskType = tensorType(mask);
     auto addType = tensorType(head.front()->getResult(0));
     if (addType != type || maskType.getRank() > 4)
@@ -473,39 +503,53 @@ AttentionMatch matchAttention(SoftmaxOp softmax) {
     if (mask && dependsOnTrainable(mask))
       return nearMiss("expected a mask that needs no gradient, but it reads "
                       "a trainable parameter");
+    return true;
   }
 
-  // No intermediate may escape: the fused op exposes none of them.
+  /// No intermediate may escape: the fused op exposes none of them.
+  bool checkContained() {
+    llvm::append_range(ops, qOps);
+    llvm::append_range(ops, kOps);
+    ops.push_back(qk);
+    llvm::append_range(ops, llvm::reverse(scaleOps));
+    llvm::append_range(ops, head);
+    ops.push_back(softmax);
+    llvm::append_range(ops, tail);
+    ops.push_back(pv);
+    llvm::SmallPtrSet<Operation *, 16> inChain(ops.begin(), ops.end());
+    for (Operation *op : ops) {
+      if (op->getBlock() != pv->getBlock())
+        return nearMiss("expected the attention in one block");
+      if (op == pv.getOperation())
+        continue;
+      if (Operation *outside = findUserOutside(op, inChain))
+        return nearMiss("intermediate '" + op->getName().getStringRef() +
+                        "' has a user outside the attention ('" +
+                        outside->getName().getStringRef() + "')");
+    }
+    return true;
+  }
+
+  SoftmaxOp softmax;
+  AttentionMatch match;
+  SmallVector<Operation *> tail; // the row guard after the softmax
+  Value guardedMask;             // the mask ONNX's row guard reads
+  MatMulOp pv;
+  SmallVector<Operation *> head; // the mask's add
+  Value mask;
+  double scale = 1.0;
+  SmallVector<Operation *> scaleOps, qOps, kOps;
+  MatMulOp qk;
+  RankedTensorType type; // the scores'
+  Value q;
+  int64_t tq = 0, tk = 0;
+  Type element;
+  std::optional<HeadsRef> k, v;
   SmallVector<Operation *> ops;
-  llvm::append_range(ops, qOps);
-  llvm::append_range(ops, kOps);
-  ops.push_back(qk);
-  llvm::append_range(ops, llvm::reverse(scaleOps));
-  llvm::append_range(ops, head);
-  ops.push_back(softmax);
-  llvm::append_range(ops, tail);
-  ops.push_back(pv);
-  llvm::SmallPtrSet<Operation *, 16> inChain(ops.begin(), ops.end());
-  for (Operation *op : ops) {
-    if (op->getBlock() != pv->getBlock())
-      return nearMiss("expected the attention in one block");
-    if (op == pv.getOperation())
-      continue;
-    if (Operation *outside = findUserOutside(op, inChain))
-      return nearMiss("intermediate '" + op->getName().getStringRef() +
-                      "' has a user outside the attention ('" +
-                      outside->getName().getStringRef() + "')");
-  }
+};
 
-  match.q = q;
-  match.k = *k;
-  match.v = *v;
-  match.mask = mask;
-  match.scale = scale;
-  match.root = pv;
-  match.ops = std::move(ops);
-  match.status = AttentionMatch::Matched;
-  return match;
+AttentionMatch matchAttention(SoftmaxOp softmax) {
+  return AttentionMatcher(softmax).run();
 }
 
 void rewrite(AttentionMatch &match, RewriterBase &rewriter) {

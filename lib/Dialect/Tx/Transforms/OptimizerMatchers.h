@@ -10,8 +10,11 @@
 #define TXOPT_LIB_DIALECT_TX_TRANSFORMS_OPTIMIZERMATCHERS_H
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/PatternUtils.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
@@ -119,6 +122,46 @@ struct Candidate {
   llvm::SmallVector<Value> operands() const;
   /// Every non-null output.
   llvm::SmallVector<Value> results() const;
+};
+
+/// What AdamMatcher and SGDMatcher share: the anchor (`p1 = p - update`),
+/// the chain's type (a leaf of the chain has it), the ops matched so far,
+/// the state ops checkUses finds, the hyper-parameters, and the reason of a
+/// near miss.
+class ChainMatcher {
+public:
+  explicit ChainMatcher(Operation *anchor)
+      : anchor(anchor), chainType(anchor->getResult(0).getType()) {}
+
+  std::string reason;
+
+protected:
+  bool fail(const Twine &message) {
+    reason = message.str();
+    return false;
+  }
+  bool isChainLeaf(Value v) const { return v.getType() == chainType; }
+  void add(ProductTerms &terms) { ops.insert(terms.ops.begin(), terms.ops.end()); }
+  /// The matched ops are in one block and every intermediate that depends
+  /// on |inputs| stays inside the chain (besides |outputs|): fusing would
+  /// otherwise compute it twice. Fills |stateful|.
+  bool checkContained(ArrayRef<Value> inputs, ArrayRef<Operation *> outputs) {
+    Block *block = anchor->getBlock();
+    for (Operation *op : ops)
+      if (op->getBlock() != block)
+        return fail("update chain spans several blocks");
+    if (Operation *escaping = findEscapingIntermediate(ops, inputs, outputs, stateful))
+      return fail(llvm::formatv("intermediate '{0}' has a user outside the "
+                                "update chain",
+                                escaping->getName()));
+    return true;
+  }
+
+  Operation *anchor;
+  Type chainType;
+  llvm::SetVector<Operation *> ops;
+  llvm::SmallPtrSet<Operation *, 16> stateful; // set by checkUses
+  HyperParams hp;
 };
 
 /// The candidate for the per-parameter Adam/AdamW update anchored on

@@ -54,20 +54,13 @@ struct Decay {
 /// with g' = g or g + wd * p. Legal because tx.sgd computes the same p1
 /// and b1, each line rounded as written, once momentum, dampening and wd
 /// are constants in range and no intermediate has another user.
-class SGDMatcher {
+class SGDMatcher : public ChainMatcher {
 public:
-  explicit SGDMatcher(Operation *anchor)
-      : anchor(anchor), chainType(anchor->getResult(0).getType()) {}
+  using ChainMatcher::ChainMatcher;
 
   std::optional<Candidate> match();
-  std::string reason;
 
 private:
-  bool fail(const Twine &message) {
-    reason = message.str();
-    return false;
-  }
-  bool isChainLeaf(Value v) const { return v.getType() == chainType; }
   /// Look into a one-element product only when it is of the parameter's
   /// type (a one-element parameter); otherwise it is lr or a constant.
   auto inChain() const {
@@ -80,14 +73,8 @@ private:
   bool matchBufferUpdate(Value sum, Value knownGrad);
   bool matchGradient(Value x);
   bool checkUses();
-  void add(ProductTerms &t) { ops.insert(t.ops.begin(), t.ops.end()); }
 
-  Operation *anchor;
-  Type chainType;
-  llvm::SetVector<Operation *> ops;
-  llvm::SmallPtrSet<Operation *, 16> stateful; // set by checkUses
   Value p, g, b, b1, lrLeaf;
-  HyperParams hp;
 };
 
 std::optional<Candidate> SGDMatcher::match() {
@@ -317,22 +304,13 @@ bool SGDMatcher::matchBufferUpdate(Value sum, Value knownGrad) {
 /// Intermediates that depend on p, g or b must stay inside the chain
 /// (besides p1 and b1): fusing would otherwise compute them twice.
 bool SGDMatcher::checkUses() {
-  Block *block = anchor->getBlock();
-  for (Operation *op : ops)
-    if (op->getBlock() != block)
-      return fail("update chain spans several blocks");
   SmallVector<Value> inputs = {p, g};
   SmallVector<Operation *> outputs = {anchor};
   if (b) {
     inputs.push_back(b);
     outputs.push_back(b1.getDefiningOp());
   }
-  if (Operation *escaping =
-          findEscapingIntermediate(ops, inputs, outputs, stateful))
-    return fail(llvm::formatv("intermediate '{0}' has a user outside the "
-                              "update chain",
-                              escaping->getName()));
-  return true;
+  return checkContained(inputs, outputs);
 }
 
 } // namespace

@@ -35,6 +35,13 @@ void train_step::addAccumulators(ImplicitLocOpBuilder &b,
     grad = AddOp::create(b, entry->getArgument(layout.gradAccIndex + i), grad);
 }
 
+DictionaryAttr train_step::carriedResultAttrs(Builder &builder, const StepLayout &layout,
+                                              unsigned argIndex) {
+  return builder.getDictionaryAttr(
+      {builder.getNamedAttr("tx.name", layout.args[argIndex].attrs.get("tx.name")),
+       builder.getNamedAttr(kNextAttrName, builder.getI64IntegerAttr(argIndex))});
+}
+
 namespace {
 
 /// Loss scaling: divides the loss and |grads| by |scale| (exact: a power of
@@ -213,11 +220,7 @@ SmallVector<Attribute> train_step::buildUpdate(OpBuilder &builder, Location loc,
   SmallVector<Attribute> resultAttrs;
   auto carry = [&](Value value, unsigned argIndex) {
     results.push_back(value);
-    resultAttrs.push_back(builder.getDictionaryAttr(
-        {builder.getNamedAttr("tx.name",
-                              layout.args[argIndex].attrs.get("tx.name")),
-         builder.getNamedAttr(kNextAttrName,
-                              builder.getI64IntegerAttr(argIndex))}));
+    resultAttrs.push_back(carriedResultAttrs(builder, layout, argIndex));
   };
   for (unsigned i = 0; i < numParams; ++i)
     carry(newParams[i], i);

@@ -67,6 +67,16 @@ SmallVector<Attribute> buildUpdate(OpBuilder &builder, Location loc,
                                    Value lossValue, SmallVector<Value> grads,
                                    SmallVectorImpl<Value> &results);
 
+/// The attributes of a result that becomes argument |argIndex| of the next
+/// step: the argument's tx.name and tx.next = |argIndex|.
+DictionaryAttr carriedResultAttrs(Builder &builder, const StepLayout &layout,
+                                  unsigned argIndex);
+
+/// The recipe (`tx.train_step`) of a step built from |forward| with
+/// |options|, for reports and for whoever reads the IR (TrainStepRecipe.cpp).
+DictionaryAttr recipeAttr(Builder &builder, const TrainStepOptions &options,
+                          double weightDecay, func::FuncOp forward);
+
 } // namespace mlir::txopt::tx::train_step
 
 #endif // TXOPT_LIB_DIALECT_TX_TRANSFORMS_TRAINSTEPUPDATE_H

@@ -1,0 +1,85 @@
+//===- StepProgram.cpp - the lowered step as text -------------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// StepProgram::print, the text `txopt --gpu-plan=FILE` writes and lit tests check: the
+// commands in order, the slots and the arena plan. Apart from the lowering,
+// which only builds the program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Target/CUDA/StepProgram.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+void StepProgram::print(llvm::raw_ostream &os) const {
+  os << "gpu step for " << target << ": " << commands.size() << " commands ("
+     << stats.launches << " launches, " << stats.gemms << " gemms, "
+     << (stats.fp8Gemms ? std::to_string(stats.fp8Gemms) + " of them fp8, " : "")
+     << stats.memsets << " memsets, " << stats.copies << " copies"
+     << (stats.attentions ? ", " + std::to_string(stats.attentions) + " fused attention" : "")
+     << "), " << stats.fusedOps << " ops fused into their users\n";
+  os << "arena " << arenaBytes << " bytes: arguments+constants "
+     << stats.argumentBytes << ", scratch " << stats.scratchBytes
+     << " (unplanned " << stats.unplannedBytes << ")\n";
+  for (const ArgumentBinding &a : arguments)
+    os << "arg '" << a.name << "' role=" << a.role << " slot=" << a.slot
+       << " " << dtypeName(a.dtype) << " next_of=" << a.nextOf << "\n";
+  for (const ResultBinding &r : results)
+    os << "result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
+  auto printCommand = [&](const Command &c) {
+    if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
+      os << "launch " << kernelNames[l->kernel] << " grid=" << l->grid[0]
+         << " block=" << l->block[0] << " args=[";
+      llvm::interleaveComma(l->args, os);
+      os << "]";
+    } else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
+      os << "gemm m=" << g->m << " n=" << g->n << " k=" << g->k
+         << " batch=" << g->batch << " ta=" << g->transA << " tb=" << g->transB
+         << " " << dtypeName(g->aType);
+      if (g->bType != g->aType)
+        os << "*" << dtypeName(g->bType);
+      os << "->" << dtypeName(g->dType) << (g->allowTF32 ? " tf32" : "")
+         << " a=" << g->a << " b=" << g->b << " d=" << g->d
+         << " beta=" << g->beta;
+      if (g->aScale >= 0)
+        os << " a_scale=" << g->aScale << " b_scale=" << g->bScale;
+    } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
+      os << "memset slot=" << m->slot << " value=" << m->value;
+    } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {
+      os << "copy dst=" << cp->dst << " src=" << cp->src << " bytes=" << cp->bytes;
+    } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
+      os << (at->backward ? "attention_grad" : "attention") << " b=" << at->q.dims[0]
+         << " h=" << at->q.dims[1] << " hkv=" << at->k.dims[1]
+         << " tq=" << at->q.dims[2] << " tk=" << at->k.dims[2]
+         << " d=" << at->q.dims[3] << " dv=" << at->v.dims[3] << " "
+         << dtypeName(at->dtype) << " scale=" << at->scale
+         << (at->causal ? " causal" : "");
+      if (at->window)
+        os << " window=" << at->window;
+      os << " q=" << at->q.slot << " k=" << at->k.slot << " v=" << at->v.slot
+         << " o=" << at->o.slot << " lse=" << at->lse;
+      if (at->mask)
+        os << " mask=" << at->mask->slot;
+      if (at->backward)
+        os << " do=" << at->gradO.slot << " dq=" << at->gradQ.slot
+           << " dk=" << at->gradK.slot << " dv=" << at->gradV.slot;
+    }
+    os << "  // " << c.origin << "\n";
+  };
+  for (const Command &c : commands)
+    printCommand(c);
+  if (microStep) {
+    // Gradient accumulation: run gradAccum - 1 times per step, before it.
+    os << "micro-step '" << microStep->name << "' (" << gradAccum - 1
+       << " per step): " << microStep->commands.size() << " commands\n";
+    for (const ResultBinding &r : microStep->results)
+      os << "micro-result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
+    for (const Command &c : microStep->commands)
+      printCommand(c);
+  }
+}

@@ -1,0 +1,492 @@
+//===- artifact_validator.cpp - the checks behind validateArtifact --------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Walks a verified step.txa once and checks what FlatBuffers cannot: slot
+// sizes and references, kernels and images, commands' operands, bindings.
+// All arithmetic on sizes from the file is overflow-checked: a hostile or
+// corrupt artifact must produce a message, never an out-of-bounds access.
+// Apart from artifact.cpp (loading, lookups) since it is most of the code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/artifact.h"
+
+#include "core/dtype.h"
+#include "txrt/artifact_format.h"
+
+#include <cstring>
+
+namespace txrt {
+namespace {
+
+template <typename T> size_t sizeOf(const flatbuffers::Vector<T> *v) {
+  return v ? v->size() : 0;
+}
+
+/// a * b into |out| unless it exceeds 2^62.
+bool mulChecked(uint64_t a, uint64_t b, uint64_t &out) {
+  constexpr uint64_t kLimit = uint64_t(1) << 62;
+  if (a != 0 && b > kLimit / a)
+    return false;
+  out = a * b;
+  return out <= kLimit;
+}
+
+bool addChecked(uint64_t a, uint64_t b, uint64_t &out) {
+  out = a + b;
+  return out >= a && out <= (uint64_t(1) << 62);
+}
+
+/// Walks the artifact once, stopping at the first problem.
+class Validator {
+public:
+  explicit Validator(const fb::Artifact &a) : a_(a), numSlots_(sizeOf(a.slots())) {}
+
+  Status run() {
+    TXRT_RETURN_IF_ERROR(checkSlots());
+    TXRT_RETURN_IF_ERROR(checkImagesAndKernels());
+    TXRT_RETURN_IF_ERROR(checkConstants());
+    TXRT_RETURN_IF_ERROR(checkArguments());
+    TXRT_RETURN_IF_ERROR(checkResults(a_.results(), ""));
+    TXRT_RETURN_IF_ERROR(checkCommands(a_.commands(), ""));
+    return checkMicroStep();
+  }
+
+private:
+  const fb::Artifact &a_;
+  size_t numSlots_;
+
+  uint64_t slotBytes(unsigned slot) const { return a_.slots()->Get(slot)->bytes(); }
+
+  /// "|what| names slot N, but the artifact has M slots".
+  Status checkSlotIndex(const std::string &where, const std::string &what,
+                        int64_t slot) const {
+    if (slot >= 0 && static_cast<uint64_t>(slot) < numSlots_)
+      return Status();
+    return Status::invalid(where + ": " + what + " names slot " +
+                           std::to_string(slot) + ", but the artifact has " +
+                           std::to_string(numSlots_) + " slots");
+  }
+
+  Status checkSlots() {
+    uint64_t arena = a_.arena_bytes();
+    for (size_t i = 0; i < numSlots_; ++i) {
+      const fb::Slot *s = a_.slots()->Get(i);
+      std::string where = "slot " + std::to_string(i);
+      if (s->offset() % kSlotAlignment != 0)
+        return Status::invalid(where + ": offset " + std::to_string(s->offset()) +
+                               " is not a multiple of " +
+                               std::to_string(kSlotAlignment));
+      uint64_t end;
+      if (!addChecked(s->offset(), s->bytes(), end) || end > arena)
+        return Status::invalid(where + ": bytes [" + std::to_string(s->offset()) +
+                               ", " + std::to_string(s->offset() + s->bytes()) +
+                               ") lie outside the arena of " +
+                               std::to_string(arena) + " bytes");
+    }
+    return Status();
+  }
+
+  Status checkImagesAndKernels() {
+    for (size_t i = 0; i < sizeOf(a_.images()); ++i) {
+      const fb::KernelImage *image = a_.images()->Get(i);
+      std::string where = "image " + std::to_string(i);
+      if (image->format() != fb::ImageFormat::PTX &&
+          image->format() != fb::ImageFormat::CUBIN)
+        return Status::invalid(where + ": unknown image format " +
+                               std::to_string(int(image->format())));
+      if (sizeOf(image->data()) == 0)
+        return Status::invalid(where + ": no data");
+    }
+    size_t numImages = sizeOf(a_.images());
+    for (size_t i = 0; i < sizeOf(a_.kernels()); ++i) {
+      const fb::Kernel *k = a_.kernels()->Get(i);
+      std::string where = "kernel " + std::to_string(i);
+      if (!k->name() || k->name()->size() == 0)
+        return Status::invalid(where + ": no name");
+      if (k->image() >= numImages)
+        return Status::invalid(where + " ('" + k->name()->str() +
+                               "'): names image " + std::to_string(k->image()) +
+                               ", but the artifact has " +
+                               std::to_string(numImages) + " images");
+      if (k->jit_image() >= 0 &&
+          (static_cast<size_t>(k->jit_image()) >= numImages ||
+           a_.images()->Get(k->jit_image())->format() != fb::ImageFormat::PTX))
+        return Status::invalid(where + " ('" + k->name()->str() +
+                               "'): its JIT image " + std::to_string(k->jit_image()) +
+                               " is not a PTX image of the artifact's " +
+                               std::to_string(numImages));
+    }
+    return Status();
+  }
+
+  Status checkConstants() {
+    for (size_t i = 0; i < sizeOf(a_.constants()); ++i) {
+      const fb::ConstantData *c = a_.constants()->Get(i);
+      std::string where = "constant " + std::to_string(i);
+      TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "its slot", c->slot()));
+      if (sizeOf(c->data()) > slotBytes(c->slot()))
+        return Status::invalid(where + ": " + std::to_string(sizeOf(c->data())) +
+                               " bytes do not fit slot " +
+                               std::to_string(c->slot()) + " of " +
+                               std::to_string(slotBytes(c->slot())) + " bytes");
+    }
+    return Status();
+  }
+
+  /// Element count and bytes of a tensor, checked to fit |slot|.
+  Status checkTensor(const std::string &where, DType dtype,
+                     const flatbuffers::Vector<int64_t> *shape, unsigned slot,
+                     uint64_t &elements) {
+    if (!isKnownDType(dtype))
+      return Status::invalid(where + ": unknown dtype " +
+                             std::to_string(int(dtype)));
+    TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "its slot", slot));
+    if (!shapeElements(shape, elements))
+      return Status::invalid(where + ": the shape has a negative or too large "
+                                     "dimension");
+    uint64_t bytes;
+    if (!mulChecked(elements, dtypeSize(dtype), bytes) || bytes > slotBytes(slot))
+      return Status::invalid(where + ": " + std::to_string(elements) + " x " +
+                             dtypeName(dtype) + " need " +
+                             std::to_string(elements * dtypeSize(dtype)) +
+                             " bytes, but slot " + std::to_string(slot) +
+                             " has " + std::to_string(slotBytes(slot)));
+    return Status();
+  }
+
+  Status checkArguments() {
+    size_t numResults = sizeOf(a_.results());
+    for (size_t i = 0; i < sizeOf(a_.arguments()); ++i) {
+      const fb::Argument *arg = a_.arguments()->Get(i);
+      std::string where = "argument " + std::to_string(i) + " ('" +
+                          str(arg->name()) + "')";
+      uint64_t elements;
+      TXRT_RETURN_IF_ERROR(
+          checkTensor(where, arg->dtype(), arg->shape(), arg->slot(), elements));
+      if (arg->next_of() < -1 ||
+          (arg->next_of() >= 0 && static_cast<size_t>(arg->next_of()) >= numResults))
+        return Status::invalid(where + ": next_of names result " +
+                               std::to_string(arg->next_of()) +
+                               ", but the artifact has " +
+                               std::to_string(numResults) + " results");
+      switch (arg->init()) {
+      case fb::InitKind::ZEROS:
+      case fb::InitKind::SPLAT:
+      case fb::InitKind::BATCH:
+        break;
+      case fb::InitKind::INLINE:
+      case fb::InitKind::EXTERNAL: {
+        if (!isKnownDType(arg->source_dtype()))
+          return Status::invalid(where + ": unknown source dtype " +
+                                 std::to_string(int(arg->source_dtype())));
+        uint64_t want = elements * dtypeSize(arg->source_dtype());
+        uint64_t have = arg->init() == fb::InitKind::INLINE
+                            ? sizeOf(arg->data())
+                            : arg->length();
+        if (have != want)
+          return Status::invalid(
+              where + ": " +
+              (arg->init() == fb::InitKind::INLINE ? "inline data" : "external data") +
+              " holds " + std::to_string(have) + " bytes, but " +
+              std::to_string(elements) + " x " + dtypeName(arg->source_dtype()) +
+              " need " + std::to_string(want));
+        if (arg->init() == fb::InitKind::EXTERNAL &&
+            (!arg->path() || arg->path()->size() == 0))
+          return Status::invalid(where + ": external data without a path");
+        break;
+      }
+      default:
+        return Status::invalid(where + ": unknown init kind " +
+                               std::to_string(int(arg->init())));
+      }
+    }
+    return Status();
+  }
+
+  /// Gradient accumulation: the micro-step's commands and results pass
+  /// the step's checks, and it only comes with grad_accum > 1.
+  Status checkMicroStep() {
+    const fb::Function *micro = a_.micro_step();
+    if (!micro)
+      return a_.grad_accum() <= 1
+                 ? Status()
+                 : Status::invalid("grad_accum is " + std::to_string(a_.grad_accum()) +
+                                   ", but the artifact has no micro-step");
+    if (a_.grad_accum() < 2)
+      return Status::invalid("the artifact has a micro-step, but grad_accum is " +
+                             std::to_string(a_.grad_accum()) + " (expected >= 2)");
+    std::string prefix = "micro-step '" + str(micro->name()) + "': ";
+    TXRT_RETURN_IF_ERROR(checkResults(micro->results(), prefix));
+    return checkCommands(micro->commands(), prefix);
+  }
+
+  using Results = flatbuffers::Vector<flatbuffers::Offset<fb::Result>>;
+  using Commands = flatbuffers::Vector<flatbuffers::Offset<fb::Command>>;
+
+  Status checkResults(const Results *results, const std::string &prefix) {
+    size_t numArgs = sizeOf(a_.arguments());
+    for (size_t i = 0; i < sizeOf(results); ++i) {
+      const fb::Result *r = results->Get(i);
+      std::string where =
+          prefix + "result " + std::to_string(i) + " ('" + str(r->name()) + "')";
+      uint64_t elements;
+      TXRT_RETURN_IF_ERROR(
+          checkTensor(where, r->dtype(), r->shape(), r->slot(), elements));
+      if (r->next() < -1 || (r->next() >= 0 && static_cast<size_t>(r->next()) >= numArgs))
+        return Status::invalid(where + ": next names argument " +
+                               std::to_string(r->next()) +
+                               ", but the artifact has " +
+                               std::to_string(numArgs) + " arguments");
+      if (r->next() >= 0) {
+        const fb::Argument *arg = a_.arguments()->Get(r->next());
+        uint64_t argElements = 0;
+        shapeElements(arg->shape(), argElements);
+        if (arg->dtype() != r->dtype() || argElements != elements)
+          return Status::invalid(where + ": becomes argument " +
+                                 std::to_string(r->next()) + " ('" +
+                                 str(arg->name()) +
+                                 "'), but their dtypes or sizes differ");
+      }
+    }
+    return Status();
+  }
+
+  /// Checks that a |rows| x |cols| column-major matrix with leading
+  /// dimension |ld|, |batch| times |stride| elements apart, fits |slot|.
+  Status checkMatrix(const std::string &where, const char *name, unsigned slot,
+                     DType type, uint64_t rows, uint64_t cols, uint64_t ld,
+                     uint64_t batch, int64_t stride) {
+    TXRT_RETURN_IF_ERROR(checkSlotIndex(where, std::string("operand ") + name, slot));
+    if (!isKnownDType(type))
+      return Status::invalid(where + ": operand " + name + " has unknown dtype " +
+                             std::to_string(int(type)));
+    if (ld < rows)
+      return Status::invalid(where + ": operand " + name + " has leading dimension " +
+                             std::to_string(ld) + " < its " + std::to_string(rows) +
+                             " rows");
+    if (stride < 0)
+      return Status::invalid(where + ": operand " + name + " has a negative batch stride");
+    uint64_t lastCol, extent, batchSpan, elements, bytes;
+    if (!mulChecked(ld, cols - 1, lastCol) || !addChecked(lastCol, rows, extent) ||
+        !mulChecked(batch - 1, static_cast<uint64_t>(stride), batchSpan) ||
+        !addChecked(batchSpan, extent, elements) ||
+        !mulChecked(elements, dtypeSize(type), bytes) || bytes > slotBytes(slot))
+      return Status::invalid(where + ": operand " + name + " spans " +
+                             std::to_string(elements * dtypeSize(type)) +
+                             " bytes, but slot " + std::to_string(slot) + " has " +
+                             std::to_string(slotBytes(slot)));
+    return Status();
+  }
+
+  Status checkOptionalSlot(const std::string &where, const char *what, int slot) {
+    if (slot == -1)
+      return Status();
+    return checkSlotIndex(where, what, slot);
+  }
+
+  Status checkGemm(const std::string &where, const fb::Gemm &g) {
+    if (g.m() == 0 || g.n() == 0 || g.k() == 0 || g.batch() == 0)
+      return Status::invalid(where + ": gemm has an empty dimension (m " +
+                             std::to_string(g.m()) + ", n " + std::to_string(g.n()) +
+                             ", k " + std::to_string(g.k()) + ", batch " +
+                             std::to_string(g.batch()) + ")");
+    for (DType t : {g.a_type(), g.b_type(), g.d_type()})
+      if (!isFloatDType(t) || t == DType::F64)
+        return Status::invalid(where + ": gemm operand type " +
+                               std::string(dtypeName(t)) +
+                               " is not one of f32, f16, bf16, f8e4m3fn, f8e5m2");
+    // FP8 operands: the device check needs the flag (compute capability
+    // 8.9), and cuBLASLt's FP8 kernels take A transposed and B not.
+    bool fp8 = false;
+    for (DType t : {g.a_type(), g.b_type()})
+      fp8 |= t == DType::F8E4M3FN || t == DType::F8E5M2;
+    if (fp8 && !a_.needs_fp8())
+      return Status::invalid(where + ": FP8 gemm in an artifact without needs_fp8");
+    if (fp8 && (!g.trans_a() || g.trans_b()))
+      return Status::invalid(where + ": FP8 gemm is not in the TN form cuBLASLt needs");
+    if (g.compute() != fb::ComputeType::F32 &&
+        g.compute() != fb::ComputeType::F32_FAST_TF32)
+      return Status::invalid(where + ": unknown compute type " +
+                             std::to_string(int(g.compute())));
+    if (static_cast<unsigned>(g.epilogue()) > static_cast<unsigned>(fb::Epilogue::MAX))
+      return Status::invalid(where + ": unknown epilogue " +
+                             std::to_string(int(g.epilogue())));
+    TXRT_RETURN_IF_ERROR(checkMatrix(where, "A", g.a(), g.a_type(),
+                                     g.trans_a() ? g.k() : g.m(),
+                                     g.trans_a() ? g.m() : g.k(), g.lda(),
+                                     g.batch(), g.stride_a()));
+    TXRT_RETURN_IF_ERROR(checkMatrix(where, "B", g.b(), g.b_type(),
+                                     g.trans_b() ? g.n() : g.k(),
+                                     g.trans_b() ? g.k() : g.n(), g.ldb(),
+                                     g.batch(), g.stride_b()));
+    TXRT_RETURN_IF_ERROR(checkMatrix(where, "D", g.d(), g.d_type(), g.m(), g.n(),
+                                     g.ldd(), g.batch(), g.stride_d()));
+    bool wantsBias = g.epilogue() == fb::Epilogue::BIAS ||
+                     g.epilogue() == fb::Epilogue::GELU_BIAS;
+    if (wantsBias && g.bias() < 0)
+      return Status::invalid(where + ": the bias epilogue has no bias slot");
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "bias", g.bias()));
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "a_scale", g.a_scale()));
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "b_scale", g.b_scale()));
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "d_scale", g.d_scale()));
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "d_amax", g.d_amax()));
+    if (g.bias() >= 0 && slotBytes(g.bias()) < g.m() * dtypeSize(g.d_type()))
+      return Status::invalid(where + ": bias slot " + std::to_string(g.bias()) +
+                             " holds fewer than m = " + std::to_string(g.m()) +
+                             " elements");
+    for (int s : {g.a_scale(), g.b_scale(), g.d_scale(), g.d_amax()})
+      if (s >= 0 && slotBytes(s) < 4)
+        return Status::invalid(where + ": scale slot " + std::to_string(s) +
+                               " is smaller than one f32");
+    return Status();
+  }
+
+  /// A [B, H, T, D] attention tensor: known dims, non-negative strides, and
+  /// its last element inside its slot.
+  Status checkAttentionTensor(const std::string &where, const char *name,
+                              const fb::AttentionTensor *t, DType type) {
+    if (!t)
+      return Status::invalid(where + ": attention tensor " + name + " is missing");
+    TXRT_RETURN_IF_ERROR(checkSlotIndex(where, std::string("attention tensor ") + name,
+                                        t->slot()));
+    uint64_t last = 0;
+    for (unsigned d = 0; d < 4; ++d) {
+      int64_t dim = t->dims()->Get(d), stride = t->strides()->Get(d);
+      uint64_t span;
+      if (dim <= 0 || stride < 0 ||
+          !mulChecked(static_cast<uint64_t>(dim - 1), static_cast<uint64_t>(stride), span) ||
+          !addChecked(last, span, last))
+        return Status::invalid(where + ": attention tensor " + name +
+                               " has dim " + std::to_string(dim) + " / stride " +
+                               std::to_string(stride) + " at axis " + std::to_string(d));
+    }
+    uint64_t bytes;
+    if (!addChecked(last, 1, last) || !mulChecked(last, dtypeSize(type), bytes) ||
+        bytes > slotBytes(t->slot()))
+      return Status::invalid(where + ": attention tensor " + name + " spans " +
+                             std::to_string(last) + " elements, more than slot " +
+                             std::to_string(t->slot()) + " holds (" +
+                             std::to_string(slotBytes(t->slot())) + " bytes)");
+    return Status();
+  }
+
+  Status checkAttention(const std::string &where, const fb::Attention &at) {
+    if (at.dtype() != DType::BF16 && at.dtype() != DType::F16)
+      return Status::invalid(where + ": attention type " +
+                             std::string(dtypeName(at.dtype())) +
+                             " is not bf16 or f16");
+    if (at.window() < 0 || (at.window() > 0 && !at.causal()))
+      return Status::invalid(where + ": attention window " +
+                             std::to_string(at.window()) + " needs causal and >= 0");
+    DType t = at.dtype();
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "q", at.q(), t));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "k", at.k(), t));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "v", at.v(), t));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "o", at.o(), t));
+    auto q = at.q()->dims(), k = at.k()->dims(), v = at.v()->dims(), o = at.o()->dims();
+    if (k->Get(0) != q->Get(0) || v->Get(0) != q->Get(0) || q->Get(1) % k->Get(1) != 0 ||
+        v->Get(1) != k->Get(1) || k->Get(3) != q->Get(3) || v->Get(2) != k->Get(2) ||
+        o->Get(0) != q->Get(0) || o->Get(1) != q->Get(1) || o->Get(2) != q->Get(2) ||
+        o->Get(3) != v->Get(3))
+      return Status::invalid(where + ": attention q/k/v/o dims do not agree");
+    TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "attention lse", at.lse()));
+    uint64_t rows = static_cast<uint64_t>(q->Get(0)) * q->Get(1) * q->Get(2);
+    if (slotBytes(at.lse()) < rows * 4)
+      return Status::invalid(where + ": attention lse slot holds fewer than " +
+                             std::to_string(rows) + " f32");
+    if (at.has_mask())
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "mask", at.mask(), t));
+    if (at.backward()) {
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_o", at.grad_o(), t));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_q", at.grad_q(), t));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_k", at.grad_k(), t));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_v", at.grad_v(), t));
+    }
+    return Status();
+  }
+
+  Status checkCommands(const Commands *commands, const std::string &prefix) {
+    size_t numKernels = sizeOf(a_.kernels());
+    for (size_t i = 0; i < sizeOf(commands); ++i) {
+      const fb::Command *c = commands->Get(i);
+      std::string where = prefix + "command " + std::to_string(i) + " (origin '" +
+                          str(c->origin()) + "')";
+      switch (c->op_type()) {
+      case fb::Op::Launch: {
+        const fb::Launch *l = c->op_as_Launch();
+        if (l->kernel() >= numKernels)
+          return Status::invalid(where + ": launch names kernel " +
+                                 std::to_string(l->kernel()) +
+                                 ", but the artifact has " +
+                                 std::to_string(numKernels) + " kernels");
+        for (auto [dims, name] : {std::pair{l->grid(), "grid"}, {l->block(), "block"}}) {
+          if (sizeOf(dims) != 3)
+            return Status::invalid(where + ": launch " + name + " has " +
+                                   std::to_string(sizeOf(dims)) +
+                                   " entries, expected 3 (x, y, z)");
+          for (unsigned d = 0; d < 3; ++d)
+            if (dims->Get(d) == 0)
+              return Status::invalid(where + ": launch " + name + " dimension " +
+                                     std::to_string(d) + " is 0");
+        }
+        for (size_t j = 0; j < sizeOf(l->args()); ++j)
+          TXRT_RETURN_IF_ERROR(checkSlotIndex(
+              where, "launch argument " + std::to_string(j), l->args()->Get(j)));
+        break;
+      }
+      case fb::Op::Gemm:
+        TXRT_RETURN_IF_ERROR(checkGemm(where, *c->op_as_Gemm()));
+        break;
+      case fb::Op::Attention:
+        TXRT_RETURN_IF_ERROR(checkAttention(where, *c->op_as_Attention()));
+        break;
+      case fb::Op::Memset: {
+        const fb::Memset *m = c->op_as_Memset();
+        TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "memset", m->slot()));
+        if (slotBytes(m->slot()) % 4 != 0)
+          return Status::invalid(where + ": memset slot " +
+                                 std::to_string(m->slot()) + " has " +
+                                 std::to_string(slotBytes(m->slot())) +
+                                 " bytes, not a multiple of 4");
+        break;
+      }
+      case fb::Op::Copy: {
+        const fb::Copy *cp = c->op_as_Copy();
+        TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "copy destination", cp->dst()));
+        TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "copy source", cp->src()));
+        if (cp->bytes() > slotBytes(cp->dst()) || cp->bytes() > slotBytes(cp->src()))
+          return Status::invalid(where + ": copy of " + std::to_string(cp->bytes()) +
+                                 " bytes exceeds slot " + std::to_string(cp->src()) +
+                                 " (" + std::to_string(slotBytes(cp->src())) +
+                                 " bytes) or slot " + std::to_string(cp->dst()) +
+                                 " (" + std::to_string(slotBytes(cp->dst())) +
+                                 " bytes)");
+        break;
+      }
+      default:
+        return Status::invalid(where + ": unknown or missing op (type " +
+                               std::to_string(int(c->op_type())) + ")");
+      }
+    }
+    return Status();
+  }
+};
+
+} // namespace
+
+bool shapeElements(const flatbuffers::Vector<int64_t> *shape, uint64_t &out) {
+  out = 1;
+  for (size_t i = 0; i < sizeOf(shape); ++i) {
+    int64_t d = shape->Get(i);
+    if (d < 0 || !mulChecked(out, static_cast<uint64_t>(d), out))
+      return false;
+  }
+  return true;
+}
+
+Status validateArtifact(const fb::Artifact &artifact) {
+  return Validator(artifact).run();
+}
+
+} // namespace txrt

@@ -1,0 +1,499 @@
+//===- run.cpp - txrun: the training run ----------------------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The run, phase by phase as TrainingRun goes through it: the artifact and
+// the checkpoint it resumes, the batch feeder and lr schedule, the state a
+// checkpoint holds, the session, then the step loop (micro-batches, the
+// step line, the log, the stop on a non-finite loss, --save) and what is
+// written at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "run.h"
+
+#include "host_tensors.h"
+#include "profile.h"
+
+#include "core/batch.h"
+#include "core/checkpoint.h"
+#include "core/session.h"
+#include "core/training.h"
+
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <unistd.h>
+
+using namespace txrt;
+using namespace txrun;
+
+namespace {
+
+/// One txrun run. Each phase returns the exit code when the run ends there
+/// (an error, or nothing left to run), nothing when it goes on.
+class TrainingRun {
+public:
+  explicit TrainingRun(const Options &o) : o(o), seed(o.seed) {}
+  ~TrainingRun() {
+    if (log)
+      std::fclose(log);
+  }
+
+  int run() {
+    for (auto phase : {&TrainingRun::loadArtifact, &TrainingRun::loadResume,
+                       &TrainingRun::createFeeder, &TrainingRun::buildSchedule,
+                       &TrainingRun::findState, &TrainingRun::checkResume,
+                       &TrainingRun::openLog, &TrainingRun::createSession,
+                       &TrainingRun::restoreState})
+      if (std::optional<int> exit = (this->*phase)())
+        return *exit;
+    if (std::optional<int> exit = runSteps())
+      return *exit;
+    return finish();
+  }
+
+private:
+  std::optional<int> loadArtifact();
+  std::optional<int> loadResume();
+  std::optional<int> createFeeder();
+  std::optional<int> buildSchedule();
+  std::optional<int> findState();
+  std::optional<int> checkResume();
+  std::optional<int> openLog();
+  std::optional<int> createSession();
+  std::optional<int> restoreState();
+  std::optional<int> runSteps();
+  std::optional<int> runStep(int64_t step);
+  void printStep(int64_t step, double loss, double norm, double skipped, double scale,
+                 double lr, double ms);
+  void logStep(int64_t step, double loss, double norm, bool isSkipped, double lr,
+               double ms);
+  Status save(int64_t step);
+  int finish();
+
+  const Options &o;
+  std::shared_ptr<const Artifact> artifact;
+  const fb::Artifact *root = nullptr;
+  std::optional<Checkpoint> checkpoint;
+  uint64_t seed;
+  std::unique_ptr<BatchFeeder> feeder;
+  std::string scheduleJson = "null";
+  /// The state a checkpoint holds, in argument order.
+  std::vector<unsigned> stateArgs;
+  std::vector<TensorSpec> specs;
+  std::string recipe;
+  int64_t firstStep = 1;
+  std::FILE *log = nullptr;
+  std::unique_ptr<Session> session;
+
+  // The step loop.
+  int lossIndex = -1, normIndex = -1, skippedIndex = -1, scaleIndex = -1;
+  OutputSet outputs;
+  std::vector<HostTensor> lastFinite;
+  bool haveLastFinite = false;
+  double sumMs = 0;
+  int64_t timedSteps = 0;
+  std::vector<BatchFeeder::Write> writes;
+  uint64_t tokens = 0;
+  unsigned accum = 1;
+};
+
+std::optional<int> TrainingRun::loadArtifact() {
+  std::unique_ptr<Artifact> loaded;
+  if (Status s = Artifact::loadFile(o.artifact, loaded); !s.ok())
+    return fail(kRunError, s.message());
+  artifact = std::move(loaded);
+  root = &artifact->root();
+  return std::nullopt;
+}
+
+/// A resumed run keeps the checkpoint's seed (random batch, dropout keys,
+/// shuffle order). Everything about the checkpoint is checked before the
+/// device is touched.
+std::optional<int> TrainingRun::loadResume() {
+  if (!o.resumeDir)
+    return std::nullopt;
+  checkpoint.emplace();
+  if (Status s = loadCheckpoint(*o.resumeDir, *checkpoint); !s.ok())
+    return fail(kRunError, "--resume: " + s.message());
+  if (o.seed != 0 && o.seed != checkpoint->info.seed)
+    return fail(kRunError, "--resume: the checkpoint's run has --seed " +
+                               std::to_string(checkpoint->info.seed) + ", not " +
+                               std::to_string(o.seed) +
+                               " (resuming keeps the seed; leave --seed out)");
+  seed = checkpoint->info.seed;
+  return std::nullopt;
+}
+
+std::optional<int> TrainingRun::createFeeder() {
+  if (Status s = BatchFeeder::create(*artifact, seed, o.dataPath, feeder, o.shuffle); !s.ok())
+    return fail(kRunError, s.message());
+  return std::nullopt;
+}
+
+/// The learning rate: a schedule (or a constant --lr) is written to the lr
+/// argument before every step, like the batch.
+std::optional<int> TrainingRun::buildSchedule() {
+  bool wantsSchedule = o.schedule || o.warmup || o.decaySteps || o.minLr;
+  if (!wantsSchedule && !o.lr)
+    return std::nullopt;
+  if (feeder->lrArgument() < 0)
+    return fail(kRunError, std::string(wantsSchedule ? "--schedule" : "--lr") +
+                               ": the step has no argument with role 'lr'");
+  LrSchedule schedule;
+  schedule.kind = LrSchedule::Kind::Constant;
+  if (wantsSchedule) {
+    schedule.kind = LrSchedule::Kind::Cosine;
+    if (o.schedule)
+      parseScheduleKind(*o.schedule, schedule.kind);
+  }
+  schedule.lr = o.lr ? *o.lr : feeder->compiledLr();
+  schedule.warmup = o.warmup.value_or(0);
+  schedule.decaySteps = o.decaySteps.value_or(o.steps);
+  schedule.minLr = o.minLr.value_or(0.0);
+  if (Status s = schedule.validate(); !s.ok())
+    return fail(kUsageError, s.message());
+  feeder->setLrSchedule(schedule);
+  if (wantsSchedule)
+    scheduleJson = schedule.json();
+  return std::nullopt;
+}
+
+/// The state a checkpoint holds: every argument a result becomes (weights,
+/// moments, step, FP8 scaling state, loss scale), in argument order.
+std::optional<int> TrainingRun::findState() {
+  for (unsigned i = 0; root->arguments() && i < root->arguments()->size(); ++i) {
+    const fb::Argument *arg = root->arguments()->Get(i);
+    if (arg->next_of() < 0)
+      continue;
+    stateArgs.push_back(i);
+    specs.push_back({str(arg->name()), str(arg->role()), safetensorsDType(arg->dtype()),
+                     shapeOf(arg->shape())});
+    if (specs.back().dtype.empty() && (o.saveDir || o.resumeDir))
+      return fail(kRunError, "argument '" + specs.back().name + "' has type " +
+                                 dtypeName(arg->dtype()) + ", which checkpoints cannot hold");
+  }
+  recipe = str(root->recipe());
+  return std::nullopt;
+}
+
+/// With --resume: the checkpoint fits the artifact, the data position
+/// continues, and there are steps left to run.
+std::optional<int> TrainingRun::checkResume() {
+  if (!checkpoint)
+    return std::nullopt;
+  if (Status s = checkCompatible(*checkpoint, recipe, specs); !s.ok())
+    return fail(kRunError, "--resume: " + s.message());
+  const CheckpointInfo &info = checkpoint->info;
+  firstStep = info.step + 1;
+  if (info.hasData && !o.dataPath)
+    return fail(kRunError, "--resume: the checkpoint's run read --data '" + info.dataFile +
+                               "'; pass --data to continue it");
+  if (feeder->hasTokens()) {
+    if (info.hasData && (info.dataTokens != feeder->tokenCount() || info.shuffle != o.shuffle))
+      std::fprintf(stderr,
+                   "txrun: warning: --resume: the checkpoint's run read %llu tokens%s, "
+                   "this one %llu%s; continuing at window %lld, offset %lld\n",
+                   static_cast<unsigned long long>(info.dataTokens),
+                   info.shuffle ? " shuffled" : "",
+                   static_cast<unsigned long long>(feeder->tokenCount()),
+                   o.shuffle ? " shuffled" : "", static_cast<long long>(info.dataWindows),
+                   static_cast<long long>(info.dataOffset));
+    feeder->resumeData(info.dataWindows, info.dataOffset);
+  }
+  if (firstStep > o.steps) {
+    std::fprintf(stderr,
+                 "txrun: the checkpoint is at step %lld; nothing to run up to --steps %lld "
+                 "(with --resume, --steps is the number of the last step)\n",
+                 static_cast<long long>(info.step), static_cast<long long>(o.steps));
+    return kSuccess;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> TrainingRun::openLog() {
+  if (!o.logPath)
+    return std::nullopt;
+  log = std::fopen(o.logPath->c_str(), o.resumeDir ? "a" : "w");
+  if (!log)
+    return fail(kRunError, "cannot write --log '" + *o.logPath + "': " + std::strerror(errno));
+  return std::nullopt;
+}
+
+/// The session on the device, and the lines that say what it runs.
+std::optional<int> TrainingRun::createSession() {
+  SessionOptions sessionOptions;
+  sessionOptions.device = o.device;
+  if (o.weightsDir)
+    sessionOptions.weightsDir = *o.weightsDir;
+  sessionOptions.useGraphs = !o.noGraph;
+  sessionOptions.forceJit = o.forceJit;
+  sessionOptions.syncEachCommand = o.syncEach;
+  if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
+    return fail(kRunError, s.message());
+
+  const hal::DeviceInfo &info = session->deviceInfo();
+  std::printf("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
+              info.ccMinor);
+  if (session->usesJit())
+    std::printf("kernels: the artifact's PTX, compiled by the driver at load%s\n",
+                o.forceJit ? " (--jit)" : " (its cubins are for another architecture)");
+  std::printf("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
+  if (session->gradAccum() > 1)
+    std::printf("accumulating %u micro-batches per step (%s), %llu tokens per step\n",
+                session->gradAccum(),
+                root->micro_step()->name() ? root->micro_step()->name()->c_str() : "micro-step",
+                static_cast<unsigned long long>(feeder->tokensPerStep()));
+  return std::nullopt;
+}
+
+/// With --resume: the checkpoint's state into the session's arguments.
+std::optional<int> TrainingRun::restoreState() {
+  if (checkpoint) {
+    for (size_t k = 0; k < stateArgs.size(); ++k) {
+      const CheckpointTensor *t = checkpoint->find(specs[k].name);
+      if (Status s = session->writeArgument(stateArgs[k], t->bytes.data(), t->bytes.size());
+          !s.ok())
+        return fail(kRunError, "--resume: " + s.message());
+    }
+    std::printf("resumed from '%s' at step %lld\n", o.resumeDir->c_str(),
+                static_cast<long long>(checkpoint->info.step));
+  }
+  std::fflush(stdout);
+  return std::nullopt;
+}
+
+/// --save: the state after |step|, with what resuming needs.
+Status TrainingRun::save(int64_t step) {
+  Checkpoint out;
+  CheckpointInfo &info = out.info;
+  info.producer = "txrun";
+  info.recipe = recipe;
+  info.step = step;
+  info.seed = seed;
+  if (feeder->hasTokens()) {
+    info.hasData = true;
+    info.dataFile = *o.dataPath;
+    info.dataTokens = feeder->tokenCount();
+    info.dataOffset = feeder->dataOffset();
+    info.dataWindows = feeder->windowsConsumed();
+    info.shuffle = o.shuffle;
+  }
+  info.schedule = scheduleJson;
+  for (size_t k = 0; k < stateArgs.size(); ++k) {
+    const fb::Argument *arg = root->arguments()->Get(stateArgs[k]);
+    CheckpointTensor t{specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape, {}};
+    t.bytes.resize(artifact->argumentElements(stateArgs[k]) * dtypeSize(arg->dtype()));
+    TXRT_RETURN_IF_ERROR(session->readArgument(stateArgs[k], t.bytes.data(), t.bytes.size()));
+    out.tensors.push_back(std::move(t));
+  }
+  TXRT_RETURN_IF_ERROR(saveCheckpoint(*o.saveDir, out));
+  std::fprintf(stderr, "txrun: saved step %lld to '%s'\n", static_cast<long long>(step),
+               o.saveDir->c_str());
+  return Status();
+}
+
+/// The steps firstStep..--steps, with a progress bar below the step lines
+/// only on a terminal (a pipe or a file gets exactly the lines), redrawn at
+/// most every 0.2 s; cleared at the top of each step so that whatever the
+/// step prints starts clean.
+std::optional<int> TrainingRun::runSteps() {
+  lossIndex = artifact->findResult("loss");
+  normIndex = artifact->findResult("grad_norm");
+  skippedIndex = artifact->findResult("skipped");
+  scaleIndex = artifact->findResult("loss_scale");
+  outputs = outputSetOf(*artifact);
+  tokens = feeder->tokensPerStep();
+  accum = session->gradAccum() > 1 ? session->gradAccum() : 1;
+  bool showBar = isatty(fileno(stdout)) != 0, barShown = false;
+  auto runStarted = std::chrono::steady_clock::now();
+  auto lastDrawn = runStarted - std::chrono::seconds(1);
+  for (int64_t step = firstStep; step <= o.steps; ++step) {
+    if (barShown) {
+      std::fputs(kClearLine, stdout);
+      barShown = false;
+    }
+    if (std::optional<int> exit = runStep(step))
+      return exit;
+    auto now = std::chrono::steady_clock::now();
+    if (showBar && step < o.steps && now - lastDrawn >= std::chrono::milliseconds(200)) {
+      double seconds = std::chrono::duration<double>(now - runStarted).count();
+      std::fputs(progressBar(step, firstStep, o.steps, seconds).c_str(), stdout);
+      std::fflush(stdout);
+      barShown = true;
+      lastDrawn = now;
+    }
+  }
+  if (barShown)
+    std::fputs(kClearLine, stdout);
+  return std::nullopt;
+}
+
+/// Step |step|: its micro-batches, the step (profiled when --profile says
+/// so), its line and log record, the stop on a non-finite loss, --save.
+std::optional<int> TrainingRun::runStep(int64_t step) {
+  auto upload = [&](unsigned micro) -> Status {
+    feeder->writesForStep(step, writes, micro);
+    for (const BatchFeeder::Write &w : writes)
+      TXRT_RETURN_IF_ERROR(
+          session->writeArgument(w.argument, w.bytes->data(), w.bytes->size()));
+    return Status();
+  };
+  // Gradient accumulation: micro-batches 1..N-1 add their gradients into
+  // the accumulator arguments; the step below runs micro-batch N.
+  float microMs = 0;
+  for (unsigned m = 0; m + 1 < accum; ++m) {
+    float oneMs = 0;
+    if (Status s = upload(m); !s.ok())
+      return fail(kRunError, "step " + std::to_string(step) + ": " + s.message());
+    if (Status s = session->runMicroStep(&oneMs); !s.ok())
+      return fail(kRunError, "step " + std::to_string(step) + ": " + s.message());
+    microMs += oneMs;
+  }
+  if (Status s = upload(accum - 1); !s.ok())
+    return fail(kRunError, "step " + std::to_string(step) + ": " + s.message());
+  // Keep the state this step starts from: if the step goes non-finite,
+  // --output-dir gets the last finite state, as with txopt-run.
+  if (o.outputDir && step > firstStep) {
+    if (Status s = snapshot(*session, outputs, lastFinite); !s.ok())
+      return fail(kRunError, s.message());
+    haveLastFinite = true;
+  }
+  float ms = 0;
+  if (step == o.profileStep) {
+    std::vector<float> perCommand, hostPerCommand;
+    if (Status s = session->runStepProfiled(perCommand, &ms, &hostPerCommand); !s.ok())
+      return fail(kRunError, s.message());
+    printProfile(session->artifact(), perCommand, ms);
+    if (o.profileOut)
+      if (Status s = writeProfileJson(*o.profileOut, session->artifact(), perCommand,
+                                      hostPerCommand, ms);
+          !s.ok())
+        return fail(kRunError, "--profile-out: " + s.message());
+  } else if (Status s = session->runStep(&ms); !s.ok()) {
+    return fail(kRunError, s.message());
+  }
+  ms += microMs;
+  if (step > firstStep) {
+    sumMs += ms;
+    ++timedSteps;
+  }
+  double loss = 0, norm = 0, skipped = 0, scale = 0;
+  for (auto [index, value] : {std::pair{lossIndex, &loss}, {normIndex, &norm},
+                              {skippedIndex, &skipped}, {scaleIndex, &scale}})
+    if (index >= 0)
+      if (Status s = readScalar(*session, index, *value); !s.ok())
+        return fail(kRunError, s.message());
+  bool finite = std::isfinite(loss) && std::isfinite(norm);
+  bool print = step == firstStep || step == o.steps || step % o.logEvery == 0 || !finite;
+  double lr = feeder->lrForStep(step);
+  if (print)
+    printStep(step, loss, norm, skipped, scale, lr, ms);
+  // With dynamic loss scaling a non-finite gradient skips the step in the
+  // graph itself; only a non-finite loss, or norm without a skip, stops.
+  bool isSkipped = skippedIndex >= 0 && skipped != 0;
+  if (log)
+    logStep(step, loss, norm, isSkipped, lr, ms);
+  if (!std::isfinite(loss) || (!std::isfinite(norm) && !isSkipped)) {
+    std::string extra;
+    if (o.outputDir && haveLastFinite) {
+      if (Status s = writeTensors(*o.outputDir, lastFinite); !s.ok())
+        return fail(kRunError, s.message());
+      extra = " (--output-dir holds step " + std::to_string(step - 1) + ")";
+    }
+    double bad = std::isfinite(loss) ? norm : loss;
+    return fail(kRunError, "step " + std::to_string(step) + ": the " +
+                               (std::isfinite(loss) ? "gradient norm" : "loss") +
+                               " is " + (std::isnan(bad) ? "NaN" : "infinite") +
+                               "; stopped" + extra + "; try a lower --lr or --grad-clip");
+  }
+  if (o.saveDir && (step == o.steps || (o.saveEvery && step % o.saveEvery == 0)))
+    if (Status s = save(step); !s.ok())
+      return fail(kRunError, "--save: step " + std::to_string(step) + ": " + s.message());
+  return std::nullopt;
+}
+
+/// The step line: step, loss, grad_norm, lr, ms, tok/s[, skipped].
+void TrainingRun::printStep(int64_t step, double loss, double norm, double skipped,
+                            double scale, double lr, double ms) {
+  std::printf("step %lld", static_cast<long long>(step));
+  if (lossIndex >= 0)
+    std::printf("  loss %.9g", loss);
+  if (normIndex >= 0)
+    std::printf("  grad_norm %.9g", norm);
+  if (feeder->lrArgument() >= 0)
+    std::printf("  lr %.9g", lr);
+  std::printf("  ms %.3f", ms);
+  if (tokens)
+    std::printf("  tok/s %.0f", ms > 0 ? tokens / (ms / 1000.0) : 0.0);
+  if (skippedIndex >= 0 && skipped != 0) {
+    std::printf("  skipped");
+    if (scaleIndex >= 0)
+      std::printf(" (loss scale -> %g)", scale);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+/// --log: the step's JSON record.
+void TrainingRun::logStep(int64_t step, double loss, double norm, bool isSkipped, double lr,
+                          double ms) {
+  StepRecord record;
+  record.step = step;
+  record.loss = loss;
+  record.hasGradNorm = normIndex >= 0;
+  record.gradNorm = norm;
+  record.hasLr = feeder->lrArgument() >= 0;
+  record.lr = lr;
+  record.ms = ms;
+  record.hasTokens = tokens > 0;
+  record.tokPerS = ms > 0 ? tokens / (ms / 1000.0) : 0.0;
+  record.skipped = isSkipped;
+  std::fprintf(log, "%s\n", stepLogLine(record).c_str());
+  std::fflush(log);
+}
+
+/// After the last step: peak memory, the mean step time, --output-dir and
+/// --dump-results.
+int TrainingRun::finish() {
+  uint64_t peak = 0;
+  if (Status s = session->peakMemory(peak); !s.ok())
+    return fail(kRunError, s.message());
+  std::printf("peak device memory %.1f MiB (%llu bytes; the plan says %llu)\n",
+              peak / (1024.0 * 1024.0), static_cast<unsigned long long>(peak),
+              static_cast<unsigned long long>(artifact->root().peak_bytes()));
+  if (timedSteps > 0) {
+    double meanMs = sumMs / timedSteps;
+    std::printf("mean over steps %lld..%lld: ms %.3f", static_cast<long long>(firstStep + 1),
+                static_cast<long long>(o.steps), meanMs);
+    if (tokens)
+      std::printf("  tok/s %.0f", tokens / (meanMs / 1000.0));
+    std::printf("\n");
+  }
+  if (o.outputDir) {
+    std::vector<HostTensor> final;
+    if (Status s = snapshot(*session, outputs, final); !s.ok())
+      return fail(kRunError, s.message());
+    if (Status s = writeTensors(*o.outputDir, final); !s.ok())
+      return fail(kRunError, s.message());
+  }
+  if (o.dumpDir) {
+    OutputSet all;
+    for (unsigned i = 0; artifact->root().results() && i < artifact->root().results()->size();
+         ++i)
+      all.results.push_back(i);
+    std::vector<HostTensor> results;
+    if (Status s = snapshot(*session, all, results); !s.ok())
+      return fail(kRunError, s.message());
+    if (Status s = writeTensors(*o.dumpDir, results); !s.ok())
+      return fail(kRunError, s.message());
+  }
+  return kSuccess;
+}
+
+} // namespace
+
+int txrun::run(const Options &o) { return TrainingRun(o).run(); }
