@@ -309,6 +309,18 @@ LogicalResult importConstantOfShape(NodeImporter &n);
 LogicalResult importRange(NodeImporter &n);
 LogicalResult importConstant(NodeImporter &n);
 LogicalResult importGelu(NodeImporter &n);
+// Shape manipulation (ShapeImporters.cpp).
+LogicalResult importReshape(NodeImporter &n);
+LogicalResult importFlatten(NodeImporter &n);
+LogicalResult importExpand(NodeImporter &n);
+LogicalResult importTranspose(NodeImporter &n);
+LogicalResult importSplit(NodeImporter &n);
+LogicalResult importSlice(NodeImporter &n);
+LogicalResult importConcat(NodeImporter &n);
+LogicalResult importSqueeze(NodeImporter &n);
+LogicalResult importUnsqueeze(NodeImporter &n);
+LogicalResult importPad(NodeImporter &n);
+LogicalResult importTrilu(NodeImporter &n);
 LogicalResult importAttention(NodeImporter &n);
 
 /// Translates one node with the mapping registered for its domain and
