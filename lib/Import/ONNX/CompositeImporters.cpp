@@ -53,24 +53,6 @@ public:
     return *value;
   }
 
-  /// A 0-d constant of |elementType| (float or integer) holding |value|.
-  Value scalar(Type elementType, double value) {
-    auto type = RankedTensorType::get({}, elementType);
-    if (auto floatType = llvm::dyn_cast<FloatType>(elementType))
-      return n.constant(DenseElementsAttr::get(type, toFloat(floatType, value)));
-    return n.constant(DenseElementsAttr::get(
-        type, llvm::APInt(elementType.getIntOrFloatBitWidth(),
-                          static_cast<int64_t>(value), /*isSigned=*/true)));
-  }
-
-  static llvm::APFloat toFloat(FloatType type, double value) {
-    llvm::APFloat result(value);
-    bool lost = false;
-    result.convert(type.getFloatSemantics(),
-                   llvm::APFloat::rmNearestTiesToEven, &lost);
-    return result;
-  }
-
   Value reshape(Value v, llvm::ArrayRef<int64_t> shape) {
     if (!v)
       return fail();
@@ -113,6 +95,8 @@ bool isConstantFalse(Value v) {
          !value.getSplatValue<bool>();
 }
 
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
 llvm::ArrayRef<int64_t> shapeOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getShape();
 }
@@ -132,25 +116,25 @@ LogicalResult onnx_import::importGelu(NodeImporter &n) {
   if (*approximate != "none" && *approximate != "tanh")
     return n.fail("approximate = '" + *approximate +
                   "' is not one of 'none' and 'tanh'");
-  Type element = n.type(0).getElementType();
-  if (!llvm::isa<FloatType>(element))
+  auto element = llvm::dyn_cast<FloatType>(n.type(0).getElementType());
+  if (!element)
     return n.fail("Gelu needs a float input");
   OpChain c(n);
   Value x = n.input(0);
   Value inner;
   if (*approximate == "none") {
     inner = c.make<tx::ErfOp>(
-        {c.make<tx::MulOp>({x, c.scalar(element, M_SQRT1_2)})});
+        {c.make<tx::MulOp>({x, n.floatScalar(element, M_SQRT1_2)})});
   } else {
     Value cube = c.make<tx::MulOp>({c.make<tx::MulOp>({x, x}), x});
     Value poly = c.make<tx::AddOp>(
-        {x, c.make<tx::MulOp>({cube, c.scalar(element, 0.044715)})});
+        {x, c.make<tx::MulOp>({cube, n.floatScalar(element, 0.044715)})});
     inner = c.make<tx::TanhOp>(
-        {c.make<tx::MulOp>({poly, c.scalar(element, std::sqrt(2.0 / M_PI))})});
+        {c.make<tx::MulOp>({poly, n.floatScalar(element, std::sqrt(2.0 / M_PI))})});
   }
-  Value half = c.make<tx::MulOp>({x, c.scalar(element, 0.5)});
+  Value half = c.make<tx::MulOp>({x, n.floatScalar(element, 0.5)});
   Value y = c.make<tx::MulOp>(
-      {half, c.make<tx::AddOp>({inner, c.scalar(element, 1.0)})});
+      {half, c.make<tx::AddOp>({inner, n.floatScalar(element, 1.0)})});
   if (!c.ok())
     return failure();
   n.setResult(0, y);
@@ -314,7 +298,7 @@ FailureOr<AttentionOperands> attentionOperands(NodeImporter &n, OpChain &c,
 
 /// The attention mask as an additive bias of |element| type, padded with
 /// -inf to the total key length (ONNX lets it be shorter); null when absent.
-Value additiveMask(NodeImporter &n, OpChain &c, Type element, int64_t kvLen) {
+Value additiveMask(NodeImporter &n, OpChain &c, FloatType element, int64_t kvLen) {
   if (!n.has(AttentionSpec::kMask))
     return {};
   Value mask = n.input(AttentionSpec::kMask);
@@ -324,9 +308,9 @@ Value additiveMask(NodeImporter &n, OpChain &c, Type element, int64_t kvLen) {
                  "length " + std::to_string(kvLen));
     return {};
   }
-  Value negInf = c.scalar(element, -std::numeric_limits<double>::infinity());
+  Value negInf = n.floatScalar(element, kNegInf);
   if (type.getElementType().isInteger(1))
-    mask = c.make<tx::WhereOp>({mask, c.scalar(element, 0), negInf});
+    mask = c.make<tx::WhereOp>({mask, n.floatScalar(element, 0), negInf});
   else if (llvm::isa<FloatType>(type.getElementType()))
     mask = c.cast(mask, element);
   else {
@@ -339,8 +323,7 @@ Value additiveMask(NodeImporter &n, OpChain &c, Type element, int64_t kvLen) {
     padShape.back() = pad;
     auto padType = RankedTensorType::get(padShape, element);
     Value fill = n.constant(DenseElementsAttr::get(
-        padType, OpChain::toFloat(llvm::cast<FloatType>(element),
-                                  -std::numeric_limits<double>::infinity())));
+        padType, roundedFloat(element, kNegInf)));
     mask = c.make<tx::ConcatOp>(
         {mask, fill},
         {n.named("axis", n.builder.getI64IntegerAttr(type.getRank() - 1))});
@@ -352,14 +335,13 @@ Value additiveMask(NodeImporter &n, OpChain &c, Type element, int64_t kvLen) {
 /// causal frontier and window offset by |offset| (the past length), -inf
 /// elsewhere. Null when neither applies.
 Value constantFrontierBias(NodeImporter &n, const AttentionSpec &spec,
-                           Type element, int64_t qLen, int64_t kvLen,
+                           FloatType element, int64_t qLen, int64_t kvLen,
                            int64_t offset) {
   bool window = spec.leftWindow >= 0 || spec.rightWindow >= 0;
   if (!spec.causal && !window)
     return {};
-  auto floatType = llvm::cast<FloatType>(element);
-  llvm::APFloat zero = OpChain::toFloat(floatType, 0);
-  llvm::APFloat negInf = OpChain::toFloat(floatType, -INFINITY);
+  llvm::APFloat zero = roundedFloat(element, 0);
+  llvm::APFloat negInf = roundedFloat(element, kNegInf);
   llvm::SmallVector<llvm::APFloat> values;
   values.reserve(qLen * kvLen);
   for (int64_t i = 0; i < qLen; ++i)
@@ -381,7 +363,7 @@ Value constantFrontierBias(NodeImporter &n, const AttentionSpec &spec,
 /// and the causal frontier and window are offset by L[b] - Tq. Returns a
 /// [B, 1, Tq, Tk] bias.
 Value perBatchBias(NodeImporter &n, OpChain &c, const AttentionSpec &spec,
-                   Type element, int64_t batch, int64_t qLen, int64_t kvLen) {
+                   FloatType element, int64_t batch, int64_t qLen, int64_t kvLen) {
   Value lengths = n.input(AttentionSpec::kNonPadKvLength);
   auto type = n.type(AttentionSpec::kNonPadKvLength);
   Type i64 = n.builder.getI64Type();
@@ -402,7 +384,7 @@ Value perBatchBias(NodeImporter &n, OpChain &c, const AttentionSpec &spec,
   // Query i sits at absolute position i + offset[b]: j is diff = offset - d
   // behind it.
   Value offset = c.reshape(
-      c.make<tx::SubOp>({lengths, c.scalar(i64, static_cast<double>(qLen))}),
+      c.make<tx::SubOp>({lengths, n.intScalar(i64, qLen)}),
       {batch, 1, 1});
   Value visible;
   auto both = [&](Value a, Value b) {
@@ -410,12 +392,14 @@ Value perBatchBias(NodeImporter &n, OpChain &c, const AttentionSpec &spec,
   };
   if (spec.causal) // diff >= 0  <=>  d <= offset
     visible = c.make<tx::LessOrEqualOp>({d, offset});
-  if (spec.leftWindow >= 0) // diff <= left  <=>  offset - left <= d
-    visible = both(visible, c.make<tx::LessOrEqualOp>(
-                                {c.make<tx::SubOp>({offset, c.scalar(i64, spec.leftWindow)}), d}));
-  if (spec.rightWindow >= 0) // -diff <= right  <=>  d <= offset + right
-    visible = both(visible, c.make<tx::LessOrEqualOp>(
-                                {d, c.make<tx::AddOp>({offset, c.scalar(i64, spec.rightWindow)})}));
+  if (spec.leftWindow >= 0) { // diff <= left  <=>  offset - left <= d
+    Value first = c.make<tx::SubOp>({offset, n.intScalar(i64, spec.leftWindow)});
+    visible = both(visible, c.make<tx::LessOrEqualOp>({first, d}));
+  }
+  if (spec.rightWindow >= 0) { // -diff <= right  <=>  d <= offset + right
+    Value last = c.make<tx::AddOp>({offset, n.intScalar(i64, spec.rightWindow)});
+    visible = both(visible, c.make<tx::LessOrEqualOp>({d, last}));
+  }
   // Keys at or past L[b] are padding.
   llvm::SmallVector<int64_t> keyIndex;
   for (int64_t j = 0; j < kvLen; ++j)
@@ -425,8 +409,8 @@ Value perBatchBias(NodeImporter &n, OpChain &c, const AttentionSpec &spec,
   Value valid = c.make<tx::LessOp>({keys, c.reshape(lengths, {batch, 1, 1})});
   visible = both(visible, valid);
   Value bias = c.make<tx::WhereOp>(
-      {visible, c.scalar(element, 0),
-       c.scalar(element, -std::numeric_limits<double>::infinity())});
+      {visible, n.floatScalar(element, 0),
+       n.floatScalar(element, kNegInf)});
   if (!bias)
     return {};
   auto shape = shapeOf(bias); // [B, 1, Tk] or [B, Tq, Tk]
@@ -458,8 +442,8 @@ LogicalResult onnx_import::importAttention(NodeImporter &n) {
   auto spec = readAttentionSpec(n);
   if (failed(spec))
     return failure();
-  Type element = n.type(0).getElementType();
-  if (!llvm::isa<FloatType>(element) || n.type(1).getElementType() != element ||
+  auto element = llvm::dyn_cast<FloatType>(n.type(0).getElementType());
+  if (!element || n.type(1).getElementType() != element ||
       n.type(2).getElementType() != element)
     return n.fail("Q, K and V must have one float element type");
   OpChain c(n);
@@ -476,14 +460,14 @@ LogicalResult onnx_import::importAttention(NodeImporter &n) {
   // by sqrt(scale) in the input type, the soft cap, the bias (mask, the
   // causal frontier and window offset by the past, per-batch padding),
   // softmax in softmax_precision, rows without a visible key set to 0.
-  Value sqrtScale = c.scalar(element, std::sqrt(scale));
+  Value sqrtScale = n.floatScalar(element, std::sqrt(scale));
   Value k = repeatHeads(n, c, o->k, o->qHeads / o->kvHeads);
   Value v = repeatHeads(n, c, o->v, o->qHeads / o->kvHeads);
   Value scores = c.make<tx::MatMulOp>(
       {c.make<tx::MulOp>({o->q, sqrtScale}),
        c.make<tx::MulOp>({c.transpose(k, {0, 1, 3, 2}), sqrtScale})});
   if (spec->softcap > 0) {
-    Value cap = c.scalar(element, spec->softcap);
+    Value cap = n.floatScalar(element, spec->softcap);
     scores = c.make<tx::MulOp>(
         {c.make<tx::TanhOp>({c.make<tx::DivOp>({scores, cap})}), cap});
   }
@@ -500,7 +484,8 @@ LogicalResult onnx_import::importAttention(NodeImporter &n) {
   Value biased = bias ? c.make<tx::AddOp>({scores, bias}) : scores;
   Value qkOutput = spec->qkOutputMode == 2 ? biased : scores;
 
-  Type softmaxElement = spec->softmaxType ? *spec->softmaxType : element;
+  auto softmaxElement =
+      spec->softmaxType ? llvm::cast<FloatType>(*spec->softmaxType) : element;
   Value probs = c.make<tx::SoftmaxOp>(
       {c.cast(biased, softmaxElement)},
       {n.named("axis", n.builder.getI64IntegerAttr(-1))});
@@ -512,9 +497,9 @@ LogicalResult onnx_import::importAttention(NodeImporter &n) {
         {bias}, {n.named("axes", n.builder.getDenseI64ArrayAttr({lastAxis})),
                  n.named("keep_dims", n.builder.getUnitAttr())});
     Value noKey = c.make<tx::EqualOp>(
-        {rowMax, c.scalar(element, -std::numeric_limits<double>::infinity())});
+        {rowMax, n.floatScalar(element, kNegInf)});
     if (!isConstantFalse(noKey))
-      probs = c.make<tx::WhereOp>({noKey, c.scalar(softmaxElement, 0), probs});
+      probs = c.make<tx::WhereOp>({noKey, n.floatScalar(softmaxElement, 0), probs});
   }
   if (spec->qkOutputMode == 3)
     qkOutput = probs;

@@ -86,6 +86,9 @@ Type convertElementType(MLIRContext *context, int32_t dataType);
 /// the count exceeds kMaxTensorElements.
 std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> dims);
 
+/// |value| rounded to nearest even in |type|'s semantics.
+llvm::APFloat roundedFloat(FloatType type, double value);
+
 /// Where a tensor's bytes may come from and how to describe it in errors.
 struct TensorSource {
   /// Folder that external data paths are relative to (and may not leave).
@@ -265,6 +268,10 @@ public:
   }
   /// A tx.constant holding |value| (an existing one when there is one).
   Value constant(DenseElementsAttr value);
+  /// A 0-d tx.constant of |type| holding |value| rounded to nearest even.
+  Value floatScalar(FloatType type, double value);
+  /// A 0-d tx.constant of the integer type |type| holding |value|.
+  Value intScalar(Type type, int64_t value);
 
   NamedAttribute named(llvm::StringRef name, Attribute value) {
     return builder.getNamedAttr(name, value);

@@ -270,6 +270,25 @@ Value NodeImporter::constant(DenseElementsAttr value) {
   return cached;
 }
 
+llvm::APFloat onnx_import::roundedFloat(FloatType type, double value) {
+  llvm::APFloat result(value);
+  bool lost = false;
+  result.convert(type.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                 &lost);
+  return result;
+}
+
+Value NodeImporter::floatScalar(FloatType type, double value) {
+  return constant(DenseElementsAttr::get(RankedTensorType::get({}, type),
+                                         roundedFloat(type, value)));
+}
+
+Value NodeImporter::intScalar(Type type, int64_t value) {
+  return constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, type),
+      llvm::APInt(type.getIntOrFloatBitWidth(), value, /*isSigned=*/true)));
+}
+
 /// Checks what tx requires of every value: a statically shaped tensor of
 /// sane size.
 static std::optional<std::string> checkResultType(Type type) {

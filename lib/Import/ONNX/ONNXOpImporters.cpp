@@ -58,15 +58,7 @@ LogicalResult importUnary(NodeImporter &n) {
 static LogicalResult importFlooredFloatMod(NodeImporter &n) {
   Builder &b = n.builder;
   auto floatType = llvm::cast<FloatType>(n.type(0).getElementType());
-  auto scalarType = RankedTensorType::get({}, floatType);
-  auto scalar = [&](double v) {
-    llvm::APFloat value(v);
-    bool lost;
-    value.convert(floatType.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
-                  &lost);
-    return n.constant(DenseElementsAttr::get(scalarType, llvm::ArrayRef(value)));
-  };
-  Value zero = scalar(0.0);
+  Value zero = n.floatScalar(floatType, 0.0);
   auto r = n.createOne<tx::ModOp>({n.input(0), n.input(1)},
                                   {n.named("fmod", b.getBoolAttr(true))});
   if (failed(r))
@@ -85,7 +77,7 @@ static LogicalResult importFlooredFloatMod(NodeImporter &n) {
   if (failed(fix) || failed(shifted))
     return failure();
   auto fixed = n.createOne<tx::WhereOp>({*fix, *shifted, *r});
-  auto signedZero = n.createOne<tx::WhereOp>({*bNeg, scalar(-0.0), zero});
+  auto signedZero = n.createOne<tx::WhereOp>({*bNeg, n.floatScalar(floatType, -0.0), zero});
   if (failed(fixed) || failed(signedZero))
     return failure();
   return setOne(n, n.createOne<tx::WhereOp>({*rZero, *signedZero, *fixed}));

@@ -100,9 +100,7 @@ FailureOr<Value> compareUnsigned64(NodeImporter &n, Value a, Value b) {
 FailureOr<Value> divideUnsigned64(NodeImporter &n, Value a, Value b,
                                   bool remainder) {
   auto i64 = n.builder.getI64Type();
-  auto scalar = [&](int64_t v) {
-    return n.constant(DenseElementsAttr::get(RankedTensorType::get({}, i64), v));
-  };
+  auto scalar = [&](int64_t v) { return n.intScalar(i64, v); };
   Value zero = scalar(0), one = scalar(1), two = scalar(2);
   Value minValue = scalar(std::numeric_limits<int64_t>::min());
   Value quarter = scalar(int64_t(1) << 62);
