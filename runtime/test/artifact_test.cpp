@@ -251,3 +251,52 @@ TEST(Artifact, AccumulationNeedsItsMicroStep) {
   u.withMicroStep = true;
   expectRejected(u, "the artifact has a micro-step, but grad_accum is 1 (expected >= 2)");
 }
+
+// Validation: the evaluation function's commands and result pass the
+// step's checks; it returns one float (the loss) and changes no argument.
+TEST(Artifact, EvaluationLoads) {
+  TestArtifact t;
+  t.withEval = true;
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::fromBytes(t.build(), ".", artifact);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_NE(artifact->root().eval(), nullptr);
+  EXPECT_EQ(artifact->root().eval()->commands()->size(), 1u);
+  TestArtifact bf16;
+  bf16.withEval = true;
+  bf16.evalLossType = fb::DType::BF16;
+  ASSERT_TRUE(Artifact::fromBytes(bf16.build(), ".", artifact).ok());
+}
+
+TEST(Artifact, EvaluationCommandsAreValidated) {
+  TestArtifact t;
+  t.withEval = true;
+  t.evalMemsetSlot = 9;
+  expectRejected(t, "evaluation 'eval': command 0 (origin 'eval zero')");
+}
+
+TEST(Artifact, EvaluationReturnsOneFloat) {
+  TestArtifact two;
+  two.withEval = true;
+  two.evalResults = 2;
+  expectRejected(two, "evaluation 'eval': expected one result (the loss), got 2");
+  TestArtifact ints;
+  ints.withEval = true;
+  ints.evalLossType = fb::DType::I64;
+  expectRejected(ints, "evaluation 'eval': expected its result to be one float value");
+  TestArtifact vector;
+  vector.withEval = true;
+  vector.evalLossShape = {2};
+  vector.lossSlot = 2;
+  expectRejected(vector, "evaluation 'eval': expected its result to be one float value");
+}
+
+TEST(Artifact, EvaluationChangesNoArgument) {
+  TestArtifact t;
+  t.wShape = {};
+  t.wData = std::vector<uint8_t>(4, 0);
+  t.withEval = true;
+  t.evalNext = 0;
+  expectRejected(t, "evaluation 'eval': its result names argument 0 as next, but "
+                    "validation changes no argument");
+}

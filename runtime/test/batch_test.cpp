@@ -174,3 +174,65 @@ TEST(Batch, MicroBatchesTakeConsecutiveWindows) {
   }
   std::remove(path.c_str());
 }
+
+// Validation: windows 0, 1, ... of the --val-data stream from its start,
+// wrapping (as txopt-run's evaluation reads them), the labels one token on;
+// a stream shorter than a batch or with a token outside the vocabulary is
+// refused.
+TEST(Batch, ValidationWindowsWrapFromTheStart) {
+  txrt::test::TestArtifact t;
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(t.build(), ".", artifact).ok());
+  std::string pid = std::to_string(getpid());
+  std::string train = "/tmp/txrt-batch-train-" + pid + ".npy";
+  std::string val = "/tmp/txrt-batch-val-" + pid + ".npy";
+  std::string shortVal = "/tmp/txrt-batch-short-" + pid + ".npy";
+  std::string wide = "/tmp/txrt-batch-wide-" + pid + ".npy";
+  std::vector<int64_t> tokens(40), valTokens(20);
+  for (int i = 0; i < 40; ++i)
+    tokens[i] = i;
+  for (int i = 0; i < 20; ++i)
+    valTokens[i] = 20 + i;
+  ASSERT_TRUE(writeNpyFile(train, DType::I64, {40}, tokens.data(), 40).ok());
+  ASSERT_TRUE(writeNpyFile(val, DType::I64, {20}, valTokens.data(), 20).ok());
+  ASSERT_TRUE(writeNpyFile(shortVal, DType::I64, {8}, valTokens.data(), 8).ok());
+  valTokens[13] = 50; // the artifact's vocabulary is [0, 50)
+  ASSERT_TRUE(writeNpyFile(wide, DType::I64, {20}, valTokens.data(), 20).ok());
+  std::unique_ptr<BatchFeeder> feeder;
+  ASSERT_TRUE(BatchFeeder::create(*artifact, 0, train, feeder).ok());
+  EXPECT_FALSE(feeder->hasValidation());
+  Status s = feeder->loadValidation(val);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(feeder->hasValidation());
+  std::vector<BatchFeeder::Write> writes;
+  auto element = [&](size_t w, size_t e) {
+    int64_t v;
+    std::memcpy(&v, writes[w].bytes->data() + 8 * e, 8);
+    return v;
+  };
+  // 20 tokens hold (20 - 1) / 8 = 2 windows of 8 (+1 for the labels).
+  for (auto [k, offset] : {std::pair{0, 0}, {1, 8}, {2, 0}, {3, 8}}) {
+    feeder->writesForValidation(k, writes);
+    ASSERT_EQ(writes.size(), 2u);
+    EXPECT_EQ(element(0, 0), 20 + offset) << "window " << k;
+    EXPECT_EQ(element(0, 7), 27 + offset) << "window " << k;
+    EXPECT_EQ(element(1, 0), 21 + offset) << "labels of window " << k;
+  }
+  s = feeder->loadValidation(shortVal);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("holds 8 tokens; one batch needs 9"), std::string::npos)
+      << s.message();
+  s = feeder->loadValidation(wide);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("token 50 at position 13 is outside the vocabulary [0, 50)"),
+            std::string::npos)
+      << s.message();
+  // Without --data there is nothing for the windows to fill.
+  std::unique_ptr<BatchFeeder> random;
+  ASSERT_TRUE(BatchFeeder::create(*artifact, 0, std::nullopt, random).ok());
+  s = random->loadValidation(val);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--val-data needs --data"), std::string::npos) << s.message();
+  for (const std::string &p : {train, val, shortVal, wide})
+    std::remove(p.c_str());
+}

@@ -54,6 +54,15 @@ struct TestArtifact {
   uint32_t gradAccum = 1;
   bool withMicroStep = false;
   uint32_t microMemsetSlot = 2;
+  // Validation: an optional eval function of one memset (of evalMemsetSlot)
+  // whose results are evalResults "loss" values in slot 3, of evalLossType
+  // and evalLossShape, the first naming argument evalNext as next.
+  bool withEval = false;
+  uint32_t evalMemsetSlot = 2;
+  unsigned evalResults = 1;
+  fb::DType evalLossType = fb::DType::F32;
+  std::vector<int64_t> evalLossShape = {};
+  int32_t evalNext = -1;
 
   std::vector<uint8_t> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -119,12 +128,25 @@ struct TestArtifact {
       micro = fb::CreateFunction(b, b.CreateString("micro_step"),
                                  b.CreateVector(microCommands), b.CreateVector(microResults));
     }
+    flatbuffers::Offset<fb::Function> eval = 0;
+    if (withEval) {
+      auto evalMemset = fb::CreateMemset(b, evalMemsetSlot, 0);
+      std::vector<flatbuffers::Offset<fb::Command>> evalCommands = {fb::CreateCommand(
+          b, fb::Op::Memset, evalMemset.Union(), b.CreateString("eval zero"))};
+      std::vector<flatbuffers::Offset<fb::Result>> evalResultList;
+      for (unsigned i = 0; i < evalResults; ++i)
+        evalResultList.push_back(fb::CreateResult(b, b.CreateString("loss"), lossSlot,
+                                                  evalLossType, b.CreateVector(evalLossShape),
+                                                  i == 0 ? evalNext : -1));
+      eval = fb::CreateFunction(b, b.CreateString("eval"), b.CreateVector(evalCommands),
+                                b.CreateVector(evalResultList));
+    }
     auto root = fb::CreateArtifact(
         b, version, b.CreateString("txopt test"), b.CreateString(target), false,
         b.CreateString("{\"optimizer\": \"sgd\"}"), arena,
         b.CreateVectorOfStructs(slots), b.CreateVector(&image, 1),
         b.CreateVector(&kernel, 1), 0, b.CreateVector(args), b.CreateVector(results),
-        b.CreateVector(commands), arena, 0, gradAccum, micro);
+        b.CreateVector(commands), arena, 0, gradAccum, micro, eval);
     fb::FinishArtifactBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }

@@ -12,12 +12,12 @@
 #  4. the checkpoint is safetensors + manifest that numpy reads;
 #  5. kill -9 at random moments of runs saving every step: the checkpoint
 #     always loads (txrun --resume, nothing left to run).
-# Bit-for-bit comparisons hold only if the step itself is deterministic. The
-# GPU step is not yet: the norm gradients' gamma/beta sums and the
-# embedding scatter add with f32 atomics, whose order varies run to run. So
-# the uninterrupted run is repeated first: when the two repeats differ,
-# checks 1-3 compare within 10x their spread (and say so) instead of bit
-# for bit.
+# Bit-for-bit comparisons hold only if the step itself is deterministic:
+# every run here passes --deterministic (cuDNN's deterministic attention
+# backward; the embedding gradient is a deterministic sort-and-sum), and
+# check 0 repeats the uninterrupted run and requires the same bits. If it
+# fails, checks 1-3 still compare within 10x the repeat spread, to tell a
+# nondeterministic step from a resume bug.
 # Prints one verdict line per check; exits non-zero if any failed.
 # Usage: scripts/gpu/resume_check.sh [STEP.txa] [OUT_DIR]
 #   STEP.txa defaults to gpu-run/nanogpt_op18_loss.txa (prepare_check.sh),
@@ -40,7 +40,7 @@ if [ ! -f "$txa" ]; then
   fi
 fi
 python3 "$root/test/Training/make_markov_tokens.py" "$out/tokens.npy" 40000 512 > /dev/null
-flags=(--data "$out/tokens.npy" --shuffle --warmup 2 --decay-steps 10 --min-lr 1e-4)
+flags=(--data "$out/tokens.npy" --shuffle --warmup 2 --decay-steps 10 --min-lr 1e-4 --deterministic)
 steplines() { grep '^step ' "$1" | sed 's/  ms .*//'; }
 verdict() { if [ "$1" = 0 ]; then echo "PASS $2"; else echo "FAIL $2"; status=1; fi; }
 
@@ -59,11 +59,10 @@ a, b = steps(sys.argv[1]), steps(sys.argv[2])
 print(max((abs(a[k][i] - b[k][i]) / abs(a[k][i]) for k in a if k in b for i in (0, 1)), default=0.0))
 PY
 )
-if [ "$spread" = "0.0" ]; then
-  echo "note: two uninterrupted runs are bit-identical: comparing bit for bit"
-else
-  echo "note: two uninterrupted runs differ by up to $spread relative (f32 atomics):" \
-       "comparing within 10x that, not bit for bit"
+[ "$spread" = "0.0" ]
+verdict $? "two uninterrupted runs are bit-identical (relative spread $spread)"
+if [ "$spread" != "0.0" ]; then
+  echo "note: comparing within 10x the spread below, not bit for bit"
 fi
 same() {
   if [ "$spread" = "0.0" ]; then

@@ -73,7 +73,7 @@ OPTIONS:
   --eval                  Also emit @eval: the loss of a batch under the
                           step's parameters, forward only (no update, no
                           state change, dropout off), for txopt-run
-                          --val-data.
+                          --val-data and (in step.txa) txrun --val-data.
   --precision=MODE        fp32 (default), bf16 or fp16: matrix products in
                           that type, everything else in f32 (see --report);
                           fp16 under --train adds dynamic loss scaling

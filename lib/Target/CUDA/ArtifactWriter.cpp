@@ -191,13 +191,17 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
   // Gradient accumulation: the micro-step's commands and results. An older
   // runtime would run the step alone (1/N of the gradient), so such an
   // artifact is format version 2, which those refuse.
-  flatbuffers::Offset<fb::Function> microStep = 0;
-  if (program.microStep) {
-    auto microCommands = writeCommands(fbb, program.microStep->commands, needsFP8);
-    auto microResults = writeResults(fbb, program.microStep->results);
-    microStep = fb::CreateFunction(fbb, fbb.CreateString(program.microStep->name),
-                                   microCommands, microResults);
-  }
+  auto writeFunction = [&](const std::optional<FunctionProgram> &function) {
+    if (!function)
+      return flatbuffers::Offset<fb::Function>();
+    auto functionCommands = writeCommands(fbb, function->commands, needsFP8);
+    auto functionResults = writeResults(fbb, function->results);
+    return fb::CreateFunction(fbb, fbb.CreateString(function->name),
+                              functionCommands, functionResults);
+  };
+  flatbuffers::Offset<fb::Function> microStep = writeFunction(program.microStep);
+  // Validation: an older runtime ignores it and runs the step as before.
+  flatbuffers::Offset<fb::Function> evaluation = writeFunction(program.evaluation);
 
   auto artifact = fb::CreateArtifact(
       fbb, program.microStep ? kFormatVersion : kFormatVersionWithoutFunctions, fbb.CreateString("txopt 0.1.0"),
@@ -207,7 +211,7 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb.CreateVector(kernels), fbb.CreateVector(constants),
       fbb.CreateVector(arguments), results, commands, program.arenaBytes,
       program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir),
-      static_cast<uint32_t>(program.gradAccum), microStep);
+      static_cast<uint32_t>(program.gradAccum), microStep, evaluation);
   fbb.Finish(artifact, fb::ArtifactIdentifier());
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (bytes.empty()) {

@@ -61,7 +61,7 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
                              llvm::ArrayRef<Value> outputs,
                              llvm::ArrayRef<Value> inputs,
                              const Materialization &plan,
-                             unsigned workgroupFloats)
+                             unsigned workgroupFloats, Type workgroupElement)
     : b(gpuModule.getLoc(), gpuModule.getContext()), plan(plan) {
   b.setInsertionPointToEnd(gpuModule.getBody());
   llvm::SmallVector<Type> argTypes;
@@ -72,7 +72,8 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   llvm::SmallVector<Type> workgroup;
   if (workgroupFloats)
     workgroup.push_back(MemRefType::get(
-        {workgroupFloats}, b.getF32Type(), MemRefLayoutAttrInterface(),
+        {workgroupFloats}, workgroupElement ? workgroupElement : b.getF32Type(),
+        MemRefLayoutAttrInterface(),
         gpu::AddressSpaceAttr::get(b.getContext(),
                                    gpu::AddressSpace::Workgroup)));
   kernel = gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}),

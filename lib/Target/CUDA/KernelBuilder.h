@@ -69,10 +69,13 @@ Value emitFP8Decode(ImplicitLocOpBuilder &b, Value code, Type fp8Type);
 class KernelBuilder {
 public:
   /// Creates `gpu.func @name` in |gpuModule| taking one memref per value of
-  /// |outputs| then |inputs| (flat, of the value's storage type).
+  /// |outputs| then |inputs| (flat, of the value's storage type), with
+  /// |workgroupFloats| elements of workgroup memory (of |workgroupElement|,
+  /// f32 when null).
   KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
                 llvm::ArrayRef<Value> outputs, llvm::ArrayRef<Value> inputs,
-                const Materialization &plan, unsigned workgroupFloats = 0);
+                const Materialization &plan, unsigned workgroupFloats = 0,
+                Type workgroupElement = Type());
 
   /// Collects the materialized values the elemental emission of |root|
   /// reads (|root| itself is computed, not read).

@@ -1,8 +1,10 @@
 //===- ScatterKernels.cpp - gradients of the gathers ------------------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// tx.gather_grad and the GatherElements / GatherND gradients: scatter-adds
-// with f32 atomics (the op leaves the order of repeated indices unspecified).
+// tx.gather_grad (the embedding gradient) as a deterministic sort-and-sum
+// whose result equals the CPU executor's bit for bit; the GatherElements /
+// GatherND gradients as scatter-adds with f32 atomics (the ops leave the
+// order of repeated indices unspecified; they are rare in training steps).
 //
 //===----------------------------------------------------------------------===//
 
@@ -139,8 +141,244 @@ static LogicalResult lowerGatherNDGrad(LoweringContext &ctx, tx::GatherNDGradOp 
   });
 }
 
+namespace {
+/// tx.gather_grad as keys and positions: the result is [P, dim, S] (P the
+/// dims before the axis, S those after), the gradient [P, count, S]; its
+/// position q = p * count + i (i an element of indices) adds its S values
+/// into row key(q) = p * dim + indices[i] of the result.
+struct GatherGradShape {
+  int64_t outer = 1, dim = 0, inner = 1, count = 0;
+  int64_t keys() const { return outer * dim; }
+  int64_t positions() const { return outer * count; }
+  int64_t chunks() const { return ceilDiv(positions(), kBlockSize); }
+};
+} // namespace
+
+static GatherGradShape gatherGradShape(tx::GatherGradOp op) {
+  GatherGradShape g;
+  auto shape = typeOf(op.getResult()).getShape();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  for (int64_t d = 0; d < axis; ++d)
+    g.outer *= shape[d];
+  g.dim = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    g.inner *= shape[d];
+  g.count = typeOf(op.getIndices()).getNumElements();
+  return g;
+}
+
+/// The row key of position |q| (index typed).
+static Value gatherKey(KernelBuilder &kb, const GatherGradShape &g, Value indices,
+                       Value q) {
+  auto &b = kb.builder();
+  Value p = arith::DivUIOp::create(b, q, kb.idx(g.count));
+  Value i = arith::RemUIOp::create(b, q, kb.idx(g.count));
+  Value which = kb.clampIndex(kb.load(indices, i), g.dim);
+  Value row = arith::IndexCastOp::create(b, b.getIndexType(), which);
+  return arith::AddIOp::create(b, arith::MulIOp::create(b, p, kb.idx(g.dim)), row);
+}
+
+static Value loadIndex(ImplicitLocOpBuilder &b, Value buffer, Value at) {
+  Value raw = memref::LoadOp::create(b, buffer, ValueRange{at});
+  return arith::IndexCastOp::create(b, b.getIndexType(), raw);
+}
+
+static void storeIndex(ImplicitLocOpBuilder &b, Value value, Value buffer, Value at) {
+  Value raw = arith::IndexCastOp::create(b, b.getI32Type(), value);
+  memref::StoreOp::create(b, raw, buffer, ValueRange{at});
+}
+
+/// tx.gather_grad, deterministically: the positions of each row are listed
+/// in ascending order (a counting sort whose placement within a row is
+/// the position's rank, not an atomic's arrival order), then one thread
+/// per result element sums its row's gradients in that order in f64 and
+/// rounds once, as the executor does (its double sum over ascending
+/// positions), so the embedding gradient is the same on every run and
+/// equals the CPU's. Five kernels after one memset, over int32 scratch:
+///  1. rank: one block per chunk of 256 positions; each position counts
+///     the earlier positions of its chunk with the same key (its rank in
+///     the chunk) and adds one to counts[chunk][key] (integer atomics:
+///     the same total in any order);
+///  2. chunk offsets: per key, counts[.][key] becomes its exclusive prefix
+///     over the chunks; the key's total goes to start[key];
+///  3. row starts: one block scans start[] (exclusive), start[keys] = all;
+///  4. place: list[start[key] + counts[chunk][key] + rank] = position;
+///  5. sum: result[key, s] = sum over list[start[key] .. start[key + 1]).
+static LogicalResult lowerGatherGradSorted(LoweringContext &ctx, tx::GatherGradOp op,
+                                           const GatherGradShape &g) {
+  Value indices = op.getIndices(), grad = op.getGrad(), result = op.getResult();
+  int64_t keys = g.keys(), positions = g.positions(), chunks = g.chunks();
+  Type i32 = IntegerType::get(op.getContext(), 32);
+  auto i32Buffer = [&](int64_t n) { return MemRefType::get({n}, i32); };
+  unsigned countsSlot = ctx.scratch(chunks * keys * 4, "gather_grad counts per chunk");
+  unsigned rankSlot = ctx.scratch(positions * 4, "gather_grad ranks");
+  unsigned startSlot = ctx.scratch((keys + 1) * 4, "gather_grad row starts");
+  unsigned listSlot = ctx.scratch(positions * 4, "gather_grad positions by row");
+  ctx.memset(countsSlot, 0, op);
+
+  { // 1. rank
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {indices}, ctx.plan);
+    auto &b = kb.builder();
+    Value counts = kb.insertBufferArgument(0, i32Buffer(chunks * keys));
+    Value rank = kb.insertBufferArgument(1, i32Buffer(positions));
+    Value q = kb.globalThreadIndex();
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, q, kb.idx(positions));
+    kb.ifThen(inRange, [&] {
+      Value key = gatherKey(kb, g, indices, q);
+      Value chunk = kb.blockIndex();
+      Value first = arith::MulIOp::create(b, chunk, kb.idx(kBlockSize));
+      Value r = kb.loop(first, q, kb.idx(1), {kb.idx(0)},
+                        [&](Value j, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+        Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                           gatherKey(kb, g, indices, j), key);
+        Value one = arith::SelectOp::create(b, same, kb.idx(1), kb.idx(0));
+        return {arith::AddIOp::create(b, acc[0], one)};
+      })[0];
+      storeIndex(b, r, rank, q);
+      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, chunk, kb.idx(keys)), key);
+      Value one = arith::ConstantIntOp::create(b, 1, 32);
+      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, one, counts, ValueRange{at});
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, chunks, {countsSlot, rankSlot}, ctx.buffersOf({indices}));
+  }
+
+  { // 2. chunk offsets
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan);
+    auto &b = kb.builder();
+    Value counts = kb.insertBufferArgument(0, i32Buffer(chunks * keys));
+    Value start = kb.insertBufferArgument(1, i32Buffer(keys + 1));
+    Value key = kb.globalThreadIndex();
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, kb.idx(keys));
+    kb.ifThen(inRange, [&] {
+      Value total = kb.loop(kb.idx(0), kb.idx(chunks), kb.idx(1), {kb.idx(0)},
+                            [&](Value c, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+        Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, c, kb.idx(keys)), key);
+        Value n = loadIndex(b, counts, at);
+        storeIndex(b, acc[0], counts, at);
+        return {arith::AddIOp::create(b, acc[0], n)};
+      })[0];
+      storeIndex(b, total, start, key);
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, ceilDiv(keys, kBlockSize), {countsSlot, startSlot}, {});
+  }
+
+  { // 3. row starts: thread t scans keys [t * per, (t + 1) * per) of one
+    //    block; a Hillis-Steele scan of the threads' sums in workgroup
+    //    memory gives each its base.
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan, kBlockSize, i32);
+    auto &b = kb.builder();
+    Value start = kb.insertBufferArgument(0, i32Buffer(keys + 1));
+    Value smem = kb.func().getWorkgroupAttributions().front();
+    int64_t per = ceilDiv(keys, kBlockSize);
+    Value t = kb.threadIndex();
+    Value lo = arith::MinUIOp::create(b, arith::MulIOp::create(b, t, kb.idx(per)), kb.idx(keys));
+    Value hi = arith::MinUIOp::create(b, arith::AddIOp::create(b, lo, kb.idx(per)), kb.idx(keys));
+    Value mine = kb.loop(lo, hi, kb.idx(1), {kb.idx(0)},
+                         [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+      return {arith::AddIOp::create(b, acc[0], loadIndex(b, start, k))};
+    })[0];
+    storeIndex(b, mine, smem, t);
+    for (int64_t offset = 1; offset < kBlockSize; offset *= 2) {
+      gpu::BarrierOp::create(b);
+      Value has = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, t, kb.idx(offset));
+      Value from = arith::SelectOp::create(
+          b, has, arith::SubIOp::create(b, t, kb.idx(offset)), t);
+      Value other = arith::SelectOp::create(b, has, loadIndex(b, smem, from), kb.idx(0));
+      Value sum = arith::AddIOp::create(b, loadIndex(b, smem, t), other);
+      gpu::BarrierOp::create(b);
+      storeIndex(b, sum, smem, t);
+    }
+    gpu::BarrierOp::create(b);
+    Value inclusive = loadIndex(b, smem, t);
+    Value base = arith::SubIOp::create(b, inclusive, mine);
+    kb.loop(lo, hi, kb.idx(1), {base},
+            [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+      Value n = loadIndex(b, start, k);
+      storeIndex(b, acc[0], start, k);
+      return {arith::AddIOp::create(b, acc[0], n)};
+    });
+    Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, kb.idx(kBlockSize - 1));
+    kb.ifThen(last, [&] { storeIndex(b, inclusive, start, kb.idx(keys)); });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, 1, {startSlot}, {});
+  }
+
+  { // 4. place
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {indices}, ctx.plan);
+    auto &b = kb.builder();
+    Value list = kb.insertBufferArgument(0, i32Buffer(positions));
+    Value counts = kb.insertBufferArgument(1, i32Buffer(chunks * keys));
+    Value start = kb.insertBufferArgument(2, i32Buffer(keys + 1));
+    Value rank = kb.insertBufferArgument(3, i32Buffer(positions));
+    Value q = kb.globalThreadIndex();
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, q, kb.idx(positions));
+    kb.ifThen(inRange, [&] {
+      Value key = gatherKey(kb, g, indices, q);
+      Value at = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(keys)), key);
+      Value slot = arith::AddIOp::create(
+          b, arith::AddIOp::create(b, loadIndex(b, start, key), loadIndex(b, counts, at)),
+          loadIndex(b, rank, q));
+      storeIndex(b, q, list, slot);
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, chunks, {listSlot, countsSlot, startSlot, rankSlot},
+               ctx.buffersOf({indices}));
+  }
+
+  { // 5. sum, in f64 over the row's positions in ascending order
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {grad}, ctx.plan);
+    auto &b = kb.builder();
+    Value list = kb.insertBufferArgument(2, i32Buffer(positions));
+    Value start = kb.insertBufferArgument(3, i32Buffer(keys + 1));
+    int64_t n = keys * g.inner;
+    Value e = kb.globalThreadIndex();
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e, kb.idx(n));
+    kb.ifThen(inRange, [&] {
+      Value key = arith::DivUIOp::create(b, e, kb.idx(g.inner));
+      Value s = arith::RemUIOp::create(b, e, kb.idx(g.inner));
+      Value begin = loadIndex(b, start, key);
+      Value end = loadIndex(b, start, arith::AddIOp::create(b, key, kb.idx(1)));
+      Value zero = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
+      Value sum = kb.loop(begin, end, kb.idx(1), {zero},
+                          [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+        Value q = loadIndex(b, list, k);
+        Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(g.inner)), s);
+        Value x = arith::ExtFOp::create(b, b.getF64Type(), kb.load(grad, at));
+        return {arith::AddFOp::create(b, acc[0], x)};
+      })[0];
+      kb.store(result, e, arith::TruncFOp::create(b, b.getF32Type(), sum));
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({result}),
+               {ctx.bufferFor(grad), listSlot, startSlot});
+  }
+  return success();
+}
+
 /// tx.gather_grad: each gradient element goes to data[a, indices[i], s].
+/// Sorted and summed deterministically (above) when its int32 scratch can
+/// count the keys and positions; else (beyond 2^31) the f32 atomic
+/// scatter-add. A 16-bit table is rounded f64 -> f32 -> its type, where
+/// the executor rounds its double once: a tie can differ by one ulp.
 static LogicalResult lowerGatherGradOp(LoweringContext &ctx, tx::GatherGradOp op) {
+  GatherGradShape g = gatherGradShape(op);
+  constexpr int64_t kInt32Limit = int64_t(1) << 31;
+  if (g.positions() > 0 && g.keys() + 1 < kInt32Limit && g.positions() < kInt32Limit &&
+      g.chunks() * g.keys() < kInt32Limit && g.keys() * g.inner < kInt32Limit * 64)
+    return lowerGatherGradSorted(ctx, op, g);
   Value indices = op.getIndices(), result = op.getResult();
   auto resultShape = typeOf(result).getShape();
   int64_t axis = static_cast<int64_t>(op.getAxis());

@@ -403,12 +403,15 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
         micro = func;
   if (micro && micro.getFunctionType().getInputs() != step.getFunctionType().getInputs())
     return micro.emitError("expected the micro-step to take the step's arguments");
-  // The validation function is not lowered: txrun has no --val-data yet.
+  // Validation (--eval): @eval of |step|, lowered beside it like the
+  // micro-step.
+  func::FuncOp eval;
   for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr(tx::kEvalAttrName))
-      return func.emitError("the GPU artifact does not carry @eval yet: "
-                            "compile without --eval, or validate with "
-                            "txopt-run --val-data");
+    if (auto ref = func->getAttrOfType<FlatSymbolRefAttr>(tx::kEvalAttrName))
+      if (ref.getValue() == step.getName())
+        eval = func;
+  if (eval && eval.getFunctionType().getInputs() != step.getFunctionType().getInputs())
+    return eval.emitError("expected the evaluation function to take the step's arguments");
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
   program.target = options.target;
@@ -451,12 +454,39 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
         program.gradAccum = accum.getInt();
   }
 
-  planMemory(ctx);
-  if (program.microStep) {
-    program.microStep->commands.assign(program.commands.begin() + stepCommands,
-                                       program.commands.end());
-    program.commands.resize(stepCommands);
+  size_t microCommands = program.commands.size() - stepCommands;
+
+  // Validation: @eval reads the step's arguments (parameters, the batch)
+  // and writes nothing but its loss, so it too runs over the argument
+  // slots, after the step in the timeline, its temporaries reusing the
+  // step's memory.
+  if (eval) {
+    prepareAttentionMasks(eval);
+    decideMaterialization(eval, ctx.plan, program.stats.fusedOps);
+    for (auto [stepArg, evalArg] :
+         llvm::zip(step.getArguments(), eval.getArguments()))
+      ctx.bufferOfValue[evalArg] = ctx.bufferFor(stepArg);
+    if (failed(lowerBody(ctx, module, eval)))
+      return failure();
+    program.evaluation.emplace();
+    program.evaluation->name = eval.getName().str();
+    bindResults(ctx, eval, program.evaluation->results, /*isStep=*/false);
+    for (const ResultBinding &r : program.evaluation->results)
+      if (r.next >= 0)
+        return eval.emitError("expected the evaluation function to change no "
+                              "argument, but result '")
+               << r.name << "' is the next value of argument " << r.next;
   }
+
+  planMemory(ctx);
+  // The timeline is step, micro-step, evaluation: split it back.
+  auto stepEnd = program.commands.begin() + stepCommands;
+  auto microEnd = stepEnd + microCommands;
+  if (program.evaluation)
+    program.evaluation->commands.assign(microEnd, program.commands.end());
+  if (program.microStep)
+    program.microStep->commands.assign(stepEnd, microEnd);
+  program.commands.resize(stepCommands);
   program.recipe = tx::trainStepRecipeJson(step);
   for (const Command &c : program.commands) {
     if (std::holds_alternative<LaunchCmd>(c.op)) ++program.stats.launches;

@@ -82,4 +82,12 @@ void StepProgram::print(llvm::raw_ostream &os) const {
     for (const Command &c : microStep->commands)
       printCommand(c);
   }
+  if (evaluation) {
+    os << "evaluation '" << evaluation->name << "': " << evaluation->commands.size()
+       << " commands\n";
+    for (const ResultBinding &r : evaluation->results)
+      os << "eval-result '" << r.name << "' slot=" << r.slot << "\n";
+    for (const Command &c : evaluation->commands)
+      printCommand(c);
+  }
 }

@@ -151,6 +151,11 @@ txrt_status_t txrt_session_run_step(txrt_session_t *session, float *out_ms);
 txrt_status_t txrt_session_run_micro_step(txrt_session_t *session, float *out_ms);
 txrt_status_t txrt_session_grad_accum(txrt_session_t *session,
                                       uint32_t *out_grad_accum);
+/* Validation (an artifact compiled with --eval): the loss of the batch now
+ * in the arguments under the current parameters, forward only, into
+ * |*out_loss|; no argument changes. An error for an artifact without it. */
+txrt_status_t txrt_session_run_eval(txrt_session_t *session, double *out_loss,
+                                    float *out_ms);
 /* The most device memory the session has had in use, in bytes. */
 txrt_status_t txrt_session_peak_memory(txrt_session_t *session,
                                        uint64_t *out_bytes);

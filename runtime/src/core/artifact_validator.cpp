@@ -49,7 +49,8 @@ public:
     TXRT_RETURN_IF_ERROR(checkArguments());
     TXRT_RETURN_IF_ERROR(checkResults(a_.results(), ""));
     TXRT_RETURN_IF_ERROR(checkCommands(a_.commands(), ""));
-    return checkMicroStep();
+    TXRT_RETURN_IF_ERROR(checkMicroStep());
+    return checkEvaluation();
   }
 
 private:
@@ -219,6 +220,29 @@ private:
     std::string prefix = "micro-step '" + str(micro->name()) + "': ";
     TXRT_RETURN_IF_ERROR(checkResults(micro->results(), prefix));
     return checkCommands(micro->commands(), prefix);
+  }
+
+  /// Validation: its commands and results pass the step's checks, it
+  /// returns one float value (the loss), and it writes no argument.
+  Status checkEvaluation() {
+    const fb::Function *eval = a_.eval();
+    if (!eval)
+      return Status();
+    std::string prefix = "evaluation '" + str(eval->name()) + "': ";
+    TXRT_RETURN_IF_ERROR(checkResults(eval->results(), prefix));
+    if (sizeOf(eval->results()) != 1)
+      return Status::invalid(prefix + "expected one result (the loss), got " +
+                             std::to_string(sizeOf(eval->results())));
+    const fb::Result *loss = eval->results()->Get(0);
+    uint64_t elements = 0;
+    if (!isFloatDType(loss->dtype()) ||
+        !shapeElements(loss->shape(), elements) || elements != 1)
+      return Status::invalid(prefix + "expected its result to be one float value");
+    if (loss->next() >= 0)
+      return Status::invalid(prefix + "its result names argument " +
+                             std::to_string(loss->next()) +
+                             " as next, but validation changes no argument");
+    return checkCommands(eval->commands(), prefix);
   }
 
   using Results = flatbuffers::Vector<flatbuffers::Offset<fb::Result>>;

@@ -157,23 +157,14 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
                              "' have different shapes");
     TXRT_RETURN_IF_ERROR(readTokens(*dataPath, feeder->tokens_));
     const std::vector<int64_t> &tokens = feeder->tokens_;
-    if (static_cast<int64_t>(tokens.size()) < feeder->window_ + 1)
-      return Status::invalid("--data '" + *dataPath + "' holds " +
-                             std::to_string(tokens.size()) + " tokens; one batch needs " +
-                             std::to_string(feeder->window_ + 1));
     int64_t bound = tokensArg->index_bound();
     if (labelArg) {
       int64_t labels = a.arguments()->Get(*labelArg)->index_bound();
       if (labels > 0)
         bound = bound > 0 ? std::min(bound, labels) : labels;
     }
-    if (bound > 0)
-      for (size_t p = 0; p < tokens.size(); ++p)
-        if (tokens[p] < 0 || tokens[p] >= bound)
-          return Status::invalid("--data '" + *dataPath + "': token " +
-                                 std::to_string(tokens[p]) + " at position " +
-                                 std::to_string(p) + " is outside the vocabulary [0, " +
-                                 std::to_string(bound) + ")");
+    feeder->vocabulary_ = bound;
+    TXRT_RETURN_IF_ERROR(feeder->checkTokens("--data", *dataPath, tokens));
     feeder->windows_.emplace(static_cast<int64_t>(tokens.size()), feeder->window_, shuffle, seed);
     size_t bytes = static_cast<size_t>(feeder->window_) * dtypeSize(tokensArg->dtype());
     feeder->tokensArg_ = Fed{tokenArgs[0], tokensArg->dtype(), std::vector<uint8_t>(bytes)};
@@ -218,6 +209,47 @@ void BatchFeeder::writesForStep(int64_t step, std::vector<Write> &out, unsigned 
     for (int64_t k = 0; k < window_; ++k)
       storeFromInt64(fed.dtype, fed.bytes.data(), static_cast<size_t>(k),
                      tokens_[static_cast<size_t>(offset + shift + k)]);
+    out.push_back(Write{fed.argument, &fed.bytes});
+  };
+  fill(*tokensArg_, 0);
+  if (labelsArg_)
+    fill(*labelsArg_, 1);
+}
+
+Status BatchFeeder::checkTokens(const std::string &flag, const std::string &path,
+                                const std::vector<int64_t> &tokens) const {
+  if (static_cast<int64_t>(tokens.size()) < window_ + 1)
+    return Status::invalid(flag + " '" + path + "' holds " + std::to_string(tokens.size()) +
+                           " tokens; one batch needs " + std::to_string(window_ + 1));
+  if (vocabulary_ > 0)
+    for (size_t p = 0; p < tokens.size(); ++p)
+      if (tokens[p] < 0 || tokens[p] >= vocabulary_)
+        return Status::invalid(flag + " '" + path + "': token " + std::to_string(tokens[p]) +
+                               " at position " + std::to_string(p) +
+                               " is outside the vocabulary [0, " +
+                               std::to_string(vocabulary_) + ")");
+  return Status();
+}
+
+Status BatchFeeder::loadValidation(const std::string &path) {
+  if (!tokensArg_)
+    return Status::invalid("--val-data needs --data (the validation windows fill the "
+                           "arguments the training data fills)");
+  std::vector<int64_t> tokens;
+  TXRT_RETURN_IF_ERROR(readTokens(path, tokens));
+  TXRT_RETURN_IF_ERROR(checkTokens("--val-data", path, tokens));
+  valTokens_ = std::move(tokens);
+  valWindows_ = (static_cast<int64_t>(valTokens_.size()) - 1) / window_;
+  return Status();
+}
+
+void BatchFeeder::writesForValidation(int64_t k, std::vector<Write> &out) {
+  out.clear();
+  int64_t offset = (k % valWindows_) * window_;
+  auto fill = [&](Fed &fed, int64_t shift) {
+    for (int64_t e = 0; e < window_; ++e)
+      storeFromInt64(fed.dtype, fed.bytes.data(), static_cast<size_t>(e),
+                     valTokens_[static_cast<size_t>(offset + shift + e)]);
     out.push_back(Write{fed.argument, &fed.bytes});
   };
   fill(*tokensArg_, 0);

@@ -100,6 +100,15 @@ public:
     if (windows_)
       windows_->resume(consumed, offset);
   }
+  /// Validation (--val-data, needs --data): reads the stream and checks it
+  /// as --data is checked; windows of the training batch's size.
+  Status loadValidation(const std::string &path);
+  /// The token (and labels) writes of validation window |k| (0-based):
+  /// windows 0, 1, ... of the stream, wrapping, the same ones every time,
+  /// as txopt-run's evaluation reads them.
+  void writesForValidation(int64_t k, std::vector<Write> &out);
+  bool hasValidation() const { return valWindows_ > 0; }
+
   /// Elements of the argument whose role is "data" (else of the token
   /// argument with --data) times grad_accum; 0 when there is none.
   uint64_t tokensPerStep() const { return tokensPerStep_; }
@@ -110,6 +119,11 @@ private:
     DType dtype;
     std::vector<uint8_t> bytes;
   };
+  /// Fails when |tokens| (read from |path| for |flag|) is shorter than
+  /// one batch or holds a token outside the vocabulary.
+  Status checkTokens(const std::string &flag, const std::string &path,
+                     const std::vector<int64_t> &tokens) const;
+
   std::vector<Fed> random_;
   std::optional<Fed> tokensArg_, labelsArg_;
   /// The role "rng" argument (tx.dropout's key): seed * 2^32 + step index,
@@ -118,6 +132,9 @@ private:
   uint64_t seed_ = 0;
   std::vector<int64_t> tokens_;
   int64_t window_ = 0;
+  int64_t vocabulary_ = 0; ///< tokens must be below it (0: unknown)
+  std::vector<int64_t> valTokens_;
+  int64_t valWindows_ = 0;
   std::optional<TokenWindows> windows_;
   bool randomWritten_ = false;
   std::optional<Fed> lrArg_;

@@ -274,6 +274,15 @@ extern "C" txrt_status_t txrt_session_run_micro_step(txrt_session_t *session,
   });
 }
 
+extern "C" txrt_status_t txrt_session_run_eval(txrt_session_t *session,
+                                              double *out_loss, float *out_ms) {
+  return guarded([&]() -> txrt::Status {
+    if (!session || !out_loss)
+      return txrt::Status::invalid("session or out_loss is NULL");
+    return session->session->runEvaluation(*out_loss, out_ms);
+  });
+}
+
 extern "C" txrt_status_t txrt_session_grad_accum(txrt_session_t *session,
                                                  uint32_t *out_grad_accum) {
   return guarded([&]() -> txrt::Status {

@@ -102,10 +102,12 @@ Status Session::readResult(unsigned index, void *data, size_t bytes) {
 }
 
 std::string Session::describeCommand(unsigned index) const {
-  bool micro = index >= microBegin_;
-  return (micro ? "micro-step command " + std::to_string(index - microBegin_)
-                : "command " + std::to_string(index)) +
-         " (origin '" + str(commands_[index]->origin()) + "')";
+  std::string which = index >= evalBegin_    ? "evaluation command " +
+                                                   std::to_string(index - evalBegin_)
+                      : index >= microBegin_ ? "micro-step command " +
+                                                   std::to_string(index - microBegin_)
+                                             : "command " + std::to_string(index);
+  return which + " (origin '" + str(commands_[index]->origin()) + "')";
 }
 
 Status Session::enqueueCommand(unsigned index) {
@@ -181,7 +183,7 @@ Status Session::runMicroStep(float *ms) {
   TXRT_RETURN_IF_ERROR(device_->makeCurrent());
   std::string what = "micro-step " + std::to_string(microStepsRun_ + 1);
   TXRT_RETURN_IF_ERROR(
-      runCommands(microBegin_, commands_.size(), microStepsRun_, microGraph_, what));
+      runCommands(microBegin_, evalBegin_, microStepsRun_, microGraph_, what));
   TXRT_RETURN_IF_ERROR(stream_->record(*end_));
   Status synced = stream_->synchronize();
   if (!synced.ok())
@@ -192,6 +194,33 @@ Status Session::runMicroStep(float *ms) {
   if (ms)
     *ms = elapsed;
   ++microStepsRun_;
+  return sampleMemory();
+}
+
+Status Session::runEvaluation(double &loss, float *ms) {
+  if (!hasEvaluation())
+    return Status::invalid("the artifact has no evaluation function (compile "
+                           "with txopt --train --eval)");
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  std::string what = "evaluation " + std::to_string(evalsRun_ + 1);
+  TXRT_RETURN_IF_ERROR(
+      runCommands(evalBegin_, commands_.size(), evalsRun_, evalGraph_, what));
+  TXRT_RETURN_IF_ERROR(stream_->record(*end_));
+  Status synced = stream_->synchronize();
+  if (!synced.ok())
+    return synced.withContext(what + " (a command failed on the device; rerun with "
+                                     "--no-graph --sync-each to name it)");
+  float elapsed = 0;
+  TXRT_RETURN_IF_ERROR(device_->elapsedMs(*start_, *end_, elapsed));
+  if (ms)
+    *ms = elapsed;
+  ++evalsRun_;
+  // The loss: one float value of any width (validated at load).
+  const fb::Result *r = artifact_->root().eval()->results()->Get(0);
+  uint8_t bytes[8] = {};
+  TXRT_RETURN_IF_ERROR(copySlot(r->slot(), dtypeSize(r->dtype()), bytes,
+                                dtypeSize(r->dtype()), "evaluation loss"));
+  loss = loadAsDouble(r->dtype(), bytes, 0);
   return sampleMemory();
 }
 

@@ -33,6 +33,11 @@ struct SessionOptions {
   /// Debugging: synchronize after every command of a direct run, so that a
   /// faulting kernel is named (implies no graphs).
   bool syncEachCommand = false;
+  /// Every step computes the same bits run after run: the attention
+  /// backward uses cuDNN's deterministic algorithm (slower, and on Hopper
+  /// a B*H*T*T workspace). Everything else the compiler emits is
+  /// deterministic already.
+  bool deterministic = false;
 };
 
 class Session {
@@ -58,9 +63,15 @@ public:
   /// the accumulators; a driver runs it on micro-batches 1..N-1 and then
   /// runStep on micro-batch N. Replayed from its own graph like the step.
   Status runMicroStep(float *ms);
-  bool hasMicroStep() const { return microBegin_ < commands_.size(); }
+  bool hasMicroStep() const { return microBegin_ < evalBegin_; }
   /// Micro-batches per step (1: no accumulation).
   unsigned gradAccum() const { return artifact_->root().grad_accum(); }
+  /// Validation (an artifact compiled with --eval): runs the evaluation
+  /// function over the arguments as they are (the parameters, and the
+  /// batch the caller wrote) and reads its loss; no argument changes.
+  /// Replayed from its own graph after the first run.
+  Status runEvaluation(double &loss, float *ms);
+  bool hasEvaluation() const { return evalBegin_ < commands_.size(); }
   /// Runs the step command by command (no graph), with an event between
   /// every two commands: |msPerCommand| receives each command's device time
   /// (launch gaps included), for a where-the-time-goes table;
@@ -100,7 +111,8 @@ private:
                      std::unique_ptr<hal::Graph> &graph, const std::string &what);
   Status enqueueCommands(size_t begin, size_t end, bool syncEach);
   Status enqueueCommand(unsigned index);
-  /// "command 3 (origin 'x')", or "micro-step command 3 ...".
+  /// "command 3 (origin 'x')", or "micro-step command 3 ...", or
+  /// "evaluation command 3 ...".
   std::string describeCommand(unsigned index) const;
   Status sampleMemory();
   hal::DevicePtr slotAddress(unsigned slot) const;
@@ -125,15 +137,17 @@ private:
   /// one buffer of the largest workspace serves all.
   std::unique_ptr<hal::Buffer> attentionWorkspace_;
   std::vector<std::unique_ptr<LaunchPlan>> launches_; // per command, or null
-  std::unique_ptr<hal::Graph> graph_, microGraph_;
-  /// The step's commands, then (from microBegin_) the micro-step's; the
-  /// per-command plans above are indexed alike.
+  std::unique_ptr<hal::Graph> graph_, microGraph_, evalGraph_;
+  /// The step's commands, then (from microBegin_) the micro-step's, then
+  /// (from evalBegin_) the evaluation's; the per-command plans above are
+  /// indexed alike.
   std::vector<const fb::Command *> commands_;
-  size_t microBegin_ = 0;
-  uint64_t microStepsRun_ = 0;
+  size_t microBegin_ = 0, evalBegin_ = 0;
+  uint64_t microStepsRun_ = 0, evalsRun_ = 0;
   bool useGraphs_ = true;
   bool usesJit_ = false;
   bool syncEach_ = false;
+  bool deterministic_ = false;
   uint64_t stepsRun_ = 0;
   size_t freeBefore_ = 0, minFree_ = 0;
 };

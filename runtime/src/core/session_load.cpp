@@ -65,6 +65,7 @@ Status Session::load(const SessionOptions &options) {
   const hal::DeviceInfo &info = device_->info();
   useGraphs_ = options.useGraphs && !options.syncEachCommand;
   syncEach_ = options.syncEachCommand;
+  deterministic_ = options.deterministic;
   std::string deviceName = "device " + std::to_string(options.device) + " (" +
                            info.name + ", compute capability " +
                            std::to_string(info.ccMajor) + "." +
@@ -184,13 +185,18 @@ Status Session::allocateArena(const SessionOptions &options) {
 Status Session::planCommands() {
   const fb::Artifact &a = artifact_->root();
   // Per-command plans: GEMM descriptors and algorithms, launch parameters;
-  // over the step's commands, then the micro-step's (gradient accumulation).
+  // over the step's commands, then the micro-step's (gradient accumulation),
+  // then the evaluation's (validation).
   if (a.commands())
     for (const fb::Command *c : *a.commands())
       commands_.push_back(c);
   microBegin_ = commands_.size();
   if (a.micro_step() && a.micro_step()->commands())
     for (const fb::Command *c : *a.micro_step()->commands())
+      commands_.push_back(c);
+  evalBegin_ = commands_.size();
+  if (a.eval() && a.eval()->commands())
+    for (const fb::Command *c : *a.eval()->commands())
       commands_.push_back(c);
   size_t numCommands = commands_.size();
   gemms_.resize(numCommands);
@@ -271,7 +277,8 @@ Status Session::planAttention(size_t i, const fb::Attention *at, const std::stri
       std::to_string(s.k.dims[1]) + " Tq " + std::to_string(s.q.dims[2]) +
       " Tk " + std::to_string(s.k.dims[2]) + " D " + std::to_string(s.q.dims[3]) +
       " (" + dtypeName(s.dtype) + (s.causal ? ", causal" : "") +
-      (s.hasMask ? ", bias" : "") + ")";
+      (s.hasMask ? ", bias" : "") +
+      (s.deterministic ? ", deterministic" : "") + ")";
   TXRT_RETURN_IF_ERROR(
       attention_->prepare(s, attentions_[i]).withContext(where + ": " + shape));
   workspace = std::max(workspace, attentions_[i]->workspaceBytes());
@@ -304,6 +311,7 @@ hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
   if (s.backward) {
     s.gradO = bind(at.grad_o()), s.gradQ = bind(at.grad_q());
     s.gradK = bind(at.grad_k()), s.gradV = bind(at.grad_v());
+    s.deterministic = deterministic_;
   }
   return s;
 }

@@ -139,6 +139,10 @@ struct AttentionSpec {
   bool hasMask = false;
   AttentionTensorSpec mask;
   AttentionTensorSpec gradO, gradQ, gradK, gradV;
+  /// Backward: the same bits on every run (cuDNN's deterministic
+  /// algorithm: on Hopper it keeps dP in a B*H*Tq*Tk workspace and is
+  /// slower), instead of dQ accumulated with atomics.
+  bool deterministic = false;
 };
 
 /// An attention call whose plan was built once, at load.

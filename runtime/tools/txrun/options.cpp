@@ -45,6 +45,17 @@ OPTIONS:
   --decay-steps D      Step at which the decay reaches --min-lr (default:
                        --steps).
   --min-lr Y           Floor of the decay (default 0).
+  --val-data FILE      Validation stream (same formats as --data; needs
+                       --data and an artifact compiled with txopt --eval):
+                       the mean loss of the artifact's evaluation function
+                       (forward only, dropout off, no state changes) over the
+                       stream's first --eval-steps windows, printed as
+                       `step N  val_loss L` before the first step, every
+                       --eval-every K steps and after the last (as
+                       txopt-run --val-data).
+  --eval-every K       Validate after every K-th step (default: only before
+                       the first step and after the last).
+  --eval-steps N       Windows per validation (default 10; they wrap).
   --shuffle            With --data: each epoch visits the windows in a seeded
                        random order (as txopt-run --shuffle).
   --save DIR           Checkpoint after the last step (and every --save-every
@@ -80,6 +91,11 @@ OPTIONS:
   --jit                Load the artifact's PTX (compiled by the driver) even
                        where its cubin would run: the path GPUs of another
                        architecture take, for testing it.
+  --deterministic      Same bits on every run (what exact resume needs): the
+                       attention backward uses cuDNN's deterministic
+                       algorithm, slower and, on Hopper, with a B*H*T*T
+                       workspace. Every other command is deterministic
+                       without it.
   --no-graph           Run every step command by command instead of replaying
                        a CUDA graph captured at step 2.
   --sync-each          Debugging: synchronize after every command (implies
@@ -90,7 +106,7 @@ OPTIONS:
 OUTPUT: the recipe once, then per step
   step N  loss L  grad_norm G  lr X  ms T  tok/s R
 (floats with 9 significant digits; tok/s counts the elements of the "data"
-argument), then the peak device memory and the mean ms and tok/s of the
+argument), with --val-data the lines `step N  val_loss L`, then the peak device memory and the mean ms and tok/s of the
 steps after the first. A NaN or infinite loss or gradient norm stops the run.
 
 EXIT STATUS: 0 success, 1 bad artifact, device or run, 2 usage error.
@@ -137,7 +153,8 @@ const char *const kValued[] = {"--steps", "--data", "--seed",
                                       "--lr", "--schedule", "--warmup",
                                       "--decay-steps", "--min-lr", "--save",
                                       "--save-every", "--resume", "--log",
-                                      "--profile", "--profile-out"};
+                                      "--profile", "--profile-out", "--val-data",
+                                      "--eval-every", "--eval-steps"};
 
 /// The options without a value: true when |arg| is one (now set in |o|).
 bool parseSwitch(const std::string &arg, Options &o) {
@@ -151,6 +168,8 @@ bool parseSwitch(const std::string &arg, Options &o) {
     o.syncEach = true;
   else if (arg == "--shuffle")
     o.shuffle = true;
+  else if (arg == "--deterministic")
+    o.deterministic = true;
   else
     return false;
   return true;
@@ -197,6 +216,19 @@ bool parseValue(const std::string &name, const std::string &value, Options &o,
       return false;
     }
     (name == "--lr" ? o.lr : o.minLr) = x;
+  } else if (name == "--eval-every" || name == "--eval-steps") {
+    int64_t n;
+    if (!parseInt(value, n) || n <= 0) {
+      error = "expected " + name + " N with N > 0, but got '" + value + "'";
+      return false;
+    }
+    (name == "--eval-every" ? o.evalEvery : o.evalSteps) = n;
+  } else if (name == "--val-data") {
+    if (value.empty()) {
+      error = "option '--val-data' needs a value";
+      return false;
+    }
+    o.valDataPath = value;
   } else if (name == "--warmup" || name == "--decay-steps" || name == "--save-every") {
     int64_t n;
     int64_t min = name == "--warmup" ? 0 : 1;
@@ -240,6 +272,15 @@ bool parseValue(const std::string &name, const std::string &value, Options &o,
 bool checkOptions(const Options &o, std::string &error) {
   if (o.saveEvery && !o.saveDir) {
     error = "--save-every needs --save DIR";
+    return false;
+  }
+  if ((o.evalEvery || o.evalSteps) && !o.valDataPath) {
+    error = "--eval-every and --eval-steps need --val-data FILE";
+    return false;
+  }
+  if (o.valDataPath && !o.dataPath) {
+    error = "--val-data needs --data (validation windows fill the arguments the "
+            "training data fills)";
     return false;
   }
   if (o.profileOut && !o.profileStep) {

@@ -33,8 +33,13 @@ struct Options {
   std::optional<std::string> schedule, saveDir, resumeDir, logPath;
   std::optional<int64_t> warmup, decaySteps;
   int64_t saveEvery = 0;
+  /// Validation: --val-data FILE, evaluated before the first step, every
+  /// --eval-every K steps and after the last, over --eval-steps windows.
+  std::optional<std::string> valDataPath;
+  int64_t evalEvery = 0, evalSteps = 0;
   bool shuffle = false;
   bool noGraph = false, syncEach = false, help = false, forceJit = false;
+  bool deterministic = false;
   int64_t profileStep = 0;
   std::optional<std::string> profileOut;
   int device = 0;

@@ -67,6 +67,7 @@ private:
   std::optional<int> restoreState();
   std::optional<int> runSteps();
   std::optional<int> runStep(int64_t step);
+  std::optional<int> evaluate(int64_t step);
   void printStep(int64_t step, double loss, double norm, double skipped, double scale,
                  double lr, double ms);
   void logStep(int64_t step, double loss, double norm, bool isSkipped, double lr,
@@ -131,6 +132,13 @@ std::optional<int> TrainingRun::loadResume() {
 std::optional<int> TrainingRun::createFeeder() {
   if (Status s = BatchFeeder::create(*artifact, seed, o.dataPath, feeder, o.shuffle); !s.ok())
     return fail(kRunError, s.message());
+  if (o.valDataPath) {
+    if (!root->eval())
+      return fail(kRunError, "--val-data: the artifact has no evaluation function "
+                             "(compile with txopt --train --eval)");
+    if (Status s = feeder->loadValidation(*o.valDataPath); !s.ok())
+      return fail(kRunError, s.message());
+  }
   return std::nullopt;
 }
 
@@ -232,6 +240,7 @@ std::optional<int> TrainingRun::createSession() {
   sessionOptions.useGraphs = !o.noGraph;
   sessionOptions.forceJit = o.forceJit;
   sessionOptions.syncEachCommand = o.syncEach;
+  sessionOptions.deterministic = o.deterministic;
   if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
     return fail(kRunError, s.message());
 
@@ -311,6 +320,9 @@ std::optional<int> TrainingRun::runSteps() {
   bool showBar = isatty(fileno(stdout)) != 0, barShown = false;
   auto runStarted = std::chrono::steady_clock::now();
   auto lastDrawn = runStarted - std::chrono::seconds(1);
+  if (feeder->hasValidation() && firstStep == 1)
+    if (std::optional<int> exit = evaluate(0))
+      return exit;
   for (int64_t step = firstStep; step <= o.steps; ++step) {
     if (barShown) {
       std::fputs(kClearLine, stdout);
@@ -318,6 +330,10 @@ std::optional<int> TrainingRun::runSteps() {
     }
     if (std::optional<int> exit = runStep(step))
       return exit;
+    if (feeder->hasValidation() &&
+        ((o.evalEvery && step % o.evalEvery == 0) || step == o.steps))
+      if (std::optional<int> exit = evaluate(step))
+        return exit;
     auto now = std::chrono::steady_clock::now();
     if (showBar && step < o.steps && now - lastDrawn >= std::chrono::milliseconds(200)) {
       double seconds = std::chrono::duration<double>(now - runStarted).count();
@@ -413,6 +429,39 @@ std::optional<int> TrainingRun::runStep(int64_t step) {
   if (o.saveDir && (step == o.steps || (o.saveEvery && step % o.saveEvery == 0)))
     if (Status s = save(step); !s.ok())
       return fail(kRunError, "--save: step " + std::to_string(step) + ": " + s.message());
+  return std::nullopt;
+}
+
+/// The validation loss after |step| (0: before the first): the mean of the
+/// evaluation function's losses over the first --eval-steps windows of
+/// --val-data, under the current parameters. It overwrites only the token
+/// arguments, which the next step writes again.
+std::optional<int> TrainingRun::evaluate(int64_t step) {
+  int64_t count = o.evalSteps ? o.evalSteps : 10;
+  double sum = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    feeder->writesForValidation(k, writes);
+    for (const BatchFeeder::Write &w : writes)
+      if (Status s = session->writeArgument(w.argument, w.bytes->data(), w.bytes->size());
+          !s.ok())
+        return fail(kRunError, "validation after step " + std::to_string(step) + ": " +
+                                   s.message());
+    double loss = 0;
+    if (Status s = session->runEvaluation(loss, nullptr); !s.ok())
+      return fail(kRunError, "validation after step " + std::to_string(step) + ": " +
+                                 s.message());
+    sum += loss;
+  }
+  double loss = sum / static_cast<double>(count);
+  if (!std::isfinite(loss))
+    return fail(kRunError, "validation after step " + std::to_string(step) +
+                               ": the loss is " + (std::isnan(loss) ? "NaN" : "infinite"));
+  std::printf("step %lld  val_loss %.6f\n", static_cast<long long>(step), loss);
+  std::fflush(stdout);
+  if (log) {
+    std::fprintf(log, "%s\n", valLogLine(step, loss, count).c_str());
+    std::fflush(log);
+  }
   return std::nullopt;
 }
 

@@ -145,8 +145,8 @@ struct StepStatistics {
 };
 
 /// A function beside the step over the same arena and arguments (gradient
-/// accumulation's micro-step): its own commands and results; a result's
-/// `next` names a step argument.
+/// accumulation's micro-step, validation's @eval): its own commands and
+/// results; a result's `next` names a step argument.
 struct FunctionProgram {
   std::string name;
   std::vector<Command> commands;
@@ -170,6 +170,9 @@ struct StepProgram {
   /// the driver runs gradAccum - 1 times before each step.
   int64_t gradAccum = 1;
   std::optional<FunctionProgram> microStep;
+  /// Validation (txopt --eval): the loss of the batch in the arguments
+  /// under the current parameters, forward only; changes no argument.
+  std::optional<FunctionProgram> evaluation;
 
   /// A readable listing of slots and commands (`txopt --emit=gpu-plan`).
   void print(llvm::raw_ostream &os) const;

@@ -209,7 +209,8 @@ private:
                                     .set_data_type(fe::DataType_t::FLOAT));
       auto options = fe::graph::SDPA_backward_attributes()
                          .set_name("sdpa_backward")
-                         .set_attn_scale(spec.scale);
+                         .set_attn_scale(spec.scale)
+                         .set_deterministic_algorithm(spec.deterministic);
       setMasking(options, spec, bias);
       auto [dQ, dK, dV] = graph.sdpa_backward(q, k, v, o, dO, stats, options);
       dQ->set_output(true).set_uid(DQ).set_dim(dimsOf(spec.gradQ)).set_stride(stridesOf(spec.gradQ));
