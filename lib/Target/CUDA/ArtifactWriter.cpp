@@ -202,6 +202,7 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
   flatbuffers::Offset<fb::Function> microStep = writeFunction(program.microStep);
   // Validation: an older runtime ignores it and runs the step as before.
   flatbuffers::Offset<fb::Function> evaluation = writeFunction(program.evaluation);
+  flatbuffers::Offset<fb::Function> logits = writeFunction(program.logits);
 
   auto artifact = fb::CreateArtifact(
       fbb, program.microStep ? kFormatVersion : kFormatVersionWithoutFunctions, fbb.CreateString("txopt 0.1.0"),
@@ -211,7 +212,7 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb.CreateVector(kernels), fbb.CreateVector(constants),
       fbb.CreateVector(arguments), results, commands, program.arenaBytes,
       program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir),
-      static_cast<uint32_t>(program.gradAccum), microStep, evaluation);
+      static_cast<uint32_t>(program.gradAccum), microStep, evaluation, logits);
   fbb.Finish(artifact, fb::ArtifactIdentifier());
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (bytes.empty()) {

@@ -403,15 +403,21 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
         micro = func;
   if (micro && micro.getFunctionType().getInputs() != step.getFunctionType().getInputs())
     return micro.emitError("expected the micro-step to take the step's arguments");
-  // Validation (--eval): @eval of |step|, lowered beside it like the
-  // micro-step.
-  func::FuncOp eval;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (auto ref = func->getAttrOfType<FlatSymbolRefAttr>(tx::kEvalAttrName))
-      if (ref.getValue() == step.getName())
-        eval = func;
-  if (eval && eval.getFunctionType().getInputs() != step.getFunctionType().getInputs())
-    return eval.emitError("expected the evaluation function to take the step's arguments");
+  // Validation and sampling (--eval): @eval and @logits of |step|, lowered
+  // beside it like the micro-step.
+  auto besideStep = [&](StringRef attrName) {
+    func::FuncOp found;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (auto ref = func->getAttrOfType<FlatSymbolRefAttr>(attrName))
+        if (ref.getValue() == step.getName())
+          found = func;
+    return found;
+  };
+  func::FuncOp eval = besideStep(tx::kEvalAttrName);
+  func::FuncOp logits = besideStep(tx::kLogitsAttrName);
+  for (func::FuncOp f : {eval, logits})
+    if (f && f.getFunctionType().getInputs() != step.getFunctionType().getInputs())
+      return f.emitError("expected '") << f.getName() << "' to take the step's arguments";
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
   program.target = options.target;
@@ -454,38 +460,44 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
         program.gradAccum = accum.getInt();
   }
 
-  size_t microCommands = program.commands.size() - stepCommands;
-
-  // Validation: @eval reads the step's arguments (parameters, the batch)
-  // and writes nothing but its loss, so it too runs over the argument
-  // slots, after the step in the timeline, its temporaries reusing the
-  // step's memory.
-  if (eval) {
-    prepareAttentionMasks(eval);
-    decideMaterialization(eval, ctx.plan, program.stats.fusedOps);
-    for (auto [stepArg, evalArg] :
-         llvm::zip(step.getArguments(), eval.getArguments()))
-      ctx.bufferOfValue[evalArg] = ctx.bufferFor(stepArg);
-    if (failed(lowerBody(ctx, module, eval)))
+  // Validation and sampling: @eval and @logits read the step's arguments
+  // (parameters, the batch) and write nothing but their one result, so
+  // they too run over the argument slots, after the step in the timeline,
+  // their temporaries reusing the step's memory.
+  auto lowerForward = [&](func::FuncOp f,
+                          std::optional<FunctionProgram> &out) -> LogicalResult {
+    prepareAttentionMasks(f);
+    decideMaterialization(f, ctx.plan, program.stats.fusedOps);
+    for (auto [stepArg, arg] : llvm::zip(step.getArguments(), f.getArguments()))
+      ctx.bufferOfValue[arg] = ctx.bufferFor(stepArg);
+    if (failed(lowerBody(ctx, module, f)))
       return failure();
-    program.evaluation.emplace();
-    program.evaluation->name = eval.getName().str();
-    bindResults(ctx, eval, program.evaluation->results, /*isStep=*/false);
-    for (const ResultBinding &r : program.evaluation->results)
+    out.emplace();
+    out->name = f.getName().str();
+    bindResults(ctx, f, out->results, /*isStep=*/false);
+    for (const ResultBinding &r : out->results)
       if (r.next >= 0)
-        return eval.emitError("expected the evaluation function to change no "
-                              "argument, but result '")
-               << r.name << "' is the next value of argument " << r.next;
-  }
+        return f.emitError("expected '")
+               << f.getName() << "' to change no argument, but result '" << r.name
+               << "' is the next value of argument " << r.next;
+    return success();
+  };
+  size_t evalBegin = program.commands.size();
+  if (eval && failed(lowerForward(eval, program.evaluation)))
+    return failure();
+  size_t logitsBegin = program.commands.size();
+  if (logits && failed(lowerForward(logits, program.logits)))
+    return failure();
 
   planMemory(ctx);
-  // The timeline is step, micro-step, evaluation: split it back.
-  auto stepEnd = program.commands.begin() + stepCommands;
-  auto microEnd = stepEnd + microCommands;
+  // The timeline is step, micro-step, evaluation, logits: split it back.
+  auto at = [&](size_t i) { return program.commands.begin() + i; };
+  if (program.logits)
+    program.logits->commands.assign(at(logitsBegin), program.commands.end());
   if (program.evaluation)
-    program.evaluation->commands.assign(microEnd, program.commands.end());
+    program.evaluation->commands.assign(at(evalBegin), at(logitsBegin));
   if (program.microStep)
-    program.microStep->commands.assign(stepEnd, microEnd);
+    program.microStep->commands.assign(at(stepCommands), at(evalBegin));
   program.commands.resize(stepCommands);
   program.recipe = tx::trainStepRecipeJson(step);
   for (const Command &c : program.commands) {

@@ -82,12 +82,15 @@ void StepProgram::print(llvm::raw_ostream &os) const {
     for (const Command &c : microStep->commands)
       printCommand(c);
   }
-  if (evaluation) {
-    os << "evaluation '" << evaluation->name << "': " << evaluation->commands.size()
-       << " commands\n";
-    for (const ResultBinding &r : evaluation->results)
-      os << "eval-result '" << r.name << "' slot=" << r.slot << "\n";
-    for (const Command &c : evaluation->commands)
+  auto printForward = [&](const char *kind, const FunctionProgram &f) {
+    os << kind << " '" << f.name << "': " << f.commands.size() << " commands\n";
+    for (const ResultBinding &r : f.results)
+      os << kind << "-result '" << r.name << "' slot=" << r.slot << "\n";
+    for (const Command &c : f.commands)
       printCommand(c);
-  }
+  };
+  if (evaluation)
+    printForward("evaluation", *evaluation);
+  if (logits)
+    printForward("logits", *logits);
 }

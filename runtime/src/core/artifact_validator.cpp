@@ -50,7 +50,8 @@ public:
     TXRT_RETURN_IF_ERROR(checkResults(a_.results(), ""));
     TXRT_RETURN_IF_ERROR(checkCommands(a_.commands(), ""));
     TXRT_RETURN_IF_ERROR(checkMicroStep());
-    return checkEvaluation();
+    TXRT_RETURN_IF_ERROR(checkEvaluation());
+    return checkLogits();
   }
 
 private:
@@ -243,6 +244,29 @@ private:
                              std::to_string(loss->next()) +
                              " as next, but validation changes no argument");
     return checkCommands(eval->commands(), prefix);
+  }
+
+  /// Sampling: its commands and result pass the step's checks; it returns
+  /// one float tensor of rank >= 2 (a row of scores per token) and writes
+  /// no argument.
+  Status checkLogits() {
+    const fb::Function *logits = a_.logits();
+    if (!logits)
+      return Status();
+    std::string prefix = "logits '" + str(logits->name()) + "': ";
+    TXRT_RETURN_IF_ERROR(checkResults(logits->results(), prefix));
+    if (sizeOf(logits->results()) != 1)
+      return Status::invalid(prefix + "expected one result (the scores), got " +
+                             std::to_string(sizeOf(logits->results())));
+    const fb::Result *scores = logits->results()->Get(0);
+    if (!isFloatDType(scores->dtype()) || sizeOf(scores->shape()) < 2)
+      return Status::invalid(prefix + "expected its result to be a float tensor of "
+                                      "rank >= 2 (a row of scores per token)");
+    if (scores->next() >= 0)
+      return Status::invalid(prefix + "its result names argument " +
+                             std::to_string(scores->next()) +
+                             " as next, but sampling changes no argument");
+    return checkCommands(logits->commands(), prefix);
   }
 
   using Results = flatbuffers::Vector<flatbuffers::Offset<fb::Result>>;

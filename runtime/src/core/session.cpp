@@ -102,11 +102,11 @@ Status Session::readResult(unsigned index, void *data, size_t bytes) {
 }
 
 std::string Session::describeCommand(unsigned index) const {
-  std::string which = index >= evalBegin_    ? "evaluation command " +
-                                                   std::to_string(index - evalBegin_)
-                      : index >= microBegin_ ? "micro-step command " +
-                                                   std::to_string(index - microBegin_)
-                                             : "command " + std::to_string(index);
+  std::string which =
+      index >= logitsBegin_ ? "logits command " + std::to_string(index - logitsBegin_)
+      : index >= evalBegin_ ? "evaluation command " + std::to_string(index - evalBegin_)
+      : index >= microBegin_ ? "micro-step command " + std::to_string(index - microBegin_)
+                             : "command " + std::to_string(index);
   return which + " (origin '" + str(commands_[index]->origin()) + "')";
 }
 
@@ -197,14 +197,11 @@ Status Session::runMicroStep(float *ms) {
   return sampleMemory();
 }
 
-Status Session::runEvaluation(double &loss, float *ms) {
-  if (!hasEvaluation())
-    return Status::invalid("the artifact has no evaluation function (compile "
-                           "with txopt --train --eval)");
+Status Session::runBesideStep(size_t begin, size_t end, uint64_t &runs,
+                              std::unique_ptr<hal::Graph> &graph,
+                              const std::string &what, float *ms) {
   TXRT_RETURN_IF_ERROR(device_->makeCurrent());
-  std::string what = "evaluation " + std::to_string(evalsRun_ + 1);
-  TXRT_RETURN_IF_ERROR(
-      runCommands(evalBegin_, commands_.size(), evalsRun_, evalGraph_, what));
+  TXRT_RETURN_IF_ERROR(runCommands(begin, end, runs, graph, what));
   TXRT_RETURN_IF_ERROR(stream_->record(*end_));
   Status synced = stream_->synchronize();
   if (!synced.ok())
@@ -214,7 +211,51 @@ Status Session::runEvaluation(double &loss, float *ms) {
   TXRT_RETURN_IF_ERROR(device_->elapsedMs(*start_, *end_, elapsed));
   if (ms)
     *ms = elapsed;
-  ++evalsRun_;
+  ++runs;
+  return Status();
+}
+
+Status Session::runLogits(float *ms) {
+  if (!hasLogits())
+    return Status::invalid("the artifact has no logits function (compile with txopt "
+                           "--train --eval, and a softmax cross-entropy loss)");
+  TXRT_RETURN_IF_ERROR(runBesideStep(logitsBegin_, commands_.size(), logitsRun_,
+                                     logitsGraph_,
+                                     "logits " + std::to_string(logitsRun_ + 1), ms));
+  return sampleMemory();
+}
+
+Status Session::readLogitsRow(uint64_t row, std::vector<double> &scores) {
+  if (!hasLogits())
+    return Status::invalid("the artifact has no logits function");
+  const fb::Result *r = artifact_->root().logits()->results()->Get(0);
+  uint64_t elements = 0;
+  shapeElements(r->shape(), elements);
+  uint64_t vocabulary = static_cast<uint64_t>(r->shape()->Get(r->shape()->size() - 1));
+  uint64_t rows = vocabulary ? elements / vocabulary : 0;
+  if (row >= rows)
+    return Status::outOfRange("logits row " + std::to_string(row) + " of " +
+                              std::to_string(rows));
+  size_t width = dtypeSize(r->dtype());
+  std::vector<uint8_t> raw(vocabulary * width);
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  TXRT_RETURN_IF_ERROR(stream_
+                           ->copyDeviceToHost(raw.data(),
+                                              slotAddress(r->slot()) + row * vocabulary * width,
+                                              raw.size())
+                           .withContext("reading the logits"));
+  scores.resize(vocabulary);
+  for (uint64_t v = 0; v < vocabulary; ++v)
+    scores[v] = loadAsDouble(r->dtype(), raw.data(), v);
+  return Status();
+}
+
+Status Session::runEvaluation(double &loss, float *ms) {
+  if (!hasEvaluation())
+    return Status::invalid("the artifact has no evaluation function (compile "
+                           "with txopt --train --eval)");
+  TXRT_RETURN_IF_ERROR(runBesideStep(evalBegin_, logitsBegin_, evalsRun_, evalGraph_,
+                                     "evaluation " + std::to_string(evalsRun_ + 1), ms));
   // The loss: one float value of any width (validated at load).
   const fb::Result *r = artifact_->root().eval()->results()->Get(0);
   uint8_t bytes[8] = {};

@@ -71,7 +71,13 @@ public:
   /// batch the caller wrote) and reads its loss; no argument changes.
   /// Replayed from its own graph after the first run.
   Status runEvaluation(double &loss, float *ms);
-  bool hasEvaluation() const { return evalBegin_ < commands_.size(); }
+  bool hasEvaluation() const { return evalBegin_ < logitsBegin_; }
+  /// Sampling (an artifact with a logits function): runs it over the
+  /// arguments as they are; then readLogitsRow reads the scores of one
+  /// token (row |row| of the result flattened to [rows, vocabulary]).
+  Status runLogits(float *ms);
+  Status readLogitsRow(uint64_t row, std::vector<double> &scores);
+  bool hasLogits() const { return logitsBegin_ < commands_.size(); }
   /// Runs the step command by command (no graph), with an event between
   /// every two commands: |msPerCommand| receives each command's device time
   /// (launch gaps included), for a where-the-time-goes table;
@@ -111,8 +117,8 @@ private:
                      std::unique_ptr<hal::Graph> &graph, const std::string &what);
   Status enqueueCommands(size_t begin, size_t end, bool syncEach);
   Status enqueueCommand(unsigned index);
-  /// "command 3 (origin 'x')", or "micro-step command 3 ...", or
-  /// "evaluation command 3 ...".
+  /// "command 3 (origin 'x')", or "micro-step command 3 ...",
+  /// "evaluation command 3 ..." or "logits command 3 ...".
   std::string describeCommand(unsigned index) const;
   Status sampleMemory();
   hal::DevicePtr slotAddress(unsigned slot) const;
@@ -137,13 +143,18 @@ private:
   /// one buffer of the largest workspace serves all.
   std::unique_ptr<hal::Buffer> attentionWorkspace_;
   std::vector<std::unique_ptr<LaunchPlan>> launches_; // per command, or null
-  std::unique_ptr<hal::Graph> graph_, microGraph_, evalGraph_;
+  std::unique_ptr<hal::Graph> graph_, microGraph_, evalGraph_, logitsGraph_;
   /// The step's commands, then (from microBegin_) the micro-step's, then
-  /// (from evalBegin_) the evaluation's; the per-command plans above are
-  /// indexed alike.
+  /// (from evalBegin_) the evaluation's, then (from logitsBegin_) the
+  /// logits function's; the per-command plans above are indexed alike.
   std::vector<const fb::Command *> commands_;
-  size_t microBegin_ = 0, evalBegin_ = 0;
-  uint64_t microStepsRun_ = 0, evalsRun_ = 0;
+  size_t microBegin_ = 0, evalBegin_ = 0, logitsBegin_ = 0;
+  uint64_t microStepsRun_ = 0, evalsRun_ = 0, logitsRun_ = 0;
+  /// Runs commands [begin, end) of a function beside the step (the first
+  /// run directly, then from |graph|) and waits; |what| names it.
+  Status runBesideStep(size_t begin, size_t end, uint64_t &runs,
+                       std::unique_ptr<hal::Graph> &graph, const std::string &what,
+                       float *ms);
   bool useGraphs_ = true;
   bool usesJit_ = false;
   bool syncEach_ = false;

@@ -186,7 +186,7 @@ Status Session::planCommands() {
   const fb::Artifact &a = artifact_->root();
   // Per-command plans: GEMM descriptors and algorithms, launch parameters;
   // over the step's commands, then the micro-step's (gradient accumulation),
-  // then the evaluation's (validation).
+  // then the evaluation's (validation), then the logits function's.
   if (a.commands())
     for (const fb::Command *c : *a.commands())
       commands_.push_back(c);
@@ -197,6 +197,10 @@ Status Session::planCommands() {
   evalBegin_ = commands_.size();
   if (a.eval() && a.eval()->commands())
     for (const fb::Command *c : *a.eval()->commands())
+      commands_.push_back(c);
+  logitsBegin_ = commands_.size();
+  if (a.logits() && a.logits()->commands())
+    for (const fb::Command *c : *a.logits()->commands())
       commands_.push_back(c);
   size_t numCommands = commands_.size();
   gemms_.resize(numCommands);

@@ -22,6 +22,8 @@ using namespace txrun;
 const char *const txrun::kHelp = R"(OVERVIEW: txrun - run a compiled training step (step.txa) on a CUDA GPU
 
 USAGE: txrun STEP.txa --steps N [options]
+       txrun sample STEP.txa --resume DIR --prompt TEXT [options]
+                                          (see txrun sample --help)
 
 OPTIONS:
   --steps N            Run the step N times (N > 0; default 1).

@@ -9,12 +9,14 @@
 // usage error.
 //
 // The parts: options.cpp (flags, help), run.cpp (the run), profile.cpp
-// (--profile), host_tensors.cpp (tensors read back, .npy outputs).
+// (--profile), host_tensors.cpp (tensors read back, .npy outputs),
+// sample.cpp (`txrun sample`: generation from a trained step).
 //
 //===----------------------------------------------------------------------===//
 
 #include "options.h"
 #include "run.h"
+#include "sample.h"
 
 #include <cstdio>
 #include <exception>
@@ -23,6 +25,23 @@
 using namespace txrun;
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "sample") {
+    SampleOptions options;
+    std::string error;
+    if (!parseSampleOptions(argc, argv, options, error))
+      return fail(kUsageError, error);
+    if (options.help) {
+      std::fputs(kSampleHelp, stdout);
+      return kSuccess;
+    }
+    if (!fileExists(options.artifact))
+      return fail(kUsageError, "cannot read '" + options.artifact + "': no such file");
+    try {
+      return sample(options);
+    } catch (const std::exception &e) {
+      return fail(kRunError, std::string("internal error: ") + e.what());
+    }
+  }
   Options options;
   std::string error;
   if (!parseOptions(argc, argv, options, error))

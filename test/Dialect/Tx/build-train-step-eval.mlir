@@ -33,6 +33,12 @@
 // NONE-LABEL: func.func @train_step(
 // NONE-NOT:     func.func @eval
 // NONE-NOT:     tx.eval
+// NONE-NOT:     func.func @logits
+
+// A loss that is not a softmax cross-entropy has no scores to sample from:
+// no @logits (must not fire).
+// CHECK-NOT:     func.func @logits
+// CHECK-LABEL: {{^// -{5}$}}
 
 tx.parameter @w = dense<0.5> : tensor<4x3xf32>
 tx.parameter @frozen_scale = dense<2.0> : tensor<3xf32> frozen
@@ -45,6 +51,39 @@ func.func @f(%x: tensor<2x4xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "lo
   %t = tx.mul %d, %s : tensor<2x3xf32>, tensor<3xf32>
   %sq = tx.mul %t, %t : tensor<2x3xf32>, tensor<2x3xf32>
   %l = tx.reduce_mean %sq axes [] : tensor<2x3xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// With a softmax cross-entropy loss, @logits returns its scores (one row
+// per token) under the step's parameters, the loss itself erased.
+// CHECK-LABEL: func.func @eval(
+// CHECK:         tx.softmax_cross_entropy_loss
+// CHECK-LABEL: func.func @logits(
+// CHECK-SAME:    %[[W:[^:]+]]: tensor<4x5xf32> {tx.name = "w", tx.parameter = @w, tx.role = "param"}
+// CHECK-SAME:    %[[X:[^:]+]]: tensor<6x4xf32> {tx.name = "x", tx.role = "data"}
+// CHECK-SAME:    -> (tensor<6x5xf32> {tx.name = "logits"}) attributes {tx.logits = @train_step}
+// CHECK-NEXT:    %[[S:.+]] = tx.matmul %[[X]], %[[W]]
+// CHECK-NEXT:    return %[[S]]
+tx.parameter @w = dense<0.5> : tensor<4x5xf32>
+func.func @f(%x: tensor<6x4xf32> {tx.name = "x"}, %y: tensor<6xi64> {tx.name = "labels"}) -> (tensor<f32> {tx.name = "loss"}) {
+  %w = tx.load_parameter @w : tensor<4x5xf32>
+  %s = tx.matmul %x, %w : tensor<6x4xf32>, tensor<4x5xf32>
+  %l = tx.softmax_cross_entropy_loss %s, %y reduction(mean) : tensor<6x5xf32>, tensor<6xi64>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A symbol named like the logits function is not overwritten.
+tx.parameter @w = dense<0.5> : tensor<4x3xf32>
+func.func private @logits()
+// expected-error @+1 {{expected no symbol named '@logits' yet, but one exists}}
+func.func @f(%x: tensor<2x4xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
+  %w = tx.load_parameter @w : tensor<4x3xf32>
+  %y = tx.matmul %x, %w : tensor<2x4xf32>, tensor<4x3xf32>
+  %l = tx.reduce_mean %y axes [] : tensor<2x3xf32>
   return %l : tensor<f32>
 }
 

@@ -155,3 +155,34 @@ module attributes {tx.train_step = {optimizer = "adamw"}} {
 // expected-error @+1 {{unknown tx attribute 'tx.colour'}}
 module attributes {tx.colour = "red"} {
 }
+
+// -----
+
+// The functions beside a step name it with a symbol reference: the
+// micro-step, the validation and the logits functions.
+func.func @train_step() {
+  return
+}
+func.func @eval() attributes {tx.eval = @train_step} {
+  return
+}
+func.func @logits() attributes {tx.logits = @train_step} {
+  return
+}
+// expected-error @+1 {{expected tx.logits to be a function's symbol reference to its step, but got "train_step"}}
+func.func @bad_logits() attributes {tx.logits = "train_step"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.eval to be a function's symbol reference to its step, but got @train_step}}
+module attributes {tx.eval = @train_step} {
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.micro_step to be a function's symbol reference to its step, but got 3 : i64}}
+func.func @bad_micro() attributes {tx.micro_step = 3 : i64} {
+  return
+}

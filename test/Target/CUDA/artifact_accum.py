@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Prints a step.txa's format_version, grad_accum and whether it has a
-micro_step and an eval function (fields 0, 15, 16 and 17 of the
-FlatBuffers root table; see
+micro_step, an eval and a logits function (fields 0, 15, 16, 17 and 18 of
+the FlatBuffers root table; see
 runtime/include/txrt/artifact.fbs), walking the table by hand. With
 --drop-micro OUT writes a copy whose micro_step field is absent; with
 --set-accum K OUT a copy with grad_accum K (the field must be stored).
@@ -26,10 +26,11 @@ _, version_at = entry(0)
 _, accum_at = entry(15)
 micro_slot, micro_at = entry(16)
 _, eval_at = entry(17)
+_, logits_at = entry(18)
 version = struct.unpack_from("<I", data, root + version_at)[0] if version_at else 0
 accum = struct.unpack_from("<I", data, root + accum_at)[0] if accum_at else 1
 print(f"format_version {version} grad_accum {accum} micro_step {'yes' if micro_at else 'no'}"
-      f" eval {'yes' if eval_at else 'no'}")
+      f" eval {'yes' if eval_at else 'no'} logits {'yes' if logits_at else 'no'}")
 if len(sys.argv) > 2:
     if sys.argv[2] == "--drop-micro":
         struct.pack_into("<H", data, micro_slot, 0)

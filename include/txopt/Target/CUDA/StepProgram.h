@@ -173,6 +173,9 @@ struct StepProgram {
   /// Validation (txopt --eval): the loss of the batch in the arguments
   /// under the current parameters, forward only; changes no argument.
   std::optional<FunctionProgram> evaluation;
+  /// Sampling (txopt --eval, a cross-entropy loss): the scores of the batch
+  /// in the arguments, one row per token; changes no argument.
+  std::optional<FunctionProgram> logits;
 
   /// A readable listing of slots and commands (`txopt --emit=gpu-plan`).
   void print(llvm::raw_ostream &os) const;

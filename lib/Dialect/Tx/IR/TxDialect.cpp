@@ -113,9 +113,9 @@ LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "expected tx.train_step to be a dictionary, but got " << value;
     return success();
   }
-  if (name == "tx.micro_step" || name == "tx.eval") {
-    // Gradient accumulation's micro-step and the validation function: the
-    // step function each belongs to.
+  if (name == "tx.micro_step" || name == "tx.eval" || name == "tx.logits") {
+    // Gradient accumulation's micro-step, the validation and the logits
+    // functions: the step function each belongs to.
     if (!isa<FunctionOpInterface>(op) || !isa<FlatSymbolRefAttr>(value))
       return op->emitError() << "expected " << name << " to be a function's "
                                 "symbol reference to its step, but got "

@@ -373,21 +373,14 @@ func::FuncOp buildMicroStep(OpBuilder &builder, Location loc,
   return micro;
 }
 
-/// Validation: `@eval`, with the step's signature, the loss of
-/// |lossFunc| (the unscaled loss: the forward, or forward + cross-entropy)
-/// with the trained parameters read from the step's parameter arguments
-/// (cast to the model's type, as the step does) and every dropout the
-/// identity (torch's model.eval()). Frozen parameters stay loads.
-func::FuncOp buildEval(OpBuilder &builder, Location loc,
-                       const TrainStepOptions &options, func::FuncOp lossFunc,
-                       const StepLayout &layout, ArrayRef<Type> argTypes,
-                       ArrayRef<Location> argLocs, ArrayRef<Attribute> argAttrs) {
-  MLIRContext *context = builder.getContext();
-  std::string name =
-      options.name == "train_step" ? "eval" : options.name + "_eval";
-  auto eval = func::FuncOp::create(builder, loc, name,
-                                   FunctionType::get(context, argTypes, {}));
-  Block *entry = builder.createBlock(&eval.getBody(), {}, argTypes, argLocs);
+/// The forward of |lossFunc| (the unscaled loss: the forward, or forward +
+/// cross-entropy) cloned into |entry|, a block with the step's arguments:
+/// the trained parameters read from the step's parameter arguments (cast to
+/// the model's type, as the step does) and every dropout the identity
+/// (torch's model.eval()). Frozen parameters stay loads. Returns the map
+/// from |lossFunc|'s values to the clones.
+IRMapping cloneForwardForEvaluation(OpBuilder &builder, func::FuncOp lossFunc,
+                                    const StepLayout &layout, Block *entry) {
   IRMapping mapping;
   for (unsigned i = 0; i < layout.numBatch; ++i)
     mapping.map(lossFunc.getArgument(i), entry->getArgument(layout.dataIndex + i));
@@ -414,13 +407,69 @@ func::FuncOp buildEval(OpBuilder &builder, Location loc,
     }
     builder.clone(op, mapping);
   }
-  Value loss = mapping.lookup(body.getTerminator()->getOperand(0));
-  func::ReturnOp::create(builder, loc, loss);
-  eval.setFunctionType(FunctionType::get(context, argTypes, loss.getType()));
-  eval.setAllArgAttrs(argAttrs);
-  eval.setResultAttrs(
-      0, builder.getDictionaryAttr(namedString(builder, "tx.name", "loss")));
-  return eval;
+  return mapping;
+}
+
+/// A function named |name| with the step's signature returning one value
+/// of |lossFunc|'s forward: |pick| chooses it; ops it does not need are
+/// erased. Its result is named |resultName|.
+func::FuncOp buildForwardFunction(
+    OpBuilder &builder, Location loc, StringRef name, StringRef resultName,
+    func::FuncOp lossFunc, const StepLayout &layout, ArrayRef<Type> argTypes,
+    ArrayRef<Location> argLocs, ArrayRef<Attribute> argAttrs,
+    llvm::function_ref<Value(const IRMapping &)> pick) {
+  MLIRContext *context = builder.getContext();
+  auto func = func::FuncOp::create(builder, loc, name,
+                                   FunctionType::get(context, argTypes, {}));
+  Block *entry = builder.createBlock(&func.getBody(), {}, argTypes, argLocs);
+  IRMapping mapping = cloneForwardForEvaluation(builder, lossFunc, layout, entry);
+  Value result = pick(mapping);
+  func::ReturnOp::create(builder, loc, result);
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  func.setFunctionType(FunctionType::get(context, argTypes, result.getType()));
+  func.setAllArgAttrs(argAttrs);
+  func.setResultAttrs(
+      0, builder.getDictionaryAttr(namedString(builder, "tx.name", resultName)));
+  return func;
+}
+
+/// Validation: `@eval`, with the step's signature, the loss of
+/// |lossFunc|'s forward under the step's parameters (see
+/// cloneForwardForEvaluation).
+func::FuncOp buildEval(OpBuilder &builder, Location loc,
+                       const TrainStepOptions &options, func::FuncOp lossFunc,
+                       const StepLayout &layout, ArrayRef<Type> argTypes,
+                       ArrayRef<Location> argLocs, ArrayRef<Attribute> argAttrs) {
+  Value loss = lossFunc.getBody().front().getTerminator()->getOperand(0);
+  return buildForwardFunction(
+      builder, loc, evalName(options.name), "loss", lossFunc, layout, argTypes, argLocs,
+      argAttrs, [&](const IRMapping &mapping) { return mapping.lookup(loss); });
+}
+
+/// The scores the loss is a softmax cross-entropy of (through casts), or
+/// null when the loss is something else.
+Value crossEntropyScores(func::FuncOp lossFunc) {
+  Value loss = lossFunc.getBody().front().getTerminator()->getOperand(0);
+  while (auto cast = loss.getDefiningOp<CastOp>())
+    loss = cast.getInput();
+  if (auto ce = loss.getDefiningOp<SoftmaxCrossEntropyLossOp>())
+    return ce.getScores();
+  return Value();
+}
+
+/// Sampling: `@logits`, with the step's signature, the scores of the
+/// loss's softmax cross-entropy (one row per token of the batch) under the
+/// step's parameters, forward only: what `txrun sample` reads.
+func::FuncOp buildLogits(OpBuilder &builder, Location loc,
+                         const TrainStepOptions &options, func::FuncOp lossFunc,
+                         Value scores, const StepLayout &layout,
+                         ArrayRef<Type> argTypes, ArrayRef<Location> argLocs,
+                         ArrayRef<Attribute> argAttrs) {
+  return buildForwardFunction(
+      builder, loc, logitsName(options.name), "logits", lossFunc, layout, argTypes,
+      argLocs, argAttrs, [&](const IRMapping &mapping) { return mapping.lookup(scores); });
 }
 
 } // namespace
@@ -436,8 +485,10 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
   SmallVector<std::string> names = {options.name};
   if (options.gradAccum > 1)
     names.push_back(microStepName(options.name));
-  if (options.eval)
-    names.push_back(options.name == "train_step" ? "eval" : options.name + "_eval");
+  if (options.eval) {
+    names.push_back(evalName(options.name));
+    names.push_back(logitsName(options.name));
+  }
   for (const std::string &name : names)
     if (module.lookupSymbol(name))
       return emitError(loc, "expected no symbol named '@")
@@ -531,6 +582,14 @@ FailureOr<func::FuncOp> tx::buildTrainStep(ModuleOp module,
     func::FuncOp eval = buildEval(builder, loc, options, loss->unscaled, layout,
                                   argTypes, argLocs, argAttrs);
     eval->setAttr(kEvalAttrName, FlatSymbolRefAttr::get(step));
+    // Sampling needs the scores; a loss that is not a softmax
+    // cross-entropy of them has none to offer (txrun sample says so).
+    if (Value scores = crossEntropyScores(loss->unscaled)) {
+      builder.setInsertionPointAfter(eval);
+      func::FuncOp logits = buildLogits(builder, loc, options, loss->unscaled, scores,
+                                        layout, argTypes, argLocs, argAttrs);
+      logits->setAttr(kLogitsAttrName, FlatSymbolRefAttr::get(step));
+    }
   }
 
   loss->eraseTemporaries(gradFunc);

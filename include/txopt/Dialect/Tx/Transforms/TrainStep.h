@@ -114,6 +114,17 @@ inline constexpr StringLiteral kNextAttrName = "tx.next";
 inline constexpr StringLiteral kMicroStepAttrName = "tx.micro_step";
 /// On the evaluation function emitted with `eval`: the step it evaluates.
 inline constexpr StringLiteral kEvalAttrName = "tx.eval";
+/// On the logits function emitted with `eval` when the loss is a softmax
+/// cross-entropy: the step whose parameters it reads.
+inline constexpr StringLiteral kLogitsAttrName = "tx.logits";
+
+/// The names of the functions emitted beside step |stepName|.
+inline std::string evalName(StringRef stepName) {
+  return stepName == "train_step" ? "eval" : (stepName + "_eval").str();
+}
+inline std::string logitsName(StringRef stepName) {
+  return stepName == "train_step" ? "logits" : (stepName + "_logits").str();
+}
 
 } // namespace mlir::txopt::tx
 
