@@ -319,6 +319,11 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
         "; {0} fused attention calls (cuDNN SDPA), {1:F1} MB of attention "
         "scores and probabilities never materialized",
         st.attentions, st.attentionScoreBytesAvoided / 1e6);
+  // The functions beside the step run on their own; their sizes say what
+  // validation and sampling cost per call.
+  for (const auto *f : {&gpuProgram.microStep, &gpuProgram.evaluation, &gpuProgram.logits})
+    if (*f)
+      summary.gpu += llvm::formatv("; @{0} {1} commands", (*f)->name, (*f)->commands.size());
   summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies +
                         st.attentions;
   summary.gpuAttentionCalls = st.attentions;
