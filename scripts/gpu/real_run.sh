@@ -47,9 +47,10 @@ prepare)
 run)
   txrun="$root/build/runtime/bin/txrun"
   status=0
-  verdict() { if [ "$1" = 0 ]; then echo "PASS $2"; else echo "FAIL $2"; status=1; fi; }
+  verdict() { if [ "$1" = 0 ]; then echo "PASS $2"; else echo "FAIL $2"; status=1; return 1; fi; }
   python3 "$root/scripts/export_gpt_external.py" "$dir/model/gpt.onnx" "${shape[@]}" > /dev/null
-  [ "$(sha256sum "$dir/model/gpt.onnx.data" | cut -d' ' -f1)" = "$(cat "$dir/model/gpt.onnx.data.sha256")" ]
+  [ -s "$dir/model/gpt.onnx.data.sha256" ] &&
+    [ "$(sha256sum "$dir/model/gpt.onnx.data" | cut -d' ' -f1)" = "$(cat "$dir/model/gpt.onnx.data.sha256")" ]
   verdict $? "regenerated weights match the compiled model's checksum" || exit 1
   python3 "$root/scripts/make_pystdlib_corpus.py" "$dir/data" --max-mb 32 | tee "$dir/corpus.txt"
   common=("$dir/step.txa" --weights-dir "$dir/model" --data "$dir/data/train.bin" --shuffle
