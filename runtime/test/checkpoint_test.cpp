@@ -256,6 +256,35 @@ TEST(StepLog, Line) {
             R"({"step":3,"loss":2.5,"grad_norm":0.125,"lr":0.001,"ms":1.5})");
 }
 
+// A GPU run's record adds model TFLOP/s, MFU (only with a known peak) and
+// the peak memory.
+TEST(StepLog, DeviceFields) {
+  StepRecord r;
+  r.step = 1;
+  r.loss = 2.0;
+  r.ms = 4.0;
+  r.hasDevice = true;
+  r.tflops = 250.0;
+  r.mfu = 0.25;
+  r.memGib = 0.5;
+  EXPECT_EQ(stepLogLine(r),
+            R"({"step":1,"loss":2,"ms":4,"tflops":250,"mfu":0.25,"mem_gib":0.5})");
+  r.mfu = -1;
+  EXPECT_EQ(stepLogLine(r), R"({"step":1,"loss":2,"ms":4,"tflops":250,"mem_gib":0.5})");
+}
+
+// The peaks MFU divides by: the driver's device names, the more specific
+// part first (an "H100 PCIe" is not an SXM H100), unknown GPUs give 0.
+TEST(StepLog, PeakTflops) {
+  EXPECT_DOUBLE_EQ(peakTflops("NVIDIA H200", PeakKind::BF16), 989.4);
+  EXPECT_DOUBLE_EQ(peakTflops("NVIDIA H200", PeakKind::FP8), 1978.9);
+  EXPECT_DOUBLE_EQ(peakTflops("NVIDIA H100 80GB HBM3", PeakKind::TF32), 494.7);
+  EXPECT_DOUBLE_EQ(peakTflops("NVIDIA H100 PCIe", PeakKind::BF16), 756.0);
+  EXPECT_DOUBLE_EQ(peakTflops("NVIDIA A100-SXM4-80GB", PeakKind::F32), 19.5);
+  EXPECT_EQ(peakTflops("NVIDIA A100-SXM4-80GB", PeakKind::FP8), 0.0);
+  EXPECT_EQ(peakTflops("NVIDIA GeForce RTX 4090", PeakKind::BF16), 0.0);
+}
+
 TEST(StepLog, ValidationLine) {
   EXPECT_EQ(valLogLine(0, 4.25, 10), R"({"step":0,"val_loss":4.25,"val_windows":10})");
   EXPECT_EQ(valLogLine(7, 1.0 / 3.0, 2), R"({"step":7,"val_loss":0.333333333,"val_windows":2})");

@@ -243,6 +243,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
         {"arena_bytes", summary.gpuArenaBytes},
         {"attention_score_bytes_avoided", summary.gpuAttentionBytesAvoided}};
     report["attention_calls"] = summary.gpuAttentionCalls;
+    report["model_flops"] = summary.gpuModelFlops;
     report["gpu"] = summary.gpu;
   }
   {

@@ -85,6 +85,7 @@ struct CompileSummary {
   int64_t gpuArenaBytes = 0;
   int64_t gpuAttentionCalls = 0;        ///< fused attention, fwd + bwd
   int64_t gpuAttentionBytesAvoided = 0; ///< scores/probabilities not stored
+  double gpuModelFlops = 0;             ///< per optimizer step (StepStatistics)
 };
 
 /// Counts the ops of |module| by name (func.func and the module excluded).

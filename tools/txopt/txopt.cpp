@@ -324,8 +324,10 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
   for (const auto *f : {&gpuProgram.microStep, &gpuProgram.evaluation, &gpuProgram.logits})
     if (*f)
       summary.gpu += llvm::formatv("; @{0} {1} commands", (*f)->name, (*f)->commands.size());
+  summary.gpu += llvm::formatv("; {0:F3} model TFLOP per step", st.modelFlops / 1e12);
   summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies +
                         st.attentions;
+  summary.gpuModelFlops = st.modelFlops;
   summary.gpuAttentionCalls = st.attentions;
   summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;
   summary.gpuArenaBytes = gpuProgram.arenaBytes;

@@ -212,7 +212,8 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb.CreateVector(kernels), fbb.CreateVector(constants),
       fbb.CreateVector(arguments), results, commands, program.arenaBytes,
       program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir),
-      static_cast<uint32_t>(program.gradAccum), microStep, evaluation, logits);
+      static_cast<uint32_t>(program.gradAccum), microStep, evaluation, logits,
+      program.stats.modelFlops);
   fbb.Finish(artifact, fb::ArtifactIdentifier());
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (bytes.empty()) {

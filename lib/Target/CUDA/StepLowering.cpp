@@ -391,6 +391,21 @@ static void bindResults(LoweringContext &ctx, func::FuncOp func,
     ctx.buffers[r.slot].lastCommand = last;
 }
 
+/// The model FLOPs of |commands| (see StepStatistics::modelFlops).
+static double modelFlopsOf(const std::vector<Command> &commands) {
+  double flops = 0;
+  for (const Command &c : commands) {
+    if (auto *g = std::get_if<GemmCmd>(&c.op)) {
+      flops += 2.0 * g->m * g->n * g->k * g->batch;
+    } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
+      const int64_t *q = at->q.dims, *k = at->k.dims;
+      double forward = 4.0 * q[0] * q[1] * q[2] * k[2] * q[3];
+      flops += (at->backward ? 2 * forward : forward) * (at->causal ? 0.5 : 1.0);
+    }
+  }
+  return flops;
+}
+
 LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
                                     const GPUOptions &options,
                                     StepProgram &program) {
@@ -500,6 +515,10 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     program.microStep->commands.assign(at(stepCommands), at(evalBegin));
   program.commands.resize(stepCommands);
   program.recipe = tx::trainStepRecipeJson(step);
+  program.stats.modelFlops = modelFlopsOf(program.commands) +
+                             (program.microStep ? (program.gradAccum - 1) *
+                                                      modelFlopsOf(program.microStep->commands)
+                                                : 0.0);
   for (const Command &c : program.commands) {
     if (std::holds_alternative<LaunchCmd>(c.op)) ++program.stats.launches;
     else if (auto *g = std::get_if<GemmCmd>(&c.op)) {

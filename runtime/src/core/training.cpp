@@ -131,7 +131,50 @@ std::string stepLogLine(const StepRecord &r) {
     line += ",\"tok_per_s\":" + num(r.tokPerS);
   if (r.skipped)
     line += ",\"skipped\":true";
+  if (r.hasDevice) {
+    line += ",\"tflops\":" + num(r.tflops);
+    if (r.mfu >= 0)
+      line += ",\"mfu\":" + num(r.mfu);
+    line += ",\"mem_gib\":" + num(r.memGib);
+  }
   return line + "}";
+}
+
+double peakTflops(const std::string &deviceName, PeakKind kind) {
+  // Dense tensor-core peaks (f32: the CUDA cores) of the SXM parts, as
+  // NVIDIA's data sheets give them; PCIe/NVL parts run lower clocks.
+  struct Peak {
+    const char *name;
+    double f32, tf32, bf16, fp8;
+  };
+  static const Peak kPeaks[] = {
+      {"H100 PCIe", 51.2, 378.0, 756.0, 1513.0},
+      {"H100 NVL", 60.0, 418.0, 835.0, 1671.0},
+      {"H200 NVL", 60.0, 418.0, 835.0, 1671.0},
+      {"H200", 66.9, 494.7, 989.4, 1978.9},
+      {"H100", 66.9, 494.7, 989.4, 1978.9},
+      {"A100", 19.5, 156.0, 312.0, 0.0},
+  };
+  for (const Peak &p : kPeaks)
+    if (deviceName.find(p.name) != std::string::npos) {
+      switch (kind) {
+      case PeakKind::F32: return p.f32;
+      case PeakKind::TF32: return p.tf32;
+      case PeakKind::BF16: return p.bf16;
+      case PeakKind::FP8: return p.fp8;
+      }
+    }
+  return 0.0;
+}
+
+const char *peakKindName(PeakKind kind) {
+  switch (kind) {
+  case PeakKind::F32: return "f32";
+  case PeakKind::TF32: return "tf32";
+  case PeakKind::BF16: return "bf16";
+  case PeakKind::FP8: return "fp8";
+  }
+  return "?";
 }
 
 std::string progressBar(int64_t done, int64_t first, int64_t total, double elapsedSeconds,

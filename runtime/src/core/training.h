@@ -92,8 +92,21 @@ struct StepRecord {
   int64_t step = 0;
   double loss = 0, gradNorm = 0, lr = 0, ms = 0, tokPerS = 0;
   bool hasGradNorm = false, hasLr = false, hasTokens = false, skipped = false;
+  /// GPU runs: model TFLOP/s, MFU (a fraction; < 0: the peak is unknown)
+  /// and the peak device memory so far in GiB; absent when hasDevice is
+  /// false (txopt-run).
+  bool hasDevice = false;
+  double tflops = 0, mfu = -1, memGib = 0;
 };
 std::string stepLogLine(const StepRecord &record);
+
+/// The GEMM precision a step's model FLOPs are measured against.
+enum class PeakKind { F32, TF32, BF16, FP8 };
+/// The dense (no sparsity) peak TFLOP/s of the GPU named |deviceName| (as
+/// the driver names it) for |kind|, from the vendor's data sheets; 0 when
+/// the GPU is not in the table, where MFU is not printed.
+double peakTflops(const std::string &deviceName, PeakKind kind);
+const char *peakKindName(PeakKind kind);
 /// The --log line of a validation pass after step |step| (0: before the
 /// first): {"step":N,"val_loss":L,"val_windows":M}, L as in stepLogLine.
 std::string valLogLine(int64_t step, double valLoss, int64_t windows);

@@ -19,6 +19,7 @@
 #include "core/session.h"
 #include "core/training.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cmath>
@@ -100,6 +101,11 @@ private:
   std::vector<BatchFeeder::Write> writes;
   uint64_t tokens = 0;
   unsigned accum = 1;
+  /// MFU: the step's model FLOPs against the GPU's peak for the step's
+  /// GEMM precision (0: unknown GPU, no MFU).
+  double modelFlops = 0, peak = 0;
+  double memGib = 0;
+  void findPeak();
 };
 
 std::optional<int> TrainingRun::loadArtifact() {
@@ -188,6 +194,33 @@ std::optional<int> TrainingRun::findState() {
   return std::nullopt;
 }
 
+/// The precision the step's GEMMs run in (the widest claim: FP8 if any
+/// GEMM is FP8, else bf16/fp16 if any is, else TF32 or f32) and the GPU's
+/// peak for it.
+void TrainingRun::findPeak() {
+  modelFlops = root->model_flops();
+  PeakKind kind = PeakKind::F32;
+  auto consider = [&](const fb::Command *c) {
+    if (const fb::Gemm *g = c->op_as_Gemm()) {
+      PeakKind k = g->a_type() == DType::F8E4M3FN || g->a_type() == DType::F8E5M2 ? PeakKind::FP8
+                   : g->a_type() == DType::BF16 || g->a_type() == DType::F16     ? PeakKind::BF16
+                   : g->compute() == fb::ComputeType::F32_FAST_TF32              ? PeakKind::TF32
+                                                                                 : PeakKind::F32;
+      kind = std::max(kind, k);
+    } else if (c->op_as_Attention()) {
+      kind = std::max(kind, PeakKind::BF16);
+    }
+  };
+  for (unsigned i = 0; root->commands() && i < root->commands()->size(); ++i)
+    consider(root->commands()->Get(i));
+  peak = peakTflops(session->deviceInfo().name, kind);
+  if (modelFlops > 0)
+    std::printf("model %.3f TFLOP per step; MFU against %s\n", modelFlops / 1e12,
+                peak > 0 ? (std::string(peakKindName(kind)) + " dense peak " +
+                            std::to_string(static_cast<int>(peak)) + " TFLOP/s").c_str()
+                         : "no known peak (this GPU is not in the table)");
+}
+
 /// With --resume: the checkpoint fits the artifact, the data position
 /// continues, and there are steps left to run.
 std::optional<int> TrainingRun::checkResume() {
@@ -251,6 +284,7 @@ std::optional<int> TrainingRun::createSession() {
     std::printf("kernels: the artifact's PTX, compiled by the driver at load%s\n",
                 o.forceJit ? " (--jit)" : " (its cubins are for another architecture)");
   std::printf("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
+  findPeak();
   if (session->gradAccum() > 1)
     std::printf("accumulating %u micro-batches per step (%s), %llu tokens per step\n",
                 session->gradAccum(),
@@ -406,6 +440,10 @@ std::optional<int> TrainingRun::runStep(int64_t step) {
   bool finite = std::isfinite(loss) && std::isfinite(norm);
   bool print = step == firstStep || step == o.steps || step % o.logEvery == 0 || !finite;
   double lr = feeder->lrForStep(step);
+  uint64_t peakBytes = 0;
+  if (Status s = session->peakMemory(peakBytes); !s.ok())
+    return fail(kRunError, s.message());
+  memGib = peakBytes / double(1ull << 30);
   if (print)
     printStep(step, loss, norm, skipped, scale, lr, ms);
   // With dynamic loss scaling a non-finite gradient skips the step in the
@@ -478,6 +516,13 @@ void TrainingRun::printStep(int64_t step, double loss, double norm, double skipp
   std::printf("  ms %.3f", ms);
   if (tokens)
     std::printf("  tok/s %.0f", ms > 0 ? tokens / (ms / 1000.0) : 0.0);
+  if (modelFlops > 0 && ms > 0) {
+    double tflops = modelFlops / (ms / 1000.0) / 1e12;
+    std::printf("  TFLOP/s %.1f", tflops);
+    if (peak > 0)
+      std::printf("  MFU %.1f%%", 100.0 * tflops / peak);
+  }
+  std::printf("  mem %.2f GiB", memGib);
   if (skippedIndex >= 0 && skipped != 0) {
     std::printf("  skipped");
     if (scaleIndex >= 0)
@@ -501,6 +546,10 @@ void TrainingRun::logStep(int64_t step, double loss, double norm, bool isSkipped
   record.hasTokens = tokens > 0;
   record.tokPerS = ms > 0 ? tokens / (ms / 1000.0) : 0.0;
   record.skipped = isSkipped;
+  record.hasDevice = true;
+  record.tflops = ms > 0 ? modelFlops / (ms / 1000.0) / 1e12 : 0.0;
+  record.mfu = peak > 0 ? record.tflops / peak : -1.0;
+  record.memGib = memGib;
   std::fprintf(log, "%s\n", stepLogLine(record).c_str());
   std::fflush(log);
 }
@@ -520,6 +569,12 @@ int TrainingRun::finish() {
                 static_cast<long long>(o.steps), meanMs);
     if (tokens)
       std::printf("  tok/s %.0f", tokens / (meanMs / 1000.0));
+    if (modelFlops > 0) {
+      double tflops = modelFlops / (meanMs / 1000.0) / 1e12;
+      std::printf("  TFLOP/s %.1f", tflops);
+      if (peak > 0)
+        std::printf("  MFU %.1f%%", 100.0 * tflops / peak);
+    }
     std::printf("\n");
   }
   if (o.outputDir) {

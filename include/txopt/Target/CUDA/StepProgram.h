@@ -142,6 +142,12 @@ struct StepStatistics {
   uint64_t argumentBytes = 0; ///< parameters, state and batch
   uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments
   uint64_t unplannedBytes = 0; ///< every value in its own buffer, for comparison
+  /// Model FLOPs of one optimizer step (its micro-steps included): every
+  /// GEMM's 2·m·n·k·batch, and per fused attention 4·B·H·Tq·Tk·D forward
+  /// and twice that backward, halved when causal (the work the model
+  /// needs, not what a kernel recomputes); elementwise work not counted.
+  /// txrun divides it by the step time for TFLOP/s and MFU.
+  double modelFlops = 0;
 };
 
 /// A function beside the step over the same arena and arguments (gradient
