@@ -409,6 +409,11 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       return func.emitError("the GPU artifact does not carry @eval yet: "
                             "compile without --eval, or validate with "
                             "txopt-run --val-data");
+  if (auto recipe = step->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName);
+      recipe && recipe.get("data_parallel"))
+    return step.emitError("the GPU backend does not run data-parallel steps "
+                          "yet (no NCCL collectives): run them with "
+                          "txopt-run --ranks=N");
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
   program.target = options.target;
