@@ -382,11 +382,6 @@ static bool checkCombinations(const Options &options, std::string &error) {
             "scaling state advances once per micro-batch; not built yet)";
     return false;
   }
-  if (options.precision == "fp8" && options.dataParallel > 1) {
-    error = "--data-parallel and --precision=fp8 exclude each other (the "
-            "amax all-reduce across ranks is not built yet)";
-    return false;
-  }
   if (options.precision == "fp8" && !options.train) {
     error = "--precision=fp8 needs --train (the FP8 scaling state lives in "
             "the training step)";

@@ -150,10 +150,25 @@ func.func @refuse_loss_scaling(%s: tensor<f32> {tx.name = "loss_scale", tx.role 
 
 // -----
 
-// FP8 scaling state is refused: the amaxes would need an all-reduce(max).
-// expected-error @+1 {{data parallelism does not support FP8 scaling state yet: argument 0 has tx.role 'fp8_scale'}}
-func.func @refuse_fp8(%s: tensor<f32> {tx.name = "x.scale", tx.role = "fp8_scale"}) attributes {tx.train_step = {optimizer = "adamw"}} {
-  return
+// FP8 scaling state is replicated: the amax each scale update reads is the
+// max over the ranks, so every rank derives the same history and scale.
+// CHECK-LABEL: func.func @fp8_step(
+// CHECK:         %[[AMAX:.+]] = tx.all_reduce max %{{.+}} ranks(2) : tensor<f32>
+// CHECK:         tx.fp8_scale_update %{{.+}}, %{{.+}}, %[[AMAX]] : tensor<4xf32>
+// CHECK:         tx.sgd
+func.func @fp8_step(%p: tensor<4xf32> {tx.name = "p", tx.role = "param"}, %h: tensor<4xf32> {tx.name = "x.amax_history", tx.role = "fp8_amax_history"}, %s: tensor<f32> {tx.name = "x.scale", tx.role = "fp8_scale"}, %lr: tensor<f32> {tx.name = "lr", tx.role = "lr"}, %x: tensor<4xf32> {tx.name = "x", tx.role = "data"})
+    -> (tensor<4xf32> {tx.name = "p", tx.next = 0 : i64}, tensor<4xf32> {tx.name = "x.amax_history", tx.next = 1 : i64}, tensor<f32> {tx.name = "x.scale", tx.next = 2 : i64}, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"})
+    attributes {tx.train_step = {optimizer = "sgd"}} {
+  %amax = tx.reduce_max %x axes [] : tensor<4xf32>
+  %h2, %s2, %si2 = tx.fp8_scale_update %h, %s, %amax : tensor<4xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = hybrid, history = 4, amax = max, margin = 0>
+  %g = tx.mul %x, %p : tensor<4xf32>, tensor<4xf32>
+  %l = tx.reduce_sum %g axes [] : tensor<4xf32>
+  %sq = tx.mul %g, %g : tensor<4xf32>, tensor<4xf32>
+  %ss = tx.reduce_sum %sq axes [] : tensor<4xf32>
+  %n = tx.sqrt %ss : tensor<f32>
+  %zero = tx.constant dense<0.0> : tensor<4xf32>
+  %np, %nb = tx.sgd params(%p) grads(%g) momentum_buffer(%zero) lr(%lr) momentum(0.0) dampening(0.0) weight_decay(0.0) : tensor<4xf32>
+  return %np, %h2, %s2, %l, %n : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
 
 // -----

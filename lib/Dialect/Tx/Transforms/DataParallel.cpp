@@ -154,12 +154,10 @@ LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
     auto role = step.getArgAttrOfType<StringAttr>(i, kRoleAttrName);
     if (!role)
       continue;
-    StringRef value = role.getValue();
-    if (value == "loss_scale" || value.starts_with("fp8_"))
-      return step.emitError("data parallelism does not support ")
-             << (value == "loss_scale" ? "loss scaling (fp16)"
-                                       : "FP8 scaling state")
-             << " yet: argument " << i << " has tx.role '" << value << "'";
+    if (role.getValue() == "loss_scale")
+      return step.emitError("data parallelism does not support loss scaling "
+                            "(fp16) yet: argument ")
+             << i << " has tx.role 'loss_scale'";
   }
   return success();
 }
@@ -337,6 +335,23 @@ LogicalResult DataParallelRewriter::run() {
   for (auto [optimizer, group] : llvm::zip(optimizers, params))
     if (failed(shardOptimizer(optimizer, group)))
       return failure();
+
+  // FP8 scaling state is replicated: every rank must derive the same
+  // scales, from the amax over all ranks' tensors (Transformer Engine
+  // reduces its amaxes the same way). The max over ranks of the ranks'
+  // amaxes is also what the plain step on the whole batch sees.
+  SmallVector<Operation *> scaleUpdates;
+  for (Operation &op : body)
+    if (isa<FP8ScaleUpdateOp, FP8CurrentScaleOp>(op))
+      scaleUpdates.push_back(&op);
+  for (Operation *update : scaleUpdates) {
+    OpOperand &amax = isa<FP8ScaleUpdateOp>(update)
+                          ? cast<FP8ScaleUpdateOp>(update).getAmaxMutable()
+                          : cast<FP8CurrentScaleOp>(update).getAmaxMutable();
+    b.setInsertionPoint(update);
+    amax.set(AllReduceOp::create(b, amax.get().getType(), amax.get(),
+                                 CollectiveReduction::max, ranks));
+  }
 
   b.setInsertionPoint(ret);
   loss->set(AllReduceOp::create(b, loss->get().getType(), loss->get(),

@@ -271,8 +271,12 @@ def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
     one tensor at a time after the backward, not in buckets overlapped with
     it.
 
+    FP8 steps: the amax operand of every tx.fp8_scale_update and
+    tx.fp8_current_scale becomes `all_reduce max` of it, so every rank keeps
+    identical scaling state (as Transformer Engine reduces amaxes).
+
     Not handled, refused with an error: steps with loss scaling (fp16),
-    FP8 scaling state, gradient accumulation (`@micro_step`) or `@eval`
+    gradient accumulation (`@micro_step`) or `@eval`
     (they share the step's argument list, whose moments change type), and
     a step already data-parallel. `ranks = 1` leaves the module unchanged;
     functions without `tx.train_step` are never touched.
