@@ -128,6 +128,7 @@ private:
   /// state is something else.
   Value shardState(ImplicitLocOpBuilder &b, Operation *optimizer,
                    Operation *sharded, Value state, Type shardType);
+  bool isShardableState(Operation *optimizer, Value state);
 
   func::FuncOp step;
   int64_t ranks;
@@ -179,6 +180,19 @@ LogicalResult DataParallelRewriter::traceGradient(Operation *optimizer,
   std::reverse(param.chain.begin(), param.chain.end());
   param.gradient = value;
   return success();
+}
+
+/// Whether shardState can shard |state| of |optimizer|: a step argument
+/// that nothing else reads (its type can change), or a zero splat.
+bool DataParallelRewriter::isShardableState(Operation *optimizer, Value state) {
+  if (auto arg = dyn_cast<BlockArgument>(state))
+    return arg.getOwner() == &step.getBody().front() &&
+           llvm::all_of(arg.getUsers(),
+                        [&](Operation *user) { return user == optimizer; });
+  auto constant = state.getDefiningOp<ConstantOp>();
+  auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                        : SplatElementsAttr();
+  return splat && splat.getSplatValue<APFloat>().isZero();
 }
 
 Value DataParallelRewriter::shardState(ImplicitLocOpBuilder &b,
@@ -295,7 +309,8 @@ LogicalResult DataParallelRewriter::run() {
   if (optimizers.empty())
     return step.emitError("expected a tx.adam or tx.sgd in the step");
 
-  // Trace every gradient first, so a failure leaves the step unchanged.
+  // Trace every gradient and check every state operand first, so that a
+  // failure leaves the step unchanged.
   SmallVector<SmallVector<ShardedParam>> params;
   for (Operation *optimizer : optimizers) {
     unsigned numParams = isa<AdamOp>(optimizer)
@@ -306,6 +321,12 @@ LogicalResult DataParallelRewriter::run() {
       if (failed(traceGradient(optimizer, optimizer->getOperand(numParams + k),
                                k, params.back()[k])))
         return failure();
+    unsigned numStates = optimizer->getNumResults() / numParams - 1;
+    for (unsigned i = 2 * numParams, e = (2 + numStates) * numParams; i < e; ++i)
+      if (!isShardableState(optimizer, optimizer->getOperand(i)))
+        return optimizer->emitError("expected optimizer state operand #")
+               << i << " to be a step argument only the optimizer reads, "
+                  "or zeros";
   }
 
   // Reduce-scatter every gradient where the norm is taken (they all exist
