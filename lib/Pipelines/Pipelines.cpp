@@ -54,11 +54,16 @@ void txopt::buildDefaultPipeline(OpPassManager &pm,
 void txopt::buildTrainPipeline(
     OpPassManager &pm, const DefaultPipelineOptions &fusion,
     const tx::BuildTrainStepPassOptions &step,
-    const std::optional<tx::InsertFP8PassOptions> &fp8) {
+    const std::optional<tx::InsertFP8PassOptions> &fp8,
+    int64_t dataParallelRanks) {
   buildDefaultPipeline(pm, fusion);
   pm.addPass(tx::createBuildTrainStepPass(step));
   if (fp8)
     pm.addPass(tx::createInsertFP8Pass(*fp8));
+  // Before the cleanup, which could reshape the norm computation the pass
+  // finds the gradients by.
+  if (dataParallelRanks > 1)
+    pm.addPass(tx::createDataParallelPass({dataParallelRanks}));
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());

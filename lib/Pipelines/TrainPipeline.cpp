@@ -64,7 +64,7 @@ void txopt::buildTrainPipelineFromOptions(OpPassManager &pm,
     fp8->target = options.target;
     fp8->explain = options.explain;
   }
-  buildTrainPipeline(pm, fusion, step, fp8);
+  buildTrainPipeline(pm, fusion, step, fp8, options.dataParallel);
 }
 
 void txopt::registerTrainPipeline() {

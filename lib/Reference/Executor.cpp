@@ -179,7 +179,7 @@ llvm::Expected<bool> reference::evaluateOp(Operation *op,
   bool handled = false;
   for (auto family : {evalElementwiseOp, evalShapeOp, evalLinalgOp,
                       evalReductionOp, evalTrainingOp, evalAttentionOp,
-                      evalPrecisionOp}) {
+                      evalPrecisionOp, evalCollectiveOp}) {
     llvm::Expected<bool> done = family(op, args);
     if (!done)
       return done.takeError();

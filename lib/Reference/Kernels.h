@@ -48,6 +48,7 @@ llvm::Expected<bool> evalTrainingOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalAttentionOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalGradientOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalPrecisionOp(Operation *op, const KernelArgs &args);
+llvm::Expected<bool> evalCollectiveOp(Operation *op, const KernelArgs &args);
 
 /// The element of `data` (shape |dataShape|) that each of the |resultElements|
 /// elements of `tx.gather_nd data, indices` reads: tuple t's slice element s

@@ -81,6 +81,12 @@ OPTIONS:
                           step counted from k = 0 (S: --seed; uint64 bits,
                           wrapping), so each step draws a fresh mask.
   --lr X                  With --steps: feed X as the step's `lr` input.
+  --ranks N               With --steps: run a data-parallel step (txopt
+                          --data-parallel=N) on N simulated ranks, one thread
+                          each, meeting in its collectives. Each step reads
+                          one window of N x batch tokens; rank r takes the
+                          r-th batch of it. Prints the loss (the same on every
+                          rank) once per step (docs/DataParallel.md).
   --data FILE             With --steps: token stream for the batch, as a 1-D
                           integer .npy or an llm.c .bin token file; step k
                           reads the next window of batch size tokens, the
@@ -239,6 +245,15 @@ const std::pair<const char *, ValueHandler> kValueFlags[] = {
        options.steps = steps;
        return true;
      }},
+    {"ranks",
+     [](const std::string &value, Options &options, std::string &error) {
+       if (llvm::StringRef(value).getAsInteger(10, options.ranks) ||
+           options.ranks < 1 || options.ranks > 1024) {
+         error = "expected --ranks N with N in 1..1024, but got '" + value + "'";
+         return false;
+       }
+       return true;
+     }},
     {"data",
      [](const std::string &value, Options &options, std::string &) {
        options.dataPath = value;
@@ -281,6 +296,10 @@ const std::pair<const char *, ValueHandler> kValueFlags[] = {
 bool checkFlagCombinations(const Options &options, std::string &error) {
   if (options.dataPath && !options.steps) {
     error = "--data needs --steps";
+    return false;
+  }
+  if (options.ranks > 1 && !options.steps) {
+    error = "--ranks needs --steps";
     return false;
   }
   if (options.lr && !options.steps) {

@@ -41,6 +41,8 @@ struct Options {
   std::optional<std::string> outputDir;
   int64_t printLimit = 16;
   std::optional<int64_t> steps;
+  /// --ranks N: simulated data-parallel ranks (threads) running the step.
+  int64_t ranks = 1;
   std::optional<std::string> dataPath;
   std::optional<double> lr;
   RunFlags run; // checkpoints, schedule, log (Steps.h)

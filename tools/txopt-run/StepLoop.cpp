@@ -36,7 +36,8 @@ llvm::Error StepRunner::runAll() {
     return error("--save-every needs --save DIR");
   if ((run.evalEvery || run.evalSteps) && !run.valDataPath)
     return error("--eval-every and --eval-steps need --val-data FILE");
-  for (auto phase : {&StepRunner::findMicroStep, &StepRunner::bindArguments,
+  for (auto phase : {&StepRunner::checkRanks, &StepRunner::findMicroStep,
+                     &StepRunner::bindArguments,
                      &StepRunner::buildSchedule,
                      &StepRunner::loadTokens, &StepRunner::loadValidation,
                      &StepRunner::findResults,
@@ -156,6 +157,8 @@ void StepRunner::setStepInputs(int64_t step, int64_t micro) {
 }
 
 llvm::Error StepRunner::runStep(int64_t step) {
+  if (options.ranks > 1)
+    return runRanks(step);
   auto started = std::chrono::steady_clock::now();
   // Gradient accumulation: micro-batches 1..N-1 add into the
   // accumulator arguments; the step runs the last one and updates.

@@ -13,6 +13,8 @@
 
 #include "Steps.h"
 
+#include "txopt/Reference/Communicator.h"
+
 #include "core/checkpoint.h"
 #include "core/training.h"
 
@@ -20,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -118,6 +121,17 @@ private:
 
   llvm::Error runStep(int64_t step);
 
+  /// --ranks N (RankLoop.cpp): the step must be one compiled for N ranks
+  /// (its recipe's `data_parallel`), and the flags ones a sharded run
+  /// supports.
+  llvm::Error checkRanks();
+
+  /// One step on N simulated ranks, a thread each with its own arguments
+  /// and executor: rank r reads the r-th batch of the step's token window.
+  /// The ranks agree on the loss and grad_norm bit for bit; rank 0's
+  /// results are printed, logged and written.
+  llvm::Error runRanks(int64_t step);
+
   /// One line per step on |os|: step, loss, grad_norm[, skipped][, lr].
   void printStep(int64_t step, double loss, double norm, bool skipped,
                  double lr, const std::vector<Tensor> &results);
@@ -180,6 +194,14 @@ private:
   std::vector<Tensor> last;
   std::FILE *log = nullptr;
   bool showBar = false, barShown = false;
+
+  // Simulated ranks (--ranks N > 1): each rank's arguments, executor and
+  // communicator, created on the first step.
+  std::vector<std::vector<Tensor>> rankArgs;
+  std::unique_ptr<mlir::txopt::reference::SimulatedRanks> simulatedRanks;
+  std::vector<std::unique_ptr<mlir::txopt::reference::ThreadRankCommunicator>>
+      communicators;
+  std::vector<std::unique_ptr<Executor>> rankExecutors;
 };
 
 } // namespace txopt_run

@@ -271,13 +271,15 @@ llvm::Error StepRunner::loadTokens() {
       return error("--data: labels '" + argName(func, *labelArg) +
                    "' and tokens '" + argName(func, batchArgs[0]) +
                    "' have different shapes");
-    if (static_cast<int64_t>(tokens.size()) < window + 1)
+    // With --ranks N a step reads one window of N batches, rank r the r-th.
+    int64_t stepWindow = window * options.ranks;
+    if (static_cast<int64_t>(tokens.size()) < stepWindow + 1)
       return error("--data '" + *options.dataPath + "' holds " +
                    llvm::Twine(tokens.size()) + " tokens; one batch needs " +
-                   llvm::Twine(window + 1));
+                   llvm::Twine(stepWindow + 1));
     if (llvm::Error err = checkVocabulary(tokens, "--data", *options.dataPath))
       return err;
-    windows.emplace(static_cast<int64_t>(tokens.size()), window, run.shuffle, seed);
+    windows.emplace(static_cast<int64_t>(tokens.size()), stepWindow, run.shuffle, seed);
   }
   // Tokens per step for tok/s: the "data" argument, else the token window.
   tokensPerStep = static_cast<uint64_t>(window);
@@ -285,7 +287,7 @@ llvm::Error StepRunner::loadTokens() {
     if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
       if (role.getValue() == "data")
         tokensPerStep = cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
-  tokensPerStep *= static_cast<uint64_t>(gradAccum);
+  tokensPerStep *= static_cast<uint64_t>(gradAccum * options.ranks);
   if (gradAccum > 1) {
     // The batch argument's shape (the first data/labels one), and the
     // effective batch: N micro-batches along the first dim.

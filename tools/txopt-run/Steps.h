@@ -70,6 +70,8 @@ struct StepOptions {
   std::optional<double> lr;
   /// Write the final state (every `tx.next` result) and the last loss here.
   std::optional<std::string> outputDir;
+  /// Simulated data-parallel ranks (RankLoop.cpp); 1: the plain loop.
+  int64_t ranks = 1;
   /// Checkpoints, schedule, shuffle, log. With --resume, |steps| is the
   /// number of the last step, counted from the start of the run.
   RunFlags run;

@@ -234,6 +234,7 @@ llvm::Error runTrainingSteps(ModuleOp module, func::FuncOp func,
   stepOptions.seed = options.seed;
   stepOptions.lr = options.lr;
   stepOptions.outputDir = options.outputDir;
+  stepOptions.ranks = options.ranks;
   stepOptions.run = options.run;
   return txopt_run::runSteps(executor, func, std::move(given), stepOptions,
                              llvm::outs());

@@ -70,6 +70,10 @@ OPTIONS:
                           @micro_step, which adds a micro-batch's gradients
                           into accumulators; the step adds the last one's
                           and updates with their mean (docs/Training.md).
+  --data-parallel=N       A ZeRO-1 step for N data-parallel ranks: gradients
+                          reduce-scattered, optimizer state sharded, params
+                          all-gathered (docs/DataParallel.md). CPU only
+                          for now: txopt-run --ranks=N.
   --eval                  Also emit @eval: the loss of a batch under the
                           step's parameters, forward only (no update, no
                           state change, dropout off), for txopt-run
@@ -223,6 +227,17 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
     if (value.empty() || errno || *end || n < 1 || n > (1 << 20))
       error = "bad --grad-accum '" + value + "' (expected an integer >= 1)";
     options.gradAccum = n;
+    options.trainFlags.push_back(flag);
+    return true;
+  }
+  if (takeValue(argc, argv, i, "data-parallel", value, error)) {
+    char *end = nullptr;
+    errno = 0;
+    long long n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || errno || *end || n < 1 || n > 4096)
+      error = "bad --data-parallel '" + value +
+              "' (expected a rank count in 1..4096)";
+    options.dataParallel = n;
     options.trainFlags.push_back(flag);
     return true;
   }

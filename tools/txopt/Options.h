@@ -54,6 +54,8 @@ struct Options {
   double gradClip = 0.0;
   /// --grad-accum N: micro-batches per optimizer step (1: none).
   int64_t gradAccum = 1;
+  /// --data-parallel N: a ZeRO-1 step for N ranks (1: a plain step).
+  int64_t dataParallel = 1;
   /// --eval: also emit @eval (the validation loss, forward only).
   bool eval = false;
   std::string freeze;

@@ -264,7 +264,8 @@ std::string runPipeline(MLIRContext &context, ModuleOp module, const Options &op
   txopt::DefaultPipelineOptions pipeline;
   setPipelineOptions(options, summary, f32GpuAttentionUnfused, pipeline);
   if (options.train) {
-    txopt::buildTrainPipeline(pm, pipeline, trainStepOptions(options), fp8Options(options));
+    txopt::buildTrainPipeline(pm, pipeline, trainStepOptions(options), fp8Options(options),
+                              options.dataParallel);
     // The step is built for one GPU architecture: record it in the IR.
     module->setAttr("tx.target", StringAttr::get(&context, options.target));
   } else {

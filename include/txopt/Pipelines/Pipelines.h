@@ -63,11 +63,13 @@ void buildDefaultPipeline(OpPassManager &pm,
 /// the forward's norms are fused and differentiate to fused gradients),
 /// tx-build-train-step with |step|'s options, tx-insert-fp8 when |fp8| is
 /// set (right after, as it needs the seed marker), and a final cleanup that
-/// merges the forward and recomputed norm statistics.
+/// merges the forward and recomputed norm statistics. |dataParallelRanks|
+/// > 1 adds tx-data-parallel before the cleanup.
 void buildTrainPipeline(
     OpPassManager &pm, const DefaultPipelineOptions &fusion,
     const tx::BuildTrainStepPassOptions &step,
-    const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt);
+    const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt,
+    int64_t dataParallelRanks = 1);
 
 /// Registers `txopt-default` (and `txopt-train`, TrainPipeline.h) for
 /// txopt-opt and mlir-opt plugins.

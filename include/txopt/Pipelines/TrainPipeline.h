@@ -83,6 +83,11 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       *this, "grad-accum",
       llvm::cl::desc("Micro-batches per optimizer step (> 1 emits @micro_step)"),
       llvm::cl::init(1)};
+  Option<int64_t> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Build a ZeRO-1 step for N data-parallel ranks "
+                     "(tx-data-parallel; 1: a plain step)"),
+      llvm::cl::init(1)};
   Option<bool> eval{*this, "eval",
                     llvm::cl::desc("Also emit @eval (validation loss)"),
                     llvm::cl::init(false)};

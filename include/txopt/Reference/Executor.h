@@ -21,6 +21,7 @@
 #ifndef TXOPT_REFERENCE_EXECUTOR_H
 #define TXOPT_REFERENCE_EXECUTOR_H
 
+#include "txopt/Reference/Communicator.h"
 #include "txopt/Reference/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,6 +53,9 @@ struct ExecutorOptions {
   /// Make tx.dropout pass its input through, for comparisons with a
   /// reference whose random numbers differ (onnxruntime's, PyTorch's).
   bool disableDropout = false;
+  /// The ranks the collectives (tx.all_reduce, ...) run over; null means
+  /// one rank. Not owned; one per thread when N ranks are simulated.
+  Communicator *communicator = nullptr;
 };
 
 class Executor {

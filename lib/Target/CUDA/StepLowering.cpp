@@ -433,6 +433,11 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   for (func::FuncOp f : {eval, logits})
     if (f && f.getFunctionType().getInputs() != step.getFunctionType().getInputs())
       return f.emitError("expected '") << f.getName() << "' to take the step's arguments";
+  if (auto recipe = step->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName);
+      recipe && recipe.get("data_parallel"))
+    return step.emitError("the GPU backend does not run data-parallel steps "
+                          "yet (no NCCL collectives): run them with "
+                          "txopt-run --ranks=N");
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
   program.target = options.target;

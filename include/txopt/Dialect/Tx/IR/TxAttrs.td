@@ -44,6 +44,17 @@ def Tx_EpsilonPlacement : I32EnumAttr<"EpsilonPlacement",
 }
 def Tx_EpsilonPlacementAttr : EnumAttr<Tx_Dialect, Tx_EpsilonPlacement, "epsilon_placement">;
 
+// How a collective combines the ranks' tensors (TxCollectiveOps.td).
+def Tx_CollectiveReduction : I32EnumAttr<"CollectiveReduction",
+    "how a collective combines the ranks' tensors", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>,
+    I32EnumAttrCase<"mean", 2>]> {
+  let cppNamespace = "::mlir::txopt::tx";
+  let genSpecializedAttr = 0;
+}
+def Tx_CollectiveReductionAttr
+    : EnumAttr<Tx_Dialect, Tx_CollectiveReduction, "collective_reduction">;
+
 //===----------------------------------------------------------------------===//
 // FP8 recipe (TxPrecisionOps.td)
 //===----------------------------------------------------------------------===//

@@ -910,5 +910,6 @@ include "txopt/Dialect/Tx/IR/TxAttentionOps.td"
 include "txopt/Dialect/Tx/IR/TxOptimOps.td"
 include "txopt/Dialect/Tx/IR/TxGradOps.td"
 include "txopt/Dialect/Tx/IR/TxPrecisionOps.td"
+include "txopt/Dialect/Tx/IR/TxCollectiveOps.td"
 
 #endif // TXOPT_DIALECT_TX_IR_TXOPS_TD

@@ -214,6 +214,81 @@ def BuildTrainStepPass : Pass<"tx-build-train-step", "::mlir::ModuleOp"> {
   ];
 }
 
+def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Turn a training step into a ZeRO-1 data-parallel step for N ranks";
+  let description = [{
+    Rewrites every function carrying `tx.train_step` (as tx-build-train-step
+    builds it) into the step one of `ranks` ranks runs on its own slice of
+    the global batch, with the optimizer state sharded over the ranks
+    (ZeRO stage 1). Per parameter `p` (n elements), with gradient `g` as
+    the global-norm computation squares it:
+
+    ```
+    shard_g = reduce_scatter mean (pad(flatten(g), n_pad))    // n_pad = n rounded up to ranks
+    shard_p = rank_shard (pad(flatten(p), n_pad))
+    sumsq   = all_reduce sum (sum over params of sum(shard_g^2))
+    grad_norm = sqrt(sumsq)                                    // the global norm
+    shard_p', m', v' = optimizer(shard_p, clip(shard_g), m, v)  // m, v: n_pad / ranks
+    p'      = reshape(slice(all_gather shard_p', 0, n))
+    loss    = all_reduce mean (loss)
+    ```
+
+    Before, with ranks = 2 and one parameter `tensor<3x5xf32>`:
+
+    ```mlir
+    %n = tx.sqrt %sumsq : tensor<f32>
+    %p2, %m2, %v2 = tx.adam adamw params(%p) grads(%g) exp_avg(%m) ...
+        : tensor<3x5xf32>
+    ```
+
+    After (moment arguments and results become `tensor<8xf32>`: 15
+    elements padded to 16, half on each rank):
+
+    ```mlir
+    %gs = tx.reduce_scatter mean %gpad ranks(2) : tensor<16xf32> -> tensor<8xf32>
+    %ss = tx.all_reduce sum %local ranks(2) : tensor<f32>
+    %n = tx.sqrt %ss : tensor<f32>
+    %ps = tx.rank_shard %ppad ranks(2) : tensor<16xf32> -> tensor<8xf32>
+    %p2s, %m2, %v2 = tx.adam adamw params(%ps) grads(%gs) exp_avg(%m) ...
+        : tensor<8xf32>
+    %full = tx.all_gather %p2s ranks(2) : tensor<8xf32> -> tensor<16xf32>
+    ```
+
+    The mean over ranks of per-rank mean-loss gradients is the gradient of
+    the mean loss over the global batch (equal-sized slices), so a step of
+    N ranks on batch B equals a plain step on batch N*B up to f32
+    summation order. Gradient clipping scales by a factor computed from the
+    global norm, identical on every rank, so it commutes with the
+    reduce-scatter: the pass rebuilds the chain of scalar multiplies and
+    divides between the squared gradient and the optimizer on the shard.
+    The recipe (`tx.train_step`) gains `data_parallel = ranks`: drivers
+    read the rank count there, and checkpoints of a sharded step are not
+    taken for a plain one.
+
+    `ranks` is fixed at compile time because the IR has static shapes (a
+    shard's length is part of its type); issue 15 asks for the rank count
+    at run time, which is not built yet. Gradients are reduce-scattered
+    one tensor at a time after the backward, not in buckets overlapped with
+    it.
+
+    FP8 steps: the amax operand of every tx.fp8_scale_update and
+    tx.fp8_current_scale becomes `all_reduce max` of it, so every rank keeps
+    identical scaling state (as Transformer Engine reduces amaxes).
+
+    Not handled, refused with an error: steps with loss scaling (fp16),
+    gradient accumulation (`@micro_step`) or `@eval`
+    (they share the step's argument list, whose moments change type), and
+    a step already data-parallel. `ranks = 1` leaves the module unchanged;
+    functions without `tx.train_step` are never touched.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "Number of data-parallel ranks the step is built for">,
+  ];
+}
+
 def DifferentiatePass : Pass<"tx-differentiate", "::mlir::ModuleOp"> {
   let summary = "Build the reverse-mode gradient function of every loss function";
   let description = [{

@@ -1,0 +1,414 @@
+//===- DataParallel.cpp - tx-data-parallel: a ZeRO-1 step for N ranks -----===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// Rewrites a built training step into the step each of N data-parallel ranks
+// runs: gradients reduce-scattered, the optimizer on this rank's shard,
+// parameters all-gathered, global norm and loss all-reduced (Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
+#include "txopt/Dialect/Tx/Transforms/TrainStep.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::txopt::tx {
+#define GEN_PASS_DEF_DATAPARALLELPASS
+#include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
+} // namespace mlir::txopt::tx
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::tx;
+
+namespace {
+
+/// The recipe key that marks a data-parallel step and holds its rank count.
+constexpr StringLiteral kDataParallelKey = "data_parallel";
+
+/// The return value named |name| (`tx.name` result attribute), or null.
+OpOperand *namedResult(func::FuncOp step, func::ReturnOp ret, StringRef name) {
+  for (unsigned i = 0, e = ret.getNumOperands(); i < e; ++i)
+    if (auto attr = step.getResultAttrOfType<StringAttr>(i, "tx.name"))
+      if (attr.getValue() == name)
+        return &ret->getOpOperand(i);
+  return nullptr;
+}
+
+/// A value's length once flattened and padded to a multiple of |ranks|.
+int64_t paddedLength(Type type, int64_t ranks) {
+  int64_t n = cast<RankedTensorType>(type).getNumElements();
+  return (n + ranks - 1) / ranks * ranks;
+}
+
+RankedTensorType vectorType(Type like, int64_t length) {
+  return RankedTensorType::get({length},
+                               cast<RankedTensorType>(like).getElementType());
+}
+
+/// |value| flattened to 1-D and padded with zeros to paddedLength: zeros
+/// add nothing to a gradient's sum of squares and stay zero under every
+/// optimizer (their gradient and moments are zero; decay of 0 is 0).
+Value flattenAndPad(ImplicitLocOpBuilder &b, Value value, int64_t ranks) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t n = type.getNumElements();
+  if (type.getRank() != 1)
+    value = ReshapeOp::create(b, vectorType(type, n), value);
+  int64_t padded = paddedLength(type, ranks);
+  if (padded == n)
+    return value;
+  Value zeros = ConstantOp::create(
+      b, cast<ElementsAttr>(b.getZeroAttr(vectorType(type, padded - n))));
+  return ConcatOp::create(b, ValueRange{value, zeros}, b.getI64IntegerAttr(0));
+}
+
+/// The inverse of flattenAndPad: the first n elements in |like|'s shape.
+Value unpadAndReshape(ImplicitLocOpBuilder &b, Value vector, Type like) {
+  auto type = cast<RankedTensorType>(like);
+  int64_t n = type.getNumElements();
+  if (cast<RankedTensorType>(vector.getType()).getDimSize(0) != n)
+    vector = SliceOp::create(b, vector, b.getDenseI64ArrayAttr({0}),
+                             b.getDenseI64ArrayAttr({n}),
+                             b.getDenseI64ArrayAttr({0}),
+                             b.getDenseI64ArrayAttr({1}));
+  if (type.getRank() != 1)
+    vector = ReshapeOp::create(b, type, vector);
+  return vector;
+}
+
+/// Whether |op| scales a tensor by a 0-d scalar (`x * s`, `s * x`, `x / s`):
+/// the ops between a gradient and the optimizer (clipping, unscaling).
+/// Returns the tensor operand's index, or nothing.
+std::optional<unsigned> scaledOperand(Operation *op) {
+  if (!isa<MulOp, DivOp>(op))
+    return std::nullopt;
+  Type resultType = op->getResult(0).getType();
+  auto isScalar = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank() == 0;
+  };
+  for (unsigned i : {0u, 1u})
+    if (op->getOperand(i).getType() == resultType &&
+        isScalar(op->getOperand(1 - i)) && (i == 0 || isa<MulOp>(op)))
+      return i;
+  return std::nullopt;
+}
+
+/// One parameter of an optimizer op, on its way to being sharded.
+struct ShardedParam {
+  /// The gradient as the global norm squares it, and its reduce-scattered
+  /// shard.
+  Value gradient, gradientShard;
+  /// The scalar multiplies/divides from `gradient` to the optimizer's
+  /// operand, innermost first.
+  SmallVector<Operation *> chain;
+};
+
+class DataParallelRewriter {
+public:
+  DataParallelRewriter(func::FuncOp step, int64_t ranks)
+      : step(step), ranks(ranks) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult checkSupported(ModuleOp module);
+  /// Finds, for |optimizer|'s parameter |index|, the gradient the norm
+  /// squares and the scaling chain after it.
+  LogicalResult traceGradient(Operation *optimizer, Value operand,
+                              unsigned index, ShardedParam &param);
+  /// Replaces |optimizer| by the same update on this rank's shards.
+  LogicalResult shardOptimizer(Operation *optimizer,
+                               MutableArrayRef<ShardedParam> params);
+  /// This rank's shard of optimizer state |state| of |optimizer| (which
+  /// |sharded| clones): the step argument retyped, or zeros. Null when the
+  /// state is something else.
+  Value shardState(ImplicitLocOpBuilder &b, Operation *optimizer,
+                   Operation *sharded, Value state, Type shardType);
+  bool isShardableState(Operation *optimizer, Value state);
+
+  func::FuncOp step;
+  int64_t ranks;
+  /// The gradients the global norm squares (`tx.mul %g, %g`).
+  llvm::SmallPtrSet<Value, 16> squaredGradients;
+};
+
+LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
+  auto recipe = step->getAttrOfType<DictionaryAttr>(kTrainStepAttrName);
+  if (recipe.get(kDataParallelKey))
+    return step.emitError("the step is already data-parallel");
+  for (auto func : module.getOps<func::FuncOp>()) {
+    for (StringLiteral link : {kMicroStepAttrName, kEvalAttrName}) {
+      auto ref = func->getAttrOfType<FlatSymbolRefAttr>(link);
+      if (ref && ref.getValue() == step.getName())
+        return func.emitError("data parallelism does not support ")
+               << (link == kMicroStepAttrName ? "gradient accumulation"
+                                              : "@eval")
+               << " yet (it shares the step's arguments, whose optimizer "
+                  "state becomes shards)";
+    }
+  }
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+    auto role = step.getArgAttrOfType<StringAttr>(i, kRoleAttrName);
+    if (!role)
+      continue;
+    if (role.getValue() == "loss_scale")
+      return step.emitError("data parallelism does not support loss scaling "
+                            "(fp16) yet: argument ")
+             << i << " has tx.role 'loss_scale'";
+  }
+  return success();
+}
+
+LogicalResult DataParallelRewriter::traceGradient(Operation *optimizer,
+                                                  Value operand, unsigned index,
+                                                  ShardedParam &param) {
+  Value value = operand;
+  while (!squaredGradients.contains(value)) {
+    Operation *def = value.getDefiningOp();
+    std::optional<unsigned> scaled = def ? scaledOperand(def) : std::nullopt;
+    if (!scaled)
+      return optimizer->emitError("cannot trace gradient #")
+             << index << " back to the gradient the global norm squares "
+                "(expected only scalar multiplies or divides in between)";
+    param.chain.push_back(def);
+    value = def->getOperand(*scaled);
+  }
+  std::reverse(param.chain.begin(), param.chain.end());
+  param.gradient = value;
+  return success();
+}
+
+/// Whether shardState can shard |state| of |optimizer|: a step argument
+/// that nothing else reads (its type can change), or a zero splat.
+bool DataParallelRewriter::isShardableState(Operation *optimizer, Value state) {
+  if (auto arg = dyn_cast<BlockArgument>(state))
+    return arg.getOwner() == &step.getBody().front() &&
+           llvm::all_of(arg.getUsers(),
+                        [&](Operation *user) { return user == optimizer; });
+  auto constant = state.getDefiningOp<ConstantOp>();
+  auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                        : SplatElementsAttr();
+  return splat && splat.getSplatValue<APFloat>().isZero();
+}
+
+Value DataParallelRewriter::shardState(ImplicitLocOpBuilder &b,
+                                       Operation *optimizer, Operation *sharded,
+                                       Value state, Type shardType) {
+  if (auto arg = dyn_cast<BlockArgument>(state)) {
+    if (arg.getOwner() != &step.getBody().front() ||
+        llvm::any_of(arg.getUsers(), [&](Operation *user) {
+          return user != optimizer && user != sharded;
+        }))
+      return {};
+    arg.setType(shardType);
+    return arg;
+  }
+  // SGD without momentum passes zero buffers (constants) and keeps no state.
+  if (auto constant = state.getDefiningOp<ConstantOp>()) {
+    auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+    if (splat && splat.getSplatValue<APFloat>().isZero())
+      return ConstantOp::create(b, cast<ElementsAttr>(b.getZeroAttr(shardType)));
+  }
+  return {};
+}
+
+LogicalResult
+DataParallelRewriter::shardOptimizer(Operation *optimizer,
+                                     MutableArrayRef<ShardedParam> params) {
+  ImplicitLocOpBuilder b(optimizer->getLoc(), optimizer);
+  Operation *sharded = b.clone(*optimizer);
+  // The shards are computed right before the update that reads them.
+  b.setInsertionPoint(sharded);
+  unsigned numParams = params.size();
+  // Operands: params, grads, then one list per optimizer state (exp_avg and
+  // exp_avg_sq, or momentum_buffer); results: new params, then the states.
+  unsigned numStates = optimizer->getNumResults() / numParams - 1;
+  for (auto [k, param] : llvm::enumerate(params)) {
+    Value fullParam = optimizer->getOperand(k);
+    Type shardType = param.gradientShard.getType();
+    Value paramShard = RankShardOp::create(
+        b, shardType, flattenAndPad(b, fullParam, ranks), ranks);
+    sharded->setOperand(k, paramShard);
+
+    Value grad = param.gradientShard;
+    for (Operation *scale : param.chain) {
+      unsigned tensorIndex = *scaledOperand(scale);
+      Value scalar = scale->getOperand(1 - tensorIndex);
+      Value lhs = tensorIndex == 0 ? grad : scalar;
+      Value rhs = tensorIndex == 0 ? scalar : grad;
+      grad = isa<MulOp>(scale) ? Value(MulOp::create(b, lhs, rhs))
+                               : Value(DivOp::create(b, lhs, rhs));
+    }
+    sharded->setOperand(numParams + k, grad);
+
+    for (unsigned s = 0; s < numStates; ++s) {
+      unsigned operandIndex = (2 + s) * numParams + k;
+      Value state = shardState(b, optimizer, sharded,
+                               optimizer->getOperand(operandIndex), shardType);
+      if (!state)
+        return optimizer->emitError("expected optimizer state operand #")
+               << operandIndex << " to be a step argument only the optimizer "
+                  "reads, or zeros";
+      sharded->setOperand(operandIndex, state);
+      sharded->getResult((1 + s) * numParams + k).setType(shardType);
+    }
+    sharded->getResult(k).setType(shardType);
+  }
+  b.setInsertionPointAfter(sharded);
+  for (unsigned k = 0; k < numParams; ++k) {
+    Value oldParam = optimizer->getResult(k);
+    Type paddedType = vectorType(oldParam.getType(),
+                                 paddedLength(oldParam.getType(), ranks));
+    Value gathered =
+        AllGatherOp::create(b, paddedType, sharded->getResult(k), ranks);
+    oldParam.replaceAllUsesWith(
+        unpadAndReshape(b, gathered, oldParam.getType()));
+  }
+  for (unsigned i = numParams, e = optimizer->getNumResults(); i < e; ++i)
+    optimizer->getResult(i).replaceAllUsesWith(sharded->getResult(i));
+  optimizer->erase();
+  return success();
+}
+
+LogicalResult DataParallelRewriter::run() {
+  if (failed(checkSupported(step->getParentOfType<ModuleOp>())))
+    return failure();
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpOperand *gradNorm = namedResult(step, ret, "grad_norm");
+  OpOperand *loss = namedResult(step, ret, "loss");
+  auto sqrt = gradNorm ? gradNorm->get().getDefiningOp<SqrtOp>() : SqrtOp();
+  if (!sqrt || !loss)
+    return step.emitError("expected the step's results 'loss' and "
+                          "'grad_norm', the latter a tx.sqrt (as "
+                          "tx-build-train-step builds them)");
+
+  // The gradients are what the norm squares: walk its operand's producers.
+  SmallVector<Value> worklist{sqrt.getInput()};
+  llvm::SmallPtrSet<Operation *, 32> visited;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || !visited.insert(def).second)
+      continue;
+    if (auto mul = dyn_cast<MulOp>(def); mul && mul.getLhs() == mul.getRhs()) {
+      squaredGradients.insert(mul.getLhs());
+      continue;
+    }
+    if (isa<AddOp, ReduceSumOp>(def))
+      llvm::append_range(worklist, def->getOperands());
+  }
+
+  SmallVector<Operation *> optimizers;
+  for (Operation &op : body)
+    if (isa<AdamOp, SGDOp>(op))
+      optimizers.push_back(&op);
+  if (optimizers.empty())
+    return step.emitError("expected a tx.adam or tx.sgd in the step");
+
+  // Trace every gradient and check every state operand first, so that a
+  // failure leaves the step unchanged.
+  SmallVector<SmallVector<ShardedParam>> params;
+  for (Operation *optimizer : optimizers) {
+    unsigned numParams = isa<AdamOp>(optimizer)
+                             ? cast<AdamOp>(optimizer).getNumParams()
+                             : cast<SGDOp>(optimizer).getNumParams();
+    params.emplace_back(numParams);
+    for (unsigned k = 0; k < numParams; ++k)
+      if (failed(traceGradient(optimizer, optimizer->getOperand(numParams + k),
+                               k, params.back()[k])))
+        return failure();
+    unsigned numStates = optimizer->getNumResults() / numParams - 1;
+    for (unsigned i = 2 * numParams, e = (2 + numStates) * numParams; i < e; ++i)
+      if (!isShardableState(optimizer, optimizer->getOperand(i)))
+        return optimizer->emitError("expected optimizer state operand #")
+               << i << " to be a step argument only the optimizer reads, "
+                  "or zeros";
+  }
+
+  // Reduce-scatter every gradient where the norm is taken (they all exist
+  // there), and take the global norm from the shards' sums of squares.
+  ImplicitLocOpBuilder b(sqrt.getLoc(), sqrt);
+  Value localSumOfSquares;
+  for (MutableArrayRef<ShardedParam> group : params) {
+    for (ShardedParam &param : group) {
+      Value padded = flattenAndPad(b, param.gradient, ranks);
+      int64_t shardLength =
+          cast<RankedTensorType>(padded.getType()).getDimSize(0) / ranks;
+      param.gradientShard = ReduceScatterOp::create(
+          b, vectorType(padded.getType(), shardLength), padded,
+          CollectiveReduction::mean, ranks);
+      Value square = MulOp::create(b, param.gradientShard, param.gradientShard);
+      Value partial = ReduceSumOp::create(b, square, b.getDenseI64ArrayAttr({}),
+                                          /*keep_dims=*/nullptr);
+      localSumOfSquares = localSumOfSquares
+                              ? AddOp::create(b, localSumOfSquares, partial)
+                              : partial;
+    }
+  }
+  sqrt->setOperand(0, AllReduceOp::create(b, localSumOfSquares.getType(),
+                                          localSumOfSquares,
+                                          CollectiveReduction::sum, ranks));
+
+  for (auto [optimizer, group] : llvm::zip(optimizers, params))
+    if (failed(shardOptimizer(optimizer, group)))
+      return failure();
+
+  // FP8 scaling state is replicated: every rank must derive the same
+  // scales, from the amax over all ranks' tensors (Transformer Engine
+  // reduces its amaxes the same way). The max over ranks of the ranks'
+  // amaxes is also what the plain step on the whole batch sees.
+  SmallVector<Operation *> scaleUpdates;
+  for (Operation &op : body)
+    if (isa<FP8ScaleUpdateOp, FP8CurrentScaleOp>(op))
+      scaleUpdates.push_back(&op);
+  for (Operation *update : scaleUpdates) {
+    OpOperand &amax = isa<FP8ScaleUpdateOp>(update)
+                          ? cast<FP8ScaleUpdateOp>(update).getAmaxMutable()
+                          : cast<FP8CurrentScaleOp>(update).getAmaxMutable();
+    b.setInsertionPoint(update);
+    amax.set(AllReduceOp::create(b, amax.get().getType(), amax.get(),
+                                 CollectiveReduction::max, ranks));
+  }
+
+  b.setInsertionPoint(ret);
+  loss->set(AllReduceOp::create(b, loss->get().getType(), loss->get(),
+                                CollectiveReduction::mean, ranks));
+
+  // The local norm computation and the full-size gradient uses are dead now.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  step.setType(FunctionType::get(step.getContext(), body.getArgumentTypes(),
+                                 ret.getOperandTypes()));
+  NamedAttrList recipe(step->getAttrOfType<DictionaryAttr>(kTrainStepAttrName));
+  recipe.set(kDataParallelKey, b.getI64IntegerAttr(ranks));
+  step->setAttr(kTrainStepAttrName, recipe.getDictionary(step.getContext()));
+  return success();
+}
+
+struct DataParallelPass : tx::impl::DataParallelPassBase<DataParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (ranks < 1) {
+      getOperation().emitError("tx-data-parallel: expected ranks >= 1, but got ")
+          << ranks;
+      return signalPassFailure();
+    }
+    // One rank needs no collectives: the plain step is that rank's step.
+    if (ranks == 1)
+      return;
+    SmallVector<func::FuncOp> steps;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (func->hasAttr(kTrainStepAttrName))
+        steps.push_back(func);
+    for (func::FuncOp step : steps)
+      if (failed(DataParallelRewriter(step, ranks).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
