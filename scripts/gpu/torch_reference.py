@@ -6,6 +6,8 @@ initial weights, on the same token batches as `txopt-run --steps --data`.
 
     torch_reference.py MODEL.onnx --steps N --data TOKENS.npy
         [--device cuda|cpu] [--lr 1e-3] [--out DIR] [--dtype float32|float64]
+        [--schedule cosine|linear|constant --warmup W --decay-steps D
+         --min-lr Y] [--grad-accum N]
 
 The ONNX graph is interpreted node by node with torch ops (one function per
 op type, below), so autograd differentiates it; shape subgraphs are
@@ -32,6 +34,14 @@ reaches a SoftmaxCrossEntropyLoss's labels through integer ops. Step k
 (1-based, as printed) uses tokens[o, o + n) for the data and
 tokens[o + 1, o + n + 1) for the labels, n = batch * seq; before each step
 o wraps to 0 if o + n + 1 > len(tokens); after it o += n.
+
+Learning-rate schedules as txrun/txopt-run compute them (runtime/src/core/
+training.cpp, LrSchedule::at), each step's lr rounded to f32 as they feed it
+to the step's lr argument. Gradient accumulation as `txopt --grad-accum N`
+compiles it: each step reads N consecutive windows (micro-batches), the
+update sees the mean of their gradients (each micro-batch's loss divided by
+N before backward), the printed loss is the mean of their losses, and the
+dropout key of micro-batch m of step k is --seed * 2^32 + (k - 1) * N + m.
 
 Prints `step N  loss L  grad_norm G` (%.9g) per step, like txopt-run and
 txrun; lines starting with '#' are notes. With --out DIR writes every
@@ -786,6 +796,11 @@ def main(argv=None):
                         "(txopt --freeze)")
     p.add_argument("--out", default=None, help="write trained parameters here")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--schedule", choices=["cosine", "linear", "constant"], default=None)
+    p.add_argument("--warmup", type=int, default=0)
+    p.add_argument("--decay-steps", type=int, default=None)
+    p.add_argument("--min-lr", type=float, default=0.0)
+    p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--dropout", choices=["txopt", "identity"], default="txopt",
                    help="training-mode Dropout: txopt's counter-based mask "
                         "(exact), or the identity")
@@ -895,34 +910,63 @@ def main(argv=None):
     if unused:
         print("# not trained (only Shape reads them, or nothing): " + ", ".join(unused))
 
+    def lr_at(step):
+        # LrSchedule::at, then rounded to f32 as the lr argument holds it.
+        lr, warmup = args.lr, args.warmup
+        decay = args.decay_steps if args.decay_steps is not None else args.steps
+        if args.schedule is None:
+            value = lr
+        elif warmup > 0 and step <= warmup:
+            value = lr * step / warmup
+        elif args.schedule == "constant":
+            value = lr
+        elif step >= decay:
+            value = args.min_lr
+        else:
+            p = (step - warmup) / (decay - warmup)
+            value = (args.min_lr + 0.5 * (1.0 + math.cos(math.pi * p)) * (lr - args.min_lr)
+                     if args.schedule == "cosine" else lr + p * (args.min_lr - lr))
+        return float(np.float32(value))
+
+    accum = args.grad_accum
+    if args.schedule or accum > 1:
+        print("# schedule %s (warm-up %d, decay to step %s, min lr %g), %d micro-batch(es) per step"
+              % (args.schedule or "none", args.warmup, args.decay_steps or args.steps,
+                 args.min_lr, accum))
     offset = 0
     ran_notes = False
     for step in range(1, args.steps + 1):
-        if offset + window + 1 > len(tokens):
-            offset = 0
-        env = dict(const_env)
-        # Params are cast to the model's type where read (bf16/f16 models).
-        for name, (t, ttype) in params.items():
-            env[name] = t if t.dtype == ttype else t.to(ttype)
-        d_type = interp.torch_type(batch_inputs[data_name][1])
-        env[data_name] = torch.from_numpy(
-            tokens[offset:offset + window].reshape(data_shape)).to(device, d_type)
-        if labels_name:
-            l_type = interp.torch_type(batch_inputs[labels_name][1])
-            env[labels_name] = torch.from_numpy(
-                tokens[offset + 1:offset + 1 + window].reshape(data_shape)).to(
-                    device, l_type)
-        offset += window
-
-        interp.rng_key = ((args.seed << 32) + (step - 1)) & M
         opt.zero_grad(set_to_none=True)
-        env = interp.run(env)
-        loss = env[graph.output[0].name]
-        if not ran_notes:
-            for note in interp.notes:
-                print("# NOTE: " + note)
-            ran_notes = True
-        loss.backward()
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step)
+        micro_losses = []
+        for micro in range(accum):
+            if offset + window + 1 > len(tokens):
+                offset = 0
+            env = dict(const_env)
+            # Params are cast to the model's type where read (bf16/f16 models).
+            for name, (t, ttype) in params.items():
+                env[name] = t if t.dtype == ttype else t.to(ttype)
+            d_type = interp.torch_type(batch_inputs[data_name][1])
+            env[data_name] = torch.from_numpy(
+                tokens[offset:offset + window].reshape(data_shape)).to(device, d_type)
+            if labels_name:
+                l_type = interp.torch_type(batch_inputs[labels_name][1])
+                env[labels_name] = torch.from_numpy(
+                    tokens[offset + 1:offset + 1 + window].reshape(data_shape)).to(
+                        device, l_type)
+            offset += window
+
+            interp.rng_key = ((args.seed << 32) + (step - 1) * accum + micro) & M
+            env = interp.run(env)
+            micro_loss = env[graph.output[0].name]
+            if not ran_notes:
+                for note in interp.notes:
+                    print("# NOTE: " + note)
+                ran_notes = True
+            (micro_loss / accum if accum > 1 else micro_loss).backward()
+            micro_losses.append(micro_loss.detach())
+        loss = sum(micro_losses) / accum if accum > 1 else micro_losses[0]
         grads = []
         for name, (t, _) in params.items():
             if t.grad is None:  # read, but no differentiable path: txopt's 0
