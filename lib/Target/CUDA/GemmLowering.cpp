@@ -82,6 +82,9 @@ LogicalResult cuda::lowerMatMul(LoweringContext &ctx, tx::MatMulOp op) {
   g.a = ctx.bufferFor(bSource);
   g.b = ctx.bufferFor(aSource);
   g.d = ctx.bufferFor(c);
+  // A micro-step's gradient GEMM adds into its accumulator (D = C = acc).
+  if (ctx.accumulatingGemms.contains(c))
+    g.beta = 1.0f;
   ctx.gemm(g, op);
   return success();
 }

@@ -49,6 +49,9 @@ struct LoweringContext {
   /// (f32 pairs), written by the loss kernel so the gradient kernel of the
   /// same scores reads them instead of two more passes over the logits.
   llvm::DenseMap<Value, unsigned> rowLogSumExp;
+  /// Matmul results whose GEMM adds into their buffer (beta = 1): a
+  /// micro-step's gradient GEMM writing straight into its accumulator.
+  llvm::DenseSet<Value> accumulatingGemms;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)

@@ -232,7 +232,10 @@ static bool isCarriedZero(Value value) {
 /// Gradient accumulation's micro-step returns `acc + grad` as the next
 /// value of the accumulator argument `acc`, its only reader: the add's
 /// kernel writes the sum over `acc` in place (elementwise, each element
-/// read before it is written at the same index), so no copy follows.
+/// read before it is written at the same index), so no copy follows. When
+/// `grad` is an f32 matmul read by nothing else, there is no add kernel at
+/// all: the GEMM accumulates into `acc` itself (beta = 1, C = D = acc),
+/// saving the gradient's write and both reads of the add.
 static void accumulateInPlace(LoweringContext &ctx, func::FuncOp func) {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
@@ -245,6 +248,14 @@ static void accumulateInPlace(LoweringContext &ctx, func::FuncOp func) {
         acc.getType() != value.getType())
       continue;
     ctx.bufferOfValue[value] = ctx.bufferFor(acc);
+    Value grad = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+    if (grad.getDefiningOp<tx::MatMulOp>() && grad.hasOneUse() &&
+        grad.getType() == acc.getType() &&
+        cast<RankedTensorType>(acc.getType()).getElementType().isF32()) {
+      ctx.bufferOfValue[grad] = ctx.bufferFor(acc);
+      ctx.accumulatingGemms.insert(grad);
+      ctx.loweredElsewhere.insert(add);
+    }
   }
 }
 
