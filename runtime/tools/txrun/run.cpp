@@ -103,7 +103,7 @@ private:
   unsigned accum = 1;
   /// MFU: the step's model FLOPs against the GPU's peak for the step's
   /// GEMM precision (0: unknown GPU, no MFU).
-  double modelFlops = 0, peak = 0;
+  double modelFlops = 0, peakTflopsOfGpu = 0;
   double memGib = 0;
   void findPeak();
 };
@@ -213,11 +213,13 @@ void TrainingRun::findPeak() {
   };
   for (unsigned i = 0; root->commands() && i < root->commands()->size(); ++i)
     consider(root->commands()->Get(i));
-  peak = peakTflops(session->deviceInfo().name, kind);
+  peakTflopsOfGpu = peakTflops(session->deviceInfo().name, kind);
   if (modelFlops > 0)
     std::printf("model %.3f TFLOP per step; MFU against %s\n", modelFlops / 1e12,
-                peak > 0 ? (std::string(peakKindName(kind)) + " dense peak " +
-                            std::to_string(static_cast<int>(peak)) + " TFLOP/s").c_str()
+                peakTflopsOfGpu > 0
+                    ? (std::string(peakKindName(kind)) + " dense peak " +
+                       std::to_string(static_cast<int>(peakTflopsOfGpu)) + " TFLOP/s")
+                          .c_str()
                          : "no known peak (this GPU is not in the table)");
 }
 
@@ -519,8 +521,8 @@ void TrainingRun::printStep(int64_t step, double loss, double norm, double skipp
   if (modelFlops > 0 && ms > 0) {
     double tflops = modelFlops / (ms / 1000.0) / 1e12;
     std::printf("  TFLOP/s %.1f", tflops);
-    if (peak > 0)
-      std::printf("  MFU %.1f%%", 100.0 * tflops / peak);
+    if (peakTflopsOfGpu > 0)
+      std::printf("  MFU %.1f%%", 100.0 * tflops / peakTflopsOfGpu);
   }
   std::printf("  mem %.2f GiB", memGib);
   if (skippedIndex >= 0 && skipped != 0) {
@@ -548,7 +550,7 @@ void TrainingRun::logStep(int64_t step, double loss, double norm, bool isSkipped
   record.skipped = isSkipped;
   record.hasDevice = true;
   record.tflops = ms > 0 ? modelFlops / (ms / 1000.0) / 1e12 : 0.0;
-  record.mfu = peak > 0 ? record.tflops / peak : -1.0;
+  record.mfu = peakTflopsOfGpu > 0 ? record.tflops / peakTflopsOfGpu : -1.0;
   record.memGib = memGib;
   std::fprintf(log, "%s\n", stepLogLine(record).c_str());
   std::fflush(log);
@@ -557,11 +559,11 @@ void TrainingRun::logStep(int64_t step, double loss, double norm, bool isSkipped
 /// After the last step: peak memory, the mean step time, --output-dir and
 /// --dump-results.
 int TrainingRun::finish() {
-  uint64_t peak = 0;
-  if (Status s = session->peakMemory(peak); !s.ok())
+  uint64_t peakBytes = 0;
+  if (Status s = session->peakMemory(peakBytes); !s.ok())
     return fail(kRunError, s.message());
   std::printf("peak device memory %.1f MiB (%llu bytes; the plan says %llu)\n",
-              peak / (1024.0 * 1024.0), static_cast<unsigned long long>(peak),
+              peakBytes / (1024.0 * 1024.0), static_cast<unsigned long long>(peakBytes),
               static_cast<unsigned long long>(artifact->root().peak_bytes()));
   if (timedSteps > 0) {
     double meanMs = sumMs / timedSteps;
@@ -572,8 +574,8 @@ int TrainingRun::finish() {
     if (modelFlops > 0) {
       double tflops = modelFlops / (meanMs / 1000.0) / 1e12;
       std::printf("  TFLOP/s %.1f", tflops);
-      if (peak > 0)
-        std::printf("  MFU %.1f%%", 100.0 * tflops / peak);
+      if (peakTflopsOfGpu > 0)
+        std::printf("  MFU %.1f%%", 100.0 * tflops / peakTflopsOfGpu);
     }
     std::printf("\n");
   }
