@@ -72,6 +72,9 @@ OPTIONS:
                        or a corrupted one, is refused naming the tensor.
   --log FILE           One JSON object per step (JSONL): step, loss,
                        grad_norm, lr, ms, tok_per_s (appends with --resume).
+  --plot FILE.png      With --log: draw the log's training and validation
+                       losses into FILE.png after the last step (also
+                       `txrun plot LOG [-o FILE.png]` at any time).
   --weights-dir DIR    Folder for the artifact's relative EXTERNAL weight
                        files (default: the artifact's folder).
   --output-dir DIR     Write the final state (every argument whose role is not
@@ -159,7 +162,7 @@ const char *const kValued[] = {"--steps", "--data", "--seed",
                                       "--decay-steps", "--min-lr", "--save",
                                       "--save-every", "--resume", "--log",
                                       "--profile", "--profile-out", "--val-data",
-                                      "--eval-every", "--eval-steps"};
+                                      "--eval-every", "--eval-steps", "--plot"};
 
 /// The options without a value: true when |arg| is one (now set in |o|).
 bool parseSwitch(const std::string &arg, Options &o) {
@@ -255,12 +258,15 @@ bool parseValue(const std::string &name, const std::string &value, Options &o,
       return false;
     }
     o.schedule = value;
-  } else if (name == "--save" || name == "--resume" || name == "--log") {
+  } else if (name == "--save" || name == "--resume" || name == "--log" || name == "--plot") {
     if (value.empty()) {
       error = "option '" + name + "' needs a value";
       return false;
     }
-    (name == "--save" ? o.saveDir : name == "--resume" ? o.resumeDir : o.logPath) = value;
+    (name == "--save"     ? o.saveDir
+     : name == "--resume" ? o.resumeDir
+     : name == "--log"    ? o.logPath
+                          : o.plotPath) = value;
   } else if (name == "--data") {
     o.dataPath = value;
   } else if (name == "--weights-dir") {
@@ -286,6 +292,10 @@ bool checkOptions(const Options &o, std::string &error) {
   if (o.valDataPath && !o.dataPath) {
     error = "--val-data needs --data (validation windows fill the arguments the "
             "training data fills)";
+    return false;
+  }
+  if (o.plotPath && !o.logPath) {
+    error = "--plot draws the --log file: give --log FILE too";
     return false;
   }
   if (o.profileOut && !o.profileStep) {

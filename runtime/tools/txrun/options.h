@@ -30,7 +30,7 @@ struct Options {
   uint64_t seed = txrt::kDefaultSeed;
   int64_t logEvery = 1;
   std::optional<double> lr, minLr;
-  std::optional<std::string> schedule, saveDir, resumeDir, logPath;
+  std::optional<std::string> schedule, saveDir, resumeDir, logPath, plotPath;
   std::optional<int64_t> warmup, decaySteps;
   int64_t saveEvery = 0;
   /// Validation: --val-data FILE, evaluated before the first step, every

@@ -16,6 +16,7 @@
 
 #include "core/batch.h"
 #include "core/checkpoint.h"
+#include "core/loss_plot.h"
 #include "core/session.h"
 #include "core/training.h"
 
@@ -578,6 +579,16 @@ int TrainingRun::finish() {
         std::printf("  MFU %.1f%%", 100.0 * tflops / peakTflopsOfGpu);
     }
     std::printf("\n");
+  }
+  if (o.plotPath) {
+    std::fflush(log);
+    LossCurves curves;
+    Status s = readLossCurves(*o.logPath, curves);
+    if (s.ok())
+      s = writeLossPlot(curves, *o.plotPath);
+    if (!s.ok())
+      return fail(kRunError, "--plot: " + s.message());
+    std::printf("wrote the loss curves to %s\n", o.plotPath->c_str());
   }
   if (o.outputDir) {
     std::vector<HostTensor> final;

@@ -18,13 +18,56 @@
 #include "run.h"
 #include "sample.h"
 
+#include "core/loss_plot.h"
+
 #include <cstdio>
 #include <exception>
 #include <string>
 
 using namespace txrun;
 
+/// `txrun plot LOG [-o FILE.png]`: the loss curves of a --log file.
+static int plot(int argc, char **argv) {
+  std::string log, png;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs("USAGE: txrun plot LOG.jsonl [-o FILE.png]\n\nDraws the training and "
+                 "validation losses of a --log file (txrun or txopt-run) as a PNG\n"
+                 "(default: LOG with .png for its extension).\n",
+                 stdout);
+      return kSuccess;
+    }
+    if (arg == "-o") {
+      if (i + 1 >= argc)
+        return fail(kUsageError, "option '-o' needs a value");
+      png = argv[++i];
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return fail(kUsageError, "unknown option '" + arg + "' (see txrun plot --help)");
+    } else if (!log.empty()) {
+      return fail(kUsageError, "more than one log given ('" + log + "' and '" + arg + "')");
+    } else {
+      log = arg;
+    }
+  }
+  if (log.empty())
+    return fail(kUsageError, "no log given (usage: txrun plot LOG.jsonl [-o FILE.png])");
+  if (png.empty())
+    png = log.substr(0, log.rfind('.') == std::string::npos ? log.size() : log.rfind('.')) +
+          ".png";
+  txrt::LossCurves curves;
+  if (txrt::Status s = txrt::readLossCurves(log, curves); !s.ok())
+    return fail(kRunError, s.message());
+  if (txrt::Status s = txrt::writeLossPlot(curves, png); !s.ok())
+    return fail(kRunError, s.message());
+  std::printf("wrote %s (%zu steps, %zu validations)\n", png.c_str(), curves.train.size(),
+              curves.val.size());
+  return kSuccess;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "plot")
+    return plot(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "sample") {
     SampleOptions options;
     std::string error;
