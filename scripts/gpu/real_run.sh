@@ -26,6 +26,14 @@
 #     return, self, import; an untrained model fails both.
 # DIR/run.jsonl (the log), DIR/samples.txt and DIR/summary.txt are what the
 # README quotes; scripts/plot_log.py draws DIR/run.jsonl.
+#   scripts/gpu/real_run.sh cpu DIR       this machine (txopt-run, the CPU
+#                                         reference executor)
+# cpu is the same run scaled to the executor: a 0.4M-parameter GPT (2
+# layers, d_model 128, context 64, batch 8) in f32 on this machine's stdlib
+# (up to 4 MB), STEPS (default 500) steps with validation every 100, a
+# checkpoint at the half and a resume from it that must reproduce the
+# second half bit for bit, and the learned check (validation below the
+# uniform guess by a third); txrun plot draws DIR/cpu.png.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mode="${1:-}"
@@ -112,6 +120,50 @@ PY
   { cat "$dir/corpus.txt"; grep -E 'val_loss|peak|mean over' "$dir/run.txt"; } > "$dir/summary.txt"
   exit $status
   ;;
+cpu)
+  steps="${STEPS:-500}"
+  half=$((steps / 2))
+  py="$root/.venv/bin/python"; [ -x "$py" ] || py=python3
+  status=0
+  verdict() { if [ "$1" = 0 ]; then echo "PASS $2"; else echo "FAIL $2"; status=1; return 1; fi; }
+  mkdir -p "$dir/model"
+  "$py" "$root/scripts/export_gpt_external.py" "$dir/model/gpt.onnx" --layers 2 --d-model 128 \
+    --heads 4 --vocab 256 --seq 64 --batch 8 --seed 0 > /dev/null
+  "$root/build/bin/txopt" "$dir/model/gpt.onnx" --train --eval --lr=3e-3 -q -o "$dir/step.mlir"
+  "$py" "$root/scripts/make_pystdlib_corpus.py" "$dir/data" --max-mb 4 | tee "$dir/corpus.txt"
+  common=("$dir/step.mlir" --data "$dir/data/train.bin" --shuffle --val-data "$dir/data/val.bin"
+          --eval-every 100 --eval-steps 20 --warmup 50 --schedule cosine --decay-steps "$steps"
+          --lr 3e-3 --min-lr 3e-4)
+  rm -rf "$dir/ck" "$dir/ckhalf" "$dir"/*.jsonl
+  start=$(date +%s)
+  "$root/build/bin/txopt-run" "${common[@]}" --steps "$steps" --save "$dir/ck" \
+    --log "$dir/cpu.jsonl" > "$dir/cpu.txt" 2>&1
+  verdict $? "trained $steps steps on the CPU executor in $(( $(date +%s) - start )) s"
+  "$root/build/bin/txopt-run" "${common[@]}" --steps "$half" --save "$dir/ckhalf" > /dev/null 2>&1 &&
+    "$root/build/bin/txopt-run" "${common[@]}" --steps "$steps" --resume "$dir/ckhalf" \
+      --log "$dir/resumed.jsonl" > /dev/null 2>&1
+  verdict $? "a run to step $half, saved, resumed to $steps"
+  "$py" - "$dir/cpu.jsonl" "$dir/resumed.jsonl" "$half" <<'PY'
+import json, math, sys
+def records(p):
+    out = {}
+    for x in map(json.loads, open(p)):
+        key = ("val", x["step"]) if "val_loss" in x else ("train", x["step"])
+        out[key] = (x.get("val_loss"), x.get("loss"), x.get("grad_norm"), x.get("lr"))
+    return out
+a, b, half = records(sys.argv[1]), records(sys.argv[2]), int(sys.argv[3])
+keys = sorted(k for k in a if k[1] > half)
+differ = [k for k in keys if a[k] != b.get(k)]
+val = sorted((k[1], v[0]) for k, v in a.items() if k[0] == "val")
+print("validation:", " ".join(f"{s}:{l:.3f}" for s, l in val))
+print(f"{len(keys)} records after step {half} compared with the resumed run; differing: {differ[:5]}")
+learned = val[-1][1] < math.log(256) * 2 / 3
+sys.exit(0 if keys and not differ and learned else 1)
+PY
+  verdict $? "learned (final validation below 2/3 of ln 256) and the resume reproduced the second half bit for bit"
+  "$root/build/runtime/bin/txrun" plot "$dir/cpu.jsonl" -o "$dir/cpu.png"
+  exit $status
+  ;;
 *)
-  echo "usage: $0 prepare|run DIR"; exit 2 ;;
+  echo "usage: $0 prepare|run|cpu DIR"; exit 2 ;;
 esac
