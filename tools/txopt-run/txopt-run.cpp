@@ -16,6 +16,7 @@
 #include "txopt/InitAll.h"
 #include "txopt/Reference/Executor.h"
 #include "txopt/Reference/Npy.h"
+#include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -343,6 +344,16 @@ int runMain(int argc, char **argv) {
   func::FuncOp func = selectFunction(*module, options, error);
   if (!func)
     return fail(kRunError, error);
+  // A training step run once on random parameters, moments and step count
+  // means nothing; without --steps, --function or --input it is almost
+  // surely a mistake, so say what to do instead.
+  if (!options.steps && !options.function && options.inputs.empty() &&
+      func->hasAttr(mlir::txopt::tx::kTrainStepAttrName))
+    return fail(kUsageError,
+                "'@" + func.getName().str() +
+                    "' is a training step: train it with --steps N (from its initial "
+                    "weights and state), or run it once on random inputs with "
+                    "--function " + func.getName().str());
 
   ArgumentNames args(func);
   std::vector<std::optional<Tensor>> given;
