@@ -400,10 +400,8 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
   if (info.warnings.empty()) {
     os << "  warnings   none\n";
   } else {
-    os << "  warnings   " << info.warnings.size() << "\n";
-    size_t shown = verbose ? info.warnings.size() : std::min<size_t>(3, info.warnings.size());
-    for (size_t i = 0; i < shown; ++i)
-      os << "    - " << info.warnings[i] << "\n";
+    // The warnings themselves follow on stderr (txopt.cpp).
+    os << "  warnings   " << info.warnings.size() << " (txopt: warning: lines on stderr)\n";
   }
   if (!summary.gpu.empty())
     os << "  gpu        " << summary.gpu << "\n";

@@ -453,5 +453,11 @@ static int runMain(int argc, char **argv) {
   if (!options.quiet)
     printSummary(summary, options.verbose,
                  options.output == "-" ? llvm::errs() : llvm::outs());
+  // Warnings go to stderr, one line each, whatever the summary does (it
+  // goes to stdout with -o FILE, and -q drops it): a script that reads the
+  // summary still sees them, and -q cannot hide them.
+  llvm::outs().flush();
+  for (const std::string &warning : summary.import.warnings)
+    llvm::errs() << "txopt: warning: " << warning << "\n";
   return kSuccess;
 }
