@@ -160,19 +160,8 @@ Status Session::enqueueCommands(size_t begin, size_t end, bool syncEach) {
 }
 
 Status Session::runStep(float *ms) {
-  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
-  std::string step = "step " + std::to_string(stepsRun_ + 1);
-  TXRT_RETURN_IF_ERROR(runCommands(0, microBegin_, stepsRun_, graph_, step));
-  TXRT_RETURN_IF_ERROR(stream_->record(*end_));
-  Status synced = stream_->synchronize();
-  if (!synced.ok())
-    return synced.withContext(step + " (a command of the step failed on the device; "
-                                     "rerun with --no-graph --sync-each to name it)");
-  float elapsed = 0;
-  TXRT_RETURN_IF_ERROR(device_->elapsedMs(*start_, *end_, elapsed));
-  if (ms)
-    *ms = elapsed;
-  ++stepsRun_;
+  TXRT_RETURN_IF_ERROR(runFunction(0, microBegin_, stepsRun_, graph_,
+                                   "step " + std::to_string(stepsRun_ + 1), ms));
   return sampleMemory();
 }
 
@@ -180,24 +169,12 @@ Status Session::runMicroStep(float *ms) {
   if (!hasMicroStep())
     return Status::invalid("the artifact has no micro-step (it was compiled "
                            "without --grad-accum)");
-  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
-  std::string what = "micro-step " + std::to_string(microStepsRun_ + 1);
-  TXRT_RETURN_IF_ERROR(
-      runCommands(microBegin_, evalBegin_, microStepsRun_, microGraph_, what));
-  TXRT_RETURN_IF_ERROR(stream_->record(*end_));
-  Status synced = stream_->synchronize();
-  if (!synced.ok())
-    return synced.withContext(what + " (a command failed on the device; rerun with "
-                                     "--no-graph --sync-each to name it)");
-  float elapsed = 0;
-  TXRT_RETURN_IF_ERROR(device_->elapsedMs(*start_, *end_, elapsed));
-  if (ms)
-    *ms = elapsed;
-  ++microStepsRun_;
+  TXRT_RETURN_IF_ERROR(runFunction(microBegin_, evalBegin_, microStepsRun_, microGraph_,
+                                   "micro-step " + std::to_string(microStepsRun_ + 1), ms));
   return sampleMemory();
 }
 
-Status Session::runBesideStep(size_t begin, size_t end, uint64_t &runs,
+Status Session::runFunction(size_t begin, size_t end, uint64_t &runs,
                               std::unique_ptr<hal::Graph> &graph,
                               const std::string &what, float *ms) {
   TXRT_RETURN_IF_ERROR(device_->makeCurrent());
@@ -219,7 +196,7 @@ Status Session::runLogits(float *ms) {
   if (!hasLogits())
     return Status::invalid("the artifact has no logits function (compile with txopt "
                            "--train --eval, and a softmax cross-entropy loss)");
-  TXRT_RETURN_IF_ERROR(runBesideStep(logitsBegin_, commands_.size(), logitsRun_,
+  TXRT_RETURN_IF_ERROR(runFunction(logitsBegin_, commands_.size(), logitsRun_,
                                      logitsGraph_,
                                      "logits " + std::to_string(logitsRun_ + 1), ms));
   return sampleMemory();
@@ -254,7 +231,7 @@ Status Session::runEvaluation(double &loss, float *ms) {
   if (!hasEvaluation())
     return Status::invalid("the artifact has no evaluation function (compile "
                            "with txopt --train --eval)");
-  TXRT_RETURN_IF_ERROR(runBesideStep(evalBegin_, logitsBegin_, evalsRun_, evalGraph_,
+  TXRT_RETURN_IF_ERROR(runFunction(evalBegin_, logitsBegin_, evalsRun_, evalGraph_,
                                      "evaluation " + std::to_string(evalsRun_ + 1), ms));
   // The loss: one float value of any width (validated at load).
   const fb::Result *r = artifact_->root().eval()->results()->Get(0);

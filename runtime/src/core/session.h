@@ -150,9 +150,10 @@ private:
   std::vector<const fb::Command *> commands_;
   size_t microBegin_ = 0, evalBegin_ = 0, logitsBegin_ = 0;
   uint64_t microStepsRun_ = 0, evalsRun_ = 0, logitsRun_ = 0;
-  /// Runs commands [begin, end) of a function beside the step (the first
-  /// run directly, then from |graph|) and waits; |what| names it.
-  Status runBesideStep(size_t begin, size_t end, uint64_t &runs,
+  /// Runs commands [begin, end) of one function (the step, or one beside
+  /// it; the first run directly, then from |graph|), waits, and counts it
+  /// in |runs|; |what| names it in errors.
+  Status runFunction(size_t begin, size_t end, uint64_t &runs,
                        std::unique_ptr<hal::Graph> &graph, const std::string &what,
                        float *ms);
   bool useGraphs_ = true;
