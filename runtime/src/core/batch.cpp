@@ -204,11 +204,15 @@ void BatchFeeder::writesForStep(int64_t step, std::vector<Write> &out, unsigned 
   }
   if (tokens_.empty() || !tokensArg_ || !windows_)
     return;
-  int64_t offset = windows_->next();
+  writeWindow(tokens_, windows_->next(), out);
+}
+
+void BatchFeeder::writeWindow(const std::vector<int64_t> &tokens, int64_t offset,
+                              std::vector<Write> &out) {
   auto fill = [&](Fed &fed, int64_t shift) {
     for (int64_t k = 0; k < window_; ++k)
       storeFromInt64(fed.dtype, fed.bytes.data(), static_cast<size_t>(k),
-                     tokens_[static_cast<size_t>(offset + shift + k)]);
+                     tokens[static_cast<size_t>(offset + shift + k)]);
     out.push_back(Write{fed.argument, &fed.bytes});
   };
   fill(*tokensArg_, 0);
@@ -245,16 +249,7 @@ Status BatchFeeder::loadValidation(const std::string &path) {
 
 void BatchFeeder::writesForValidation(int64_t k, std::vector<Write> &out) {
   out.clear();
-  int64_t offset = (k % valWindows_) * window_;
-  auto fill = [&](Fed &fed, int64_t shift) {
-    for (int64_t e = 0; e < window_; ++e)
-      storeFromInt64(fed.dtype, fed.bytes.data(), static_cast<size_t>(e),
-                     valTokens_[static_cast<size_t>(offset + shift + e)]);
-    out.push_back(Write{fed.argument, &fed.bytes});
-  };
-  fill(*tokensArg_, 0);
-  if (labelsArg_)
-    fill(*labelsArg_, 1);
+  writeWindow(valTokens_, (k % valWindows_) * window_, out);
 }
 
 double BatchFeeder::lrForStep(int64_t step) const {

@@ -119,6 +119,10 @@ private:
     DType dtype;
     std::vector<uint8_t> bytes;
   };
+  /// Appends the writes of the window of |tokens| at |offset|: the token
+  /// argument, and the labels argument one token on.
+  void writeWindow(const std::vector<int64_t> &tokens, int64_t offset,
+                   std::vector<Write> &out);
   /// Fails when |tokens| (read from |path| for |flag|) is shorter than
   /// one batch or holds a token outside the vocabulary.
   Status checkTokens(const std::string &flag, const std::string &path,
