@@ -223,50 +223,53 @@ private:
     return checkCommands(micro->commands(), prefix);
   }
 
-  /// Validation: its commands and results pass the step's checks, it
-  /// returns one float value (the loss), and it writes no argument.
+  /// Validation: the evaluation function returns one float value (the
+  /// loss).
   Status checkEvaluation() {
-    const fb::Function *eval = a_.eval();
-    if (!eval)
-      return Status();
-    std::string prefix = "evaluation '" + str(eval->name()) + "': ";
-    TXRT_RETURN_IF_ERROR(checkResults(eval->results(), prefix));
-    if (sizeOf(eval->results()) != 1)
-      return Status::invalid(prefix + "expected one result (the loss), got " +
-                             std::to_string(sizeOf(eval->results())));
-    const fb::Result *loss = eval->results()->Get(0);
-    uint64_t elements = 0;
-    if (!isFloatDType(loss->dtype()) ||
-        !shapeElements(loss->shape(), elements) || elements != 1)
-      return Status::invalid(prefix + "expected its result to be one float value");
-    if (loss->next() >= 0)
-      return Status::invalid(prefix + "its result names argument " +
-                             std::to_string(loss->next()) +
-                             " as next, but validation changes no argument");
-    return checkCommands(eval->commands(), prefix);
+    return checkForwardFunction(
+        a_.eval(), "evaluation", "the loss", "validation",
+        [](const fb::Result &loss) {
+          uint64_t elements = 0;
+          return isFloatDType(loss.dtype()) && shapeElements(loss.shape(), elements) &&
+                 elements == 1;
+        },
+        "one float value");
   }
 
-  /// Sampling: its commands and result pass the step's checks; it returns
-  /// one float tensor of rank >= 2 (a row of scores per token) and writes
-  /// no argument.
+  /// Sampling: the logits function returns one float tensor of rank >= 2
+  /// (a row of scores per token).
   Status checkLogits() {
-    const fb::Function *logits = a_.logits();
-    if (!logits)
+    return checkForwardFunction(
+        a_.logits(), "logits", "the scores", "sampling",
+        [](const fb::Result &scores) {
+          return isFloatDType(scores.dtype()) && sizeOf(scores.shape()) >= 2;
+        },
+        "a float tensor of rank >= 2 (a row of scores per token)");
+  }
+
+  /// A forward-only function beside the step (|kind|, if present): its
+  /// commands and result pass the step's checks, it has exactly one result
+  /// (|what|) of which |fits| holds (else "expected its result to be
+  /// |expected|"), and it writes no argument (|use| names what it is for).
+  template <typename Fits>
+  Status checkForwardFunction(const fb::Function *function, const char *kind,
+                              const char *what, const char *use, Fits fits,
+                              const char *expected) {
+    if (!function)
       return Status();
-    std::string prefix = "logits '" + str(logits->name()) + "': ";
-    TXRT_RETURN_IF_ERROR(checkResults(logits->results(), prefix));
-    if (sizeOf(logits->results()) != 1)
-      return Status::invalid(prefix + "expected one result (the scores), got " +
-                             std::to_string(sizeOf(logits->results())));
-    const fb::Result *scores = logits->results()->Get(0);
-    if (!isFloatDType(scores->dtype()) || sizeOf(scores->shape()) < 2)
-      return Status::invalid(prefix + "expected its result to be a float tensor of "
-                                      "rank >= 2 (a row of scores per token)");
-    if (scores->next() >= 0)
+    std::string prefix = std::string(kind) + " '" + str(function->name()) + "': ";
+    TXRT_RETURN_IF_ERROR(checkResults(function->results(), prefix));
+    if (sizeOf(function->results()) != 1)
+      return Status::invalid(prefix + "expected one result (" + what + "), got " +
+                             std::to_string(sizeOf(function->results())));
+    const fb::Result *result = function->results()->Get(0);
+    if (!fits(*result))
+      return Status::invalid(prefix + "expected its result to be " + expected);
+    if (result->next() >= 0)
       return Status::invalid(prefix + "its result names argument " +
-                             std::to_string(scores->next()) +
-                             " as next, but sampling changes no argument");
-    return checkCommands(logits->commands(), prefix);
+                             std::to_string(result->next()) + " as next, but " + use +
+                             " changes no argument");
+    return checkCommands(function->commands(), prefix);
   }
 
   using Results = flatbuffers::Vector<flatbuffers::Offset<fb::Result>>;
@@ -315,7 +318,7 @@ private:
                              " rows");
     if (stride < 0)
       return Status::invalid(where + ": operand " + name + " has a negative batch stride");
-    uint64_t lastCol, extent, batchSpan, elements, bytes;
+    uint64_t lastCol = 0, extent = 0, batchSpan = 0, elements = 0, bytes = 0;
     if (!mulChecked(ld, cols - 1, lastCol) || !addChecked(lastCol, rows, extent) ||
         !mulChecked(batch - 1, static_cast<uint64_t>(stride), batchSpan) ||
         !addChecked(batchSpan, extent, elements) ||
