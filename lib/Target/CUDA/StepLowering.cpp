@@ -421,16 +421,9 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
                                     const GPUOptions &options,
                                     StepProgram &program) {
   MLIRContext *context = module.getContext();
-  // Gradient accumulation: the micro-step of |step|, lowered beside it.
-  func::FuncOp micro;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (auto ref = func->getAttrOfType<FlatSymbolRefAttr>(tx::kMicroStepAttrName))
-      if (ref.getValue() == step.getName())
-        micro = func;
-  if (micro && micro.getFunctionType().getInputs() != step.getFunctionType().getInputs())
-    return micro.emitError("expected the micro-step to take the step's arguments");
-  // Validation and sampling (--eval): @eval and @logits of |step|, lowered
-  // beside it like the micro-step.
+  // The functions beside |step|, each naming it in an attribute: gradient
+  // accumulation's micro-step, validation's @eval and sampling's @logits.
+  // All take the step's arguments and are lowered over its argument slots.
   auto besideStep = [&](StringRef attrName) {
     func::FuncOp found;
     for (auto func : module.getOps<func::FuncOp>())
@@ -439,11 +432,14 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
           found = func;
     return found;
   };
+  func::FuncOp micro = besideStep(tx::kMicroStepAttrName);
   func::FuncOp eval = besideStep(tx::kEvalAttrName);
   func::FuncOp logits = besideStep(tx::kLogitsAttrName);
-  for (func::FuncOp f : {eval, logits})
+  for (func::FuncOp f : {micro, eval, logits})
     if (f && f.getFunctionType().getInputs() != step.getFunctionType().getInputs())
-      return f.emitError("expected '") << f.getName() << "' to take the step's arguments";
+      return f == micro ? f.emitError("expected the micro-step to take the step's arguments")
+                        : f.emitError("expected '")
+                              << f.getName() << "' to take the step's arguments";
   if (auto recipe = step->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName);
       recipe && recipe.get("data_parallel"))
     return step.emitError("the GPU backend does not run data-parallel steps "
@@ -470,54 +466,44 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   bindResults(ctx, step, program.results, /*isStep=*/true);
   size_t stepCommands = program.commands.size();
 
-  // Gradient accumulation: the micro-step has the step's arguments, so it
-  // runs over the same argument slots; its commands follow the step's in
-  // the plan's timeline (it never runs at the same time), so its
-  // temporaries reuse the step's memory.
-  if (micro) {
-    prepareAttentionMasks(micro);
-    decideMaterialization(micro, ctx.plan, program.stats.fusedOps);
-    for (auto [stepArg, microArg] :
-         llvm::zip(step.getArguments(), micro.getArguments()))
-      ctx.bufferOfValue[microArg] = ctx.bufferFor(stepArg);
-    accumulateInPlace(ctx, micro);
-    if (failed(lowerBody(ctx, module, micro)))
-      return failure();
-    program.microStep.emplace();
-    program.microStep->name = micro.getName().str();
-    bindResults(ctx, micro, program.microStep->results, /*isStep=*/false);
-    if (auto recipe = step->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName))
-      if (auto accum = recipe.getAs<IntegerAttr>("grad_accum"))
-        program.gradAccum = accum.getInt();
-  }
-
-  // Validation and sampling: @eval and @logits read the step's arguments
-  // (parameters, the batch) and write nothing but their one result, so
-  // they too run over the argument slots, after the step in the timeline,
-  // their temporaries reusing the step's memory.
-  auto lowerForward = [&](func::FuncOp f,
-                          std::optional<FunctionProgram> &out) -> LogicalResult {
+  // A function beside the step runs over the same argument slots; its
+  // commands follow the step's in the plan's timeline (it never runs at
+  // the same time), so its temporaries reuse the step's memory. The
+  // micro-step adds into its accumulators in place; @eval and @logits
+  // write nothing but their one result.
+  auto lowerBeside = [&](func::FuncOp f, std::optional<FunctionProgram> &out,
+                         bool accumulates) -> LogicalResult {
     prepareAttentionMasks(f);
     decideMaterialization(f, ctx.plan, program.stats.fusedOps);
     for (auto [stepArg, arg] : llvm::zip(step.getArguments(), f.getArguments()))
       ctx.bufferOfValue[arg] = ctx.bufferFor(stepArg);
+    if (accumulates)
+      accumulateInPlace(ctx, f);
     if (failed(lowerBody(ctx, module, f)))
       return failure();
     out.emplace();
     out->name = f.getName().str();
     bindResults(ctx, f, out->results, /*isStep=*/false);
-    for (const ResultBinding &r : out->results)
-      if (r.next >= 0)
-        return f.emitError("expected '")
-               << f.getName() << "' to change no argument, but result '" << r.name
-               << "' is the next value of argument " << r.next;
+    if (!accumulates)
+      for (const ResultBinding &r : out->results)
+        if (r.next >= 0)
+          return f.emitError("expected '")
+                 << f.getName() << "' to change no argument, but result '" << r.name
+                 << "' is the next value of argument " << r.next;
     return success();
   };
+  if (micro) {
+    if (failed(lowerBeside(micro, program.microStep, /*accumulates=*/true)))
+      return failure();
+    if (auto recipe = step->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName))
+      if (auto accum = recipe.getAs<IntegerAttr>("grad_accum"))
+        program.gradAccum = accum.getInt();
+  }
   size_t evalBegin = program.commands.size();
-  if (eval && failed(lowerForward(eval, program.evaluation)))
+  if (eval && failed(lowerBeside(eval, program.evaluation, /*accumulates=*/false)))
     return failure();
   size_t logitsBegin = program.commands.size();
-  if (logits && failed(lowerForward(logits, program.logits)))
+  if (logits && failed(lowerBeside(logits, program.logits, /*accumulates=*/false)))
     return failure();
 
   planMemory(ctx);
