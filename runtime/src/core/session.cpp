@@ -309,10 +309,14 @@ Status Session::sampleMemory() {
 Status Session::peakMemory(uint64_t &bytes) {
   TXRT_RETURN_IF_ERROR(device_->makeCurrent());
   TXRT_RETURN_IF_ERROR(sampleMemory());
+  bytes = peakMemorySampled();
+  return Status();
+}
+
+uint64_t Session::peakMemorySampled() const {
   uint64_t used = freeBefore_ > minFree_ ? freeBefore_ - minFree_ : 0;
   uint64_t arena = arena_ ? arena_->size() : 0;
-  bytes = used > arena ? used : arena;
-  return Status();
+  return used > arena ? used : arena;
 }
 
 } // namespace txrt

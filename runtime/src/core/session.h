@@ -88,6 +88,9 @@ public:
   /// of free memory since before the arena was allocated, sampled after
   /// load and after every step; at least the arena).
   Status peakMemory(uint64_t &bytes);
+  /// The same from the samples taken so far (every run samples after it),
+  /// without asking the driver again: for a per-step readout.
+  uint64_t peakMemorySampled() const;
   uint64_t stepsRun() const { return stepsRun_; }
   /// Whether the kernels came from PTX compiled by the driver at load.
   bool usesJit() const { return usesJit_; }

@@ -443,10 +443,8 @@ std::optional<int> TrainingRun::runStep(int64_t step) {
   bool finite = std::isfinite(loss) && std::isfinite(norm);
   bool print = step == firstStep || step == o.steps || step % o.logEvery == 0 || !finite;
   double lr = feeder->lrForStep(step);
-  uint64_t peakBytes = 0;
-  if (Status s = session->peakMemory(peakBytes); !s.ok())
-    return fail(kRunError, s.message());
-  memGib = peakBytes / double(1ull << 30);
+  // The step sampled the device's memory after it ran; no driver call here.
+  memGib = session->peakMemorySampled() / double(1ull << 30);
   if (print)
     printStep(step, loss, norm, skipped, scale, lr, ms);
   // With dynamic loss scaling a non-finite gradient skips the step in the
