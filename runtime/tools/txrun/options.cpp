@@ -128,9 +128,7 @@ int txrun::fail(ExitCode code, std::string message) {
   return code;
 }
 
-namespace {
-
-bool parseInt(const std::string &text, int64_t &out) {
+bool txrun::parseInt(const std::string &text, int64_t &out) {
   if (text.empty())
     return false;
   char *end = nullptr;
@@ -141,6 +139,8 @@ bool parseInt(const std::string &text, int64_t &out) {
   out = v;
   return true;
 }
+
+namespace {
 
 bool parseUnsigned(const std::string &text, uint64_t &out) {
   if (text.empty() || text[0] == '-' || text[0] == '+')

@@ -51,6 +51,9 @@ int fail(ExitCode code, std::string message);
 /// Parses argv into |o|; false with |error| set on a usage error.
 bool parseOptions(int argc, char **argv, Options &o, std::string &error);
 
+/// A whole decimal integer (no trailing characters, no overflow).
+bool parseInt(const std::string &text, int64_t &out);
+
 /// True when |path| names a regular file.
 bool fileExists(const std::string &path);
 

@@ -58,11 +58,10 @@ OPTIONS:
 
 namespace {
 
+/// An integer >= |min| (options.cpp's parseInt, bounded).
 bool parseCount(const std::string &text, int64_t &out, int64_t min) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || errno || *end || v < min)
+  int64_t v = 0;
+  if (!parseInt(text, v) || v < min)
     return false;
   out = v;
   return true;
