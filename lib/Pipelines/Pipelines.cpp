@@ -55,7 +55,11 @@ void txopt::buildTrainPipeline(
     OpPassManager &pm, const DefaultPipelineOptions &fusion,
     const tx::BuildTrainStepPassOptions &step,
     const std::optional<tx::InsertFP8PassOptions> &fp8,
-    int64_t dataParallelRanks) {
+    int64_t dataParallelRanks,
+    const std::optional<tx::UntieParametersPassOptions> &untie) {
+  // Before fusion, while every op still carries its ONNX node's location.
+  if (untie)
+    pm.addPass(tx::createUntieParametersPass(*untie));
   buildDefaultPipeline(pm, fusion);
   pm.addPass(tx::createBuildTrainStepPass(step));
   if (fp8)

@@ -64,7 +64,10 @@ void txopt::buildTrainPipelineFromOptions(OpPassManager &pm,
     fp8->target = options.target;
     fp8->explain = options.explain;
   }
-  buildTrainPipeline(pm, fusion, step, fp8, options.dataParallel);
+  tx::UntieParametersPassOptions untie;
+  untie.tie = options.tie;
+  untie.untie = options.untie;
+  buildTrainPipeline(pm, fusion, step, fp8, options.dataParallel, untie);
 }
 
 void txopt::registerTrainPipeline() {

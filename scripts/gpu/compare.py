@@ -6,19 +6,25 @@
 f32 cases: every step's loss within 1e-5 relative, its gradient norm within
 1e-5 at step 1 and 1e-4 after (the norm sums squares of every gradient,
 tiny ones included, whose f32 summation-order noise Adam's normalized
-steps feed back into the next steps); every
-first moment (exp_avg, a running sum of gradients: it checks every gradient
-kernel at full sensitivity) within 1e-4 of its largest magnitude; every
-parameter within 1e-3 of its largest magnitude, over the elements whose
-gradient is signal. Why not 1e-4 for parameters: Adam divides the first
+steps feed back into the next steps). A one-step case checks the gradient
+kernels at full sensitivity: from the same state, every first moment
+(exp_avg = 0.1 g) within 1e-5 of its largest magnitude, every parameter
+within 1e-4 over the elements whose gradient is signal. After several
+steps, first moments within 3e-4 and parameters within 1e-3: Adam's first
+step is lr * g / (|g| + eps), so an element whose gradient is pure f32
+cancellation noise (GPT-2 untied, DeviceLog session 8: g = -1.35e-8 on the
+CPU, -0.97e-8 on the GPU, 1e-5 of its tensor's largest) moves up to lr
+apart on the two machines, and the next steps' gradients, all of them,
+are taken at slightly different parameters (there, step 2's first moments
+differ by 1.2e-4 of their largest, step 5's by 1.7e-4, where step 1's
+differ by 5.5e-7). Why not 1e-4 for parameters: Adam divides the first
 moment by the root of the second, so an element whose gradient is small
 relative to its tensor's carries a relative rounding difference of 1e-4
 or more between any two f32 implementations (summation order), and the
 division turns it into that relative difference of a full lr-sized step;
 over 5 steps the worst element reaches a few 1e-4 of the tensor's largest
 value. PyTorch's own f32 AdamW differs from its f64 run by as much
-(scripts/gpu/torch_reference_check.sh measures it). The first moments,
-not divided, stay within 1e-4. A further exception is not the GPU's: Adam divides the first
+(scripts/gpu/torch_reference_check.sh measures it). A further exception is not the GPU's: Adam divides the first
 moment by the root of the second, so a gradient that is exactly zero in
 exact arithmetic (the attention key bias: softmax ignores a constant shift
 of the scores) and 1e-9 of rounding noise on either machine steps by +-lr
@@ -37,7 +43,8 @@ an amax and with it a delayed scale can differ by an ulp, and then the
 values near a rounding boundary of E4M3 (1/16 relative) or E5M2 (1/8) round
 the other way. Those flips are unbiased and average out in the loss; 2e-2
 is twice the bf16 bound for the coarser grid, and a wrong kernel (a
-transposed operand, a missing scale) moves the loss by far more. A case also fails if it did not train (loss not falling),
+transposed operand, a missing scale) moves the loss by far more. A case also fails if it did not train (loss not falling
+over several steps),
 if nothing was compared, or if graph replay and direct execution disagree
 beyond the loss tolerance.
 """
@@ -69,7 +76,10 @@ def main():
         name, steps = line.split()
         steps = int(steps)
         low = name.endswith(("_bf16", "_fp8"))
-        loss_tol, moment_tol, param_tol = (2e-2, 5e-2, 1e-1) if low else (1e-5, 1e-4, 1e-3)
+        loss_tol, moment_tol, param_tol = (2e-2, 5e-2, 1e-1) if low else (1e-5, 3e-4, 1e-3)
+        if not low and steps == 1:
+            # One step from the same state: the gradient kernels alone.
+            moment_tol, param_tol = 1e-5, 1e-4
         if name.endswith("_fp8"):
             loss_tol = 2e-2
         cpu = losses(os.path.join(cases_dir, name + ".cpu.log"))
@@ -97,7 +107,7 @@ def main():
             if s not in nograph or abs(nograph[s][0] - gpu[s][0]) > loss_tol * abs(gpu[s][0]):
                 problems.append(f"step {s}: graph replay and direct execution disagree")
                 break
-        if cpu and gpu and not gpu[max(gpu)][0] < gpu[1][0]:
+        if cpu and gpu and steps > 1 and not gpu[max(gpu)][0] < gpu[1][0]:
             problems.append("loss did not fall")
         worst_param, worst_moment, compared, noise = 0.0, 0.0, 0, 0
         cpu_dir = os.path.join(cases_dir, name + ".cpu")

@@ -19,8 +19,12 @@ What is trained, as txopt does it (docs/Import.md, docs/Training.md):
     all finite and below half the type's largest value is a parameter; a
     float initializer holding inf/NaN or a huge value (attention masks) is
     frozen; one-element floats and integer initializers are constants;
-  * an initializer that feeds several nodes (the dynamo exporter
-    deduplicates identical initializers) is ONE parameter (tied);
+  * an initializer that nodes of several modules read because the
+    exporter stored identical initializers once (all LayerNorm weights of a
+    fresh GPT-2) is untied, one parameter per reading node, named as txopt's
+    tx-untie-parameters names them (untie_shared_initializers below); an
+    embedding reused as the LM head stays ONE parameter (tied); --tie and
+    --untie as txopt's;
   * a parameter only `Shape` reads, or that nothing reads, is not trained;
   * AdamW (torch.optim.AdamW, foreach=False, fused=False): lr 1e-3,
     betas (0.9, 0.999), eps 1e-8, weight decay 0.01 on parameters of rank
@@ -783,6 +787,112 @@ def classify_initializer(init):
     return "param"
 
 
+def module_scope(node):
+    """The PyTorch module a node comes from ("h.0.ln_2"), or "": as txopt's
+    importer reads it (ONNXImporter.cpp, moduleScope)."""
+    for prop in getattr(node, "metadata_props", []):
+        if prop.key == "pkg.torch.onnx.name_scopes":
+            scopes = re.findall(r"'([^']*)'|\"([^\"]*)\"", prop.value)
+            scopes = [a or b for a, b in scopes]
+            return scopes[-2] if len(scopes) >= 2 else ""
+    if node.name.startswith("/"):
+        return ".".join(node.name[1:].split("/")[:-1])
+    return ""
+
+
+def untie_shared_initializers(model, tie=None, untie=None):
+    """Rewrites |model| as txopt's tx-untie-parameters pass rewrites its IR
+    (Passes.td): a trainable initializer that nodes of several modules read,
+    named after one of those modules ("<scope>.<leaf>"), keeps its name for
+    that module's node and gets a copy for every other reading node, named
+    "<scope>.<leaf>" (else "<name>.<k>", k its reader's position); an embedding reused as the LM head (exactly one reader is
+    a Gather reading it as its table), a constant computed once and read by
+    several modules, and initializers of exports without module scopes stay
+    shared. |tie| / |untie| are txopt's --tie / --untie regexes. Returns
+    ([(name, [copies])], [(name, reason)])."""
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    # The importer forwards Identity: its readers read the initializer. The
+    # TorchScript exporter writes one Identity per deduplicated use, its
+    # output named as the lost initializer was: read the source directly and
+    # drop those Identities, so a copy may take that name.
+    outputs = {o.name for o in graph.output}
+    alias = {}
+    for node in list(graph.node):
+        if (node.op_type == "Identity" and node.input and
+                alias.get(node.input[0], node.input[0]) in inits and
+                node.output[0] not in outputs):
+            alias[node.output[0]] = alias.get(node.input[0], node.input[0])
+            graph.node.remove(node)
+    for node in graph.node:
+        for pos, name in enumerate(node.input):
+            if name in alias:
+                node.input[pos] = alias[name]
+    readers = {}  # initializer -> [(node, [input positions])] in node order
+    for node in graph.node:
+        if node.op_type in ("Shape", "Size"):
+            continue
+        for pos, src in enumerate(node.input):
+            if src in inits:
+                entry = readers.setdefault(src, [])
+                if not entry or entry[-1][0] is not node:
+                    entry.append((node, []))
+                entry[-1][1].append(pos)
+    tie_re = re.compile(tie) if tie else None
+    untie_re = re.compile(untie) if untie else None
+    taken = set(inits) | {o for n in graph.node for o in n.output} | \
+        {i.name for i in graph.input}
+    untied, kept = [], []
+    for name, nodes in readers.items():
+        if len(nodes) < 2 or classify_initializer(inits[name]) != "param":
+            continue
+        scopes = [module_scope(n) for n, _ in nodes]
+        owns = lambda sc: bool(sc) and name.startswith(sc + ".") and \
+            "." not in name[len(sc) + 1:]
+        embeddings = sum(1 for n, pos in nodes if n.op_type == "Gather" and 0 in pos)
+        distinct = set(scopes)
+        reason = ""
+        if embeddings == 1:
+            reason = "an embedding reused as the LM head"
+        elif len(distinct) == 1:
+            reason = ("the export names no modules to untie it by"
+                      if not scopes[0] else "read by one module only")
+        elif not any(owns(sc) for sc in distinct):
+            reason = ("not a module's own parameter: a computed constant "
+                      "several modules read")
+        if not reason and tie_re and tie_re.search(name):
+            reason = "kept by --tie"
+        if untie_re and untie_re.search(name):
+            reason = ""
+        if reason:
+            kept.append((name, reason))
+            continue
+        leaf = name.rsplit(".", 1)[1] if "." in name else name
+        copies = []
+        # The owning module's reader keeps the name, else the first reader.
+        keeper = next((k for k, sc in enumerate(scopes) if owns(sc)), 0)
+        for k, ((node, positions), scope) in enumerate(zip(nodes, scopes)):
+            if k == keeper:
+                continue
+            copy = scope + "." + leaf if scope else ""
+            if not copy or copy in taken:
+                copy = "%s.%d" % (name, k)
+                j = 1
+                while copy in taken:
+                    copy = "%s.%d_%d" % (name, k, j)
+                    j += 1
+            taken.add(copy)
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(inits[name])
+            tensor.name = copy
+            graph.initializer.append(tensor)
+            for pos in positions:
+                node.input[pos] = copy
+            copies.append(copy)
+        untied.append((name, copies))
+    return untied, kept
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("model")
@@ -794,6 +904,10 @@ def main(argv=None):
     p.add_argument("--freeze", default=None,
                    help="regex: parameters whose name matches are frozen "
                         "(txopt --freeze)")
+    p.add_argument("--tie", default=None,
+                   help="regex: shared parameters kept tied (txopt --tie)")
+    p.add_argument("--untie", default=None,
+                   help="regex: shared parameters untied (txopt --untie)")
     p.add_argument("--out", default=None, help="write trained parameters here")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     p.add_argument("--schedule", choices=["cosine", "linear", "constant"], default=None)
@@ -821,6 +935,7 @@ def main(argv=None):
     device = torch.device(args.device)
 
     model = onnx.load(args.model)
+    untied, kept_tied = untie_shared_initializers(model, args.tie, args.untie)
     interp = Interp(model, device, fdtype)
     interp.dropout = args.dropout
     graph = model.graph
@@ -909,6 +1024,10 @@ def main(argv=None):
            len(frozen), (": " + ", ".join(frozen)) if frozen else ""))
     if unused:
         print("# not trained (only Shape reads them, or nothing): " + ", ".join(unused))
+    for name, copies in untied:
+        print("# untied '%s' into %d: %s" % (name, len(copies) + 1, ", ".join(copies)))
+    for name, reason in kept_tied:
+        print("# kept tied '%s': %s" % (name, reason))
 
     def lr_at(step):
         # LrSchedule::at, then rounded to f32 as the lr argument holds it.

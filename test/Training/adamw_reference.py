@@ -88,13 +88,16 @@ def main():
     # The step under test, and the plain forward gradient for the reference.
     run([args.txopt, args.model, "--train", "--lr=%r" % args.lr,
          "--weight-decay=%r" % args.weight_decay, "-q", "-o", w("step.mlir")])
-    run([args.txopt, args.model, "-q", "-o", w("forward.mlir")])
+    # With locations: tx-untie-parameters names the weights it unties after
+    # the modules their locations name, as `txopt --train` does.
+    run([args.txopt, args.model, "-q", "--print-locations", "-o", w("forward.mlir")])
     # The same cleanup the step gets after its gradient is built, so both
     # sides round identically: Adam turns gradient noise (e.g. of a key bias,
     # whose exact gradient is 0) into steps of size lr, so the gradients must
     # agree bit for bit for the trajectories to be comparable.
     run([args.txopt_opt, w("forward.mlir"),
-         "--pass-pipeline=builtin.module(tx-differentiate,func.func(canonicalize,cse))",
+         "--pass-pipeline=builtin.module(tx-untie-parameters,tx-differentiate,"
+         "func.func(canonicalize,cse))",
          "-o", w("grad.mlir")])
     grad_ir = open(w("grad.mlir")).read()
     header = re.search(r"func\.func @(\w+_grad)\((.*?)\)\s*->", grad_ir, re.S)
@@ -118,6 +121,12 @@ def main():
 
     # Initial parameters: the ONNX initializers the parameters are named after.
     init = {t.name: numpy_helper.to_array(t).astype(np.float32) for t in model.graph.initializer}
+    # An untied copy starts from its original's value.
+    untied = re.search(r"tx\.untied_parameters = \{(.*?)\}", grad_ir)
+    for original, copies in re.findall(r'"?([^",={}\s]+)"? = \[([^\]]*)\]',
+                                       untied.group(1) if untied else ""):
+        for copy in re.findall(r'"([^"]+)"', copies):
+            init[copy] = init[original]
     params = {n: init[n].copy() for n in param_names}
     m = {n: np.zeros_like(p) for n, p in params.items()}
     v = {n: np.zeros_like(p) for n, p in params.items()}
@@ -147,6 +156,9 @@ def main():
     # since a loss near 0 is a difference of large logits.
     loss_diff = max(abs(a - b) / (abs(b) + abs(ref_losses[0]))
                     for a, b in zip(losses, ref_losses))
+    print("%d parameters, %d of them untied copies" % (
+        len(param_names), sum(1 for n in param_names
+                              if n not in {t.name for t in model.graph.initializer})))
     print("steps %d, loss %.6f -> %.6f (%.1f%% of start)" % (
         args.steps, losses[0], losses[-1], 100 * losses[-1] / losses[0]))
     print("params vs numpy AdamW: max |diff| %.3g at %s (tolerance %g)" % (worst, where, args.tolerance))

@@ -8,6 +8,8 @@
 
 #include "Options.h"
 
+#include "llvm/Support/Regex.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cmath>
@@ -65,6 +67,13 @@ OPTIONS:
                           i.e. biases and norm weights).
   --grad-clip=X           Clip gradients to global L2 norm X (default off).
   --freeze=REGEX          Parameters not trained.
+  --tie=REGEX             Keep matching shared parameters tied. By default
+                          a weight several nodes read (the exporter stores
+                          identical initializers once: all LayerNorms of a
+                          fresh GPT-2 read one weight) is untied, one copy
+                          per node, named after its module; an embedding
+                          reused as the LM head stays tied.
+  --untie=REGEX           Untie matching shared parameters, embeddings too.
   --grad-accum=N          Gradient accumulation: one optimizer step per N
                           micro-batches (each the model's batch). Also emits
                           @micro_step, which adds a micro-batch's gradients
@@ -276,6 +285,15 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
     return text(options.labels, {});
   if (takeValue(argc, argv, i, "freeze", value, error))
     return text(options.freeze, {});
+  for (auto [name, out] : {std::pair<const char *, std::string *>{"tie", &options.tie},
+                           {"untie", &options.untie}})
+    if (takeValue(argc, argv, i, name, value, error)) {
+      text(*out, {});
+      std::string why;
+      if (!llvm::Regex(value).isValid(why))
+        error = "bad --" + std::string(name) + " regex '" + value + "': " + why;
+      return true;
+    }
   if (takeValue(argc, argv, i, "no-decay", value, error)) {
     std::string regex;
     text(regex, {});

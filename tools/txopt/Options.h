@@ -59,6 +59,8 @@ struct Options {
   /// --eval: also emit @eval (the validation loss, forward only).
   bool eval = false;
   std::string freeze;
+  /// tx-untie-parameters' regexes: shared parameters kept tied / untied.
+  std::string tie, untie;
   std::vector<std::string> trainFlags;
   /// --precision: fp32 (default), bf16, fp16 (with dynamic loss scaling
   /// under --train) or fp8.

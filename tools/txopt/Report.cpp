@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
 #include "txopt/Dialect/Tx/Transforms/PatternUtils.h"
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "llvm/Support/Format.h"
@@ -157,6 +158,19 @@ txopt_cli::describeTrainStep(mlir::ModuleOp module) {
     llvm::sort(train.frozen);
     train.frozen.erase(std::unique(train.frozen.begin(), train.frozen.end()),
                        train.frozen.end());
+    if (auto untied = module->getAttrOfType<DictionaryAttr>(
+            txopt::tx::kUntiedParametersAttrName))
+      for (NamedAttribute entry : untied) {
+        std::vector<std::string> copies;
+        for (Attribute copy : cast<ArrayAttr>(entry.getValue()))
+          copies.push_back(cast<StringAttr>(copy).str());
+        train.untied.emplace_back(entry.getName().str(), std::move(copies));
+      }
+    if (auto tied = module->getAttrOfType<DictionaryAttr>(
+            txopt::tx::kTiedParametersAttrName))
+      for (NamedAttribute entry : tied)
+        train.tied.emplace_back(entry.getName().str(),
+                                cast<StringAttr>(entry.getValue()).str());
     return train;
   }
   return std::nullopt;
@@ -289,6 +303,14 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
         {"frozen", std::move(frozen)},
         {"no_decay", std::move(noDecay)},
     };
+    llvm::json::Array untied, tied;
+    for (const auto &[name, copies] : train.untied)
+      untied.push_back(llvm::json::Object{
+          {"parameter", name}, {"copies", llvm::json::Array(copies)}});
+    for (const auto &[name, reason] : train.tied)
+      tied.push_back(llvm::json::Object{{"parameter", name}, {"reason", reason}});
+    report.getObject("train")->insert({"untied", std::move(untied)});
+    report.getObject("train")->insert({"tied", std::move(tied)});
     if (train.gradAccum > 1) {
       llvm::json::Object &object = *report.getObject("train");
       object["grad_accum"] = train.gradAccum;
@@ -386,6 +408,25 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
        << (ops == summary.fused.end() ? int64_t{0} : ops->second)
        << " multi-tensor op(s), " << train.noDecay.size() << " without decay, "
        << train.frozen.size() << " frozen, loss " << train.loss << "\n";
+    if (!train.untied.empty()) {
+      size_t copies = 0;
+      std::string names;
+      for (const auto &[name, list] : train.untied) {
+        copies += list.size() + 1;
+        if (names.size() < 160)
+          names += (names.empty() ? "'" : ", '") + name + "' (" +
+                   std::to_string(list.size() + 1) + " nodes)";
+        else if (!llvm::StringRef(names).ends_with("..."))
+          names += ", ...";
+      }
+      os << "  untied     " << train.untied.size()
+         << " shared parameter(s) into " << copies
+         << ", one per node that reads it: " << names
+         << "; --tie=REGEX keeps them tied\n";
+    }
+    for (const auto &[name, reason] : train.tied)
+      os << "  kept tied  '" << name << "': " << reason
+         << "; --untie=REGEX unties it\n";
     if (train.gradAccum > 1) {
       auto dims = [](const std::vector<int64_t> &shape) {
         std::string text;

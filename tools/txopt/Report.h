@@ -38,6 +38,10 @@ struct TrainSummary {
   int64_t stateTensors = 0; ///< optimizer state arguments (moments, buffers)
   std::vector<std::string> frozen;  ///< parameters read but not trained
   std::vector<std::string> noDecay; ///< trained without weight decay
+  /// tx-untie-parameters: each untied parameter with its copies' names, and
+  /// each shared parameter kept tied with the reason.
+  std::vector<std::pair<std::string, std::vector<std::string>>> untied;
+  std::vector<std::pair<std::string, std::string>> tied;
   /// Gradient accumulation: micro-batches per optimizer step (1: none),
   /// the batch argument's shape (one micro-batch) and the effective batch
   /// of one step (the first dim times gradAccum).

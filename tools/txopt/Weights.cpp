@@ -7,12 +7,14 @@
 #include "Weights.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
 #include "txopt/Reference/Npy.h"
 
 #include "core/checkpoint.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Regex.h"
 
 #include <sstream>
 
@@ -38,6 +40,27 @@ std::string shapeText(ArrayRef<int64_t> shape) {
 }
 
 } // namespace
+
+/// When |name| is a copy tx-untie-parameters made, the words that say so
+/// and how to keep the model tied as the checkpoint's was; else "".
+static std::string untiedFrom(mlir::ModuleOp module, llvm::StringRef name) {
+  auto untied = module->getAttrOfType<mlir::DictionaryAttr>(
+      mlir::txopt::tx::kUntiedParametersAttrName);
+  if (!untied)
+    return "";
+  std::string original, all;
+  for (mlir::NamedAttribute entry : untied.getValue()) {
+    all += (all.empty() ? "" : "|") + llvm::Regex::escape(entry.getName());
+    for (mlir::Attribute copy : mlir::cast<mlir::ArrayAttr>(entry.getValue()))
+      if (mlir::cast<mlir::StringAttr>(copy).getValue() == name)
+        original = entry.getName().str();
+  }
+  if (original.empty())
+    return "";
+  return "untied from '" + original +
+         "': a checkpoint of the model trained tied loads with --tie='^(" +
+         all + ")$'; or ";
+}
 
 int txopt_cli::loadWeights(ModuleOp module, const std::string &dir, std::string &error) {
   txrt::Checkpoint checkpoint;
@@ -82,12 +105,14 @@ int txopt_cli::loadWeights(ModuleOp module, const std::string &dir, std::string 
     }
     updates.emplace_back(param, &t);
   }
-  for (auto &entry : params) {
-    txopt::tx::ParameterOp param = entry.second;
-    if (!param.getFrozen() && !inCheckpoint.count(entry.first())) {
-      error = "--weights: the checkpoint has no tensor '" + entry.first().str() +
-              "', a trainable parameter of the model (a checkpoint of another "
-              "model, or one trained with it frozen?)";
+  // In module order, so the error names the same tensor every time.
+  for (txopt::tx::ParameterOp param : module.getOps<txopt::tx::ParameterOp>()) {
+    if (!param.getFrozen() && !inCheckpoint.count(param.getSymName())) {
+      error = "--weights: the checkpoint has no tensor '" +
+              param.getSymName().str() +
+              "', a trainable parameter of the model (" +
+              untiedFrom(module, param.getSymName()) +
+              "a checkpoint of another model, or one trained with it frozen?)";
       return -1;
     }
   }

@@ -409,6 +409,17 @@ static int runMain(int argc, char **argv) {
   if (!module)
     return fail(kCompileError, error.empty() ? collector.firstError() : error);
 
+  // Before --weights: a checkpoint of an untied model names every copy.
+  if (options.train && options.emit == EmitKind::Fused) {
+    PassManager pm(&context);
+    txopt::tx::UntieParametersPassOptions untie;
+    untie.tie = options.tie;
+    untie.untie = options.untie;
+    pm.addPass(txopt::tx::createUntieParametersPass(untie));
+    if (failed(pm.run(*module)))
+      return fail(kCompileError, collector.firstError());
+  }
+
   if (options.weightsCheckpoint) {
     int loaded = loadWeights(*module, *options.weightsCheckpoint, error);
     if (loaded < 0)

@@ -59,7 +59,9 @@ struct DefaultPipelineOptions
 void buildDefaultPipeline(OpPassManager &pm,
                           const DefaultPipelineOptions &options);
 
-/// Appends what `txopt model.onnx --train` runs: the default pipeline (so
+/// Appends what `txopt model.onnx --train` runs: tx-untie-parameters with
+/// |untie|'s options when it is set (a driver that loads weights by name
+/// runs it before loading them and passes null), the default pipeline (so
 /// the forward's norms are fused and differentiate to fused gradients),
 /// tx-build-train-step with |step|'s options, tx-insert-fp8 when |fp8| is
 /// set (right after, as it needs the seed marker), and a final cleanup that
@@ -69,7 +71,8 @@ void buildTrainPipeline(
     OpPassManager &pm, const DefaultPipelineOptions &fusion,
     const tx::BuildTrainStepPassOptions &step,
     const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt,
-    int64_t dataParallelRanks = 1);
+    int64_t dataParallelRanks = 1,
+    const std::optional<tx::UntieParametersPassOptions> &untie = std::nullopt);
 
 /// Registers `txopt-default` (and `txopt-train`, TrainPipeline.h) for
 /// txopt-opt and mlir-opt plugins.

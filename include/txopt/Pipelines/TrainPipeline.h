@@ -92,6 +92,14 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
                     llvm::cl::desc("Also emit @eval (validation loss)"),
                     llvm::cl::init(false)};
   Option<std::string> freeze{*this, "freeze", llvm::cl::init("")};
+  Option<std::string> tie{
+      *this, "tie",
+      llvm::cl::desc("Regex: shared parameters kept tied (tx-untie-parameters)"),
+      llvm::cl::init("")};
+  Option<std::string> untie{
+      *this, "untie",
+      llvm::cl::desc("Regex: shared parameters untied, embeddings too"),
+      llvm::cl::init("")};
   Option<tx::FP8ScalingKind> fp8Scaling{
       *this, "fp8-scaling", llvm::cl::init(tx::FP8ScalingKind::delayed),
       llvm::cl::values(

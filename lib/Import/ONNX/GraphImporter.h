@@ -33,6 +33,14 @@ bool isDefaultDomain(llvm::StringRef domain);
 std::string qualifiedOpType(const onnx::NodeProto &node);
 /// How errors name node |index|: by its name, else by position and output.
 std::string nodeLabel(const onnx::NodeProto &node, int index);
+/// The PyTorch module a node comes from, as a dotted path ("h.0.ln_2"), or
+/// "" when the exporter did not say. The dynamo exporter lists the scopes in
+/// the metadata `pkg.torch.onnx.name_scopes` (the last entry is the aten
+/// call, the one before it the module); the TorchScript exporter names nodes
+/// "/h.0/ln_2/LayerNormalization". The importer makes it the child of the
+/// node's NameLoc, where tx-untie-parameters finds it to name a weight it
+/// unties after the module that reads it.
+std::string moduleScope(const onnx::NodeProto &node);
 
 class GraphImporter {
 public:

@@ -24,6 +24,9 @@
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <google/protobuf/unknown_field_set.h>
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -69,6 +72,45 @@ std::string nodeLabel(const onnx::NodeProto &node, int index) {
   if (node.output_size() > 0 && !node.output(0).empty())
     label += ", output " + quote(node.output(0));
   return label + ")";
+}
+
+
+std::string moduleScope(const onnx::NodeProto &node) {
+  // NodeProto.metadata_props (field 9, IR version 10) is newer than the
+  // ONNX 1.12 schema we build against: protobuf keeps it as an unknown field.
+  constexpr int kMetadataPropsField = 9;
+  const google::protobuf::UnknownFieldSet &unknown = node.unknown_fields();
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &field = unknown.field(i);
+    onnx::StringStringEntryProto entry;
+    if (field.number() != kMetadataPropsField ||
+        field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED ||
+        !entry.ParseFromString(field.length_delimited()) ||
+        entry.key() != "pkg.torch.onnx.name_scopes")
+      continue;
+    // A Python list literal of quoted names: ['', 'h', 'h.0', 'layer_norm'].
+    llvm::SmallVector<std::string> scopes;
+    llvm::StringRef rest = entry.value();
+    while (true) {
+      size_t open = rest.find_first_of("'\"");
+      if (open == llvm::StringRef::npos)
+        break;
+      char quoteChar = rest[open];
+      size_t close = rest.find(quoteChar, open + 1);
+      if (close == llvm::StringRef::npos)
+        break;
+      scopes.push_back(rest.slice(open + 1, close).str());
+      rest = rest.drop_front(close + 1);
+    }
+    return scopes.size() >= 2 ? scopes[scopes.size() - 2] : std::string();
+  }
+  llvm::StringRef name = node.name();
+  if (!name.consume_front("/"))
+    return "";
+  llvm::SmallVector<llvm::StringRef> parts;
+  name.split(parts, '/');
+  parts.pop_back(); // the op's own name
+  return llvm::join(parts, ".");
 }
 
 } // namespace mlir::txopt::onnx_import
@@ -317,6 +359,9 @@ LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph) {
                               ? node.output(0)
                               : "node#" + std::to_string(index);
     Location loc = NameLoc::get(builder.getStringAttr(locName));
+    if (std::string scope = moduleScope(node); !scope.empty())
+      loc = NameLoc::get(builder.getStringAttr(locName),
+                         NameLoc::get(builder.getStringAttr(scope)));
     llvm::SmallVector<Value> inputs;
     for (const std::string &input : node.input())
       inputs.push_back(input.empty() ? Value() : values.lookup(input));

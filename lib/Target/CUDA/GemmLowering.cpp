@@ -82,9 +82,13 @@ LogicalResult cuda::lowerMatMul(LoweringContext &ctx, tx::MatMulOp op) {
   g.a = ctx.bufferFor(bSource);
   g.b = ctx.bufferFor(aSource);
   g.d = ctx.bufferFor(c);
-  // A micro-step's gradient GEMM adds into its accumulator (D = C = acc).
-  if (ctx.accumulatingGemms.contains(c))
+  // A gradient GEMM of gradient accumulation adds into its f32 accumulator
+  // (D = C = acc), also when its operands are bf16/f16 and the IR casts its
+  // product to f32 (StepLowering's accumulateInPlace).
+  if (ctx.accumulatingGemms.contains(c)) {
     g.beta = 1.0f;
+    g.dType = DType::F32;
+  }
   ctx.gemm(g, op);
   return success();
 }

@@ -229,32 +229,76 @@ static bool isCarriedZero(Value value) {
   return true;
 }
 
-/// Gradient accumulation's micro-step returns `acc + grad` as the next
-/// value of the accumulator argument `acc`, its only reader: the add's
-/// kernel writes the sum over `acc` in place (elementwise, each element
-/// read before it is written at the same index), so no copy follows. When
-/// `grad` is an f32 matmul read by nothing else, there is no add kernel at
-/// all: the GEMM accumulates into `acc` itself (beta = 1, C = D = acc),
-/// saving the gradient's write and both reads of the add.
-static void accumulateInPlace(LoweringContext &ctx, func::FuncOp func) {
+/// The GEMM behind gradient |grad| when it can add into an f32 accumulator
+/// itself: an f32 tx.matmul read only by the sum, or a bf16/f16 one read only
+/// by its cast to f32 (cuBLASLt computes in f32 and writes D in f32 from
+/// 16-bit A and B). Null otherwise.
+static tx::MatMulOp accumulatingGemm(Value grad, RankedTensorType accType) {
+  if (!grad.hasOneUse() || grad.getType() != accType ||
+      !accType.getElementType().isF32())
+    return nullptr;
+  Value product = grad;
+  if (auto cast = grad.getDefiningOp<tx::CastOp>()) {
+    product = cast.getInput();
+    Type from = typeOf(product).getElementType();
+    if (!from.isBF16() && !from.isF16())
+      return nullptr;
+  }
+  auto matmul = product.getDefiningOp<tx::MatMulOp>();
+  if (!matmul || !product.hasOneUse() ||
+      typeOf(product).getShape() != accType.getShape())
+    return nullptr;
+  return matmul;
+}
+
+/// Gradient accumulation adds each gradient (and the loss) into its
+/// accumulator argument `acc` where it is produced, so nothing re-reads a
+/// stored gradient to sum it later:
+/// - the micro-step returns `acc + grad` as the next value of `acc`, its
+///   only reader: the add's kernel writes the sum over `acc` in place
+///   (elementwise, each element read before it is written at the same
+///   index), so no copy follows;
+/// - the step (the last micro-batch) reads `acc + grad` for the update and
+///   resets `acc` with a memset after everything else (bindResults).
+/// When `grad` comes from a GEMM (accumulatingGemm) there is no add at all,
+/// in either: the GEMM accumulates into `acc` itself (beta = 1, C = D =
+/// acc, f32 D even from bf16 operands), saving the gradient's write, its
+/// cast and both reads of the add; the step's update then reads `acc`.
+/// In the step an add without such a GEMM stays fused into its readers.
+static void accumulateInPlace(LoweringContext &ctx, func::FuncOp func,
+                              bool isStep) {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-    auto next = func.getResultAttrOfType<IntegerAttr>(i, "tx.next");
-    auto add = value.getDefiningOp<tx::AddOp>();
-    if (!next || !add || !value.hasOneUse() || !ctx.plan.isMaterialized(value))
+  // The result each argument's next value comes from.
+  llvm::DenseMap<unsigned, Value> nextValue;
+  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+    if (auto next = func.getResultAttrOfType<IntegerAttr>(i, "tx.next"))
+      nextValue[next.getInt()] = value;
+  for (BlockArgument acc : func.getArguments()) {
+    if (!acc.hasOneUse())
       continue;
-    BlockArgument acc = func.getArgument(next.getInt());
-    if ((add.getLhs() != acc && add.getRhs() != acc) || !acc.hasOneUse() ||
-        acc.getType() != value.getType())
+    auto add = dyn_cast<tx::AddOp>(*acc.getUsers().begin());
+    if (!add || add.getType() != acc.getType())
       continue;
-    ctx.bufferOfValue[value] = ctx.bufferFor(acc);
+    Value sum = add.getResult(), next = nextValue.lookup(acc.getArgNumber());
     Value grad = add.getLhs() == acc ? add.getRhs() : add.getLhs();
-    if (grad.getDefiningOp<tx::MatMulOp>() && grad.hasOneUse() &&
-        grad.getType() == acc.getType() &&
-        cast<RankedTensorType>(acc.getType()).getElementType().isF32()) {
-      ctx.bufferOfValue[grad] = ctx.bufferFor(acc);
-      ctx.accumulatingGemms.insert(grad);
-      ctx.loweredElsewhere.insert(add);
+    tx::MatMulOp gemm = accumulatingGemm(grad, cast<RankedTensorType>(acc.getType()));
+    if (isStep) {
+      if (!next || !isCarriedZero(next) || !gemm)
+        continue;
+      ctx.plan.materialized.insert(sum); // its readers load acc
+    } else if (next != sum || !sum.hasOneUse() || !ctx.plan.isMaterialized(sum)) {
+      continue;
+    }
+    unsigned slot = ctx.bufferFor(acc);
+    ctx.bufferOfValue[sum] = slot;
+    if (!gemm)
+      continue;
+    ctx.bufferOfValue[gemm.getResult()] = slot;
+    ctx.accumulatingGemms.insert(gemm.getResult());
+    ctx.loweredElsewhere.insert(add);
+    if (Operation *widen = grad.getDefiningOp<tx::CastOp>()) {
+      ctx.bufferOfValue[grad] = slot;
+      ctx.loweredElsewhere.insert(widen);
     }
   }
 }
@@ -460,6 +504,8 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   decideMaterialization(step, ctx.plan, program.stats.fusedOps);
   if (failed(bindArguments(ctx, module, step)))
     return failure();
+  if (micro)
+    accumulateInPlace(ctx, step, /*isStep=*/true);
 
   if (failed(lowerBody(ctx, module, step)))
     return failure();
@@ -478,7 +524,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     for (auto [stepArg, arg] : llvm::zip(step.getArguments(), f.getArguments()))
       ctx.bufferOfValue[arg] = ctx.bufferFor(stepArg);
     if (accumulates)
-      accumulateInPlace(ctx, f);
+      accumulateInPlace(ctx, f, /*isStep=*/false);
     if (failed(lowerBody(ctx, module, f)))
       return failure();
     out.emplace();

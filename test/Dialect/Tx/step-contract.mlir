@@ -152,6 +152,38 @@ module attributes {tx.train_step = {optimizer = "adamw"}} {
 
 // -----
 
+// tx-untie-parameters' records: a dictionary of non-empty name arrays
+// (untied) and of reasons (tied), on a module.
+module attributes {tx.untied_parameters = {w = ["w.1"]}, tx.tied_parameters = {e = "an embedding reused as the LM head"}} {
+}
+
+// -----
+
+// expected-error @+1 {{expected 'tx.untied_parameters' to be a module's dictionary of non-empty arrays of names}}
+module attributes {tx.untied_parameters = {w = []}} {
+}
+
+// -----
+
+// expected-error @+1 {{expected 'tx.untied_parameters' to be a module's dictionary of non-empty arrays of names}}
+module attributes {tx.untied_parameters = {w = [1]}} {
+}
+
+// -----
+
+// expected-error @+1 {{expected 'tx.tied_parameters' to be a module's dictionary of strings (the reasons)}}
+module attributes {tx.tied_parameters = {w = 1}} {
+}
+
+// -----
+
+// expected-error @+1 {{expected 'tx.tied_parameters' to be a module's dictionary of strings (the reasons)}}
+func.func @f() attributes {tx.tied_parameters = {w = "x"}} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{unknown tx attribute 'tx.colour'}}
 module attributes {tx.colour = "red"} {
 }

@@ -148,6 +148,27 @@ LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "expected '" << name << "' to be a module's string";
     return success();
   }
+  if (name == "tx.untied_parameters" || name == "tx.tied_parameters") {
+    // tx-untie-parameters' record: parameter -> its copies' names, or
+    // parameter -> why it stays shared.
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    bool ok = isa<ModuleOp>(op) && dict;
+    for (NamedAttribute entry : ok ? dict.getValue() : ArrayRef<NamedAttribute>{}) {
+      if (name == "tx.tied_parameters") {
+        ok &= isa<StringAttr>(entry.getValue());
+        continue;
+      }
+      auto copies = dyn_cast<ArrayAttr>(entry.getValue());
+      ok &= copies && !copies.empty() &&
+            llvm::all_of(copies, [](Attribute a) { return isa<StringAttr>(a); });
+    }
+    if (!ok)
+      return op->emitError()
+             << "expected '" << name << "' to be a module's dictionary of "
+             << (name == "tx.tied_parameters" ? "strings (the reasons)"
+                                              : "non-empty arrays of names");
+    return success();
+  }
   if (name == "tx.opset") {
     if (!isa<ModuleOp>(op) || !isa<IntegerAttr>(value))
       return op->emitError() << "expected tx.opset to be a module's integer";

@@ -28,6 +28,12 @@ void populateFuseNormsPatterns(RewritePatternSet &patterns);
 #define GEN_PASS_REGISTRATION
 #include "txopt/Dialect/Tx/Transforms/Passes.h.inc"
 
+/// Module attributes tx-untie-parameters records (Passes.td): the untied
+/// parameters, each with the names of its copies, and the shared ones kept
+/// tied, each with the reason.
+inline constexpr StringLiteral kUntiedParametersAttrName = "tx.untied_parameters";
+inline constexpr StringLiteral kTiedParametersAttrName = "tx.tied_parameters";
+
 /// Head dims cuDNN's fused SDPA (what tx.attention runs as on the GPU)
 /// takes on sm_90: multiples of 8, at most 256. tx-fuse-attention's
 /// cudnn-limits and the GPU lowering both ask this.

@@ -794,4 +794,64 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
   ];
 }
 
+def UntieParametersPass : Pass<"tx-untie-parameters", "::mlir::ModuleOp"> {
+  let summary = "Give every node its own copy of a weight the exporter shared by accident";
+  let description = [{
+    PyTorch's dynamo exporter stores identical initializers once: a freshly
+    initialised GPT-2 has one LayerNorm weight (all ones) and one bias (all
+    zeros) read by all 25 LayerNorms. Trained as exported, those norms would
+    share one weight, unlike the PyTorch model. This pass finds each
+    trainable `tx.parameter` read by several ONNX nodes (the users of its
+    `tx.load_parameter`s, grouped by the node name of their location) and,
+    when the exporter shared it by accident, gives every node after the
+    first a parameter of its own, with the same initial value or source.
+
+    Shared by accident means: a module's own parameter (its name is
+    `<scope>.<leaf>` for the module scope of one of its readers, the child
+    of the reader's NameLoc that the ONNX importer sets) read by nodes of
+    several modules. Everything else stays one parameter, and the reason is
+    recorded: an embedding reused as the LM head (exactly one reader is a
+    `tx.gather` reading it as its table: GPT-2, nanoGPT); nodes of one module
+    only; a computed constant several modules read (Llama's rotary tables,
+    named after the op that made them); an export without module scopes.
+    Frozen parameters (buffers such as masks) are never trained, so never
+    untied. `tie` (a regex) keeps matching shared parameters tied; `untie`
+    (a regex) unties matching ones whatever the reason. `untie` wins.
+
+    The node of the module that owns the name keeps the original (else the
+    first node does: with --untie, the LM head keeps `lm_head.weight` and
+    the embedding gets `wte.weight`). A copy is named after the module that
+    reads it, from the child of its NameLoc that the ONNX importer sets (the
+    PyTorch module scope): `<scope>.<leaf>`, where `<leaf>` is the text
+    after the original name's last `.` ("weight"), or the whole name if it
+    has no `.`. Without a scope, or when that name is taken, the copy of
+    reader k (counted from 0 in program order) is `<original>.<k>`, then
+    `<original>.<k>_<j>` for j = 1, 2, ... until free.
+
+    The module records what it did: `tx.untied_parameters` maps each untied
+    parameter to the names of its copies, `tx.tied_parameters` each shared
+    parameter kept tied to the reason. A second run finds nothing left to
+    do and leaves both as they are.
+
+    ```mlir
+    // Before: one weight for two LayerNorms.
+    %w = tx.load_parameter @ln.weight : tensor<8xf32>
+    %a = tx.layer_norm %x, %w, %b ... loc("ln_1"("h.0.ln_1"))
+    %c = tx.layer_norm %y, %w, %b ... loc("ln_2"("h.0.ln_2"))
+    // After: the second reads its own.
+    tx.parameter @h.0.ln_2.weight = dense<1.0> : tensor<8xf32>
+    %w2 = tx.load_parameter @h.0.ln_2.weight : tensor<8xf32>
+    %c = tx.layer_norm %y, %w2, %b2 ... loc("ln_2"("h.0.ln_2"))
+    ```
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+  let options = [
+    Option<"tie", "tie", "std::string", /*default=*/"\"\"",
+           "Regex: shared parameters whose name matches stay tied">,
+    Option<"untie", "untie", "std::string", /*default=*/"\"\"",
+           "Regex: shared parameters whose name matches are untied, "
+           "embeddings reused as the LM head too">,
+  ];
+}
+
 #endif // TXOPT_DIALECT_TX_TRANSFORMS_PASSES_TD
