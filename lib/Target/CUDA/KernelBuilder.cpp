@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -350,6 +351,75 @@ void KernelBuilder::store(Value tensor, Value linear, Value scalar) {
     if (integer.getWidth() < 64)
       raw = arith::TruncIOp::create(b, element, scalar);
   memref::StoreOp::create(b, raw, buffer, ValueRange{linear});
+}
+
+/// The buffer value and element type that hold |tensor| in memory, after
+/// a recomputed cast (reads) or a stored-as cast (writes).
+static std::pair<Value, Type> memoryOf(Value tensor,
+                                       const llvm::DenseMap<Value, Value> &redirect) {
+  Value current = tensor;
+  while (Value next = redirect.lookup(current))
+    current = next;
+  return {current, cast<RankedTensorType>(current.getType()).getElementType()};
+}
+
+bool KernelBuilder::vectorAccessible(Value tensor, unsigned width) {
+  for (const auto *redirect : {&castSources, &storedAs}) {
+    Type element = memoryOf(tensor, *redirect).second;
+    if (!element.isF32() && !element.isBF16() && !element.isF16())
+      return false;
+    if (width * element.getIntOrFloatBitWidth() / 8 > 16)
+      return false;
+  }
+  return true;
+}
+
+llvm::SmallVector<Value> KernelBuilder::loadVector(Value tensor, Value linear,
+                                                   unsigned width) {
+  if (auto it = castSources.find(tensor); it != castSources.end()) {
+    llvm::SmallVector<Value> lanes = loadVector(it->second, linear, width);
+    for (Value &lane : lanes)
+      lane = castScalar(lane, tensorType(it->second).getElementType(),
+                        tensorType(tensor).getElementType());
+    return lanes;
+  }
+  Type element = tensorType(tensor).getElementType();
+  Value buffer = bufferOf(tensor);
+  if (!buffer)
+    return llvm::SmallVector<Value>(
+        width, arith::ConstantOp::create(b, b.getZeroAttr(computeType(element))));
+  auto vectorType = VectorType::get({static_cast<int64_t>(width)}, element);
+  unsigned bytes = width * element.getIntOrFloatBitWidth() / 8;
+  Value vector = vector::LoadOp::create(b, vectorType, buffer, ValueRange{linear},
+                                        /*nontemporal=*/false, llvm::MaybeAlign(bytes));
+  llvm::SmallVector<Value> lanes;
+  for (unsigned i = 0; i < width; ++i) {
+    Value lane = vector::ExtractOp::create(b, vector, static_cast<int64_t>(i));
+    if (element.isBF16() || element.isF16())
+      lane = arith::ExtFOp::create(b, b.getF32Type(), lane);
+    lanes.push_back(lane);
+  }
+  return lanes;
+}
+
+void KernelBuilder::storeVector(Value tensor, Value linear,
+                                llvm::ArrayRef<Value> scalars) {
+  if (auto it = storedAs.find(tensor); it != storedAs.end())
+    return storeVector(it->second, linear, scalars);
+  Value buffer = bufferOf(tensor);
+  if (!buffer)
+    return;
+  Type element = tensorType(tensor).getElementType();
+  llvm::SmallVector<Value> raw;
+  for (Value scalar : scalars)
+    raw.push_back(element.isBF16() || element.isF16()
+                      ? Value(arith::TruncFOp::create(b, element, scalar))
+                      : scalar);
+  auto vectorType = VectorType::get({static_cast<int64_t>(raw.size())}, element);
+  unsigned bytes = raw.size() * element.getIntOrFloatBitWidth() / 8;
+  Value vector = vector::FromElementsOp::create(b, vectorType, raw);
+  vector::StoreOp::create(b, vector, buffer, ValueRange{linear},
+                          /*nontemporal=*/false, llvm::MaybeAlign(bytes));
 }
 
 void KernelBuilder::atomicAdd(Value tensor, Value linear, Value scalar) {

@@ -114,6 +114,19 @@ public:
   /// it converts, or for a row-kernel result stored as its cast, that cast.
   static Value storageOf(Value v, const Materialization &plan);
   void store(Value tensor, Value linear, Value scalar);
+  /// Whether |tensor| can be read (or written) |width| elements at a time
+  /// with vectorAccessible's 16-byte accesses: its memory, after recomputed
+  /// or stored-as casts, holds f32, bf16 or f16, |width| * element bytes is
+  /// at most 16, and an access at a multiple of |width| is then aligned
+  /// (buffers start 256-byte aligned).
+  bool vectorAccessible(Value tensor, unsigned width);
+  /// The |width| elements |linear|, ..., |linear| + width - 1 (|linear| a
+  /// multiple of |width|) in compute type, as load() would give them one by
+  /// one, through one vector load (`ld.global.v4` for 16 bytes).
+  llvm::SmallVector<Value> loadVector(Value tensor, Value linear, unsigned width);
+  /// Stores |scalars| (compute type) at |linear|, ... as store() would, with
+  /// one vector store.
+  void storeVector(Value tensor, Value linear, llvm::ArrayRef<Value> scalars);
   /// Atomic f32 add into |tensor| (an f32 output).
   void atomicAdd(Value tensor, Value linear, Value scalar);
 

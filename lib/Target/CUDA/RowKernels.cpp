@@ -380,6 +380,19 @@ static std::pair<Value, Value> rowLabel(KernelBuilder &kb, Value labels,
   return {clamped, valid};
 }
 
+/// Elements per step of a sweep over rows of |length| elements of |tensor|
+/// with vector accesses: 8 (16 bytes of bf16/f16, two 16-byte accesses of
+/// f32) when every row starts at a multiple of 8 elements and the tensor's
+/// memory allows it (KernelBuilder::vectorAccessible), else 1.
+static int64_t vectorChunk(KernelBuilder &kb, Value tensor, int64_t length) {
+  constexpr unsigned kChunk = 8;
+  Type element = typeOf(tensor).getElementType();
+  bool wide = element.isF32();
+  if (length % kChunk != 0 || !kb.vectorAccessible(tensor, wide ? kChunk / 2 : kChunk))
+    return 1;
+  return kChunk;
+}
+
 /// Row max and sum of exp(x - max).
 static std::pair<Value, Value> rowLogSumExpParts(RowKernel &rk, Value scores,
                                                  int64_t classes) {
@@ -401,15 +414,25 @@ static std::pair<Value, Value> rowLogSumExpParts(RowKernel &rk, Value scores,
   // rescaled when its max grows (online softmax), then the block's max and
   // the threads' sums rescaled to it. Reads the logits once instead of
   // twice. A running max still at -inf keeps the sum at 0 (exp(-inf - -inf)
-  // would be NaN).
+  // would be NaN). When the row splits into 16-byte chunks (vectorChunk),
+  // each step takes one chunk with one vector load and rescales once per
+  // chunk: 9 exponentials per 8 logits instead of 16, and 8 times fewer
+  // load instructions.
   Value negInf = kb.f32(-INFINITY);
-  auto ms = kb.blockStridedLoop(classes, {negInf, kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    Value x = kb.load(scores, rk.at(j));
-    Value m = arith::MaximumFOp::create(b, a[0], x);
+  int64_t chunk = vectorChunk(kb, scores, classes);
+  auto ms = kb.blockStridedLoop(classes / chunk, {negInf, kb.f32(0.0)}, [&](Value c, llvm::ArrayRef<Value> a) {
+    llvm::SmallVector<Value> xs =
+        chunk == 1 ? llvm::SmallVector<Value>{kb.load(scores, rk.at(c))}
+                   : kb.loadVector(scores, rk.at(arith::MulIOp::create(b, c, kb.idx(chunk))),
+                                   chunk);
+    Value m = a[0];
+    for (Value x : xs)
+      m = arith::MaximumFOp::create(b, m, x);
     Value live = arith::CmpFOp::create(b, arith::CmpFPredicate::ONE, m, negInf);
-    Value rescale = math::ExpOp::create(b, arith::SubFOp::create(b, a[0], m));
-    Value e = math::ExpOp::create(b, arith::SubFOp::create(b, x, m));
-    Value sum = arith::AddFOp::create(b, arith::MulFOp::create(b, a[1], rescale), e);
+    Value sum = arith::MulFOp::create(
+        b, a[1], math::ExpOp::create(b, arith::SubFOp::create(b, a[0], m)));
+    for (Value x : xs)
+      sum = arith::AddFOp::create(b, sum, math::ExpOp::create(b, arith::SubFOp::create(b, x, m)));
     return llvm::SmallVector<Value>{m, arith::SelectOp::create(b, live, sum, kb.f32(0.0))};
   });
   Value max = kb.blockReduce(ms[0], true);
@@ -564,14 +587,28 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
     }
     Value labelIndex = arith::IndexCastOp::create(b, b.getIndexType(), label);
     Type element = typeOf(result).getElementType();
-    kb.blockStridedLoop(classes, {}, [&](Value j, llvm::ArrayRef<Value>) {
-      Value e = math::ExpOp::create(b, arith::SubFOp::create(b, kb.load(scores, rk.at(j)), max));
-      Value p = arith::DivFOp::create(b, e, sum);
-      Value isLabel = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, labelIndex);
-      Value onehot = arith::SelectOp::create(b, isLabel, kb.f32(1.0), kb.f32(0.0));
-      Value v = arith::MulFOp::create(b, scale, arith::SubFOp::create(b, p, onehot));
-      v = arith::SelectOp::create(b, valid, v, kb.f32(0.0));
-      kb.store(result, rk.at(j), kb.roundTo(v, element));
+    // Chunks of 16 bytes where both the scores and the result allow it: one
+    // vector load and one vector store per 8 classes.
+    int64_t chunk = std::min(vectorChunk(kb, scores, classes), vectorChunk(kb, result, classes));
+    kb.blockStridedLoop(classes / chunk, {}, [&](Value c, llvm::ArrayRef<Value>) {
+      Value first = chunk == 1 ? c : Value(arith::MulIOp::create(b, c, kb.idx(chunk)));
+      llvm::SmallVector<Value> xs =
+          chunk == 1 ? llvm::SmallVector<Value>{kb.load(scores, rk.at(first))}
+                     : kb.loadVector(scores, rk.at(first), chunk);
+      llvm::SmallVector<Value> out;
+      for (auto [i, x] : llvm::enumerate(xs)) {
+        Value j = arith::AddIOp::create(b, first, kb.idx(i));
+        Value e = math::ExpOp::create(b, arith::SubFOp::create(b, x, max));
+        Value p = arith::DivFOp::create(b, e, sum);
+        Value isLabel = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, labelIndex);
+        Value onehot = arith::SelectOp::create(b, isLabel, kb.f32(1.0), kb.f32(0.0));
+        Value v = arith::MulFOp::create(b, scale, arith::SubFOp::create(b, p, onehot));
+        out.push_back(kb.roundTo(arith::SelectOp::create(b, valid, v, kb.f32(0.0)), element));
+      }
+      if (chunk == 1)
+        kb.store(result, rk.at(first), out[0]);
+      else
+        kb.storeVector(result, rk.at(first), out);
       return llvm::SmallVector<Value>{};
     });
     kb.finish();

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -490,6 +491,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
                           "yet (no NCCL collectives): run them with "
                           "txopt-run --ranks=N");
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
+                       vector::VectorDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
   program.target = options.target;
   OpBuilder builder(context);
