@@ -78,8 +78,38 @@ LogicalResult cuda::lowerPartialColumnSums(
   return success();
 }
 
+/// A materialized tx.cast of the column reduction |op|'s input that the
+/// reduction's kernel can write as it walks the input, or null: the cast
+/// comes after |op| and every reader of the cast comes after |op|, so the
+/// kernel writes it before anything reads it and the cast's own kernel,
+/// which would read the input again, disappears. A bias gradient and the
+/// bf16 copy of the same gradient the weight-gradient GEMMs read are such a
+/// pair (sum over rows of dy, and bf16(dy)).
+static tx::CastOp companionCast(LoweringContext &ctx, Operation *op) {
+  Value input = op->getOperand(0);
+  for (Operation *user : input.getUsers()) {
+    auto cast = dyn_cast<tx::CastOp>(user);
+    if (!cast || cast->getBlock() != op->getBlock() || !op->isBeforeInBlock(cast) ||
+        !ctx.plan.isMaterialized(cast.getResult()) ||
+        ctx.loweredElsewhere.contains(cast) || ctx.plan.absorbedCasts.contains(cast) ||
+        ctx.plan.storedAs.count(cast.getResult()) || ctx.plan.storedAs.count(input) ||
+        typeOf(cast.getResult()).getShape() != typeOf(input).getShape())
+      continue;
+    auto storage = ctx.bufferOfValue.find(cast.getResult());
+    if (storage != ctx.bufferOfValue.end())
+      continue; // already bound elsewhere (an accumulator, an argument)
+    bool readersAfter = llvm::all_of(cast->getUsers(), [&](Operation *reader) {
+      return reader->getBlock() == op->getBlock() && op->isBeforeInBlock(reader);
+    });
+    if (readersAfter)
+      return cast;
+  }
+  return nullptr;
+}
+
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
-/// as shapes), e.g. a bias gradient. Thread t of block (tile, split) owns
+/// as shapes), e.g. a bias gradient. With a companionCast the kernel also
+/// stores the cast of every element it reads. Thread t of block (tile, split) owns
 /// column tile * kBlockSize + t and sums rows [split * chunk, +chunk) of it
 /// in order; with several splits a second kernel adds the splits' partials
 /// in order: deterministic, and every load coalesced.
@@ -105,9 +135,14 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
 
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op),
-                   splits == 1 ? llvm::ArrayRef<Value>{result} : llvm::ArrayRef<Value>{},
-                   inputs.getArrayRef(), ctx.plan);
+  tx::CastOp companion = companionCast(ctx, op);
+  llvm::SmallVector<Value> outputs;
+  if (splits == 1)
+    outputs.push_back(result);
+  if (companion)
+    outputs.push_back(companion.getResult());
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs.getArrayRef(),
+                   ctx.plan);
   auto &b = kb.builder();
   Value partials;
   unsigned partialBuffer = 0;
@@ -130,7 +165,15 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                        [&](Value r, llvm::ArrayRef<Value> a) {
       llvm::SmallVector<Value> full = kb.delinearize(r, rows);
       full.append(colIndex.begin(), colIndex.end());
-      return llvm::SmallVector<Value>{combine(b, a[0], kb.emit(input, full), isMax)};
+      Value element = kb.emit(input, full);
+      if (companion) {
+        Value y = companion.getResult();
+        Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, r, kb.idx(colCount)),
+                                         column);
+        kb.store(y, at, kb.castScalar(element, typeOf(input).getElementType(),
+                                      typeOf(y).getElementType()));
+      }
+      return llvm::SmallVector<Value>{combine(b, a[0], element, isMax)};
     }, /*unroll=*/4);
     if (splits == 1) {
       finish(kb, column, acc[0]);
@@ -142,12 +185,16 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   kb.finish();
   if (failed(kb.status()))
     return failure();
+  llvm::SmallVector<unsigned> written = ctx.buffersOf(outputs);
+  if (companion)
+    ctx.loweredElsewhere.insert(companion);
   if (splits == 1) {
-    ctx.launch(kb, op, static_cast<unsigned>(tiles), ctx.buffersOf({result}),
+    ctx.launch(kb, op, static_cast<unsigned>(tiles), written,
                ctx.buffersOf(inputs.getArrayRef()));
     return success();
   }
-  ctx.launch(kb, op, static_cast<unsigned>(tiles * splits), {partialBuffer},
+  written.insert(written.begin(), partialBuffer);
+  ctx.launch(kb, op, static_cast<unsigned>(tiles * splits), written,
              ctx.buffersOf(inputs.getArrayRef()));
   // Stage two: each column adds its splits' partials, in order.
   return lowerPartialColumnSums(ctx, op, {result}, partialBuffer, splits, colCount, isMax,

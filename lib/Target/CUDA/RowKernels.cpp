@@ -210,6 +210,30 @@ constexpr int64_t kRowBlocks = 1024;
 /// (lowerPartialColumnSums) and rounds once into dgamma (and dbeta).
 /// Atomics, one per element per row on d addresses, serialized at L2 and
 /// made the sums' order (and bits) vary from run to run.
+/// The residual connection's gradient after a norm's: `dx + r`, the only
+/// reader of the norm gradient's dx, with r the same shape, in memory and
+/// computed before the norm gradient. The norm-gradient kernel then writes
+/// the sum (one f32 add, as the add kernel would) and neither dx nor the add
+/// kernel exists: one write and two reads of the activation gradient fewer.
+static tx::AddOp residualEpilogue(LoweringContext &ctx, Operation *normGrad) {
+  Value dx = normGrad->getResult(0);
+  if (!dx.hasOneUse() || !typeOf(dx).getElementType().isF32() ||
+      ctx.plan.storedAs.count(dx))
+    return nullptr;
+  auto add = dyn_cast<tx::AddOp>(*dx.getUsers().begin());
+  if (!add || add.getType() != dx.getType() || add.getLhs() == add.getRhs() ||
+      !ctx.plan.isMaterialized(add.getResult()) ||
+      ctx.bufferOfValue.count(add.getResult()))
+    return nullptr;
+  Value r = add.getLhs() == dx ? add.getRhs() : add.getLhs();
+  Operation *def = r.getDefiningOp();
+  if (r.getType() != dx.getType() || !ctx.plan.isMaterialized(r) ||
+      ctx.plan.storedAs.count(r) ||
+      (def && (def->getBlock() != normGrad->getBlock() || !def->isBeforeInBlock(normGrad))))
+    return nullptr;
+  return add;
+}
+
 LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   bool center = isa<tx::LayerNormGradOp>(op);
   Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
@@ -221,6 +245,14 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   llvm::SmallVector<Value> inputs{dy, x, gamma, rstd};
   if (center)
     inputs.push_back(mean);
+  // dx, or with a residual epilogue dx + r in the add's place.
+  Value addend;
+  if (tx::AddOp residual = residualEpilogue(ctx, op)) {
+    addend = residual.getLhs() == outputs[0] ? residual.getRhs() : residual.getLhs();
+    outputs[0] = residual.getResult();
+    inputs.push_back(addend);
+    ctx.loweredElsewhere.insert(residual);
+  }
   int64_t perBlock = ceilDiv(std::max<int64_t>(rows, 1), kRowBlocks);
   int64_t blocks = ceilDiv(std::max<int64_t>(rows, 1), perBlock);
   int64_t sums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
@@ -270,7 +302,10 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
           b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
       if (center)
         v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
-      kb.store(outputs[0], rk.at(j), kb.roundTo(arith::MulFOp::create(b, inv, v), element));
+      Value dxj = kb.roundTo(arith::MulFOp::create(b, inv, v), element);
+      if (addend)
+        dxj = arith::AddFOp::create(b, dxj, kb.load(addend, rk.at(j)));
+      kb.store(outputs[0], rk.at(j), kb.roundTo(dxj, element));
       accumulate(j, arith::MulFOp::create(b, dyj, xhat));
       if (center)
         accumulate(arith::AddIOp::create(b, j, kb.idx(d)), dyj);
