@@ -27,6 +27,21 @@ using namespace mlir::txopt::cuda;
 /// thread, all loaded before any is stored, quadruple it.
 constexpr int64_t kElementsPerThread = 4;
 
+/// Elements per thread of the vector layout for |value|: 16 bytes of its
+/// stored type (4 f32, 8 bf16/f16), when its innermost dim is a multiple of
+/// that and there is at least one block's worth; 0 otherwise (the strided
+/// layout below).
+static int64_t vectorLanes(Value value, const Materialization &plan) {
+  auto type = typeOf(value);
+  Type stored = typeOf(KernelBuilder::storageOf(value, plan)).getElementType();
+  if (type.getRank() == 0 || !(stored.isF32() || stored.isBF16() || stored.isF16()))
+    return 0;
+  int64_t lanes = 128 / stored.getIntOrFloatBitWidth();
+  if (type.getShape().back() % lanes != 0 || type.getNumElements() < kBlockSize * lanes)
+    return 0;
+  return lanes;
+}
+
 LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
   Operation *op = value.getDefiningOp();
   llvm::SetVector<Value> inputs;
@@ -35,6 +50,43 @@ LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
                    inputs.getArrayRef(), ctx.plan);
   auto &b = kb.builder();
   int64_t n = typeOf(value).getNumElements();
+  if (int64_t lanes = vectorLanes(value, ctx.plan)) {
+    // Thread g owns the |lanes| consecutive elements [g * lanes, +lanes) of
+    // one innermost row: its loads of same-shaped and broadcast operands and
+    // its stores are consecutive and 16-byte aligned (buffers are, and rows
+    // hold a multiple of |lanes|), which LLVM's load/store vectorizer turns
+    // into one 16-byte access each; a thread past the end computes the last
+    // group and stores nothing.
+    auto shape = typeOf(value).getShape();
+    int64_t groups = n / lanes;
+    Value group = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize)), kb.threadIndex());
+    Value clamped = arith::MinUIOp::create(b, group, kb.idx(groups - 1));
+    Value first = arith::MulIOp::create(b, clamped, kb.idx(lanes));
+    // The group's index in the shape with the innermost dim counted in
+    // groups, then scaled back: the first column is visibly a multiple of
+    // |lanes|, which is what lets LLVM prove the accesses 16-byte aligned.
+    llvm::SmallVector<int64_t> groupShape(shape.begin(), shape.end());
+    groupShape.back() /= lanes;
+    llvm::SmallVector<Value> index = kb.delinearize(clamped, groupShape);
+    Value column = arith::MulIOp::create(b, index.back(), kb.idx(lanes));
+    llvm::SmallVector<Value> values;
+    for (int64_t k = 0; k < lanes; ++k) {
+      index.back() = arith::AddIOp::create(b, column, kb.idx(k));
+      values.push_back(kb.emitComputed(value, index));
+    }
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group, kb.idx(groups));
+    kb.ifThen(inRange, [&] {
+      for (int64_t k = 0; k < lanes; ++k)
+        kb.store(value, arith::AddIOp::create(b, first, kb.idx(k)), values[k]);
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, op, ceilDiv(groups, kBlockSize), ctx.buffersOf({value}),
+               ctx.buffersOf(inputs.getArrayRef()));
+    return success();
+  }
   int64_t perThread = std::min<int64_t>(kElementsPerThread, ceilDiv(n, kBlockSize));
   // Thread t of block g owns elements g * 256 * K + j * 256 + t, j < K:
   // each j is one coalesced access of the block. An element past the end is

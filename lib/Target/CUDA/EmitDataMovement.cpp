@@ -103,6 +103,12 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
       .Case<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp>([&](Operation *) -> Value {
         Value input = op->getOperand(0);
         Value linear = linearize(index, shape);
+        // Same elements, same order: memory is read at the same linear
+        // index (no divisions and remainders to undo, which also keeps a
+        // thread's consecutive loads visibly consecutive to LLVM).
+        Operation *def = input.getDefiningOp();
+        if (plan.isMaterialized(input) || !def || !isElementalOp(def))
+          return load(input, linear);
         return emit(input, delinearize(linear, tensorType(input).getShape()));
       })
       .Case([&](tx::IdentityOp) { return emit(op->getOperand(0), index); })

@@ -36,6 +36,12 @@ namespace mlir::txopt::cuda {
 /// Threads per block of every kernel.
 constexpr unsigned kBlockSize = 256;
 
+/// The alignment every kernel's buffer arguments are declared with (the
+/// memory plan aligns every buffer to 256 bytes), as the LLVM argument
+/// attribute the GPU-to-NVVM lowering forwards.
+constexpr int64_t kArgAlign = 16;
+inline constexpr llvm::StringLiteral kArgAlignAttr = "llvm.align";
+
 /// Which tensor values live in memory: everything else is recomputed by the
 /// elemental emitter inside the kernel that reads it.
 struct Materialization {
