@@ -16,6 +16,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -104,6 +105,85 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
 }
 
 void KernelBuilder::finish() { gpu::ReturnOp::create(b); }
+
+/// Whether |op| may write memory or order memory accesses (a barrier, a
+/// call, anything with regions): a load is never moved above one.
+static bool ordersMemory(Operation *op) {
+  if (op->getNumRegions() > 0)
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return !op->hasTrait<OpTrait::ConstantLike>() && !isPure(op);
+  return effects.hasEffect<MemoryEffects::Write>() ||
+         effects.hasEffect<MemoryEffects::Allocate>() ||
+         effects.hasEffect<MemoryEffects::Free>();
+}
+
+void KernelBuilder::hoistLoads() {
+  // First sink the float math (pure, no regions, not index arithmetic)
+  // down to its first reader, in reverse so chains sink together: what is
+  // left between a thread's loads is their index arithmetic.
+  kernel.walk([&](Block *block) {
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*block))) {
+      if (op.getNumResults() == 0 || op.getNumRegions() > 0 || !isPure(&op) ||
+          op.hasTrait<OpTrait::ConstantLike>() ||
+          llvm::any_of(op.getResultTypes(), [](Type t) { return t.isIndex(); }))
+        continue;
+      Operation *first = nullptr;
+      bool local = true;
+      for (Operation *user : op.getUsers()) {
+        Operation *inBlock = block->findAncestorOpInBlock(*user);
+        if (!inBlock) {
+          local = false;
+          break;
+        }
+        if (!first || inBlock->isBeforeInBlock(first))
+          first = inBlock;
+      }
+      if (local && first && first != op.getNextNode())
+        op.moveBefore(first);
+    }
+  });
+  // Then gather the stores: each moves down past pure ops to just before
+  // the next op that touches memory (or the terminator), so a thread's
+  // consecutive stores sit together too.
+  kernel.walk([&](Block *block) {
+    llvm::SmallVector<Operation *> stores;
+    for (Operation &op : *block)
+      if (isa<memref::StoreOp, vector::StoreOp>(op))
+        stores.push_back(&op);
+    for (Operation *store : llvm::reverse(stores)) {
+      Operation *next = store->getNextNode();
+      while (next && !next->hasTrait<OpTrait::IsTerminator>() &&
+             next->getNumRegions() == 0 && isPure(next))
+        next = next->getNextNode();
+      if (next && next != store->getNextNode())
+        store->moveBefore(next);
+    }
+  });
+  kernel.walk([&](Block *block) {
+    Operation *fence = nullptr; // the last op no load may move above
+    for (Operation &op : llvm::make_early_inc_range(*block)) {
+      if (!isa<memref::LoadOp, vector::LoadOp>(op)) {
+        if (ordersMemory(&op))
+          fence = &op;
+        continue;
+      }
+      // Right after the latest of the fence and the operands' definitions
+      // in this block.
+      Operation *after = fence;
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && def->getBlock() == block && (!after || after->isBeforeInBlock(def)))
+          after = def;
+      }
+      if (!after)
+        op.moveBefore(block, block->begin());
+      else if (after->getNextNode() != &op)
+        op.moveAfter(after);
+    }
+  });
+}
 
 Value KernelBuilder::insertBufferArgument(unsigned position, MemRefType type) {
   // Through the function interface, so the argument attributes (alignment)

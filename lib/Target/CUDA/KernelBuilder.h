@@ -172,6 +172,13 @@ public:
   void ifThen(Value cond, llvm::function_ref<void()> body);
 
   void finish();
+  /// Moves every load as early as its indices and the last memory write or
+  /// barrier before it allow, within its block. A thread's loads then sit
+  /// together, where LLVM's load/store vectorizer merges consecutive ones
+  /// (it does not across the long math between them, such as an erf) and
+  /// all are in flight before the math starts. For loop kernels, where
+  /// every load precedes every store.
+  void hoistLoads();
 
   /// Adds a raw buffer argument (not a tensor value) at |position| of the
   /// kernel's arguments (before the workgroup attributions).

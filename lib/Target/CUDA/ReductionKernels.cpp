@@ -109,9 +109,9 @@ static tx::CastOp companionCast(LoweringContext &ctx, Operation *op) {
 
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
 /// as shapes), e.g. a bias gradient. With a companionCast the kernel also
-/// stores the cast of every element it reads. Thread t of block (tile, split) owns
-/// column tile * kBlockSize + t and sums rows [split * chunk, +chunk) of it
-/// in order; with several splits a second kernel adds the splits' partials
+/// stores the cast of every element it reads. Thread t of block (tile, split)
+/// owns columns [(tile * kBlockSize + t) * lanes, +lanes) and sums rows
+/// [split * chunk, +chunk) of each in order; with several splits a second kernel adds the splits' partials
 /// in order: deterministic, and every load coalesced.
 static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                                           llvm::ArrayRef<int64_t> rows,
@@ -121,7 +121,13 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   int64_t rowCount = 1, colCount = 1;
   for (int64_t s : rows) rowCount *= s;
   for (int64_t s : cols) colCount *= s;
-  int64_t tiles = ceilDiv(colCount, kBlockSize);
+  // Each thread sums |lanes| adjacent columns when the innermost kept dim
+  // holds a multiple of them: its loads (and a companion's stores) are then
+  // consecutive, which LLVM merges into 16-byte accesses (the arguments
+  // are 16-byte aligned); each column's sum keeps its order.
+  int64_t lanes = cols.back() % 4 == 0 && colCount >= 4 ? 4 : 1;
+  int64_t groups = colCount / lanes;
+  int64_t tiles = ceilDiv(groups, kBlockSize);
   // Enough blocks to fill the GPU (~2048), at least 32 rows each.
   int64_t splits = std::max<int64_t>(
       1, std::min<int64_t>(ceilDiv(rowCount, 32), ceilDiv(2048, tiles)));
@@ -153,36 +159,57 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   Value block = kb.blockIndex();
   Value tile = arith::RemUIOp::create(b, block, kb.idx(tiles));
   Value split = arith::DivUIOp::create(b, block, kb.idx(tiles));
-  Value column = arith::AddIOp::create(
+  Value group = arith::AddIOp::create(
       b, arith::MulIOp::create(b, tile, kb.idx(kBlockSize)), kb.threadIndex());
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column, kb.idx(colCount));
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group, kb.idx(groups));
   kb.ifThen(inRange, [&] {
     Value begin = arith::MulIOp::create(b, split, kb.idx(chunk));
     Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, kb.idx(chunk)),
                                        kb.idx(rowCount));
-    auto colIndex = kb.delinearize(column, cols);
-    auto acc = kb.loop(begin, end, kb.idx(1), {kb.f32(isMax ? -INFINITY : 0.0)},
+    // The first column of the group, visibly a multiple of |lanes|.
+    llvm::SmallVector<int64_t> groupCols(cols.begin(), cols.end());
+    groupCols.back() /= lanes;
+    auto colIndex = kb.delinearize(group, groupCols);
+    Value innermost = arith::MulIOp::create(b, colIndex.back(), kb.idx(lanes));
+    Value column = arith::MulIOp::create(b, group, kb.idx(lanes));
+    llvm::SmallVector<Value> init(lanes, kb.f32(isMax ? -INFINITY : 0.0));
+    auto acc = kb.loop(begin, end, kb.idx(1), init,
                        [&](Value r, llvm::ArrayRef<Value> a) {
       llvm::SmallVector<Value> full = kb.delinearize(r, rows);
       full.append(colIndex.begin(), colIndex.end());
-      Value element = kb.emit(input, full);
-      if (companion) {
-        Value y = companion.getResult();
-        Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, r, kb.idx(colCount)),
-                                         column);
-        kb.store(y, at, kb.castScalar(element, typeOf(input).getElementType(),
-                                      typeOf(y).getElementType()));
+      // Every lane's loads before any store: a store between them (to
+      // another buffer, which LLVM cannot tell apart) would keep the loads
+      // from merging.
+      llvm::SmallVector<Value> elements, next;
+      for (int64_t k = 0; k < lanes; ++k) {
+        full.back() = arith::AddIOp::create(b, innermost, kb.idx(k));
+        elements.push_back(kb.emit(input, full));
       }
-      return llvm::SmallVector<Value>{combine(b, a[0], element, isMax)};
-    }, /*unroll=*/4);
-    if (splits == 1) {
-      finish(kb, column, acc[0]);
-    } else {
-      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, split, kb.idx(colCount)), column);
-      memref::StoreOp::create(b, acc[0], partials, ValueRange{at});
+      for (int64_t k = 0; k < lanes; ++k) {
+        if (companion) {
+          Value y = companion.getResult();
+          Value at = arith::AddIOp::create(
+              b, arith::MulIOp::create(b, r, kb.idx(colCount)),
+              arith::AddIOp::create(b, column, kb.idx(k)));
+          kb.store(y, at, kb.castScalar(elements[k], typeOf(input).getElementType(),
+                                        typeOf(y).getElementType()));
+        }
+        next.push_back(combine(b, a[k], elements[k], isMax));
+      }
+      return next;
+    }, /*unroll=*/lanes == 1 ? 4 : 2);
+    for (int64_t k = 0; k < lanes; ++k) {
+      Value col = arith::AddIOp::create(b, column, kb.idx(k));
+      if (splits == 1) {
+        finish(kb, col, acc[k]);
+      } else {
+        Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, split, kb.idx(colCount)), col);
+        memref::StoreOp::create(b, acc[k], partials, ValueRange{at});
+      }
     }
   });
   kb.finish();
+  kb.hoistLoads();
   if (failed(kb.status()))
     return failure();
   llvm::SmallVector<unsigned> written = ctx.buffersOf(outputs);
