@@ -24,18 +24,18 @@
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/StringExtras.h"
-
-#include <google/protobuf/unknown_field_set.h>
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <google/protobuf/unknown_field_set.h>
 
 #include "onnx/defs/parser.h"
 
@@ -73,7 +73,6 @@ std::string nodeLabel(const onnx::NodeProto &node, int index) {
     label += ", output " + quote(node.output(0));
   return label + ")";
 }
-
 
 std::string moduleScope(const onnx::NodeProto &node) {
   // NodeProto.metadata_props (field 9, IR version 10) is newer than the

@@ -81,7 +81,7 @@ LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
         kb.store(value, arith::AddIOp::create(b, first, kb.idx(k)), values[k]);
     });
     kb.finish();
-    kb.hoistLoads();
+    kb.groupMemoryAccesses();
     if (failed(kb.status()))
       return failure();
     ctx.launch(kb, op, ceilDiv(groups, kBlockSize), ctx.buffersOf({value}),

@@ -119,7 +119,7 @@ static bool ordersMemory(Operation *op) {
          effects.hasEffect<MemoryEffects::Free>();
 }
 
-void KernelBuilder::hoistLoads() {
+void KernelBuilder::groupMemoryAccesses() {
   // First sink the float math (pure, no regions, not index arithmetic)
   // down to its first reader, in reverse so chains sink together: what is
   // left between a thread's loads is their index arithmetic.
@@ -405,7 +405,10 @@ Value KernelBuilder::load(Value tensor, Value linear) {
   Type element = tensorType(tensor).getElementType();
   if (!buffer)
     return arith::ConstantOp::create(b, b.getZeroAttr(computeType(element)));
-  Value raw = memref::LoadOp::create(b, buffer, ValueRange{linear});
+  return fromStorage(memref::LoadOp::create(b, buffer, ValueRange{linear}), element);
+}
+
+Value KernelBuilder::fromStorage(Value raw, Type element) {
   if (element.isInteger(1))
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, raw,
                                  arith::ConstantIntOp::create(b, 0, 8));
@@ -419,6 +422,19 @@ Value KernelBuilder::load(Value tensor, Value linear) {
   return raw;
 }
 
+Value KernelBuilder::toStorage(Value scalar, Type element) {
+  if (element.isInteger(1))
+    return arith::ExtUIOp::create(b, b.getI8Type(), scalar);
+  if (element.isBF16() || element.isF16())
+    return arith::TruncFOp::create(b, element, scalar);
+  if (isFP8(element))
+    return emitFP8Encode(b, scalar, element);
+  if (auto integer = dyn_cast<IntegerType>(element))
+    if (integer.getWidth() < 64)
+      return arith::TruncIOp::create(b, element, scalar);
+  return scalar;
+}
+
 void KernelBuilder::store(Value tensor, Value linear, Value scalar) {
   // A result stored as its cast: rounding into the cast's type here is what
   // the tx.cast would have done (the result itself is f32).
@@ -428,17 +444,7 @@ void KernelBuilder::store(Value tensor, Value linear, Value scalar) {
   if (!buffer)
     return;
   Type element = tensorType(tensor).getElementType();
-  Value raw = scalar;
-  if (element.isInteger(1))
-    raw = arith::ExtUIOp::create(b, b.getI8Type(), scalar);
-  else if (element.isBF16() || element.isF16())
-    raw = arith::TruncFOp::create(b, element, scalar);
-  else if (isFP8(element))
-    raw = emitFP8Encode(b, scalar, element);
-  else if (auto integer = dyn_cast<IntegerType>(element))
-    if (integer.getWidth() < 64)
-      raw = arith::TruncIOp::create(b, element, scalar);
-  memref::StoreOp::create(b, raw, buffer, ValueRange{linear});
+  memref::StoreOp::create(b, toStorage(scalar, element), buffer, ValueRange{linear});
 }
 
 /// The buffer value and element type that hold |tensor| in memory, after
@@ -481,12 +487,9 @@ llvm::SmallVector<Value> KernelBuilder::loadVector(Value tensor, Value linear,
   Value vector = vector::LoadOp::create(b, vectorType, buffer, ValueRange{linear},
                                         /*nontemporal=*/false, llvm::MaybeAlign(bytes));
   llvm::SmallVector<Value> lanes;
-  for (unsigned i = 0; i < width; ++i) {
-    Value lane = vector::ExtractOp::create(b, vector, static_cast<int64_t>(i));
-    if (element.isBF16() || element.isF16())
-      lane = arith::ExtFOp::create(b, b.getF32Type(), lane);
-    lanes.push_back(lane);
-  }
+  for (unsigned i = 0; i < width; ++i)
+    lanes.push_back(fromStorage(
+        vector::ExtractOp::create(b, vector, static_cast<int64_t>(i)), element));
   return lanes;
 }
 
@@ -500,9 +503,7 @@ void KernelBuilder::storeVector(Value tensor, Value linear,
   Type element = tensorType(tensor).getElementType();
   llvm::SmallVector<Value> raw;
   for (Value scalar : scalars)
-    raw.push_back(element.isBF16() || element.isF16()
-                      ? Value(arith::TruncFOp::create(b, element, scalar))
-                      : scalar);
+    raw.push_back(toStorage(scalar, element));
   auto vectorType = VectorType::get({static_cast<int64_t>(raw.size())}, element);
   unsigned bytes = raw.size() * element.getIntOrFloatBitWidth() / 8;
   Value vector = vector::FromElementsOp::create(b, vectorType, raw);

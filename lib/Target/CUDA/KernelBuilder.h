@@ -121,7 +121,7 @@ public:
   static Value storageOf(Value v, const Materialization &plan);
   void store(Value tensor, Value linear, Value scalar);
   /// Whether |tensor| can be read (or written) |width| elements at a time
-  /// with vectorAccessible's 16-byte accesses: its memory, after recomputed
+  /// with one vector access of at most 16 bytes: its memory, after recomputed
   /// or stored-as casts, holds f32, bf16 or f16, |width| * element bytes is
   /// at most 16, and an access at a multiple of |width| is then aligned
   /// (buffers start 256-byte aligned).
@@ -172,13 +172,15 @@ public:
   void ifThen(Value cond, llvm::function_ref<void()> body);
 
   void finish();
-  /// Moves every load as early as its indices and the last memory write or
-  /// barrier before it allow, within its block. A thread's loads then sit
-  /// together, where LLVM's load/store vectorizer merges consecutive ones
-  /// (it does not across the long math between them, such as an erf) and
-  /// all are in flight before the math starts. For loop kernels, where
-  /// every load precedes every store.
-  void hoistLoads();
+  /// Reorders each block of the finished kernel so that a thread's memory
+  /// accesses sit together: float math sinks to its first reader, each
+  /// store moves down to the next op that touches memory, and each load
+  /// moves up as far as its indices and the last memory write or barrier
+  /// allow. LLVM's load/store vectorizer then merges consecutive accesses
+  /// (it does not across long math such as an erf, or across a store to
+  /// another buffer), and all loads are in flight before the math starts.
+  /// For loop kernels and column reductions.
+  void groupMemoryAccesses();
 
   /// Adds a raw buffer argument (not a tensor value) at |position| of the
   /// kernel's arguments (before the workgroup attributions).
@@ -189,6 +191,10 @@ public:
   LogicalResult status() const { return failed ? failure() : success(); }
 
 private:
+  /// A value as memory holds it (|element|) to compute type, and back: the
+  /// conversions every load and store makes, scalar or vector.
+  Value fromStorage(Value raw, Type element);
+  Value toStorage(Value scalar, Type element);
   /// The element of result |resultNumber| of |op| (an elemental op) at
   /// |index|: dispatches to one of the families below.
   Value emitOp(Operation *op, unsigned resultNumber, Type elementType,

@@ -109,10 +109,11 @@ static tx::CastOp companionCast(LoweringContext &ctx, Operation *op) {
 
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
 /// as shapes), e.g. a bias gradient. With a companionCast the kernel also
-/// stores the cast of every element it reads. Thread t of block (tile, split)
-/// owns columns [(tile * kBlockSize + t) * lanes, +lanes) and sums rows
-/// [split * chunk, +chunk) of each in order; with several splits a second kernel adds the splits' partials
-/// in order: deterministic, and every load coalesced.
+/// stores the cast of every element it reads. Thread t of block (tile,
+/// split) owns columns [(tile * kBlockSize + t) * lanes, +lanes) and sums
+/// rows [split * chunk, +chunk) of each in order; with several splits a
+/// second kernel adds the splits' partials in order: deterministic, and
+/// every load coalesced.
 static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                                           llvm::ArrayRef<int64_t> rows,
                                           llvm::ArrayRef<int64_t> cols,
@@ -209,7 +210,7 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
     }
   });
   kb.finish();
-  kb.hoistLoads();
+  kb.groupMemoryAccesses();
   if (failed(kb.status()))
     return failure();
   llvm::SmallVector<unsigned> written = ctx.buffersOf(outputs);

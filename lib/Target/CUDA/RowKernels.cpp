@@ -202,14 +202,6 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
 /// wave of 256-thread blocks on an H200 (132 SMs x 8 resident blocks).
 constexpr int64_t kRowBlocks = 1024;
 
-/// tx.layer_norm_grad / tx.rms_norm_grad, deterministic and without atomics.
-/// Kernel 1: block g walks rows [g R, (g + 1) R); per row it computes dx,
-/// and each thread adds dy * xhat (and dy) of its own columns into row g of
-/// an f32 partials buffer [G, d] (or [G, 2d]) that no other thread touches.
-/// Kernel 2 adds the G partial rows of each column in a fixed order
-/// (lowerPartialColumnSums) and rounds once into dgamma (and dbeta).
-/// Atomics, one per element per row on d addresses, serialized at L2 and
-/// made the sums' order (and bits) vary from run to run.
 /// The residual connection's gradient after a norm's: `dx + r`, the only
 /// reader of the norm gradient's dx, with r the same shape, in memory and
 /// computed before the norm gradient. The norm-gradient kernel then writes
@@ -234,6 +226,14 @@ static tx::AddOp residualEpilogue(LoweringContext &ctx, Operation *normGrad) {
   return add;
 }
 
+/// tx.layer_norm_grad / tx.rms_norm_grad, deterministic and without atomics.
+/// Kernel 1: block g walks rows [g R, (g + 1) R); per row it computes dx,
+/// and each thread adds dy * xhat (and dy) of its own columns into row g of
+/// an f32 partials buffer [G, d] (or [G, 2d]) that no other thread touches.
+/// Kernel 2 adds the G partial rows of each column in a fixed order
+/// (lowerPartialColumnSums) and rounds once into dgamma (and dbeta).
+/// Atomics, one per element per row on d addresses, serialized at L2 and
+/// made the sums' order (and bits) vary from run to run.
 LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   bool center = isa<tx::LayerNormGradOp>(op);
   Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
