@@ -656,3 +656,16 @@ void KernelBuilder::ifThen(Value cond, llvm::function_ref<void()> body) {
   popScope();
 }
 
+void KernelBuilder::ifThenElse(Value cond, llvm::function_ref<void()> thenBody,
+                               llvm::function_ref<void()> elseBody) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  for (auto [region, body] : {std::pair{&ifOp.getThenRegion(), thenBody},
+                              std::pair{&ifOp.getElseRegion(), elseBody}}) {
+    b.setInsertionPointToStart(&region->front());
+    pushScope();
+    body();
+    popScope();
+  }
+}
+

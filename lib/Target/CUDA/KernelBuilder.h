@@ -170,6 +170,9 @@ public:
       unsigned unroll = 1);
   /// `if (cond) { body }` without results.
   void ifThen(Value cond, llvm::function_ref<void()> body);
+  /// `if (cond) { thenBody } else { elseBody }` without results.
+  void ifThenElse(Value cond, llvm::function_ref<void()> thenBody,
+                  llvm::function_ref<void()> elseBody);
 
   void finish();
   /// Reorders each block of the finished kernel so that a thread's memory

@@ -52,6 +52,16 @@ struct LoweringContext {
   /// Matmul results whose GEMM adds into their buffer (beta = 1): a
   /// micro-step's gradient GEMM writing straight into its accumulator.
   llvm::DenseSet<Value> accumulatingGemms;
+  /// Tables of i64 words filled in after the memory plan: the words listed
+  /// in `offsetOf` become the byte offset of a buffer from the table's own
+  /// start, so one kernel can reach many tensors through one argument (the
+  /// packed optimizer). Uploaded as constants.
+  struct OffsetTable {
+    unsigned buffer = 0;
+    std::vector<int64_t> words;
+    std::vector<std::pair<size_t, unsigned>> offsetOf; ///< word -> buffer
+  };
+  std::vector<OffsetTable> offsetTables;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)
@@ -61,6 +71,11 @@ struct LoweringContext {
   unsigned bufferFor(Value v);
   /// A scratch buffer private to one op's kernels.
   unsigned scratch(uint64_t bytes, llvm::StringRef what);
+  /// A persistent buffer for |table| (its buffer field is set), written
+  /// once the memory plan is known (resolveOffsetTables).
+  unsigned offsetTable(OffsetTable table, llvm::StringRef what);
+  /// Fills every offset table's words from the plan and adds its upload.
+  void resolveOffsetTables();
   /// A fresh kernel name: k<N>_<op mnemonic>.
   std::string kernelName(Operation *op);
 

@@ -17,6 +17,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
@@ -107,6 +109,24 @@ unsigned LoweringContext::scratch(uint64_t bytes, llvm::StringRef what) {
   buffer.what = what.str();
   buffers.push_back(buffer);
   return buffers.size() - 1;
+}
+
+unsigned LoweringContext::offsetTable(OffsetTable table, llvm::StringRef what) {
+  table.buffer = scratch(table.words.size() * sizeof(int64_t), what);
+  buffers[table.buffer].persistent = true;
+  offsetTables.push_back(std::move(table));
+  return offsetTables.back().buffer;
+}
+
+void LoweringContext::resolveOffsetTables() {
+  for (OffsetTable &table : offsetTables) {
+    int64_t self = static_cast<int64_t>(program.slots[table.buffer].offset);
+    for (auto [word, buffer] : table.offsetOf)
+      table.words[word] = static_cast<int64_t>(program.slots[buffer].offset) - self;
+    std::vector<uint8_t> bytes(table.words.size() * sizeof(int64_t));
+    std::memcpy(bytes.data(), table.words.data(), bytes.size());
+    program.constants.push_back({table.buffer, std::move(bytes)});
+  }
 }
 
 std::string LoweringContext::kernelName(Operation *op) {

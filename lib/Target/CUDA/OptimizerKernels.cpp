@@ -1,8 +1,9 @@
 //===- OptimizerKernels.cpp - adam and sgd updates --------------------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// tx.adam / tx.sgd: one loop kernel per parameter tensor, each line of the
-// executor's formula in f32.
+// tx.adam: the tensors of one op (an optimizer group) in one packed launch;
+// tx.sgd: one loop kernel per parameter tensor. Each line of the executor's
+// formula in f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <cmath>
 
@@ -35,67 +38,299 @@ static double r32(double v) { return static_cast<double>(static_cast<float>(v));
 
 /// Elements per thread of the Adam kernels (see lowerAdam).
 constexpr int64_t kOptimizerElementsPerThread = 8;
+/// Vector width of the packed Adam kernel: 4 f32 = one 16-byte access.
+constexpr int64_t kPackedVectorWidth = 4;
 
-/// tx.adam: one loop kernel per parameter tensor, each line of the
-/// executor's formula in f32 (correctly rounded f32 operations equal the
-/// executor's double-then-round results), the step-dependent scalars formed
-/// in f64 inside the kernel from the lr and step tensors.
+namespace {
+
+/// tx.adam's attributes, as evalAdam reads them.
+struct AdamConfig {
+  double beta1, beta2, eps, wd;
+  bool adamw, correct, f32Correction;
+  tx::EpsilonPlacement placement;
+
+  explicit AdamConfig(tx::AdamOp adam)
+      : beta1(adam.getBeta1().convertToDouble()),
+        beta2(adam.getBeta2().convertToDouble()),
+        eps(adam.getEpsilon().convertToDouble()),
+        wd(adam.getWeightDecay().convertToDouble()),
+        adamw(adam.getMode() == tx::AdamMode::adamw),
+        correct(adam.getBiasCorrection()),
+        f32Correction(adam.getF32BiasCorrection()),
+        placement(adam.getEpsilonPlacement()) {}
+};
+
+/// The step's scalars of the update in f32: formed once per thread (in f64
+/// from the lr and step tensors, as evalAdam forms them), not per element.
+struct AdamScalars {
+  Value lr, lrWd, bc1, bc2, epsTerm;
+};
+
+} // namespace
+
+static AdamScalars adamScalars(KernelBuilder &kb, const AdamConfig &c, Value lr, Value step) {
+  auto &b = kb.builder();
+  auto f64 = [&](double x) { return Value(arith::ConstantOp::create(b, b.getF64FloatAttr(x))); };
+  auto toF32 = [&](Value x) { return Value(arith::TruncFOp::create(b, b.getF32Type(), x)); };
+  auto toF64 = [&](Value x) { return Value(arith::ExtFOp::create(b, b.getF64Type(), x)); };
+  AdamScalars s;
+  Value lrValue = toF64(kb.load(lr, kb.idx(0)));
+  s.lrWd = toF32(arith::MulFOp::create(b, lrValue, f64(c.wd)));
+  s.lr = toF32(lrValue);
+  s.bc1 = kb.f32(1.0);
+  s.bc2 = kb.f32(1.0);
+  s.epsTerm = kb.f32(r32(c.eps));
+  if (!c.correct)
+    return s;
+  Value t = toF64(kb.load(step, kb.idx(0)));
+  Value power1, power2;
+  if (c.f32Correction) {
+    power1 = toF64(toF32(math::PowFOp::create(b, f64(r32(c.beta1)), t)));
+    power2 = toF64(toF32(math::PowFOp::create(b, f64(r32(c.beta2)), t)));
+  } else {
+    power1 = math::PowFOp::create(b, f64(c.beta1), t);
+    power2 = math::PowFOp::create(b, f64(c.beta2), t);
+  }
+  s.bc1 = toF32(arith::SubFOp::create(b, f64(1.0), power1));
+  s.bc2 = toF32(arith::SubFOp::create(b, f64(1.0), power2));
+  if (c.placement == tx::EpsilonPlacement::epsilon_hat)
+    s.epsTerm = toF32(arith::DivFOp::create(
+        b, f64(c.eps), math::SqrtOp::create(b, arith::SubFOp::create(b, f64(1.0), power2))));
+  return s;
+}
+
+namespace {
+struct AdamElement {
+  Value p, m, v;
+};
+} // namespace
+
+/// One element's update, each line of the executor's formula in f32
+/// (correctly rounded f32 operations equal its double-then-round results).
+static AdamElement adamElement(KernelBuilder &kb, const AdamConfig &c, const AdamScalars &s,
+                               Value pk, Value gk, Value mk, Value vk) {
+  auto &b = kb.builder();
+  if (!c.adamw)
+    gk = arith::AddFOp::create(b, gk, arith::MulFOp::create(b, kb.f32(r32(c.wd)), pk));
+  Value m = arith::AddFOp::create(b, arith::MulFOp::create(b, kb.f32(r32(c.beta1)), mk),
+                                  arith::MulFOp::create(b, kb.f32(r32(1.0 - c.beta1)), gk));
+  Value v = arith::AddFOp::create(
+      b, arith::MulFOp::create(b, kb.f32(r32(c.beta2)), vk),
+      arith::MulFOp::create(b, arith::MulFOp::create(b, kb.f32(r32(1.0 - c.beta2)), gk), gk));
+  Value mHat = c.correct ? Value(arith::DivFOp::create(b, m, s.bc1)) : m;
+  Value vHat = c.correct ? Value(arith::DivFOp::create(b, v, s.bc2)) : v;
+  Value den = c.placement == tx::EpsilonPlacement::inside_sqrt
+                  ? Value(math::SqrtOp::create(b, arith::AddFOp::create(b, vHat, s.epsTerm)))
+                  : Value(arith::AddFOp::create(b, math::SqrtOp::create(b, vHat), s.epsTerm));
+  Value pd = c.adamw ? Value(arith::SubFOp::create(b, pk, arith::MulFOp::create(b, s.lrWd, pk)))
+                     : pk;
+  Value update = arith::DivFOp::create(b, arith::MulFOp::create(b, s.lr, mHat), den);
+  return {arith::SubFOp::create(b, pd, update), m, v};
+}
+
+/// The parameters |members| of |adam| (f32, updated in place, gradients
+/// stored as |gradStorage|) in one launch. The tensors lie wherever the
+/// memory plan put them; the kernel finds them through an offset table in
+/// the arena (LoweringContext::OffsetTable):
+///   words [0, n]: the first block of each tensor (word n: the grid size);
+///   then per tensor: its element count and the byte offsets, from the
+///   table, of its parameter, gradient, first and second moment.
+/// Block b finds its tensor by binary search over the first words and
+/// updates 8 elements per thread: two 16-byte vectors of each of p, g, m, v
+/// (all loaded before the math), or element by element in a tensor's last,
+/// partial block. The same arithmetic as the per-tensor kernel, so the
+/// result is bit-identical to it and to the executor.
+static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, const AdamConfig &c,
+                                     llvm::ArrayRef<unsigned> members, Type gradStorage) {
+  Operation *op = adam;
+  unsigned n = adam.getNumParams(), count = members.size();
+  Value lr = op->getOperand(4 * n);
+  Value step = c.correct ? op->getOperand(4 * n + 1) : Value();
+  constexpr int64_t perBlock = kBlockSize * kOptimizerElementsPerThread;
+  constexpr int64_t kWordsPerTensor = 5;
+
+  LoweringContext::OffsetTable table;
+  table.words.assign(count + 1 + kWordsPerTensor * count, 0);
+  std::vector<unsigned> through;
+  int64_t blocks = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    unsigned t = members[i];
+    int64_t elements = typeOf(op->getOperand(t)).getNumElements();
+    table.words[i] = blocks;
+    blocks += ceilDiv(elements, perBlock);
+    size_t entry = count + 1 + kWordsPerTensor * i;
+    table.words[entry] = elements;
+    for (unsigned k = 0; k < 4; ++k) {
+      unsigned buffer = ctx.bufferFor(op->getOperand(k * n + t));
+      table.offsetOf.push_back({entry + 1 + k, buffer});
+      through.push_back(buffer);
+      ctx.touch(buffer);
+    }
+  }
+  table.words[count] = blocks;
+  size_t tableWords = table.words.size();
+  unsigned tableBuffer = ctx.offsetTable(std::move(table), "adam offset table");
+
+  llvm::SmallVector<Value> inputs{lr};
+  if (step)
+    inputs.push_back(step);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs, ctx.plan);
+  auto &b = kb.builder();
+  auto bytesType = MemRefType::get({static_cast<int64_t>(tableWords * 8)}, b.getI8Type());
+  Value tableArg = kb.insertBufferArgument(0, bytesType);
+  Value words = memref::ViewOp::create(
+      b, MemRefType::get({static_cast<int64_t>(tableWords)}, b.getI64Type()), tableArg,
+      kb.idx(0), ValueRange{});
+  auto word = [&](Value i) {
+    return Value(arith::IndexCastOp::create(b, b.getIndexType(),
+                                            memref::LoadOp::create(b, words, ValueRange{i})));
+  };
+  // The last t with first[t] <= block: first[] rises strictly (every
+  // tensor has a block) and first[count] is the grid size, past any block.
+  Value block = kb.blockIndex();
+  Value t = kb.idx(0);
+  for (int64_t span = llvm::PowerOf2Ceil(count) / 2; span >= 1; span /= 2) {
+    Value candidate = arith::MinUIOp::create(b, arith::AddIOp::create(b, t, kb.idx(span)),
+                                             kb.idx(count));
+    Value fits = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, word(candidate), block);
+    t = arith::SelectOp::create(b, fits, candidate, t);
+  }
+  Value entry = arith::AddIOp::create(b, kb.idx(count + 1),
+                                      arith::MulIOp::create(b, t, kb.idx(kWordsPerTensor)));
+  auto entryWord = [&](int64_t k) { return word(arith::AddIOp::create(b, entry, kb.idx(k))); };
+  Value elements = entryWord(0);
+  auto tensorView = [&](int64_t k, Type element) {
+    return Value(memref::ViewOp::create(b, MemRefType::get({ShapedType::kDynamic}, element),
+                                        tableArg, entryWord(1 + k), ValueRange{elements}));
+  };
+  Type f32 = b.getF32Type();
+  Value p = tensorView(0, f32), g = tensorView(1, gradStorage);
+  Value m = tensorView(2, f32), v = tensorView(3, f32);
+  auto widen = [&](Value x) {
+    return x.getType() == f32 ? x : Value(arith::ExtFOp::create(b, f32, x));
+  };
+  AdamScalars s = adamScalars(kb, c, lr, step);
+  Value blockStart = arith::MulIOp::create(
+      b, arith::SubIOp::create(b, block, word(t)), kb.idx(perBlock));
+  Value full = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                     arith::AddIOp::create(b, blockStart, kb.idx(perBlock)),
+                                     elements);
+  constexpr int64_t vectors = kOptimizerElementsPerThread / kPackedVectorWidth;
+  kb.ifThenElse(
+      full,
+      [&] {
+        // Thread i covers 4 consecutive elements at i * 4 and again one
+        // block-width of vectors further: each vector access of a warp is
+        // 512 contiguous bytes. The memory plan aligns buffers to 256 bytes.
+        auto vectorOf = [&](Type element) {
+          return VectorType::get({kPackedVectorWidth}, element);
+        };
+        struct Group {
+          Value at, p, g, m, v;
+        };
+        llvm::SmallVector<Group> groups;
+        for (int64_t k = 0; k < vectors; ++k) {
+          Value at = arith::AddIOp::create(
+              b, blockStart,
+              arith::AddIOp::create(
+                  b, kb.idx(k * kBlockSize * kPackedVectorWidth),
+                  arith::MulIOp::create(b, kb.threadIndex(), kb.idx(kPackedVectorWidth))));
+          auto load = [&](Value view, Type element) {
+            return Value(vector::LoadOp::create(
+                b, vectorOf(element), view, ValueRange{at}, /*nontemporal=*/false,
+                llvm::MaybeAlign(kPackedVectorWidth * element.getIntOrFloatBitWidth() / 8)));
+          };
+          groups.push_back({at, load(p, f32), load(g, gradStorage), load(m, f32), load(v, f32)});
+        }
+        for (Group &group : groups) {
+          llvm::SmallVector<Value> newP, newM, newV;
+          for (int64_t lane = 0; lane < kPackedVectorWidth; ++lane) {
+            auto extract = [&](Value vec) {
+              return Value(vector::ExtractOp::create(b, vec, lane));
+            };
+            AdamElement e = adamElement(kb, c, s, extract(group.p), widen(extract(group.g)),
+                                        extract(group.m), extract(group.v));
+            newP.push_back(e.p);
+            newM.push_back(e.m);
+            newV.push_back(e.v);
+          }
+          for (auto [view, lanes] : {std::pair{p, &newP}, {m, &newM}, {v, &newV}})
+            vector::StoreOp::create(b, vector::FromElementsOp::create(b, vectorOf(f32), *lanes),
+                                    view, ValueRange{group.at}, /*nontemporal=*/false,
+                                    llvm::MaybeAlign(kPackedVectorWidth * 4));
+        }
+      },
+      [&] {
+        for (int64_t k = 0; k < kOptimizerElementsPerThread; ++k) {
+          Value at = arith::AddIOp::create(
+              b, blockStart, arith::AddIOp::create(b, kb.idx(k * kBlockSize), kb.threadIndex()));
+          Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, elements);
+          kb.ifThen(inRange, [&] {
+            auto load = [&](Value view) {
+              return Value(memref::LoadOp::create(b, view, ValueRange{at}));
+            };
+            AdamElement e = adamElement(kb, c, s, load(p), widen(load(g)), load(m), load(v));
+            memref::StoreOp::create(b, e.p, p, ValueRange{at});
+            memref::StoreOp::create(b, e.m, m, ValueRange{at});
+            memref::StoreOp::create(b, e.v, v, ValueRange{at});
+          });
+        }
+      });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  llvm::SmallVector<unsigned> args{tableBuffer};
+  args.append(ctx.buffersOf(inputs));
+  ctx.launch(kb, op, static_cast<unsigned>(blocks), {}, args);
+  std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(through);
+  return success();
+}
+
+/// tx.adam. Parameters updated in place are packed into one launch per
+/// gradient storage type (lowerPackedAdam); any other parameter (its old
+/// value read after the update) gets a loop kernel of its own.
 static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
   Operation *op = adam;
   unsigned n = adam.getNumParams();
-  double beta1 = adam.getBeta1().convertToDouble();
-  double beta2 = adam.getBeta2().convertToDouble();
-  double eps = adam.getEpsilon().convertToDouble();
-  double wd = adam.getWeightDecay().convertToDouble();
-  bool adamw = adam.getMode() == tx::AdamMode::adamw;
-  bool correct = adam.getBiasCorrection();
-  bool f32Correction = adam.getF32BiasCorrection();
-  tx::EpsilonPlacement placement = adam.getEpsilonPlacement();
+  AdamConfig c(adam);
   Value lr = op->getOperand(4 * n);
-  Value step = correct ? op->getOperand(4 * n + 1) : Value();
+  Value step = c.correct ? op->getOperand(4 * n + 1) : Value();
+  llvm::SmallVector<unsigned> alone;
+  llvm::MapVector<Type, llvm::SmallVector<unsigned>> packed;
   for (unsigned t = 0; t < n; ++t) {
+    Value p = op->getOperand(t), g = op->getOperand(n + t);
+    if (!typeOf(p).getElementType().isF32())
+      return op->emitError("the GPU optimizer updates f32 parameters only");
+    bool inPlace = true;
+    for (unsigned k = 0; k < 3; ++k) {
+      Value state = op->getOperand((k == 0 ? 0 : k + 1) * n + t), result = op->getResult(k * n + t);
+      updateInPlace(ctx, op, state, result);
+      inPlace &= ctx.bufferFor(state) == ctx.bufferFor(result);
+    }
+    Type gradStorage = typeOf(KernelBuilder::storageOf(g, ctx.plan)).getElementType();
+    bool widens = gradStorage.isF32() || gradStorage.isBF16() || gradStorage.isF16();
+    if (inPlace && widens && typeOf(g).getElementType().isF32())
+      packed[gradStorage].push_back(t);
+    else
+      alone.push_back(t);
+  }
+  for (auto &[gradStorage, members] : packed)
+    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage)))
+      return failure();
+  for (unsigned t : alone) {
     Value p = op->getOperand(t), g = op->getOperand(n + t);
     Value m = op->getOperand(2 * n + t), v = op->getOperand(3 * n + t);
     Value np = op->getResult(t), nm = op->getResult(n + t), nv = op->getResult(2 * n + t);
-    if (!typeOf(p).getElementType().isF32())
-      return op->emitError("the GPU optimizer updates f32 parameters only");
-    updateInPlace(ctx, op, p, np);
-    updateInPlace(ctx, op, m, nm);
-    updateInPlace(ctx, op, v, nv);
     llvm::SmallVector<Value> inputs{p, g, m, v, lr};
     if (step)
       inputs.push_back(step);
     KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {np, nm, nv}, inputs, ctx.plan);
     auto &b = kb.builder();
     int64_t count = typeOf(p).getNumElements();
-    auto f64 = [&](double x) { return Value(arith::ConstantOp::create(b, b.getF64FloatAttr(x))); };
-    auto toF32 = [&](Value x) { return Value(arith::TruncFOp::create(b, b.getF32Type(), x)); };
-    auto toF64 = [&](Value x) { return Value(arith::ExtFOp::create(b, b.getF64Type(), x)); };
-    // Scalars (as evalAdam forms them).
-    Value lrValue = toF64(kb.load(lr, kb.idx(0)));
-    Value lrWd = toF32(arith::MulFOp::create(b, lrValue, f64(wd)));
-    Value lr32 = toF32(lrValue);
-    Value bc1 = kb.f32(1.0), bc2 = kb.f32(1.0), epsTerm = kb.f32(r32(eps));
-    if (correct) {
-      Value s = toF64(kb.load(step, kb.idx(0)));
-      Value power1, power2;
-      if (f32Correction) {
-        power1 = toF64(toF32(math::PowFOp::create(b, f64(r32(beta1)), s)));
-        power2 = toF64(toF32(math::PowFOp::create(b, f64(r32(beta2)), s)));
-      } else {
-        power1 = math::PowFOp::create(b, f64(beta1), s);
-        power2 = math::PowFOp::create(b, f64(beta2), s);
-      }
-      bc1 = toF32(arith::SubFOp::create(b, f64(1.0), power1));
-      bc2 = toF32(arith::SubFOp::create(b, f64(1.0), power2));
-      if (placement == tx::EpsilonPlacement::epsilon_hat)
-        epsTerm = toF32(arith::DivFOp::create(
-            b, f64(eps), math::SqrtOp::create(b, arith::SubFOp::create(b, f64(1.0), power2))));
-    }
+    AdamScalars s = adamScalars(kb, c, lr, step);
     // Each thread updates up to kOptimizerElementsPerThread elements (as
-    // the loop kernels do, lowerElementalValue): the step's f64 scalars
-    // above are formed once per thread, not once per element, and every
-    // element's loads are issued before the first store.
+    // the loop kernels do, lowerElementalValue): every element's loads are
+    // issued before the first store.
     int64_t perThread = std::min<int64_t>(kOptimizerElementsPerThread, ceilDiv(count, kBlockSize));
     Value base = arith::AddIOp::create(
         b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize * perThread)),
@@ -108,28 +343,12 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
       elements.push_back({at, kb.load(p, i), kb.load(g, i), kb.load(m, i), kb.load(v, i)});
     }
     for (Element &e : elements) {
-      Value pk = e.pk, gk = e.gk;
-      if (!adamw)
-        gk = arith::AddFOp::create(b, gk, arith::MulFOp::create(b, kb.f32(r32(wd)), pk));
-      Value mk = arith::AddFOp::create(
-          b, arith::MulFOp::create(b, kb.f32(r32(beta1)), e.mk),
-          arith::MulFOp::create(b, kb.f32(r32(1.0 - beta1)), gk));
-      Value vk = arith::AddFOp::create(
-          b, arith::MulFOp::create(b, kb.f32(r32(beta2)), e.vk),
-          arith::MulFOp::create(b, arith::MulFOp::create(b, kb.f32(r32(1.0 - beta2)), gk), gk));
-      Value mHat = correct ? Value(arith::DivFOp::create(b, mk, bc1)) : mk;
-      Value vHat = correct ? Value(arith::DivFOp::create(b, vk, bc2)) : vk;
-      Value den = placement == tx::EpsilonPlacement::inside_sqrt
-                      ? Value(math::SqrtOp::create(b, arith::AddFOp::create(b, vHat, epsTerm)))
-                      : Value(arith::AddFOp::create(b, math::SqrtOp::create(b, vHat), epsTerm));
-      Value pd = adamw ? Value(arith::SubFOp::create(b, pk, arith::MulFOp::create(b, lrWd, pk))) : pk;
-      Value update = arith::DivFOp::create(b, arith::MulFOp::create(b, lr32, mHat), den);
-      Value newP = arith::SubFOp::create(b, pd, update);
+      AdamElement next = adamElement(kb, c, s, e.pk, e.gk, e.mk, e.vk);
       Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e.at, kb.idx(count));
       kb.ifThen(inRange, [&] {
-        kb.store(np, e.at, newP);
-        kb.store(nm, e.at, mk);
-        kb.store(nv, e.at, vk);
+        kb.store(np, e.at, next.p);
+        kb.store(nm, e.at, next.m);
+        kb.store(nv, e.at, next.v);
       });
     }
     kb.finish();
@@ -186,7 +405,7 @@ static LogicalResult lowerSGD(LoweringContext &ctx, tx::SGDOp sgd) {
   return success();
 }
 
-/// tx.adam and tx.sgd: one loop kernel per parameter tensor.
+/// tx.adam (packed, see lowerAdam) and tx.sgd (one loop kernel per tensor).
 LogicalResult cuda::lowerOptimizer(LoweringContext &ctx, Operation *op) {
   if (auto adam = dyn_cast<tx::AdamOp>(op))
     return lowerAdam(ctx, adam);

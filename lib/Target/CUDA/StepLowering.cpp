@@ -555,6 +555,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     return failure();
 
   planMemory(ctx);
+  ctx.resolveOffsetTables();
   // The timeline is step, micro-step, evaluation, logits: split it back.
   auto at = [&](size_t i) { return program.commands.begin() + i; };
   if (program.logits)

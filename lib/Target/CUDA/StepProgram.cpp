@@ -37,6 +37,11 @@ void StepProgram::print(llvm::raw_ostream &os) const {
          << " block=" << l->block[0] << " args=[";
       llvm::interleaveComma(l->args, os);
       os << "]";
+      if (!l->through.empty()) {
+        os << " through=[";
+        llvm::interleaveComma(l->through, os);
+        os << "]";
+      }
     } else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
       os << "gemm m=" << g->m << " n=" << g->n << " k=" << g->k
          << " batch=" << g->batch << " ta=" << g->transA << " tb=" << g->transB

@@ -45,6 +45,9 @@ struct LaunchCmd {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   std::vector<unsigned> args;  ///< slot per kernel argument
+  /// Slots the kernel reaches through an offset table argument (the
+  /// packed optimizer), for the plan listing.
+  std::vector<unsigned> through;
 };
 
 /// cuBLASLt GEMM in column-major terms (see runtime/include/txrt/artifact.fbs).
