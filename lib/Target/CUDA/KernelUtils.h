@@ -15,6 +15,8 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <vector>
+
 #include <algorithm>
 
 namespace mlir::txopt::cuda {
@@ -50,6 +52,41 @@ LogicalResult lowerPartialColumnSums(
 /// element i and writes element i: the optimizers, the FP8 scale) is then
 /// safe in place, and the next-step copy of the result disappears.
 void updateInPlace(LoweringContext &ctx, Operation *op, Value state, Value result);
+
+/// The offset table of a packed kernel (PackedKernels.cpp): words
+/// [0, count] hold each tensor's first block (word count: the grid size);
+/// then per tensor `wordsPerTensor` words: its element count and the byte
+/// offsets, from the table, of its buffers.
+struct PackedTable {
+  unsigned buffer = 0;       ///< the table's own (persistent) buffer
+  size_t words = 0;
+  unsigned count = 0;        ///< tensors
+  int64_t wordsPerTensor = 1;
+  int64_t perBlock = 1;      ///< elements of one tensor per block
+  int64_t blocks = 0;        ///< the grid size
+  std::vector<unsigned> through; ///< the buffers, for LaunchCmd::through
+};
+
+/// Builds the table of |elements.size()| tensors, each with the buffers
+/// |buffers[i]| (the same number each), |perBlock| elements per block, and
+/// marks the buffers used by the launch about to be appended.
+PackedTable buildPackedTable(LoweringContext &ctx, llvm::ArrayRef<int64_t> elements,
+                             llvm::ArrayRef<llvm::SmallVector<unsigned, 4>> buffers,
+                             int64_t perBlock, llvm::StringRef what);
+
+/// What a block of a packed kernel works on: its tensor's table entry
+/// (entry[0] the element count, entry[1 + k] the offset of buffer k) and
+/// the first of its perBlock elements.
+struct PackedBlock {
+  Value table;
+  llvm::SmallVector<Value> entry;
+  Value elements, start;
+};
+/// Adds the table argument (first) to |kb| and finds the block's tensor by
+/// binary search over the first-block words.
+PackedBlock emitPackedBlock(KernelBuilder &kb, const PackedTable &packed);
+/// Buffer |k| of the block's tensor as a 1-D memref of |element|.
+Value packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, Type element);
 
 } // namespace mlir::txopt::cuda
 

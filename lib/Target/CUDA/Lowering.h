@@ -62,6 +62,9 @@ struct LoweringContext {
     std::vector<std::pair<size_t, unsigned>> offsetOf; ///< word -> buffer
   };
   std::vector<OffsetTable> offsetTables;
+  /// Roots of add trees summing the squares of many tensors (the global
+  /// gradient norm), by root op: the tensors, lowered as one packed kernel.
+  llvm::DenseMap<Operation *, llvm::SmallVector<Value>> packedSumsOfSquares;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)
@@ -123,6 +126,14 @@ LogicalResult lowerCrossEntropy(LoweringContext &ctx, Operation *op);
 LogicalResult lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerGatherGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
+
+/// Packed kernels (PackedKernels.cpp). packSumsOfSquares runs after the
+/// grouping: it finds add trees of `reduce_sum(mul(x, x))` over whole
+/// tensors in memory (the global norm), marks their ops lowered elsewhere
+/// and their root materialized; lowerPackedSumOfSquares then writes the
+/// root with one partial-sum launch per storage type and one final block.
+void packSumsOfSquares(LoweringContext &ctx, func::FuncOp func);
+LogicalResult lowerPackedSumOfSquares(LoweringContext &ctx, Operation *root);
 
 /// Fused attention (AttentionLowering.cpp): one cuDNN SDPA call each.
 /// prepareAttentionMasks runs before the grouping: it rewrites masks into

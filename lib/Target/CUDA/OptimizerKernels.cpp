@@ -130,79 +130,37 @@ static AdamElement adamElement(KernelBuilder &kb, const AdamConfig &c, const Ada
 
 /// The parameters |members| of |adam| (f32, updated in place, gradients
 /// stored as |gradStorage|) in one launch. The tensors lie wherever the
-/// memory plan put them; the kernel finds them through an offset table in
-/// the arena (LoweringContext::OffsetTable):
-///   words [0, n]: the first block of each tensor (word n: the grid size);
-///   then per tensor: its element count and the byte offsets, from the
-///   table, of its parameter, gradient, first and second moment.
-/// Block b finds its tensor by binary search over the first words and
-/// updates 8 elements per thread: two 16-byte vectors of each of p, g, m, v
+/// memory plan put them; the kernel finds them through an offset table
+/// (PackedKernels.cpp: each tensor's parameter, gradient, first and second
+/// moment). Each block updates 8 elements per thread: two 16-byte vectors of each of p, g, m, v
 /// (all loaded before the math), or element by element in a tensor's last,
 /// partial block. The same arithmetic as the per-tensor kernel, so the
 /// result is bit-identical to it and to the executor.
 static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, const AdamConfig &c,
                                      llvm::ArrayRef<unsigned> members, Type gradStorage) {
   Operation *op = adam;
-  unsigned n = adam.getNumParams(), count = members.size();
+  unsigned n = adam.getNumParams();
   Value lr = op->getOperand(4 * n);
   Value step = c.correct ? op->getOperand(4 * n + 1) : Value();
   constexpr int64_t perBlock = kBlockSize * kOptimizerElementsPerThread;
-  constexpr int64_t kWordsPerTensor = 5;
-
-  LoweringContext::OffsetTable table;
-  table.words.assign(count + 1 + kWordsPerTensor * count, 0);
-  std::vector<unsigned> through;
-  int64_t blocks = 0;
-  for (unsigned i = 0; i < count; ++i) {
-    unsigned t = members[i];
-    int64_t elements = typeOf(op->getOperand(t)).getNumElements();
-    table.words[i] = blocks;
-    blocks += ceilDiv(elements, perBlock);
-    size_t entry = count + 1 + kWordsPerTensor * i;
-    table.words[entry] = elements;
-    for (unsigned k = 0; k < 4; ++k) {
-      unsigned buffer = ctx.bufferFor(op->getOperand(k * n + t));
-      table.offsetOf.push_back({entry + 1 + k, buffer});
-      through.push_back(buffer);
-      ctx.touch(buffer);
-    }
+  llvm::SmallVector<int64_t> elementCounts;
+  llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
+  for (unsigned t : members) {
+    elementCounts.push_back(typeOf(op->getOperand(t)).getNumElements());
+    buffers.emplace_back();
+    for (unsigned k = 0; k < 4; ++k)
+      buffers.back().push_back(ctx.bufferFor(op->getOperand(k * n + t)));
   }
-  table.words[count] = blocks;
-  size_t tableWords = table.words.size();
-  unsigned tableBuffer = ctx.offsetTable(std::move(table), "adam offset table");
+  PackedTable packed = buildPackedTable(ctx, elementCounts, buffers, perBlock, "adam offset table");
 
   llvm::SmallVector<Value> inputs{lr};
   if (step)
     inputs.push_back(step);
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs, ctx.plan);
   auto &b = kb.builder();
-  auto bytesType = MemRefType::get({static_cast<int64_t>(tableWords * 8)}, b.getI8Type());
-  Value tableArg = kb.insertBufferArgument(0, bytesType);
-  Value words = memref::ViewOp::create(
-      b, MemRefType::get({static_cast<int64_t>(tableWords)}, b.getI64Type()), tableArg,
-      kb.idx(0), ValueRange{});
-  auto word = [&](Value i) {
-    return Value(arith::IndexCastOp::create(b, b.getIndexType(),
-                                            memref::LoadOp::create(b, words, ValueRange{i})));
-  };
-  // The last t with first[t] <= block: first[] rises strictly (every
-  // tensor has a block) and first[count] is the grid size, past any block.
-  Value block = kb.blockIndex();
-  Value t = kb.idx(0);
-  for (int64_t span = llvm::PowerOf2Ceil(count) / 2; span >= 1; span /= 2) {
-    Value candidate = arith::MinUIOp::create(b, arith::AddIOp::create(b, t, kb.idx(span)),
-                                             kb.idx(count));
-    Value fits = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, word(candidate), block);
-    t = arith::SelectOp::create(b, fits, candidate, t);
-  }
-  Value entry = arith::AddIOp::create(b, kb.idx(count + 1),
-                                      arith::MulIOp::create(b, t, kb.idx(kWordsPerTensor)));
-  auto entryWord = [&](int64_t k) { return word(arith::AddIOp::create(b, entry, kb.idx(k))); };
-  Value elements = entryWord(0);
-  auto tensorView = [&](int64_t k, Type element) {
-    return Value(memref::ViewOp::create(b, MemRefType::get({ShapedType::kDynamic}, element),
-                                        tableArg, entryWord(1 + k), ValueRange{elements}));
-  };
+  PackedBlock block = emitPackedBlock(kb, packed);
+  Value elements = block.elements, blockStart = block.start;
+  auto tensorView = [&](unsigned k, Type element) { return packedView(kb, block, k, element); };
   Type f32 = b.getF32Type();
   Value p = tensorView(0, f32), g = tensorView(1, gradStorage);
   Value m = tensorView(2, f32), v = tensorView(3, f32);
@@ -210,8 +168,6 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
     return x.getType() == f32 ? x : Value(arith::ExtFOp::create(b, f32, x));
   };
   AdamScalars s = adamScalars(kb, c, lr, step);
-  Value blockStart = arith::MulIOp::create(
-      b, arith::SubIOp::create(b, block, word(t)), kb.idx(perBlock));
   Value full = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
                                      arith::AddIOp::create(b, blockStart, kb.idx(perBlock)),
                                      elements);
@@ -279,10 +235,10 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  llvm::SmallVector<unsigned> args{tableBuffer};
+  llvm::SmallVector<unsigned> args{packed.buffer};
   args.append(ctx.buffersOf(inputs));
-  ctx.launch(kb, op, static_cast<unsigned>(blocks), {}, args);
-  std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(through);
+  ctx.launch(kb, op, static_cast<unsigned>(packed.blocks), {}, args);
+  std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(packed.through);
   return success();
 }
 

@@ -346,6 +346,11 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
         return failure();
       continue;
     }
+    if (ctx.packedSumsOfSquares.count(&op)) {
+      if (failed(lowerPackedSumOfSquares(ctx, &op)))
+        return failure();
+      continue;
+    }
     if (isElementalOp(&op)) {
       for (Value r : op.getResults()) {
         if (!ctx.plan.isMaterialized(r))
@@ -504,6 +509,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   LoweringContext ctx(program, gpuModule, options);
   prepareAttentionMasks(step);
   decideMaterialization(step, ctx.plan, program.stats.fusedOps);
+  packSumsOfSquares(ctx, step);
   if (failed(bindArguments(ctx, module, step)))
     return failure();
   if (micro)

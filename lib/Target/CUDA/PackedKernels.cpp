@@ -1,0 +1,296 @@
+//===- PackedKernels.cpp - kernels over many tensors in one launch ---------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// A step ends with work over every parameter: the gradients' global norm and
+// the optimizer update. One launch per tensor costs GPT-2 ~300 launches of a
+// few microseconds each, most of them over tensors too small to fill the
+// GPU. A packed kernel covers a list of tensors in one launch: the tensors
+// stay where the memory plan put them, and the kernel finds them through an
+// offset table in the arena (LoweringContext::OffsetTable), each block
+// working on one slice of one tensor.
+//
+// Here: the table and the block-to-tensor search (shared with the packed
+// AdamW, OptimizerKernels.cpp), and the global norm's sum of squares.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtils.h"
+#include "Lowering.h"
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+//===----------------------------------------------------------------------===//
+// The offset table
+//===----------------------------------------------------------------------===//
+
+PackedTable cuda::buildPackedTable(LoweringContext &ctx,
+                                   llvm::ArrayRef<int64_t> elements,
+                                   llvm::ArrayRef<llvm::SmallVector<unsigned, 4>> buffers,
+                                   int64_t perBlock, llvm::StringRef what) {
+  PackedTable packed;
+  packed.count = elements.size();
+  packed.wordsPerTensor = 1 + (buffers.empty() ? 0 : buffers.front().size());
+  packed.perBlock = perBlock;
+  LoweringContext::OffsetTable table;
+  table.words.assign(packed.count + 1 + packed.wordsPerTensor * packed.count, 0);
+  for (unsigned i = 0; i < packed.count; ++i) {
+    table.words[i] = packed.blocks;
+    packed.blocks += ceilDiv(elements[i], perBlock);
+    size_t entry = packed.count + 1 + packed.wordsPerTensor * i;
+    table.words[entry] = elements[i];
+    for (auto [k, buffer] : llvm::enumerate(buffers[i])) {
+      table.offsetOf.push_back({entry + 1 + k, buffer});
+      packed.through.push_back(buffer);
+      // Live at the launch that is about to be appended.
+      ctx.touch(buffer);
+    }
+  }
+  table.words[packed.count] = packed.blocks;
+  packed.words = table.words.size();
+  packed.buffer = ctx.offsetTable(std::move(table), what);
+  return packed;
+}
+
+PackedBlock cuda::emitPackedBlock(KernelBuilder &kb, const PackedTable &packed) {
+  auto &b = kb.builder();
+  PackedBlock block;
+  block.table = kb.insertBufferArgument(
+      0, MemRefType::get({static_cast<int64_t>(packed.words * 8)}, b.getI8Type()));
+  Value words = memref::ViewOp::create(
+      b, MemRefType::get({static_cast<int64_t>(packed.words)}, b.getI64Type()), block.table,
+      kb.idx(0), ValueRange{});
+  auto word = [&](Value i) {
+    return Value(arith::IndexCastOp::create(b, b.getIndexType(),
+                                            memref::LoadOp::create(b, words, ValueRange{i})));
+  };
+  // The last t with first[t] <= block: first[] rises strictly (every
+  // tensor has a block) and first[count] is the grid size, past any block.
+  Value id = kb.blockIndex();
+  Value t = kb.idx(0);
+  for (int64_t span = llvm::PowerOf2Ceil(packed.count) / 2; span >= 1; span /= 2) {
+    Value candidate = arith::MinUIOp::create(b, arith::AddIOp::create(b, t, kb.idx(span)),
+                                             kb.idx(packed.count));
+    Value fits = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, word(candidate), id);
+    t = arith::SelectOp::create(b, fits, candidate, t);
+  }
+  Value entry = arith::AddIOp::create(
+      b, kb.idx(packed.count + 1), arith::MulIOp::create(b, t, kb.idx(packed.wordsPerTensor)));
+  for (int64_t k = 0; k < packed.wordsPerTensor; ++k)
+    block.entry.push_back(word(arith::AddIOp::create(b, entry, kb.idx(k))));
+  block.elements = block.entry[0];
+  block.start = arith::MulIOp::create(b, arith::SubIOp::create(b, id, word(t)),
+                                      kb.idx(packed.perBlock));
+  return block;
+}
+
+Value cuda::packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, Type element) {
+  auto &b = kb.builder();
+  return memref::ViewOp::create(b, MemRefType::get({ShapedType::kDynamic}, element), block.table,
+                                block.entry[1 + k], ValueRange{block.elements});
+}
+
+//===----------------------------------------------------------------------===//
+// Sums of squares
+//===----------------------------------------------------------------------===//
+
+/// Elements of one tensor a block of the packed sum covers: 256 threads, four
+/// 16-byte f32 vectors each.
+constexpr int64_t kSumElementsPerBlock = kBlockSize * 16;
+
+/// The tensor |leaf| (a `tx.reduce_sum` over all axes) sums the squares of,
+/// when it is `reduce_sum(mul(x, x))` with x an f32 tensor in memory (as
+/// f32, bf16 or f16) and nothing else reads the square or the sum.
+static Value squaredTensor(const Materialization &plan, Operation *leaf) {
+  auto sum = dyn_cast<tx::ReduceSumOp>(leaf);
+  if (!sum || !sum->hasOneUse() || !sum.getAxes().empty() ||
+      typeOf(sum.getResult()).getRank() != 0)
+    return {};
+  auto square = sum->getOperand(0).getDefiningOp<tx::MulOp>();
+  if (!square || !square->hasOneUse() || square.getLhs() != square.getRhs() ||
+      plan.isMaterialized(square.getResult()))
+    return {};
+  Value x = square.getLhs();
+  if (!typeOf(x).getElementType().isF32() || !typeOf(square.getResult()).getElementType().isF32())
+    return {};
+  Value storage = KernelBuilder::storageOf(x, plan);
+  Type stored = typeOf(storage).getElementType();
+  if (!plan.isMaterialized(storage) || !(stored.isF32() || stored.isBF16() || stored.isF16()))
+    return {};
+  return x;
+}
+
+/// The leaves of the add tree under |root| that are sums of squares, with
+/// the tree's ops; false when anything else is in it.
+static bool collectSquareSums(const Materialization &plan, Value value,
+                              llvm::SmallVectorImpl<Value> &tensors,
+                              llvm::SmallVectorImpl<Operation *> &tree) {
+  Operation *def = value.getDefiningOp();
+  if (!def || !def->hasOneUse())
+    return false;
+  if (auto add = dyn_cast<tx::AddOp>(def)) {
+    if (plan.isMaterialized(add.getResult()) || typeOf(add.getResult()).getRank() != 0 ||
+        !collectSquareSums(plan, add.getLhs(), tensors, tree) ||
+        !collectSquareSums(plan, add.getRhs(), tensors, tree))
+      return false;
+    tree.push_back(def);
+    return true;
+  }
+  Value x = squaredTensor(plan, def);
+  if (!x)
+    return false;
+  tensors.push_back(x);
+  tree.push_back(def);
+  tree.push_back(def->getOperand(0).getDefiningOp());
+  return true;
+}
+
+void cuda::packSumsOfSquares(LoweringContext &ctx, func::FuncOp func) {
+  llvm::SmallVector<tx::AddOp> adds;
+  func.walk([&](tx::AddOp add) { adds.push_back(add); });
+  llvm::DenseSet<Operation *> taken;
+  // From the last add back: the first add of a tree met is its root.
+  for (tx::AddOp root : llvm::reverse(adds)) {
+    if (taken.contains(root) || typeOf(root.getResult()).getRank() != 0 ||
+        !typeOf(root.getResult()).getElementType().isF32())
+      continue;
+    llvm::SmallVector<Value> tensors;
+    llvm::SmallVector<Operation *> tree;
+    if (!collectSquareSums(ctx.plan, root.getLhs(), tensors, tree) ||
+        !collectSquareSums(ctx.plan, root.getRhs(), tensors, tree))
+      continue;
+    taken.insert(tree.begin(), tree.end());
+    for (Operation *op : tree)
+      ctx.loweredElsewhere.insert(op);
+    // The root is written by the packed kernels and read from memory.
+    ctx.plan.materialized.insert(root.getResult());
+    ctx.packedSumsOfSquares[root] = std::move(tensors);
+  }
+}
+
+/// Named for the profile's kernel families (the root op is a tx.add).
+static std::string sumKernelName(LoweringContext &ctx) {
+  return "k" + std::to_string(ctx.builtKernels++) + "_sum_of_squares";
+}
+
+LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *root) {
+  llvm::SmallVector<Value> tensors = ctx.packedSumsOfSquares.lookup(root);
+  Value result = root->getResult(0);
+  // Group by storage type: one table and one launch of partial sums each,
+  // then one block adds all partials in a fixed order.
+  llvm::MapVector<Type, llvm::SmallVector<Value>> byStorage;
+  for (Value x : tensors)
+    byStorage[typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType()].push_back(x);
+  struct Stage { unsigned partials; int64_t blocks; };
+  llvm::SmallVector<Stage> stages;
+  for (auto &[stored, members] : byStorage) {
+    llvm::SmallVector<int64_t> elements;
+    llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
+    for (Value x : members) {
+      elements.push_back(typeOf(x).getNumElements());
+      buffers.push_back({ctx.bufferFor(x)});
+    }
+    PackedTable packed = buildPackedTable(ctx, elements, buffers, kSumElementsPerBlock,
+                                          "sum of squares offset table");
+    unsigned partials = ctx.scratch(packed.blocks * 4, "sum of squares partials");
+    KernelBuilder kb(ctx.gpuModule, sumKernelName(ctx), {}, {}, ctx.plan,
+                     /*workgroupFloats=*/32);
+    auto &b = kb.builder();
+    PackedBlock block = emitPackedBlock(kb, packed);
+    Value partialArg = kb.insertBufferArgument(
+        1, MemRefType::get({packed.blocks}, b.getF32Type()));
+    Value view = packedView(kb, block, 0, stored);
+    Type f32 = b.getF32Type();
+    auto widen = [&](Value v) {
+      return v.getType() == f32 ? v : Value(arith::ExtFOp::create(b, f32, v));
+    };
+    constexpr int64_t width = 4, vectors = kSumElementsPerBlock / (kBlockSize * width);
+    auto vectorType = VectorType::get({width}, stored);
+    Value full = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::ule,
+        arith::AddIOp::create(b, block.start, kb.idx(kSumElementsPerBlock)), block.elements);
+    // Each thread sums its elements in a fixed order into one f32.
+    Value accumulator = memref::AllocaOp::create(b, MemRefType::get({1}, f32));
+    memref::StoreOp::create(b, kb.f32(0.0), accumulator, ValueRange{kb.idx(0)});
+    kb.ifThenElse(
+        full,
+        [&] {
+          llvm::SmallVector<Value> loaded;
+          for (int64_t k = 0; k < vectors; ++k) {
+            Value at = arith::AddIOp::create(
+                b, block.start,
+                arith::AddIOp::create(b, kb.idx(k * kBlockSize * width),
+                                      arith::MulIOp::create(b, kb.threadIndex(), kb.idx(width))));
+            loaded.push_back(vector::LoadOp::create(
+                b, vectorType, view, ValueRange{at}, /*nontemporal=*/false,
+                llvm::MaybeAlign(width * stored.getIntOrFloatBitWidth() / 8)));
+          }
+          Value sum = kb.f32(0.0);
+          for (Value vec : loaded)
+            for (int64_t lane = 0; lane < width; ++lane) {
+              Value x = widen(vector::ExtractOp::create(b, vec, lane));
+              sum = arith::AddFOp::create(b, sum, arith::MulFOp::create(b, x, x));
+            }
+          memref::StoreOp::create(b, sum, accumulator, ValueRange{kb.idx(0)});
+        },
+        [&] {
+          Value sum = kb.f32(0.0);
+          for (int64_t k = 0; k < kSumElementsPerBlock / kBlockSize; ++k) {
+            Value at = arith::AddIOp::create(
+                b, block.start, arith::AddIOp::create(b, kb.idx(k * kBlockSize), kb.threadIndex()));
+            Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, block.elements);
+            Value clamped = arith::MinUIOp::create(
+                b, at, arith::SubIOp::create(b, block.elements, kb.idx(1)));
+            Value x = widen(memref::LoadOp::create(b, view, ValueRange{clamped}));
+            Value square = arith::SelectOp::create(b, inRange, arith::MulFOp::create(b, x, x),
+                                                   kb.f32(0.0));
+            sum = arith::AddFOp::create(b, sum, square);
+          }
+          memref::StoreOp::create(b, sum, accumulator, ValueRange{kb.idx(0)});
+        });
+    Value total = kb.blockReduce(
+        memref::LoadOp::create(b, accumulator, ValueRange{kb.idx(0)}), /*isMax=*/false);
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] {
+      memref::StoreOp::create(b, total, partialArg, ValueRange{kb.blockIndex()});
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, root, static_cast<unsigned>(packed.blocks), {}, {packed.buffer, partials});
+    std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(packed.through);
+    stages.push_back({partials, packed.blocks});
+  }
+  // One block over every stage's partials, in order.
+  KernelBuilder fin(ctx.gpuModule, sumKernelName(ctx), {result}, {}, ctx.plan, 32);
+  auto &b = fin.builder();
+  Value sum = fin.f32(0.0);
+  for (auto [i, stage] : llvm::enumerate(stages)) {
+    Value parts = fin.insertBufferArgument(
+        1 + i, MemRefType::get({stage.blocks}, b.getF32Type()));
+    auto acc = fin.blockStridedLoop(stage.blocks, {fin.f32(0.0)},
+                                    [&](Value j, llvm::ArrayRef<Value> a) {
+      Value v = memref::LoadOp::create(b, parts, ValueRange{j});
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], v)};
+    });
+    sum = arith::AddFOp::create(b, sum, acc[0]);
+  }
+  Value total = fin.blockReduce(sum, /*isMax=*/false);
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, fin.threadIndex(), fin.idx(0));
+  fin.ifThen(first, [&] { storeReduced(fin, result, fin.idx(0), total); });
+  fin.finish();
+  if (failed(fin.status()))
+    return failure();
+  llvm::SmallVector<unsigned> inputs;
+  for (const Stage &stage : stages)
+    inputs.push_back(stage.partials);
+  ctx.launch(fin, root, 1, ctx.buffersOf({result}), inputs);
+  return success();
+}
