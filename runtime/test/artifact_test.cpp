@@ -91,6 +91,19 @@ TEST(Artifact, LaunchArgumentSlotOutOfRange) {
                     "artifact has 4 slots");
 }
 
+TEST(Artifact, LaunchTableSlotOutOfRange) {
+  TestArtifact t;
+  t.launchThrough = {1, 2, 42};
+  expectRejected(t, "command 0 (origin 'x'): launch table entry 2 names slot 42, but the "
+                    "artifact has 4 slots");
+}
+
+TEST(Artifact, LaunchTableSlotsInRangeLoad) {
+  TestArtifact t;
+  t.launchThrough = {1, 2, 3};
+  EXPECT_TRUE(load(t.build()).ok());
+}
+
 TEST(Artifact, KernelIndexOutOfRange) {
   TestArtifact t;
   t.launchKernel = 5;

@@ -29,6 +29,7 @@ struct TestArtifact {
   int32_t kernelJitImage = -1;
   uint32_t launchKernel = 0;
   std::vector<uint32_t> launchArgs = {0, 1};
+  std::vector<uint32_t> launchThrough; ///< offset-table slots (none: absent)
   std::vector<uint32_t> grid = {1, 1, 1}, block = {32, 1, 1};
   uint32_t gemmA = 0, gemmB = 0, gemmD = 1;
   uint64_t gemmM = 8, gemmN = 8, gemmK = 8, gemmLd = 8;
@@ -72,7 +73,8 @@ struct TestArtifact {
         b.CreateVector(reinterpret_cast<const uint8_t *>(kPtx), sizeof(kPtx)));
     auto kernel = fb::CreateKernel(b, b.CreateString("k"), kernelImage, kernelJitImage);
     auto launch = fb::CreateLaunch(b, launchKernel, b.CreateVector(grid),
-                                   b.CreateVector(block), 0, b.CreateVector(launchArgs));
+                                   b.CreateVector(block), 0, b.CreateVector(launchArgs),
+                                   launchThrough.empty() ? 0 : b.CreateVector(launchThrough));
     fb::GemmBuilder gb(b);
     gb.add_m(gemmM), gb.add_n(gemmN), gb.add_k(gemmK);
     gb.add_lda(gemmLd), gb.add_ldb(gemmLd), gb.add_ldd(gemmLd);

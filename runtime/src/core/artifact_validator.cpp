@@ -484,6 +484,9 @@ private:
         for (size_t j = 0; j < sizeOf(l->args()); ++j)
           TXRT_RETURN_IF_ERROR(checkSlotIndex(
               where, "launch argument " + std::to_string(j), l->args()->Get(j)));
+        for (size_t j = 0; j < sizeOf(l->through()); ++j)
+          TXRT_RETURN_IF_ERROR(checkSlotIndex(
+              where, "launch table entry " + std::to_string(j), l->through()->Get(j)));
         break;
       }
       case fb::Op::Gemm:

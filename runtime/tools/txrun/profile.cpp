@@ -20,7 +20,8 @@ using namespace txrt;
 
 namespace {
 
-/// The buffers a command touches, by slot: a launch's arguments, a GEMM's
+/// The buffers a command touches, by slot: a launch's arguments (and the
+/// tensors a packed kernel reaches through its offset table), a GEMM's
 /// A, B, D (and bias, scales), an attention call's tensors. Their bytes are
 /// what a bandwidth figure divides by (each counted once, so a broadcast
 /// input counts its own size, not the elements read through it).
@@ -30,6 +31,8 @@ std::vector<unsigned> slotsOf(const fb::Command &c) {
   case fb::Op::Launch:
     if (auto *args = c.op_as_Launch()->args())
       s.assign(args->begin(), args->end());
+    if (auto *through = c.op_as_Launch()->through())
+      s.insert(s.end(), through->begin(), through->end());
     break;
   case fb::Op::Gemm: {
     const fb::Gemm *g = c.op_as_Gemm();
