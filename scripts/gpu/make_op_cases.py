@@ -79,13 +79,22 @@ CASES = {
                                                  weights("r", [8])], [
         "h = Mul(x, w)", "y = LayerNormalization <axis = -2> (h, s, b)",
         "t = Tanh(y)", "loss = ReduceMean <keepdims = 0> (t)"]),
-    # Fused LayerNorm over 2500 rows: its gradient kernel walks 3 rows per
-    # block (834 blocks, the last one with 1 row) and sums dgamma/dbeta
-    # from per-block partials in a second kernel.
+    # Fused LayerNorm over 2500 rows of 16: one warp per row (313 blocks,
+    # the last with 4 rows), the gradient's dgamma/dbeta summed from
+    # per-block partials in a second kernel.
     "norms_many_rows": model("nr", ["float[2500, 16] x"], [weights("w", [16]), weights("s", [16]),
                                                            weights("b", [16])], [
         "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
         "t = Tanh(y)", "loss = ReduceMean <keepdims = 0> (t)"]),
+    # Rows of 200 (a multiple of 4, at most 1024): one warp per row, forward
+    # and gradient; 200 is not a multiple of 128, so each lane's last group
+    # is partly past the row's end, and 1001 rows leave the last block's
+    # warps partly idle. The residual Add lets the gradient kernel add the
+    # residual's gradient (residualEpilogue).
+    "norms_warp_rows": model("nw", ["float[1001, 200] x"], [weights("w", [200]), weights("s", [200]),
+                                                            weights("b", [200])], [
+        "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
+        "t = Tanh(y)", "u = Add(t, h)", "loss = ReduceMean <keepdims = 0> (u)"]),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),

@@ -50,6 +50,9 @@ done
 # compared at full sensitivity (compare.py: from the same state the first
 # moments are 0.1 g, so this checks the gradient kernels alone).
 add_case gpt2_op18_loss_step1 "$models/gpt2_op18_loss.onnx" 1
+# Clipping to the global norm (0.5 is below nanoGPT's norm, so every step
+# clips): the packed sum of squares decides every update.
+add_case nanogpt_op18_loss_clip "$models/nanogpt_op18_loss.onnx" "$steps" --grad-clip=0.5
 LOSS_ONLY=1 add_case nanogpt_op14_loss "$models/nanogpt_op14_loss.onnx" "$steps"
 # Reduced precision: the executor emulates bf16 rounding per op, so the
 # curves are compared with a looser tolerance.

@@ -560,19 +560,18 @@ Value KernelBuilder::emitComputed(Value v, llvm::ArrayRef<Value> index) {
 // Loops and reductions
 //===----------------------------------------------------------------------===//
 
+Value KernelBuilder::warpReduce(Value value, bool isMax) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(b, value, offset, 32, gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = isMax ? Value(arith::MaximumFOp::create(b, value, other))
+                  : Value(arith::AddFOp::create(b, value, other));
+  }
+  return value;
+}
+
 Value KernelBuilder::blockReduce(Value value, bool isMax) {
-  auto combine = [&](Value x, Value y) -> Value {
-    if (isMax)
-      return arith::MaximumFOp::create(b, x, y);
-    return arith::AddFOp::create(b, x, y);
-  };
-  auto warpReduce = [&](Value v) {
-    for (int offset = 16; offset > 0; offset /= 2) {
-      auto shuffle = gpu::ShuffleOp::create(b, v, offset, 32, gpu::ShuffleMode::XOR);
-      v = combine(v, shuffle.getShuffleResult());
-    }
-    return v;
-  };
+  auto warpReduce = [&](Value v) { return this->warpReduce(v, isMax); };
   Value smem = kernel.getWorkgroupAttributions().front();
   Value tid = threadIndex();
   Value lane = arith::RemUIOp::create(b, tid, idx(32));

@@ -146,6 +146,9 @@ public:
   /// Block-wide reduction of an f32 |value| (add or max); every thread gets
   /// the result. Needs workgroupFloats >= 32.
   Value blockReduce(Value value, bool isMax);
+  /// The same over the 32 lanes of a warp (butterfly shuffles, no barrier
+  /// or shared memory); every lane gets the result.
+  Value warpReduce(Value value, bool isMax);
 
   /// `for (j = threadIdx; j < count; j += blockDim)` with f32 accumulators,
   /// unrolled by 4 (loop's |unroll|).

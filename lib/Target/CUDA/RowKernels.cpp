@@ -31,19 +31,53 @@ using namespace mlir::txopt::cuda;
 /// being loaded again, one dependent load at a time, by each pass.
 constexpr int64_t kRowElementsInRegisters = 8;
 
+/// Rows of at most kWarpRowMax elements, a multiple of kLaneWidth, can be
+/// swept by one warp each (kWarpsPerBlock rows per block) instead of one
+/// block: at GPT-2's 768 a block-wide row gives each thread 3 elements
+/// between two barriers per reduction, so the norms waited on barriers and
+/// shared memory; a warp reduces with shuffles alone, and each lane owns
+/// kLaneWidth consecutive elements per step (16-byte accesses for f32).
+constexpr int64_t kWarpRowMax = 1024;
+constexpr int64_t kLaneWidth = 4;
+constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
+
+static bool usesWarpRows(int64_t length) {
+  return length > 0 && length % kLaneWidth == 0 && length <= kWarpRowMax;
+}
+
 namespace {
-/// A row kernel: one block per row of |rowLength| elements (or, with
-/// setRow, several rows walked by one block).
+/// A row kernel: one block per row of |rowLength| elements, or with
+/// |warpRows| one warp per row (usesWarpRows), or with setRow several rows
+/// walked by one block or warp.
 struct RowKernel {
   KernelBuilder kb;
   Value row, base;
   int64_t length;
+  bool warpRows;
+  Value lane, warp; ///< with warpRows
+
   RowKernel(LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
-            llvm::ArrayRef<Value> inputs, int64_t rowLength)
-      : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, 32),
-        length(rowLength) {
-    setRow(kb.blockIndex());
+            llvm::ArrayRef<Value> inputs, int64_t rowLength, bool warpRows = false,
+            unsigned workgroupFloats = 32)
+      : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, workgroupFloats),
+        length(rowLength), warpRows(warpRows) {
+    auto &b = kb.builder();
+    if (!warpRows) {
+      setRow(kb.blockIndex());
+    } else {
+      lane = arith::RemUIOp::create(b, kb.threadIndex(), kb.idx(32));
+      warp = arith::DivUIOp::create(b, kb.threadIndex(), kb.idx(32));
+      setRow(arith::AddIOp::create(
+          b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kWarpsPerBlock)), warp));
+    }
+    // Each step's element, once at the top: every sweep then addresses a
+    // step's elements with the same values, so the loads of one step in
+    // different sweeps sit together after groupMemoryAccesses.
+    if (inRegisters())
+      for (int64_t k = 0; k < steps(); ++k)
+        stepElements.push_back(computeStepElement(k));
   }
+
   /// Makes |r| the row that at() and loadRow() address.
   void setRow(Value r) {
     row = r;
@@ -51,19 +85,58 @@ struct RowKernel {
     rowValues.clear();
   }
   Value at(Value j) { return arith::AddIOp::create(kb.builder(), base, j); }
-  /// Runs |body| on thread 0 only.
+
+  /// Whether step |s|'s element is in the row (null when it always is).
+  Value stepInRow(int64_t s) {
+    if (stepAlwaysInRow(s))
+      return {};
+    return arith::CmpIOp::create(kb.builder(), arith::CmpIPredicate::ult, stepElement(s),
+                                 kb.idx(length));
+  }
+
+  /// The row's sum (or max) of each thread's |value|: over the warp or the
+  /// block.
+  Value reduce(Value value, bool isMax) {
+    return warpRows ? kb.warpReduce(value, isMax) : kb.blockReduce(value, isMax);
+  }
+
+  /// Runs |body| on the row's first thread only.
   void onFirstThread(llvm::function_ref<void()> body) {
     auto &b = kb.builder();
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                        warpRows ? lane : kb.threadIndex(), kb.idx(0));
     kb.ifThen(first, body);
   }
-  bool inRegisters() const { return length <= kBlockSize * kRowElementsInRegisters; }
+
+  bool inRegisters() const {
+    return warpRows || length <= kBlockSize * kRowElementsInRegisters;
+  }
+  /// Steps of a register sweep, and the element step |s| visits in this
+  /// thread: j = thread + s * blockDim for a block row; for a warp row,
+  /// kLaneWidth consecutive elements per lane, 32 * kLaneWidth per group.
+  int64_t steps() const {
+    return warpRows ? (length + 32 * kLaneWidth - 1) / (32 * kLaneWidth) * kLaneWidth
+                    : (length + kBlockSize - 1) / kBlockSize;
+  }
+  Value stepElement(int64_t s) { return stepElements[s]; }
+  Value computeStepElement(int64_t s) {
+    auto &b = kb.builder();
+    if (!warpRows)
+      return arith::AddIOp::create(b, kb.threadIndex(), kb.idx(s * kBlockSize));
+    int64_t group = s / kLaneWidth, offset = s % kLaneWidth;
+    return arith::AddIOp::create(b, arith::MulIOp::create(b, lane, kb.idx(kLaneWidth)),
+                                 kb.idx(group * 32 * kLaneWidth + offset));
+  }
+  bool stepAlwaysInRow(int64_t s) const {
+    return warpRows ? (s / kLaneWidth + 1) * 32 * kLaneWidth <= length
+                    : (s + 1) * kBlockSize <= length;
+  }
 
   /// `for (j = thread; j < length; j += blockDim) acc = body(j, acc)`. For a
-  /// short row, unrolled: the k-th step visits the same j the loop would,
-  /// in the same order, so sums are bit for bit the loop's; a j past the
-  /// row's end keeps acc (and a body without acc, which stores, is skipped
-  /// there).
+  /// short row, unrolled over steps(): for a block row the k-th step visits
+  /// the same j the loop would, in the same order, so sums are bit for bit
+  /// the loop's; a j past the row's end keeps acc (and a body without acc,
+  /// which stores, is skipped there).
   llvm::SmallVector<Value>
   sweep(llvm::ArrayRef<Value> init,
         llvm::function_ref<llvm::SmallVector<Value>(Value j, llvm::ArrayRef<Value> acc)> body) {
@@ -71,9 +144,9 @@ struct RowKernel {
       return kb.blockStridedLoop(length, init, body);
     auto &b = kb.builder();
     llvm::SmallVector<Value> acc(init.begin(), init.end());
-    for (int64_t k = 0; k * kBlockSize < length; ++k) {
-      Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(k * kBlockSize));
-      bool alwaysInRow = (k + 1) * kBlockSize <= length;
+    for (int64_t k = 0; k < steps(); ++k) {
+      Value j = stepElement(k);
+      bool alwaysInRow = stepAlwaysInRow(k);
       Value inRow = alwaysInRow ? Value()
                                 : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j,
                                                         kb.idx(length));
@@ -98,6 +171,39 @@ struct RowKernel {
     return acc;
   }
 
+  /// Stores valueAt(j, step) at element j of the current row of |output| for
+  /// every j of the row (step: the register sweep's step, -1 in a loop). For a short row every value is computed before the
+  /// first store (a j past the row's end computes at the last element and
+  /// stores nothing), so each step's loads are not held behind the previous
+  /// step's store, and the stores sit together for LLVM's vectorizer.
+  void storeSweep(Value output, llvm::function_ref<Value(Value j, int64_t step)> valueAt) {
+    if (!inRegisters()) {
+      kb.blockStridedLoop(length, {}, [&](Value j, llvm::ArrayRef<Value>) {
+        kb.store(output, at(j), valueAt(j, -1));
+        return llvm::SmallVector<Value>{};
+      });
+      return;
+    }
+    auto &b = kb.builder();
+    llvm::SmallVector<std::pair<Value, Value>> values; // (j, value)
+    for (int64_t k = 0; k < steps(); ++k) {
+      Value j = stepElement(k);
+      Value safeJ = stepAlwaysInRow(k) ? j : arith::MinUIOp::create(b, j, kb.idx(length - 1));
+      currentStep = k;
+      values.push_back({j, valueAt(safeJ, k)});
+    }
+    currentStep = -1;
+    for (int64_t k = 0; k < steps(); ++k) {
+      auto [j, value] = values[k];
+      if (stepAlwaysInRow(k)) {
+        kb.store(output, at(j), value);
+        continue;
+      }
+      kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
+                [&] { kb.store(output, at(j), value); });
+    }
+  }
+
   /// Element |j| of the current row of |tensor| (row-major, rows of
   /// |length|): inside a register sweep, loaded once per row and step.
   Value loadRow(Value tensor, Value j) {
@@ -115,6 +221,7 @@ struct RowKernel {
   }
 
 private:
+  llvm::SmallVector<Value> stepElements;
   int64_t currentStep = -1;
   bool insideGuard = false;
   llvm::DenseMap<std::pair<Value, int64_t>, Value> rowValues;
@@ -158,43 +265,53 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   llvm::SmallVector<Value> inputs{x, gamma};
   if (beta)
     inputs.push_back(beta);
-  RowKernel rk(ctx, op, outputs, inputs, d);
+  bool warpRows = usesWarpRows(d);
+  RowKernel rk(ctx, op, outputs, inputs, d, warpRows);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Type element = typeOf(x).getElementType();
-  Value mean = kb.f32(0.0);
-  if (center) {
-    auto sum = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], rk.loadRow(x, j))};
+  auto emitRow = [&] {
+    Value mean = kb.f32(0.0);
+    if (center) {
+      auto sum = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+        return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], rk.loadRow(x, j))};
+      });
+      mean = arith::DivFOp::create(b, rk.reduce(sum[0], false), kb.f32(d));
+    }
+    auto sq = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
+      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], arith::MulFOp::create(b, c, c))};
     });
-    mean = arith::DivFOp::create(b, kb.blockReduce(sum[0], false), kb.f32(d));
-  }
-  auto sq = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
-    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], arith::MulFOp::create(b, c, c))};
-  });
-  Value var = arith::DivFOp::create(b, kb.blockReduce(sq[0], false), kb.f32(d));
-  Value rstd = arith::DivFOp::create(
-      b, kb.f32(1.0), math::SqrtOp::create(b, arith::AddFOp::create(b, var, kb.f32(eps))));
-  rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
-    Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
-    Value v = arith::MulFOp::create(b, arith::MulFOp::create(b, c, rstd), kb.load(gamma, j));
-    if (beta)
-      v = arith::AddFOp::create(b, v, kb.load(beta, j));
-    kb.store(outputs[0], rk.at(j), kb.roundTo(v, element));
-    return llvm::SmallVector<Value>{};
-  });
-  if (outputs.size() > 1)
-    rk.onFirstThread([&] {
-      if (center)
-        kb.store(outputs[1], rk.row, mean);
-      kb.store(outputs.back(), rk.row, rstd);
+    Value var = arith::DivFOp::create(b, rk.reduce(sq[0], false), kb.f32(d));
+    Value rstd = arith::DivFOp::create(
+        b, kb.f32(1.0), math::SqrtOp::create(b, arith::AddFOp::create(b, var, kb.f32(eps))));
+    rk.storeSweep(outputs[0], [&](Value j, int64_t) {
+      Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
+      Value v = arith::MulFOp::create(b, arith::MulFOp::create(b, c, rstd), kb.load(gamma, j));
+      if (beta)
+        v = arith::AddFOp::create(b, v, kb.load(beta, j));
+      return kb.roundTo(v, element);
     });
+    if (outputs.size() > 1)
+      rk.onFirstThread([&] {
+        if (center)
+          kb.store(outputs[1], rk.row, mean);
+        kb.store(outputs.back(), rk.row, rstd);
+      });
+  };
+  // One warp per row: the last block's warps past the last row do nothing
+  // (their reductions involve no other warp).
+  if (warpRows && rows % kWarpsPerBlock != 0)
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rk.row, kb.idx(rows)), emitRow);
+  else
+    emitRow();
   kb.finish();
+  if (warpRows)
+    kb.groupMemoryAccesses();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
-             ctx.buffersOf(outputs), ctx.buffersOf(inputs));
+  int64_t grid = warpRows ? ceilDiv(rows, kWarpsPerBlock) : std::max<int64_t>(rows, 1);
+  ctx.launch(kb, op, static_cast<unsigned>(grid), ctx.buffersOf(outputs), ctx.buffersOf(inputs));
   return success();
 }
 
@@ -234,6 +351,163 @@ static tx::AddOp residualEpilogue(LoweringContext &ctx, Operation *normGrad) {
 /// (lowerPartialColumnSums) and rounds once into dgamma (and dbeta).
 /// Atomics, one per element per row on d addresses, serialized at L2 and
 /// made the sums' order (and bits) vary from run to run.
+/// Column |col| of a norm gradient's summed partials into dgamma, or for a
+/// layer norm (columns [0, d) dgamma's, [d, 2d) dbeta's) dgamma or dbeta.
+static void storeParamGrad(KernelBuilder &k, llvm::ArrayRef<Value> paramGrads, bool center,
+                           int64_t d, Value col, Value sum) {
+  auto &b = k.builder();
+  if (!center) {
+    storeReduced(k, paramGrads[0], col, sum);
+    return;
+  }
+  Value isGamma = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, k.idx(d));
+  k.ifThen(isGamma, [&] { storeReduced(k, paramGrads[0], col, sum); });
+  Value isBeta = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, col, k.idx(d));
+  k.ifThen(isBeta, [&] {
+    storeReduced(k, paramGrads[1], arith::SubIOp::create(b, col, k.idx(d)), sum);
+  });
+}
+
+/// Blocks of the warp-row norm gradient: at most this many, each of 8
+/// warps walking a few rows (GPT-2's 16384 rows: 512 blocks, 4 rows per
+/// warp), so the partial-sum rows (one per block) stay few.
+constexpr int64_t kWarpRowGradBlocks = 512;
+/// Column partials combined per round through shared memory at the end of
+/// the warp-row norm gradient: kWarpsPerBlock x 32 lanes x this many f32.
+constexpr int64_t kCombineSlots = 16;
+
+/// tx.layer_norm_grad / tx.rms_norm_grad for rows usesWarpRows accepts.
+/// Kernel 1: each warp walks its own rows [w R, (w + 1) R) and computes dx
+/// (plus the residual gradient when |addend|), keeping its lanes' dy * xhat
+/// (and dy) per column in registers across the rows; at the end the
+/// block's 8 warps add theirs through shared memory in warp order and write
+/// one partial row per block. Kernel 2 adds the blocks' partial rows in a
+/// fixed order (lowerPartialColumnSums). Deterministic, no atomics.
+static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, bool center,
+                                           llvm::ArrayRef<Value> outputs,
+                                           llvm::ArrayRef<Value> inputs, Value addend,
+                                           int64_t d, int64_t rows) {
+  Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
+  Value mean = center ? op->getOperand(3) : Value();
+  Value rstd = op->getOperand(center ? 4 : 3);
+  int64_t blocks = std::min<int64_t>(ceilDiv(rows, kWarpsPerBlock), kWarpRowGradBlocks);
+  int64_t rowsPerWarp = ceilDiv(rows, blocks * kWarpsPerBlock);
+  blocks = ceilDiv(ceilDiv(rows, rowsPerWarp), kWarpsPerBlock);
+  int64_t sums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
+  int64_t cols = sums * d;
+  unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
+
+  RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/true,
+               kWarpsPerBlock * 32 * kCombineSlots);
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
+  Value warpIndex = rk.row; // block * 8 + warp, before setRow
+  Value first = arith::MulIOp::create(b, warpIndex, kb.idx(rowsPerWarp));
+  Value last = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, kb.idx(rowsPerWarp)),
+                                      kb.idx(rows));
+  first = arith::MinUIOp::create(b, first, last);
+  int64_t steps = rk.steps();
+  Type element = typeOf(outputs[0]).getElementType();
+  // Per step: the lane's running dgamma (and dbeta) term of that column.
+  llvm::SmallVector<Value> init(steps * sums, kb.f32(0.0));
+  llvm::SmallVector<Value> acc = kb.loop(first, last, kb.idx(1), init,
+                                         [&](Value row, llvm::ArrayRef<Value> carried) {
+    rk.setRow(row);
+    Value mu = center ? kb.load(mean, row) : kb.f32(0.0);
+    Value inv = kb.load(rstd, row);
+    auto xhatAt = [&](Value j) {
+      return arith::MulFOp::create(b, arith::SubFOp::create(b, rk.loadRow(x, j), mu), inv);
+    };
+    auto rowSums = rk.sweep({kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      Value g = arith::MulFOp::create(b, rk.loadRow(dy, j), kb.load(gamma, j));
+      return llvm::SmallVector<Value>{
+          arith::AddFOp::create(b, a[0], g),
+          arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhatAt(j)))};
+    });
+    Value sumG = rk.reduce(rowSums[0], false);
+    Value sumGX = rk.reduce(rowSums[1], false);
+    Value dd = kb.f32(d);
+    llvm::SmallVector<Value> next(carried.begin(), carried.end());
+    rk.storeSweep(outputs[0], [&](Value j, int64_t step) {
+      Value dyj = rk.loadRow(dy, j);
+      Value xhat = xhatAt(j);
+      Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
+      Value v = arith::SubFOp::create(
+          b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
+      if (center)
+        v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
+      Value dxj = kb.roundTo(arith::MulFOp::create(b, inv, v), element);
+      if (addend)
+        dxj = arith::AddFOp::create(b, dxj, kb.load(addend, rk.at(j)));
+      Value inRow = rk.stepInRow(step);
+      auto add = [&](int64_t slot, Value term) {
+        Value sum = arith::AddFOp::create(b, carried[slot], term);
+        next[slot] = inRow ? Value(arith::SelectOp::create(b, inRow, sum, carried[slot])) : sum;
+      };
+      add(step * sums, arith::MulFOp::create(b, dyj, xhat));
+      if (center)
+        add(step * sums + 1, dyj);
+      return kb.roundTo(dxj, element);
+    });
+    return next;
+  });
+
+  // The block's warps add their column terms in warp order, kCombineSlots
+  // per round: each warp writes its lanes' values, then warp w adds slots
+  // w, w + 8, ... over the 8 warps and stores them in the block's row.
+  Value smem = kb.func().getWorkgroupAttributions().front();
+  Value partialRow = arith::MulIOp::create(b, kb.blockIndex(), kb.idx(cols));
+  int64_t total = steps * sums;
+  for (int64_t round = 0; round < total; round += kCombineSlots) {
+    int64_t count = std::min<int64_t>(kCombineSlots, total - round);
+    auto smemAt = [&](Value w, Value i) {
+      Value slot = arith::AddIOp::create(b, arith::MulIOp::create(b, w, kb.idx(kCombineSlots)), i);
+      return Value(arith::AddIOp::create(b, arith::MulIOp::create(b, slot, kb.idx(32)), rk.lane));
+    };
+    gpu::BarrierOp::create(b);
+    for (int64_t i = 0; i < count; ++i)
+      memref::StoreOp::create(b, acc[round + i], smem, ValueRange{smemAt(rk.warp, kb.idx(i))});
+    gpu::BarrierOp::create(b);
+    for (int64_t t = 0; t * kWarpsPerBlock < count; ++t) {
+      Value i = arith::AddIOp::create(b, rk.warp, kb.idx(t * kWarpsPerBlock));
+      kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(count)), [&] {
+        Value sum = kb.f32(0.0);
+        for (int64_t w = 0; w < kWarpsPerBlock; ++w)
+          sum = arith::AddFOp::create(
+              b, sum, memref::LoadOp::create(b, smem, ValueRange{smemAt(kb.idx(w), i)}));
+        // Slot round + i is step s, sum q: element j of step s, column
+        // q * d + j.
+        Value slot = arith::AddIOp::create(b, i, kb.idx(round));
+        Value s = arith::DivUIOp::create(b, slot, kb.idx(sums));
+        Value q = arith::RemUIOp::create(b, slot, kb.idx(sums));
+        Value group = arith::DivUIOp::create(b, s, kb.idx(kLaneWidth));
+        Value offset = arith::RemUIOp::create(b, s, kb.idx(kLaneWidth));
+        Value j = arith::AddIOp::create(
+            b,
+            arith::AddIOp::create(b, arith::MulIOp::create(b, group, kb.idx(32 * kLaneWidth)),
+                                  arith::MulIOp::create(b, rk.lane, kb.idx(kLaneWidth))),
+            offset);
+        kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(d)), [&] {
+          Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(d)), j);
+          memref::StoreOp::create(b, sum, partials,
+                                  ValueRange{arith::AddIOp::create(b, partialRow, col)});
+        });
+      });
+    }
+  }
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(blocks),
+             {ctx.bufferFor(outputs[0]), partialBuffer}, ctx.buffersOf(inputs));
+  llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
+  return lowerPartialColumnSums(ctx, op, paramGrads, partialBuffer, blocks, cols,
+                                /*isMax=*/false, [&](KernelBuilder &k, Value col, Value sum) {
+    storeParamGrad(k, paramGrads, center, d, col, sum);
+  });
+}
+
 LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   bool center = isa<tx::LayerNormGradOp>(op);
   Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
@@ -253,6 +527,8 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     inputs.push_back(addend);
     ctx.loweredElsewhere.insert(residual);
   }
+  if (usesWarpRows(d) && rows > 0)
+    return lowerNormGradWarpRows(ctx, op, center, outputs, inputs, addend, d, rows);
   int64_t perBlock = ceilDiv(std::max<int64_t>(rows, 1), kRowBlocks);
   int64_t blocks = ceilDiv(std::max<int64_t>(rows, 1), perBlock);
   int64_t sums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
@@ -322,18 +598,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   return lowerPartialColumnSums(
       ctx, op, paramGrads, partialBuffer, blocks, cols, /*isMax=*/false,
       [&](KernelBuilder &k, Value col, Value sum) {
-        auto &kbb = k.builder();
-        if (!center) {
-          storeReduced(k, paramGrads[0], col, sum);
-          return;
-        }
-        // Columns [0, d) are dgamma's, [d, 2d) dbeta's.
-        Value isGamma = arith::CmpIOp::create(kbb, arith::CmpIPredicate::ult, col, k.idx(d));
-        k.ifThen(isGamma, [&] { storeReduced(k, paramGrads[0], col, sum); });
-        Value isBeta = arith::CmpIOp::create(kbb, arith::CmpIPredicate::uge, col, k.idx(d));
-        k.ifThen(isBeta, [&] {
-          storeReduced(k, paramGrads[1], arith::SubIOp::create(kbb, col, k.idx(d)), sum);
-        });
+        storeParamGrad(k, paramGrads, center, d, col, sum);
       });
 }
 
