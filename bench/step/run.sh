@@ -4,7 +4,8 @@
 # fp8; from bench/step/prepare.sh) and PyTorch (eager fp32, eager AMP bf16,
 # torch.compile AMP bf16) train the same GPT with the same weights on the
 # same token windows, in one run. Prints a table with ratios; writes
-# OUT/bench.json, OUT/bench.md, the per-command profile of txopt's bf16 step
+# OUT/bench.json, OUT/bench.md, the per-command profile of txopt's bf16 step,
+# for GPT-2 OUT/adamw.md (the packed AdamW beside torch.optim.AdamW),
 # and the logs. Exits 1 if a run failed or if txopt's losses leave
 # PyTorch's (the comparison is also a check that both trained one model).
 # Usage: bench/step/run.sh DIR OUT [gpt2|gpt1.3b] [STEPS=30]
@@ -72,6 +73,14 @@ for mode in ${TORCH_MODES:-eager-fp32 eager-bf16 compile-bf16}; do
     --steps "$steps" --out "$out/torch_$mode.json" > "$out/torch_$mode.txt" 2>&1 || {
       status=1; tail -5 "$out/torch_$mode.txt"; }
 done
+
+if [ "$model" = gpt2 ]; then
+  # The packed AdamW beside torch.optim.AdamW over the same parameter set
+  # (bench/optim): txopt's from the profile above.
+  echo "== AdamW over GPT-2's parameters"
+  python3 "$here/../optim/torch_adamw.py" --out "$out/adamw_torch.json" || status=1
+  python3 "$here/../optim/summarize.py" "$out" || status=1
+fi
 
 python3 "$here/summarize.py" "$dir" "$out" "$model" || status=1
 exit $status
