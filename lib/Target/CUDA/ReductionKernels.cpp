@@ -140,6 +140,21 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
     storeReduced(k, result, column, sum);
   };
 
+  // An input concatenated along its innermost dim from parts each a
+  // multiple of |lanes| wide (the q/k/v gradients of a fused projection):
+  // the elemental concat picks a part per element, in branches LLVM does
+  // not hoist out of the row loop, and their scalar loads never merge.
+  Operation *concatParts = nullptr;
+  if (auto concat = input.getDefiningOp<tx::ConcatOp>()) {
+    int64_t rank = typeOf(input).getRank();
+    int64_t axis = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
+    if (!ctx.plan.isMaterialized(input) && axis == rank - 1 && lanes > 1 &&
+        llvm::all_of(concat.getInputs(), [&](Value part) {
+          return typeOf(part).getShape().back() % lanes == 0;
+        }))
+      concatParts = concat;
+  }
+
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
   tx::CastOp companion = companionCast(ctx, op);
@@ -173,40 +188,59 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
     auto colIndex = kb.delinearize(group, groupCols);
     Value innermost = arith::MulIOp::create(b, colIndex.back(), kb.idx(lanes));
     Value column = arith::MulIOp::create(b, group, kb.idx(lanes));
-    llvm::SmallVector<Value> init(lanes, kb.f32(isMax ? -INFINITY : 0.0));
-    auto acc = kb.loop(begin, end, kb.idx(1), init,
-                       [&](Value r, llvm::ArrayRef<Value> a) {
-      llvm::SmallVector<Value> full = kb.delinearize(r, rows);
-      full.append(colIndex.begin(), colIndex.end());
-      // Every lane's loads before any store: a store between them (to
-      // another buffer, which LLVM cannot tell apart) would keep the loads
-      // from merging.
-      llvm::SmallVector<Value> elements, next;
-      for (int64_t k = 0; k < lanes; ++k) {
-        full.back() = arith::AddIOp::create(b, innermost, kb.idx(k));
-        elements.push_back(kb.emit(input, full));
-      }
-      for (int64_t k = 0; k < lanes; ++k) {
-        if (companion) {
-          Value y = companion.getResult();
-          Value at = arith::AddIOp::create(
-              b, arith::MulIOp::create(b, r, kb.idx(colCount)),
-              arith::AddIOp::create(b, column, kb.idx(k)));
-          kb.store(y, at, kb.castScalar(elements[k], typeOf(input).getElementType(),
-                                        typeOf(y).getElementType()));
+    // Sums the thread's columns over its rows, reading element j of |source|
+    // at innermost index j - |offset| (the whole input, or one concat part).
+    auto reduceColumns = [&](Value source, int64_t offset) {
+      llvm::SmallVector<Value> init(lanes, kb.f32(isMax ? -INFINITY : 0.0));
+      auto acc = kb.loop(begin, end, kb.idx(1), init,
+                         [&](Value r, llvm::ArrayRef<Value> a) {
+        llvm::SmallVector<Value> full = kb.delinearize(r, rows);
+        full.append(colIndex.begin(), colIndex.end());
+        // Every lane's loads before any store: a store between them (to
+        // another buffer, which LLVM cannot tell apart) would keep the loads
+        // from merging.
+        llvm::SmallVector<Value> elements, next;
+        for (int64_t k = 0; k < lanes; ++k) {
+          full.back() = arith::AddIOp::create(b, innermost, kb.idx(k - offset));
+          elements.push_back(kb.emit(source, full));
         }
-        next.push_back(combine(b, a[k], elements[k], isMax));
+        for (int64_t k = 0; k < lanes; ++k) {
+          if (companion) {
+            Value y = companion.getResult();
+            Value at = arith::AddIOp::create(
+                b, arith::MulIOp::create(b, r, kb.idx(colCount)),
+                arith::AddIOp::create(b, column, kb.idx(k)));
+            kb.store(y, at, kb.castScalar(elements[k], typeOf(input).getElementType(),
+                                          typeOf(y).getElementType()));
+          }
+          next.push_back(combine(b, a[k], elements[k], isMax));
+        }
+        return next;
+      }, /*unroll=*/lanes == 1 ? 4 : 2);
+      for (int64_t k = 0; k < lanes; ++k) {
+        Value col = arith::AddIOp::create(b, column, kb.idx(k));
+        if (splits == 1) {
+          finish(kb, col, acc[k]);
+        } else {
+          Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, split, kb.idx(colCount)), col);
+          memref::StoreOp::create(b, acc[k], partials, ValueRange{at});
+        }
       }
-      return next;
-    }, /*unroll=*/lanes == 1 ? 4 : 2);
-    for (int64_t k = 0; k < lanes; ++k) {
-      Value col = arith::AddIOp::create(b, column, kb.idx(k));
-      if (splits == 1) {
-        finish(kb, col, acc[k]);
-      } else {
-        Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, split, kb.idx(colCount)), col);
-        memref::StoreOp::create(b, acc[k], partials, ValueRange{at});
-      }
+    };
+    if (!concatParts) {
+      reduceColumns(input, 0);
+      return;
+    }
+    // A thread's columns lie in one part of the concat for all its rows:
+    // the part is chosen once here, and its loop reads that part directly.
+    int64_t offset = 0;
+    for (Value part : concatParts->getOperands()) {
+      int64_t width = typeOf(part).getShape().back();
+      Value inPart = arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, innermost, kb.idx(offset)),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, innermost, kb.idx(offset + width)));
+      kb.ifThen(inPart, [&] { reduceColumns(part, offset); });
+      offset += width;
     }
   });
   kb.finish();
