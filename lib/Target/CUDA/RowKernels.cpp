@@ -351,6 +351,60 @@ static tx::AddOp residualEpilogue(LoweringContext &ctx, Operation *normGrad) {
 /// (lowerPartialColumnSums) and rounds once into dgamma (and dbeta).
 /// Atomics, one per element per row on d addresses, serialized at L2 and
 /// made the sums' order (and bits) vary from run to run.
+namespace {
+/// One row of a norm gradient, shared by the block-row and warp-row
+/// kernels: begin() loads the row's statistics and reduces its two sums;
+/// at(j) gives element j's dy, xhat and the dx value to store (plus
+/// the residual gradient |addend| when the kernel absorbed that add).
+struct NormGradRow {
+  RowKernel &rk;
+  bool center;
+  Value dy, x, gamma, mean, rstd, addend;
+  int64_t d;
+  Type element;
+  Value mu, inv, sumG, sumGX, dd;
+
+  void begin(Value row) {
+    KernelBuilder &kb = rk.kb;
+    auto &b = kb.builder();
+    rk.setRow(row);
+    mu = center ? kb.load(mean, row) : kb.f32(0.0);
+    inv = kb.load(rstd, row);
+    auto rowSums = rk.sweep({kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+      Value g = arith::MulFOp::create(b, rk.loadRow(dy, j), kb.load(gamma, j));
+      return llvm::SmallVector<Value>{
+          arith::AddFOp::create(b, a[0], g),
+          arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhat(j)))};
+    });
+    sumG = rk.reduce(rowSums[0], false);
+    sumGX = rk.reduce(rowSums[1], false);
+    dd = kb.f32(d);
+  }
+  Value xhat(Value j) {
+    auto &b = rk.kb.builder();
+    return arith::MulFOp::create(b, arith::SubFOp::create(b, rk.loadRow(x, j), mu), inv);
+  }
+  struct Element {
+    Value dy, xhat, dx;
+  };
+  Element at(Value j) {
+    KernelBuilder &kb = rk.kb;
+    auto &b = kb.builder();
+    Value dyj = rk.loadRow(dy, j);
+    Value xh = xhat(j);
+    Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
+    Value v = arith::SubFOp::create(
+        b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xh, sumGX), dd));
+    if (center)
+      v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
+    Value dxj = kb.roundTo(arith::MulFOp::create(b, inv, v), element);
+    if (addend)
+      dxj = arith::AddFOp::create(b, dxj, kb.load(addend, rk.at(j)));
+    return {dyj, xh, kb.roundTo(dxj, element)};
+  }
+};
+} // namespace
+
 /// Column |col| of a norm gradient's summed partials into dgamma, or for a
 /// layer norm (columns [0, d) dgamma's, [d, 2d) dbeta's) dgamma or dbeta.
 static void storeParamGrad(KernelBuilder &k, llvm::ArrayRef<Value> paramGrads, bool center,
@@ -411,44 +465,22 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
   Type element = typeOf(outputs[0]).getElementType();
   // Per step: the lane's running dgamma (and dbeta) term of that column.
   llvm::SmallVector<Value> init(steps * sums, kb.f32(0.0));
+  NormGradRow row{rk, center, dy, x, gamma, mean, rstd, addend, d, element};
   llvm::SmallVector<Value> acc = kb.loop(first, last, kb.idx(1), init,
-                                         [&](Value row, llvm::ArrayRef<Value> carried) {
-    rk.setRow(row);
-    Value mu = center ? kb.load(mean, row) : kb.f32(0.0);
-    Value inv = kb.load(rstd, row);
-    auto xhatAt = [&](Value j) {
-      return arith::MulFOp::create(b, arith::SubFOp::create(b, rk.loadRow(x, j), mu), inv);
-    };
-    auto rowSums = rk.sweep({kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-      Value g = arith::MulFOp::create(b, rk.loadRow(dy, j), kb.load(gamma, j));
-      return llvm::SmallVector<Value>{
-          arith::AddFOp::create(b, a[0], g),
-          arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhatAt(j)))};
-    });
-    Value sumG = rk.reduce(rowSums[0], false);
-    Value sumGX = rk.reduce(rowSums[1], false);
-    Value dd = kb.f32(d);
+                                         [&](Value r, llvm::ArrayRef<Value> carried) {
+    row.begin(r);
     llvm::SmallVector<Value> next(carried.begin(), carried.end());
     rk.storeSweep(outputs[0], [&](Value j, int64_t step) {
-      Value dyj = rk.loadRow(dy, j);
-      Value xhat = xhatAt(j);
-      Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
-      Value v = arith::SubFOp::create(
-          b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
-      if (center)
-        v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
-      Value dxj = kb.roundTo(arith::MulFOp::create(b, inv, v), element);
-      if (addend)
-        dxj = arith::AddFOp::create(b, dxj, kb.load(addend, rk.at(j)));
+      NormGradRow::Element e = row.at(j);
       Value inRow = rk.stepInRow(step);
       auto add = [&](int64_t slot, Value term) {
         Value sum = arith::AddFOp::create(b, carried[slot], term);
         next[slot] = inRow ? Value(arith::SelectOp::create(b, inRow, sum, carried[slot])) : sum;
       };
-      add(step * sums, arith::MulFOp::create(b, dyj, xhat));
+      add(step * sums, arith::MulFOp::create(b, e.dy, e.xhat));
       if (center)
-        add(step * sums + 1, dyj);
-      return kb.roundTo(dxj, element);
+        add(step * sums + 1, e.dy);
+      return e.dx;
     });
     return next;
   });
@@ -545,22 +577,9 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
                                       kb.idx(rows));
   Value partialRow = arith::MulIOp::create(b, block, kb.idx(cols));
   Type element = typeOf(outputs[0]).getElementType();
+  NormGradRow normRow{rk, center, dy, x, gamma, mean, rstd, addend, d, element};
   kb.loop(first, last, kb.idx(1), {}, [&](Value row, llvm::ArrayRef<Value>) {
-    rk.setRow(row);
-    Value mu = center ? kb.load(mean, row) : kb.f32(0.0);
-    Value inv = kb.load(rstd, row);
-    auto xhatAt = [&](Value j) {
-      return arith::MulFOp::create(b, arith::SubFOp::create(b, rk.loadRow(x, j), mu), inv);
-    };
-    auto rowSums = rk.sweep({kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-      Value g = arith::MulFOp::create(b, rk.loadRow(dy, j), kb.load(gamma, j));
-      return llvm::SmallVector<Value>{
-          arith::AddFOp::create(b, a[0], g),
-          arith::AddFOp::create(b, a[1], arith::MulFOp::create(b, g, xhatAt(j)))};
-    });
-    Value sumG = kb.blockReduce(rowSums[0], false);
-    Value sumGX = kb.blockReduce(rowSums[1], false);
-    Value dd = kb.f32(d);
+    normRow.begin(row);
     Value firstRow = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, first);
     // This thread's running sum at column |c| of the block's partial row;
     // the block's first row starts it (the buffer is not cleared).
@@ -571,20 +590,11 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
       memref::StoreOp::create(b, sum, partials, ValueRange{slot});
     };
     rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
-      Value dyj = rk.loadRow(dy, j);
-      Value xhat = xhatAt(j);
-      Value g = arith::MulFOp::create(b, dyj, kb.load(gamma, j));
-      Value v = arith::SubFOp::create(
-          b, g, arith::DivFOp::create(b, arith::MulFOp::create(b, xhat, sumGX), dd));
+      NormGradRow::Element e = normRow.at(j);
+      kb.store(outputs[0], rk.at(j), e.dx);
+      accumulate(j, arith::MulFOp::create(b, e.dy, e.xhat));
       if (center)
-        v = arith::SubFOp::create(b, v, arith::DivFOp::create(b, sumG, dd));
-      Value dxj = kb.roundTo(arith::MulFOp::create(b, inv, v), element);
-      if (addend)
-        dxj = arith::AddFOp::create(b, dxj, kb.load(addend, rk.at(j)));
-      kb.store(outputs[0], rk.at(j), kb.roundTo(dxj, element));
-      accumulate(j, arith::MulFOp::create(b, dyj, xhat));
-      if (center)
-        accumulate(arith::AddIOp::create(b, j, kb.idx(d)), dyj);
+        accumulate(arith::AddIOp::create(b, j, kb.idx(d)), e.dy);
       return llvm::SmallVector<Value>{};
     });
     return llvm::SmallVector<Value>{};
