@@ -133,6 +133,11 @@ public:
   /// Stores |scalars| (compute type) at |linear|, ... as store() would, with
   /// one vector store.
   void storeVector(Value tensor, Value linear, llvm::ArrayRef<Value> scalars);
+  /// A value as memory holds it (|element|) to compute type, and back: the
+  /// conversions every load and store makes, scalar or vector (and the
+  /// packed kernels' loads through their offset tables).
+  Value fromStorage(Value raw, Type element);
+  Value toStorage(Value scalar, Type element);
   /// Atomic f32 add into |tensor| (an f32 output).
   void atomicAdd(Value tensor, Value linear, Value scalar);
 
@@ -197,10 +202,6 @@ public:
   LogicalResult status() const { return failed ? failure() : success(); }
 
 private:
-  /// A value as memory holds it (|element|) to compute type, and back: the
-  /// conversions every load and store makes, scalar or vector.
-  Value fromStorage(Value raw, Type element);
-  Value toStorage(Value scalar, Type element);
   /// The element of result |resultNumber| of |op| (an elemental op) at
   /// |index|: dispatches to one of the families below.
   Value emitOp(Operation *op, unsigned resultNumber, Type elementType,

@@ -87,6 +87,11 @@ struct PackedBlock {
 PackedBlock emitPackedBlock(KernelBuilder &kb, const PackedTable &packed);
 /// Buffer |k| of the block's tensor as a 1-D memref of |element|.
 Value packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, Type element);
+/// Appends the launch of a packed kernel built with emitPackedBlock and no
+/// outputs: the table, then |inputs|, one block per table block; the plan
+/// lists the tensors it reaches (LaunchCmd::through).
+void launchPacked(LoweringContext &ctx, KernelBuilder &kb, Operation *origin,
+                  PackedTable &packed, llvm::ArrayRef<unsigned> inputs);
 
 } // namespace mlir::txopt::cuda
 

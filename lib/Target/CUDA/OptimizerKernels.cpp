@@ -164,9 +164,6 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   Type f32 = b.getF32Type();
   Value p = tensorView(0, f32), g = tensorView(1, gradStorage);
   Value m = tensorView(2, f32), v = tensorView(3, f32);
-  auto widen = [&](Value x) {
-    return x.getType() == f32 ? x : Value(arith::ExtFOp::create(b, f32, x));
-  };
   AdamScalars s = adamScalars(kb, c, lr, step);
   Value full = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
                                      arith::AddIOp::create(b, blockStart, kb.idx(perBlock)),
@@ -204,7 +201,7 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             auto extract = [&](Value vec) {
               return Value(vector::ExtractOp::create(b, vec, lane));
             };
-            AdamElement e = adamElement(kb, c, s, extract(group.p), widen(extract(group.g)),
+            AdamElement e = adamElement(kb, c, s, extract(group.p), kb.fromStorage(extract(group.g), gradStorage),
                                         extract(group.m), extract(group.v));
             newP.push_back(e.p);
             newM.push_back(e.m);
@@ -225,7 +222,7 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             auto load = [&](Value view) {
               return Value(memref::LoadOp::create(b, view, ValueRange{at}));
             };
-            AdamElement e = adamElement(kb, c, s, load(p), widen(load(g)), load(m), load(v));
+            AdamElement e = adamElement(kb, c, s, load(p), kb.fromStorage(load(g), gradStorage), load(m), load(v));
             memref::StoreOp::create(b, e.p, p, ValueRange{at});
             memref::StoreOp::create(b, e.m, m, ValueRange{at});
             memref::StoreOp::create(b, e.v, v, ValueRange{at});
@@ -235,10 +232,7 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  llvm::SmallVector<unsigned> args{packed.buffer};
-  args.append(ctx.buffersOf(inputs));
-  ctx.launch(kb, op, static_cast<unsigned>(packed.blocks), {}, args);
-  std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(packed.through);
+  launchPacked(ctx, kb, op, packed, ctx.buffersOf(inputs));
   return success();
 }
 

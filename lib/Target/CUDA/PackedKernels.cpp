@@ -97,6 +97,14 @@ Value cuda::packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, 
                                 block.entry[1 + k], ValueRange{block.elements});
 }
 
+void cuda::launchPacked(LoweringContext &ctx, KernelBuilder &kb, Operation *origin,
+                        PackedTable &packed, llvm::ArrayRef<unsigned> inputs) {
+  llvm::SmallVector<unsigned> args{packed.buffer};
+  args.append(inputs.begin(), inputs.end());
+  ctx.launch(kb, origin, static_cast<unsigned>(packed.blocks), {}, args);
+  std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(packed.through);
+}
+
 //===----------------------------------------------------------------------===//
 // Sums of squares
 //===----------------------------------------------------------------------===//
@@ -208,9 +216,6 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
         1, MemRefType::get({packed.blocks}, b.getF32Type()));
     Value view = packedView(kb, block, 0, stored);
     Type f32 = b.getF32Type();
-    auto widen = [&](Value v) {
-      return v.getType() == f32 ? v : Value(arith::ExtFOp::create(b, f32, v));
-    };
     constexpr int64_t width = 4, vectors = kSumElementsPerBlock / (kBlockSize * width);
     auto vectorType = VectorType::get({width}, stored);
     Value full = arith::CmpIOp::create(
@@ -235,7 +240,7 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
           Value sum = kb.f32(0.0);
           for (Value vec : loaded)
             for (int64_t lane = 0; lane < width; ++lane) {
-              Value x = widen(vector::ExtractOp::create(b, vec, lane));
+              Value x = kb.fromStorage(vector::ExtractOp::create(b, vec, lane), stored);
               sum = arith::AddFOp::create(b, sum, arith::MulFOp::create(b, x, x));
             }
           memref::StoreOp::create(b, sum, accumulator, ValueRange{kb.idx(0)});
@@ -248,7 +253,7 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
             Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, block.elements);
             Value clamped = arith::MinUIOp::create(
                 b, at, arith::SubIOp::create(b, block.elements, kb.idx(1)));
-            Value x = widen(memref::LoadOp::create(b, view, ValueRange{clamped}));
+            Value x = kb.fromStorage(memref::LoadOp::create(b, view, ValueRange{clamped}), stored);
             Value square = arith::SelectOp::create(b, inRange, arith::MulFOp::create(b, x, x),
                                                    kb.f32(0.0));
             sum = arith::AddFOp::create(b, sum, square);
@@ -264,8 +269,7 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
     kb.finish();
     if (failed(kb.status()))
       return failure();
-    ctx.launch(kb, root, static_cast<unsigned>(packed.blocks), {}, {packed.buffer, partials});
-    std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(packed.through);
+    launchPacked(ctx, kb, root, packed, {partials});
     stages.push_back({partials, packed.blocks});
   }
   // One block over every stage's partials, in order.

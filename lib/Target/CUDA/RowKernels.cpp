@@ -422,6 +422,25 @@ static void storeParamGrad(KernelBuilder &k, llvm::ArrayRef<Value> paramGrads, b
   });
 }
 
+/// Both norm-gradient kernels end alike: the finished kernel 1 (dx and one
+/// partial row per block) is launched, then kernel 2 adds the partial rows
+/// of each column in a fixed order into dgamma (and dbeta).
+static LogicalResult launchNormGrad(LoweringContext &ctx, Operation *op, KernelBuilder &kb,
+                                    llvm::ArrayRef<Value> outputs, llvm::ArrayRef<Value> inputs,
+                                    unsigned partialBuffer, int64_t blocks, int64_t cols,
+                                    bool center, int64_t d) {
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(blocks),
+             {ctx.bufferFor(outputs[0]), partialBuffer}, ctx.buffersOf(inputs));
+  llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
+  return lowerPartialColumnSums(ctx, op, paramGrads, partialBuffer, blocks, cols,
+                                /*isMax=*/false, [&](KernelBuilder &k, Value col, Value sum) {
+    storeParamGrad(k, paramGrads, center, d, col, sum);
+  });
+}
+
 /// Blocks of the warp-row norm gradient: at most this many, each of 8
 /// warps walking a few rows (GPT-2's 16384 rows: 512 blocks, 4 rows per
 /// warp), so the partial-sum rows (one per block) stay few.
@@ -528,16 +547,7 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
       });
     }
   }
-  kb.finish();
-  if (failed(kb.status()))
-    return failure();
-  ctx.launch(kb, op, static_cast<unsigned>(blocks),
-             {ctx.bufferFor(outputs[0]), partialBuffer}, ctx.buffersOf(inputs));
-  llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
-  return lowerPartialColumnSums(ctx, op, paramGrads, partialBuffer, blocks, cols,
-                                /*isMax=*/false, [&](KernelBuilder &k, Value col, Value sum) {
-    storeParamGrad(k, paramGrads, center, d, col, sum);
-  });
+  return launchNormGrad(ctx, op, kb, outputs, inputs, partialBuffer, blocks, cols, center, d);
 }
 
 LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
@@ -599,17 +609,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     });
     return llvm::SmallVector<Value>{};
   });
-  kb.finish();
-  if (failed(kb.status()))
-    return failure();
-  ctx.launch(kb, op, static_cast<unsigned>(blocks),
-             {ctx.bufferFor(outputs[0]), partialBuffer}, ctx.buffersOf(inputs));
-  llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
-  return lowerPartialColumnSums(
-      ctx, op, paramGrads, partialBuffer, blocks, cols, /*isMax=*/false,
-      [&](KernelBuilder &k, Value col, Value sum) {
-        storeParamGrad(k, paramGrads, center, d, col, sum);
-      });
+  return launchNormGrad(ctx, op, kb, outputs, inputs, partialBuffer, blocks, cols, center, d);
 }
 
 /// tx.softmax over any axis: one block per row along the axis; rows of an
