@@ -74,8 +74,9 @@ TEST(Artifact, WrongIdentifierIsRejected) {
 TEST(Artifact, NewerVersionIsRejected) {
   TestArtifact t;
   t.version = kFormatVersion + 1;
-  expectRejected(t, "artifact format version 3 is newer than this runtime supports (2); "
-                    "rebuild txrun");
+  expectRejected(t, "artifact format version " + std::to_string(kFormatVersion + 1) +
+                        " is newer than this runtime supports (" +
+                        std::to_string(kFormatVersion) + "); rebuild txrun");
 }
 
 TEST(Artifact, VersionZeroIsRejected) {
@@ -216,6 +217,23 @@ TEST(Artifact, AttentionChecked) {
   t.withAttention = true;
   t.attnLse = 9;
   expectRejected(t, "attention lse names slot 9");
+}
+
+// Format 3: q/k/v/o as views at an element offset inside their slot (the
+// head split and merge cuDNN reads and writes in place).
+TEST(Artifact, AttentionOffsetsAreValidated) {
+  TestArtifact t;
+  t.withAttention = true;
+  // 4 x 8 bf16 = 32 elements of slot 0's 512: k at element 32 still fits.
+  t.attnOffsets = {0, 32, 64, 0, 0, 0, 0, 0, 0};
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(t.build(), "/weights", artifact).ok());
+  t.attnOffsets = {0, 0, 0};
+  expectRejected(t, "attention has 3 offsets, not 9");
+  t.attnOffsets = {0, -8, 0, 0, 0, 0, 0, 0, 0};
+  expectRejected(t, "attention tensor k has offset -8");
+  t.attnOffsets = {0, 0, 500, 0, 0, 0, 0, 0, 0};
+  expectRejected(t, "attention tensor v spans 532 elements");
 }
 
 TEST(Artifact, MissingFileIsNamed) {

@@ -50,6 +50,8 @@ struct TestArtifact {
   bool attnCausal = true;
   fb::DType attnType = fb::DType::BF16;
   uint32_t attnLse = 3;
+  // Format 3: the attention's element offsets (empty: none written).
+  std::vector<int64_t> attnOffsets;
   // Gradient accumulation: grad_accum, and an optional micro-step of one
   // memset (of microMemsetSlot) with result "loss" in slot 3.
   uint32_t gradAccum = 1;
@@ -94,7 +96,12 @@ struct TestArtifact {
                              flatbuffers::span<const int64_t, 4>(strides));
       fb::AttentionTensor out(1, flatbuffers::span<const int64_t, 4>(dims),
                               flatbuffers::span<const int64_t, 4>(strides));
+      flatbuffers::Offset<flatbuffers::Vector<int64_t>> offsets;
+      if (!attnOffsets.empty())
+        offsets = b.CreateVector(attnOffsets);
       fb::AttentionBuilder ab(b);
+      if (!attnOffsets.empty())
+        ab.add_offsets(offsets);
       ab.add_dtype(attnType);
       ab.add_scale(0.125f);
       ab.add_causal(attnCausal);

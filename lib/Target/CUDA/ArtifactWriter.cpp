@@ -17,11 +17,13 @@ using namespace mlir::txopt::cuda;
 
 namespace fb = txrt::fb;
 
-/// The artifact format this compiler writes (runtime's kFormatVersion):
-/// 2 adds the micro-step (gradient accumulation); an artifact without one
-/// is written as version 1, which every runtime reads.
-static constexpr uint32_t kFormatVersion = 2;
-static constexpr uint32_t kFormatVersionWithoutFunctions = 1;
+/// The artifact format this compiler writes (runtime's kFormatVersion), the
+/// oldest that holds what the step uses: 3 adds attention tensors at an
+/// offset inside their slot, 2 the micro-step (gradient accumulation);
+/// anything else is version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersionAttentionOffsets = 3;
+static constexpr uint32_t kFormatVersionMicroStep = 2;
+static constexpr uint32_t kFormatVersionBase = 1;
 
 static fb::DType toFb(DType t) { return static_cast<fb::DType>(t); }
 
@@ -81,12 +83,25 @@ writeResults(flatbuffers::FlatBufferBuilder &fbb, const std::vector<ResultBindin
 }
 
 static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBufferBuilder &fbb,
-                                                         const AttentionCmd *at) {
+                                                         const AttentionCmd *at,
+                                                         bool &usesOffsets) {
   auto tensor = [](const AttentionTensor &t) {
     return fb::AttentionTensor(t.slot, flatbuffers::span<const int64_t, 4>(t.dims),
                                flatbuffers::span<const int64_t, 4>(t.strides));
   };
+  // Element offsets in the schema's order; written only when one is not 0.
+  std::vector<int64_t> offsets = {at->q.offset, at->k.offset, at->v.offset, at->o.offset,
+                                  at->mask ? at->mask->offset : 0,
+                                  at->gradO.offset, at->gradQ.offset, at->gradK.offset,
+                                  at->gradV.offset};
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> offsetVector;
+  if (llvm::any_of(offsets, [](int64_t o) { return o != 0; })) {
+    offsetVector = fbb.CreateVector(offsets);
+    usesOffsets = true;
+  }
   fb::AttentionBuilder ab(fbb);
+  if (!offsetVector.IsNull())
+    ab.add_offsets(offsetVector);
   ab.add_backward(at->backward);
   ab.add_dtype(toFb(at->dtype));
   ab.add_scale(at->scale);
@@ -121,7 +136,7 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
 /// writes FP8.
 static flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Command>>>
 writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &list,
-              bool &needsFP8) {
+              bool &needsFP8, bool &usesOffsets) {
   std::vector<flatbuffers::Offset<fb::Command>> commands;
   for (const Command &c : list) {
     auto origin = fbb.CreateString(c.origin);
@@ -152,7 +167,7 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
       auto copy = fb::CreateCopy(fbb, cp->dst, cp->src, cp->bytes);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Copy, copy.Union(), origin));
     } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
-      auto attention = writeAttention(fbb, at);
+      auto attention = writeAttention(fbb, at, usesOffsets);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Attention, attention.Union(), origin));
     }
   }
@@ -187,15 +202,15 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       writeArguments(fbb, program.arguments);
   auto results = writeResults(fbb, program.results);
 
-  bool needsFP8 = false;
-  auto commands = writeCommands(fbb, program.commands, needsFP8);
+  bool needsFP8 = false, usesOffsets = false;
+  auto commands = writeCommands(fbb, program.commands, needsFP8, usesOffsets);
   // Gradient accumulation: the micro-step's commands and results. An older
   // runtime would run the step alone (1/N of the gradient), so such an
   // artifact is format version 2, which those refuse.
   auto writeFunction = [&](const std::optional<FunctionProgram> &function) {
     if (!function)
       return flatbuffers::Offset<fb::Function>();
-    auto functionCommands = writeCommands(fbb, function->commands, needsFP8);
+    auto functionCommands = writeCommands(fbb, function->commands, needsFP8, usesOffsets);
     auto functionResults = writeResults(fbb, function->results);
     return fb::CreateFunction(fbb, fbb.CreateString(function->name),
                               functionCommands, functionResults);
@@ -206,7 +221,11 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
   flatbuffers::Offset<fb::Function> logits = writeFunction(program.logits);
 
   auto artifact = fb::CreateArtifact(
-      fbb, program.microStep ? kFormatVersion : kFormatVersionWithoutFunctions, fbb.CreateString("txopt 0.1.0"),
+      fbb,
+      usesOffsets        ? kFormatVersionAttentionOffsets
+      : program.microStep ? kFormatVersionMicroStep
+                          : kFormatVersionBase,
+      fbb.CreateString("txopt 0.1.0"),
       fbb.CreateString(program.target), needsFP8,
       fbb.CreateString(program.recipe), program.arenaBytes,
       fbb.CreateVectorOfStructs(slots), fbb.CreateVector(imageList),

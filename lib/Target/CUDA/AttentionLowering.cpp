@@ -33,9 +33,22 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// The contiguous [B, H, T, D] view of a materialized value.
-AttentionTensor contiguous(LoweringContext &ctx, Value v) {
+/// The [B, H, T, D] tensor |v| as cuDNN reads or writes it: a strided view
+/// inside another value's buffer (AttentionLayouts.cpp), or its own
+/// contiguous buffer.
+AttentionTensor tensorOf(LoweringContext &ctx, Value v) {
   AttentionTensor t;
+  auto it = ctx.plan.attentionViews.find(v);
+  if (it != ctx.plan.attentionViews.end()) {
+    const StridedView &view = it->second;
+    t.slot = ctx.bufferFor(view.base);
+    t.offset = view.offset;
+    for (int d = 0; d < 4; ++d) {
+      t.dims[d] = view.shape[d];
+      t.strides[d] = view.strides[d];
+    }
+    return t;
+  }
   t.slot = ctx.bufferFor(v);
   auto shape = typeOf(v).getShape();
   int64_t stride = 1;
@@ -74,15 +87,15 @@ LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
   cmd.scale = static_cast<float>(op.getScale().convertToDouble());
   cmd.causal = op.getCausal();
   cmd.window = op.getWindow() ? static_cast<int64_t>(*op.getWindow()) : 0;
-  cmd.q = contiguous(ctx, op.getQ());
-  cmd.k = contiguous(ctx, op.getK());
-  cmd.v = contiguous(ctx, op.getV());
+  cmd.q = tensorOf(ctx, op.getQ());
+  cmd.k = tensorOf(ctx, op.getK());
+  cmd.v = tensorOf(ctx, op.getV());
   if (Value mask = op.getMask()) {
     // prepareAttentionMasks guarantees the bias form.
     auto type = typeOf(mask);
     if (type.getRank() != 4 || type.getElementType() != typeOf(op.getQ()).getElementType())
       return op.emitError("internal error: attention mask not prepared for the GPU");
-    cmd.mask = contiguous(ctx, mask);
+    cmd.mask = tensorOf(ctx, mask);
   }
   return success();
 }
@@ -149,7 +162,7 @@ LogicalResult cuda::lowerAttention(LoweringContext &ctx, Operation *op) {
   AttentionCmd cmd;
   if (failed(fillCommon(ctx, attention, cmd)))
     return failure();
-  cmd.o = contiguous(ctx, attention.getResult());
+  cmd.o = tensorOf(ctx, attention.getResult());
   cmd.lse = ctx.bufferFor(attention.getLse());
   ctx.program.stats.attentionScoreBytesAvoided +=
       scoreBytes(attention.getQ(), attention.getK());
@@ -163,12 +176,12 @@ LogicalResult cuda::lowerAttentionGrad(LoweringContext &ctx, Operation *op) {
   cmd.backward = true;
   if (failed(fillCommon(ctx, grad, cmd)))
     return failure();
-  cmd.o = contiguous(ctx, grad.getOut());
+  cmd.o = tensorOf(ctx, grad.getOut());
   cmd.lse = ctx.bufferFor(grad.getLse());
-  cmd.gradO = contiguous(ctx, grad.getGrad());
-  cmd.gradQ = contiguous(ctx, grad.getQGrad());
-  cmd.gradK = contiguous(ctx, grad.getKGrad());
-  cmd.gradV = contiguous(ctx, grad.getVGrad());
+  cmd.gradO = tensorOf(ctx, grad.getGrad());
+  cmd.gradQ = tensorOf(ctx, grad.getQGrad());
+  cmd.gradK = tensorOf(ctx, grad.getKGrad());
+  cmd.gradV = tensorOf(ctx, grad.getVGrad());
   // The backward recomputes P and writes dP and dS in the unfused form.
   ctx.program.stats.attentionScoreBytesAvoided +=
       2 * scoreBytes(grad.getQ(), grad.getK());

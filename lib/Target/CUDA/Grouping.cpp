@@ -238,7 +238,12 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
   Block &body = step.getBody().front();
   for (BlockArgument arg : body.getArguments())
     plan.materialized.insert(arg);
+  // Head splits cuDNN reads through strides are never computed.
+  llvm::DenseSet<Operation *> attentionViewOps;
+  findAttentionInputViews(step, plan, attentionViewOps);
   for (Operation &op : body) {
+    if (attentionViewOps.contains(&op))
+      continue;
     if (isFoldedIntoGemm(&op)) {
       plan.materialized.insert(op.getOperand(0));
       continue;
@@ -276,6 +281,7 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
   fusedOps = 0;
   for (Operation &op : body)
     if (isElementalOp(&op) && op.getNumResults() && !isFoldedIntoGemm(&op) &&
+        !attentionViewOps.contains(&op) &&
         llvm::none_of(op.getResults(), [&](Value r) { return plan.isMaterialized(r); }))
       ++fusedOps;
 }

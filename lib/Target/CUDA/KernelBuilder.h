@@ -44,8 +44,19 @@ inline constexpr llvm::StringLiteral kArgAlignAttr = "llvm.align";
 
 /// Which tensor values live in memory: everything else is recomputed by the
 /// elemental emitter inside the kernel that reads it.
+/// A tensor read or written in place inside |base|'s buffer: element
+/// |offset| and per-dim element |strides| (AttentionLayouts.cpp).
+struct StridedView {
+  Value base;
+  int64_t offset = 0;
+  llvm::SmallVector<int64_t, 4> shape, strides;
+};
+
 struct Materialization {
   llvm::DenseSet<Value> materialized;
+  /// Attention operands and results that live inside another value's
+  /// buffer (a head split or merge cuDNN reads/writes through strides).
+  llvm::DenseMap<Value, StridedView> attentionViews;
   /// Row-kernel results written straight in the type of the one cast that
   /// reads them (StepLowering's absorbCastsIntoStores): result -> the cast's
   /// result, which is what memory holds. The cast ops are in absorbedCasts.

@@ -139,6 +139,18 @@ LogicalResult lowerPackedSumOfSquares(LoweringContext &ctx, Operation *root);
 /// prepareAttentionMasks runs before the grouping: it rewrites masks into
 /// the [B|1, H|1, Tq, Tk] bias of the q type that cuDNN reads.
 void prepareAttentionMasks(func::FuncOp step);
+/// Attention tensors as strided views (AttentionLayouts.cpp).
+/// normalizeAttentionCasts runs before the grouping: it moves the casts
+/// around the head split and merge to their far side (exact).
+/// findAttentionInputViews, in the grouping, records the attention inputs
+/// that are views of a value in memory (plan.attentionViews), marks those
+/// values materialized and returns the layout ops nobody needs to compute.
+/// placeAttentionResults, after it, records the results the attention call
+/// writes straight into their reader's buffer and skips that reader.
+void normalizeAttentionCasts(func::FuncOp step);
+void findAttentionInputViews(func::FuncOp step, Materialization &plan,
+                             llvm::DenseSet<Operation *> &viewOps);
+void placeAttentionResults(LoweringContext &ctx, func::FuncOp step);
 LogicalResult lowerAttention(LoweringContext &ctx, Operation *op);
 LogicalResult lowerAttentionGrad(LoweringContext &ctx, Operation *op);
 

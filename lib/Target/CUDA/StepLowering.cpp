@@ -508,7 +508,9 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
 
   LoweringContext ctx(program, gpuModule, options);
   prepareAttentionMasks(step);
+  normalizeAttentionCasts(step);
   decideMaterialization(step, ctx.plan, program.stats.fusedOps);
+  placeAttentionResults(ctx, step);
   packSumsOfSquares(ctx, step);
   if (failed(bindArguments(ctx, module, step)))
     return failure();
@@ -528,7 +530,9 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   auto lowerBeside = [&](func::FuncOp f, std::optional<FunctionProgram> &out,
                          bool accumulates) -> LogicalResult {
     prepareAttentionMasks(f);
+    normalizeAttentionCasts(f);
     decideMaterialization(f, ctx.plan, program.stats.fusedOps);
+    placeAttentionResults(ctx, f);
     for (auto [stepArg, arg] : llvm::zip(step.getArguments(), f.getArguments()))
       ctx.bufferOfValue[arg] = ctx.bufferFor(stepArg);
     if (accumulates)

@@ -66,13 +66,33 @@ void StepProgram::print(llvm::raw_ostream &os) const {
          << (at->causal ? " causal" : "");
       if (at->window)
         os << " window=" << at->window;
-      os << " q=" << at->q.slot << " k=" << at->k.slot << " v=" << at->v.slot
-         << " o=" << at->o.slot << " lse=" << at->lse;
+      // A view inside another buffer: slot+offset:[strides].
+      auto tensor = [&](const char *name, const AttentionTensor &t) {
+        os << " " << name << "=" << t.slot;
+        int64_t stride = 1;
+        bool contiguous = t.offset == 0;
+        for (int d = 3; d >= 0; --d) {
+          contiguous &= t.strides[d] == stride || t.dims[d] == 1;
+          stride *= t.dims[d];
+        }
+        if (contiguous)
+          return;
+        os << "+" << t.offset << ":[" << t.strides[0] << "," << t.strides[1]
+           << "," << t.strides[2] << "," << t.strides[3] << "]";
+      };
+      tensor("q", at->q);
+      tensor("k", at->k);
+      tensor("v", at->v);
+      tensor("o", at->o);
+      os << " lse=" << at->lse;
       if (at->mask)
-        os << " mask=" << at->mask->slot;
-      if (at->backward)
-        os << " do=" << at->gradO.slot << " dq=" << at->gradQ.slot
-           << " dk=" << at->gradK.slot << " dv=" << at->gradV.slot;
+        tensor("mask", *at->mask);
+      if (at->backward) {
+        tensor("do", at->gradO);
+        tensor("dq", at->gradQ);
+        tensor("dk", at->gradK);
+        tensor("dv", at->gradV);
+      }
     }
     os << "  // " << c.origin << "\n";
   };

@@ -396,12 +396,16 @@ private:
   /// A [B, H, T, D] attention tensor: known dims, non-negative strides, and
   /// its last element inside its slot.
   Status checkAttentionTensor(const std::string &where, const char *name,
-                              const fb::AttentionTensor *t, DType type) {
+                              const fb::AttentionTensor *t, DType type,
+                              int64_t offset = 0) {
     if (!t)
       return Status::invalid(where + ": attention tensor " + name + " is missing");
     TXRT_RETURN_IF_ERROR(checkSlotIndex(where, std::string("attention tensor ") + name,
                                         t->slot()));
-    uint64_t last = 0;
+    if (offset < 0)
+      return Status::invalid(where + ": attention tensor " + name + " has offset " +
+                             std::to_string(offset));
+    uint64_t last = static_cast<uint64_t>(offset);
     for (unsigned d = 0; d < 4; ++d) {
       int64_t dim = t->dims()->Get(d), stride = t->strides()->Get(d);
       uint64_t span;
@@ -431,10 +435,18 @@ private:
       return Status::invalid(where + ": attention window " +
                              std::to_string(at.window()) + " needs causal and >= 0");
     DType t = at.dtype();
-    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "q", at.q(), t));
-    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "k", at.k(), t));
-    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "v", at.v(), t));
-    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "o", at.o(), t));
+    // Element offsets (format 3): q, k, v, o, mask, grad_o, grad_q, grad_k, grad_v.
+    const size_t numOffsets = sizeOf(at.offsets());
+    if (numOffsets != 0 && numOffsets != 9)
+      return Status::invalid(where + ": attention has " + std::to_string(numOffsets) +
+                             " offsets, not 9");
+    auto offset = [&](unsigned i) -> int64_t {
+      return numOffsets ? at.offsets()->Get(i) : 0;
+    };
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "q", at.q(), t, offset(0)));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "k", at.k(), t, offset(1)));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "v", at.v(), t, offset(2)));
+    TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "o", at.o(), t, offset(3)));
     auto q = at.q()->dims(), k = at.k()->dims(), v = at.v()->dims(), o = at.o()->dims();
     if (k->Get(0) != q->Get(0) || v->Get(0) != q->Get(0) || q->Get(1) % k->Get(1) != 0 ||
         v->Get(1) != k->Get(1) || k->Get(3) != q->Get(3) || v->Get(2) != k->Get(2) ||
@@ -447,12 +459,12 @@ private:
       return Status::invalid(where + ": attention lse slot holds fewer than " +
                              std::to_string(rows) + " f32");
     if (at.has_mask())
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "mask", at.mask(), t));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "mask", at.mask(), t, offset(4)));
     if (at.backward()) {
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_o", at.grad_o(), t));
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_q", at.grad_q(), t));
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_k", at.grad_k(), t));
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_v", at.grad_v(), t));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_o", at.grad_o(), t, offset(5)));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_q", at.grad_q(), t, offset(6)));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_k", at.grad_k(), t, offset(7)));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_v", at.grad_v(), t, offset(8)));
     }
     return Status();
   }

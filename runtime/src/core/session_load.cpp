@@ -290,11 +290,15 @@ Status Session::planAttention(size_t i, const fb::Attention *at, const std::stri
 }
 
 hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
-  auto bind = [&](const fb::AttentionTensor *t) {
+  // Element offsets (format 3, validated): q, k, v, o, mask, grad_o, grad_q,
+  // grad_k, grad_v.
+  const uint64_t elementBytes = dtypeSize(at.dtype());
+  auto bind = [&](const fb::AttentionTensor *t, unsigned which) {
     hal::AttentionTensorSpec spec;
     if (!t)
       return spec;
-    spec.ptr = slotAddress(t->slot());
+    int64_t offset = at.offsets() ? at.offsets()->Get(which) : 0;
+    spec.ptr = slotAddress(t->slot()) + static_cast<uint64_t>(offset) * elementBytes;
     for (unsigned d = 0; d < 4; ++d) {
       spec.dims[d] = t->dims()->Get(d);
       spec.strides[d] = t->strides()->Get(d);
@@ -307,14 +311,14 @@ hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
   s.scale = at.scale();
   s.causal = at.causal();
   s.window = at.window();
-  s.q = bind(at.q()), s.k = bind(at.k()), s.v = bind(at.v()), s.o = bind(at.o());
+  s.q = bind(at.q(), 0), s.k = bind(at.k(), 1), s.v = bind(at.v(), 2), s.o = bind(at.o(), 3);
   s.lse = slotAddress(at.lse());
   s.hasMask = at.has_mask();
   if (s.hasMask)
-    s.mask = bind(at.mask());
+    s.mask = bind(at.mask(), 4);
   if (s.backward) {
-    s.gradO = bind(at.grad_o()), s.gradQ = bind(at.grad_q());
-    s.gradK = bind(at.grad_k()), s.gradV = bind(at.grad_v());
+    s.gradO = bind(at.grad_o(), 5), s.gradQ = bind(at.grad_q(), 6);
+    s.gradK = bind(at.grad_k(), 7), s.gradV = bind(at.grad_v(), 8);
     s.deterministic = deterministic_;
   }
   return s;

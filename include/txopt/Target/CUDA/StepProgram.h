@@ -79,6 +79,7 @@ struct CopyCmd {
 /// strides, so views (a head split by reshape + transpose) need no copy.
 struct AttentionTensor {
   unsigned slot = 0;
+  int64_t offset = 0; ///< in elements, from the slot's start
   int64_t dims[4] = {0, 0, 0, 0};
   int64_t strides[4] = {0, 0, 0, 0};
 };
