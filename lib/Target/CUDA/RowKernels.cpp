@@ -840,6 +840,54 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
 
 /// tx.softmax_cross_entropy_grad: one block counts the weight (mean), then
 /// a row kernel writes g * w / norm * (softmax - onehot).
+/// The scores' buffer, when the gradient of |op| may be written over it: a
+/// scratch buffer of the result's size and storage type that nothing reads
+/// after |op| (the loss kernel and the GEMM that wrote the logits come
+/// before it). Each element is read and then written by the same thread
+/// (the row's max and sum are known before the write loop), so the kernel
+/// can run in place, and the B*T x vocab logits and their gradient never
+/// take memory side by side: in GPT-2-124M, 1.6 GB of the step's peak.
+static std::optional<unsigned> scoresBufferToOverwrite(LoweringContext &ctx, Operation *op,
+                                                       Value scores, Value result) {
+  Value storage = KernelBuilder::storageOf(scores, ctx.plan);
+  // Down views to the value that owns the buffer.
+  Value root = storage;
+  while (Operation *def = root.getDefiningOp()) {
+    if (!isViewOp(def) || !ctx.plan.isMaterialized(def->getOperand(0)))
+      break;
+    root = def->getOperand(0);
+  }
+  Operation *rootDef = root.getDefiningOp();
+  if (!rootDef || rootDef->getBlock() != op->getBlock())
+    return std::nullopt;
+  Value resultStorage = KernelBuilder::storageOf(result, ctx.plan);
+  if (typeOf(storage).getElementType() != typeOf(resultStorage).getElementType() ||
+      typeOf(storage).getNumElements() != typeOf(resultStorage).getNumElements())
+    return std::nullopt;
+  // Every reader of the buffer (through views and casts, which read it
+  // where they are used) must come before |op|.
+  llvm::SmallVector<Value> aliases = {root};
+  llvm::DenseSet<Value> seen = {root};
+  while (!aliases.empty()) {
+    Value v = aliases.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (user == op)
+        continue;
+      if (isViewOp(user) || isa<tx::CastOp>(user)) {
+        if (seen.insert(user->getResult(0)).second)
+          aliases.push_back(user->getResult(0));
+        continue;
+      }
+      if (user->getBlock() != op->getBlock() || !user->isBeforeInBlock(op))
+        return std::nullopt;
+    }
+  }
+  unsigned buffer = ctx.bufferFor(root);
+  if (ctx.buffers[buffer].persistent)
+    return std::nullopt;
+  return buffer;
+}
+
 LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
   auto grad = cast<tx::SoftmaxCrossEntropyGradOp>(op);
   Value dl = grad.getGrad(), scores = grad.getScores(), labels = grad.getLabels();
@@ -928,6 +976,8 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
     inputs.push_back(norm);
     if (known != ctx.rowLogSumExp.end())
       inputs.push_back(known->second);
+    if (std::optional<unsigned> same = scoresBufferToOverwrite(ctx, op, scores, result))
+      ctx.bufferOfValue[KernelBuilder::storageOf(result, ctx.plan)] = *same;
     ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
                ctx.buffersOf({result}), inputs);
   }
