@@ -68,11 +68,13 @@ struct PackedTable {
 };
 
 /// Builds the table of |elements.size()| tensors, each with the buffers
-/// |buffers[i]| (the same number each), |perBlock| elements per block, and
-/// marks the buffers used by the launch about to be appended.
+/// |buffers[i]| (the same number each) and then the words |extras[i]| (the
+/// same number each, or none), |perBlock| elements per block, and marks the
+/// buffers used by the launch about to be appended.
 PackedTable buildPackedTable(LoweringContext &ctx, llvm::ArrayRef<int64_t> elements,
                              llvm::ArrayRef<llvm::SmallVector<unsigned, 4>> buffers,
-                             int64_t perBlock, llvm::StringRef what);
+                             int64_t perBlock, llvm::StringRef what,
+                             llvm::ArrayRef<llvm::SmallVector<int64_t, 2>> extras = {});
 
 /// What a block of a packed kernel works on: its tensor's table entry
 /// (entry[0] the element count, entry[1 + k] the offset of buffer k) and
@@ -92,6 +94,19 @@ Value packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, Type e
 /// lists the tensors it reaches (LaunchCmd::through).
 void launchPacked(LoweringContext &ctx, KernelBuilder &kb, Operation *origin,
                   PackedTable &packed, llvm::ArrayRef<unsigned> inputs);
+
+/// The second stage of a column reduction (bias or norm-parameter
+/// gradients: f32 partial rows summed per column into f32 outputs, columns
+/// [0, split) into |out0| and [split, cols) into |out1|), put off until
+/// something reads an output: then flushColumnSums lowers every pending one
+/// in one packed launch instead of one small launch each. False (nothing
+/// recorded) when the outputs are not plain f32 tensors in memory.
+bool deferColumnSums(LoweringContext &ctx, Operation *origin, unsigned partials,
+                     int64_t parts, int64_t cols, llvm::ArrayRef<Value> outputs,
+                     int64_t split);
+/// Whether lowering |op| reads an output deferColumnSums holds back.
+bool readsDeferredColumnSums(LoweringContext &ctx, Operation &op);
+LogicalResult flushColumnSums(LoweringContext &ctx);
 
 } // namespace mlir::txopt::cuda
 

@@ -65,6 +65,16 @@ struct LoweringContext {
   /// Roots of add trees summing the squares of many tensors (the global
   /// gradient norm), by root op: the tensors, lowered as one packed kernel.
   llvm::DenseMap<Operation *, llvm::SmallVector<Value>> packedSumsOfSquares;
+  /// Column-sum second stages waiting for their first reader
+  /// (deferColumnSums, PackedKernels.cpp), and their outputs.
+  struct DeferredColumnSum {
+    Operation *origin = nullptr;
+    unsigned partials = 0;
+    int64_t parts = 0, cols = 0, split = 0;
+    Value out0, out1;
+  };
+  std::vector<DeferredColumnSum> deferredColumnSums;
+  llvm::DenseSet<Value> deferredOutputs;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)

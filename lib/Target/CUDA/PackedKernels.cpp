@@ -34,10 +34,12 @@ using namespace mlir::txopt::cuda;
 PackedTable cuda::buildPackedTable(LoweringContext &ctx,
                                    llvm::ArrayRef<int64_t> elements,
                                    llvm::ArrayRef<llvm::SmallVector<unsigned, 4>> buffers,
-                                   int64_t perBlock, llvm::StringRef what) {
+                                   int64_t perBlock, llvm::StringRef what,
+                                   llvm::ArrayRef<llvm::SmallVector<int64_t, 2>> extras) {
   PackedTable packed;
   packed.count = elements.size();
-  packed.wordsPerTensor = 1 + (buffers.empty() ? 0 : buffers.front().size());
+  size_t numBuffers = buffers.empty() ? 0 : buffers.front().size();
+  packed.wordsPerTensor = 1 + numBuffers + (extras.empty() ? 0 : extras.front().size());
   packed.perBlock = perBlock;
   LoweringContext::OffsetTable table;
   table.words.assign(packed.count + 1 + packed.wordsPerTensor * packed.count, 0);
@@ -52,6 +54,9 @@ PackedTable cuda::buildPackedTable(LoweringContext &ctx,
       // Live at the launch that is about to be appended.
       ctx.touch(buffer);
     }
+    if (!extras.empty())
+      for (auto [k, word] : llvm::enumerate(extras[i]))
+        table.words[entry + 1 + numBuffers + k] = word;
   }
   table.words[packed.count] = packed.blocks;
   packed.words = table.words.size();
@@ -296,5 +301,151 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
   for (const Stage &stage : stages)
     inputs.push_back(stage.partials);
   ctx.launch(fin, root, 1, ctx.buffersOf({result}), inputs);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Deferred column sums
+//===----------------------------------------------------------------------===//
+
+bool cuda::deferColumnSums(LoweringContext &ctx, Operation *origin, unsigned partials,
+                           int64_t parts, int64_t cols, llvm::ArrayRef<Value> outputs,
+                           int64_t split) {
+  if (outputs.empty() || outputs.size() > 2 || parts < 1 || cols < 1)
+    return false;
+  for (Value out : outputs)
+    if (!typeOf(out).getElementType().isF32() || !ctx.plan.isMaterialized(out) ||
+        ctx.plan.storedAs.count(out) || ctx.bufferOfValue.count(out) ||
+        out.getDefiningOp() != origin)
+      return false;
+  LoweringContext::DeferredColumnSum d;
+  d.origin = origin;
+  d.partials = partials;
+  d.parts = parts;
+  d.cols = cols;
+  d.split = outputs.size() == 2 ? split : cols;
+  d.out0 = outputs[0];
+  d.out1 = outputs.size() == 2 ? outputs[1] : outputs[0];
+  ctx.deferredColumnSums.push_back(d);
+  ctx.deferredOutputs.insert(outputs.begin(), outputs.end());
+  return true;
+}
+
+bool cuda::readsDeferredColumnSums(LoweringContext &ctx, Operation &op) {
+  if (ctx.deferredOutputs.empty())
+    return false;
+  // The op's operands, and whatever its kernel computes them from: through
+  // every value not in memory (recomputed casts, fused elementwise chains,
+  // the leaves of a packed sum of squares).
+  llvm::SmallVector<Value> work(op.getOperands().begin(), op.getOperands().end());
+  auto packed = ctx.packedSumsOfSquares.find(&op);
+  if (packed != ctx.packedSumsOfSquares.end())
+    work.append(packed->second.begin(), packed->second.end());
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (ctx.deferredOutputs.contains(v))
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (def && !ctx.plan.isMaterialized(v))
+      work.append(def->getOperands().begin(), def->getOperands().end());
+  }
+  return false;
+}
+
+/// Columns of one tensor a block of the packed column sum covers: one per
+/// lane, as lowerPartialColumnSums does.
+constexpr int64_t kColumnsPerBlock = 32;
+
+LogicalResult cuda::flushColumnSums(LoweringContext &ctx) {
+  std::vector<LoweringContext::DeferredColumnSum> pending;
+  std::swap(pending, ctx.deferredColumnSums);
+  ctx.deferredOutputs.clear();
+  if (pending.empty())
+    return success();
+  auto store = [](LoweringContext::DeferredColumnSum &d) {
+    return [&d](KernelBuilder &k, Value col, Value sum) {
+      auto &b = k.builder();
+      if (d.split == d.cols) {
+        storeReduced(k, d.out0, col, sum);
+        return;
+      }
+      k.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, k.idx(d.split)),
+               [&] { storeReduced(k, d.out0, col, sum); });
+      k.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, col, k.idx(d.split)), [&] {
+        storeReduced(k, d.out1, arith::SubIOp::create(b, col, k.idx(d.split)), sum);
+      });
+    };
+  };
+  // One alone keeps its own kernel.
+  if (pending.size() == 1) {
+    auto &d = pending.front();
+    llvm::SmallVector<Value, 2> outs{d.out0};
+    if (d.out1 != d.out0)
+      outs.push_back(d.out1);
+    return lowerPartialColumnSums(ctx, d.origin, outs, d.partials, d.parts, d.cols,
+                                  /*isMax=*/false, store(d));
+  }
+  // One packed launch: a block per 32 columns of one tensor; each column
+  // adds its partial rows exactly as lowerPartialColumnSums does (warp w
+  // takes rows w, w + 8, ... in order, then the 8 warps in order), so the
+  // sums are bit for bit the separate kernels'.
+  llvm::SmallVector<int64_t> elements;
+  llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
+  llvm::SmallVector<llvm::SmallVector<int64_t, 2>> extras;
+  for (auto &d : pending) {
+    elements.push_back(d.cols);
+    buffers.push_back({d.partials, ctx.bufferFor(d.out0), ctx.bufferFor(d.out1)});
+    extras.push_back({d.parts, d.split});
+  }
+  PackedTable packed =
+      buildPackedTable(ctx, elements, buffers, kColumnsPerBlock, "column-sum offset table", extras);
+  constexpr int64_t kWarps = kBlockSize / 32;
+  KernelBuilder kb(ctx.gpuModule, "k" + std::to_string(ctx.builtKernels++) + "_column_sums",
+                   {}, {}, ctx.plan, kBlockSize);
+  auto &b = kb.builder();
+  PackedBlock block = emitPackedBlock(kb, packed);
+  Value cols = block.elements, parts = block.entry[4], split = block.entry[5];
+  auto view = [&](unsigned k, Value size) {
+    return Value(memref::ViewOp::create(b, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+                                        block.table, block.entry[1 + k], ValueRange{size}));
+  };
+  Value partials = view(0, arith::MulIOp::create(b, parts, cols));
+  Value out0 = view(1, split), out1 = view(2, cols);
+  Value smem = kb.func().getWorkgroupAttributions().front();
+  Value tid = kb.threadIndex();
+  Value lane = arith::RemUIOp::create(b, tid, kb.idx(32));
+  Value warp = arith::DivUIOp::create(b, tid, kb.idx(32));
+  Value col = arith::AddIOp::create(b, block.start, lane);
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols);
+  Value readCol = arith::MinUIOp::create(b, col, arith::SubIOp::create(b, cols, kb.idx(1)));
+  auto acc = kb.loop(warp, parts, kb.idx(kWarps), {kb.f32(0.0)},
+                     [&](Value p, llvm::ArrayRef<Value> a) {
+    Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, p, cols), readCol);
+    Value v = memref::LoadOp::create(b, partials, ValueRange{at});
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], v)};
+  }, /*unroll=*/4);
+  memref::StoreOp::create(b, acc[0], smem, ValueRange{tid});
+  gpu::BarrierOp::create(b);
+  Value warp0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, kb.idx(0));
+  kb.ifThen(arith::AndIOp::create(b, warp0, inRange), [&] {
+    Value total = kb.f32(0.0);
+    for (int64_t w = 0; w < kWarps; ++w) {
+      Value at = arith::AddIOp::create(b, lane, kb.idx(w * 32));
+      total = arith::AddFOp::create(b, total, memref::LoadOp::create(b, smem, ValueRange{at}));
+    }
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, split);
+    kb.ifThen(first, [&] { memref::StoreOp::create(b, total, out0, ValueRange{col}); });
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, col, split), [&] {
+      memref::StoreOp::create(b, total, out1,
+                              ValueRange{arith::SubIOp::create(b, col, split)});
+    });
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  launchPacked(ctx, kb, pending.front().origin, packed, {});
   return success();
 }

@@ -258,7 +258,11 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   written.insert(written.begin(), partialBuffer);
   ctx.launch(kb, op, static_cast<unsigned>(tiles * splits), written,
              ctx.buffersOf(inputs.getArrayRef()));
-  // Stage two: each column adds its splits' partials, in order.
+  // Stage two: each column adds its splits' partials, in order; a plain
+  // sum waits to share one launch with the others (deferColumnSums).
+  if (!isMax && !isMean &&
+      deferColumnSums(ctx, op, partialBuffer, splits, colCount, {result}, colCount))
+    return success();
   return lowerPartialColumnSums(ctx, op, {result}, partialBuffer, splits, colCount, isMax,
                                 [&](KernelBuilder &k, Value column, Value sum) {
                                   finish(k, column, sum);

@@ -435,6 +435,8 @@ static LogicalResult launchNormGrad(LoweringContext &ctx, Operation *op, KernelB
   ctx.launch(kb, op, static_cast<unsigned>(blocks),
              {ctx.bufferFor(outputs[0]), partialBuffer}, ctx.buffersOf(inputs));
   llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
+  if (deferColumnSums(ctx, op, partialBuffer, blocks, cols, paramGrads, d))
+    return success();
   return lowerPartialColumnSums(ctx, op, paramGrads, partialBuffer, blocks, cols,
                                 /*isMax=*/false, [&](KernelBuilder &k, Value col, Value sum) {
     storeParamGrad(k, paramGrads, center, d, col, sum);

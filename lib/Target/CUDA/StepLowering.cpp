@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelUtils.h"
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
@@ -31,9 +32,6 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
-static RankedTensorType typeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 //===----------------------------------------------------------------------===//
 // Bindings
 //===----------------------------------------------------------------------===//
@@ -311,6 +309,11 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
   Block &body = func.getBody().front();
   for (Operation &op : body) {
     LogicalResult result = success();
+    // Held-back column sums go out before their first reader (and before
+    // the function ends: its results are read back or copied).
+    if ((isa<func::ReturnOp>(op) || readsDeferredColumnSums(ctx, op)) &&
+        failed(flushColumnSums(ctx)))
+      return failure();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       (void)ret;
       continue;
