@@ -199,6 +199,46 @@ static void planMemory(LoweringContext &ctx) {
   }
   program.arenaBytes = end;
   program.stats.scratchBytes = end - base;
+
+  // The command with the most temporary bytes live, and its largest ones.
+  int commands = 0;
+  for (size_t i : order)
+    commands = std::max(commands, ctx.buffers[i].lastCommand + 1);
+  std::vector<int64_t> delta(commands + 1, 0);
+  for (size_t i : order) {
+    const Buffer &buffer = ctx.buffers[i];
+    if (buffer.firstCommand < 0)
+      continue;
+    delta[buffer.firstCommand] += align(buffer.bytes);
+    delta[buffer.lastCommand + 1] -= align(buffer.bytes);
+  }
+  int64_t running = 0;
+  for (int c = 0; c < commands; ++c) {
+    running += delta[c];
+    if (static_cast<uint64_t>(running) > program.stats.peakLiveBytes) {
+      program.stats.peakLiveBytes = running;
+      program.stats.peakCommand = c;
+    }
+  }
+  if (program.stats.peakCommand < 0)
+    return;
+  int peak = program.stats.peakCommand;
+  program.stats.peakOrigin = static_cast<size_t>(peak) < program.commands.size()
+                                 ? program.commands[peak].origin
+                                 : "a function beside the step";
+  std::vector<size_t> atPeak;
+  for (size_t i : order)
+    if (ctx.buffers[i].firstCommand <= peak && peak <= ctx.buffers[i].lastCommand)
+      atPeak.push_back(i);
+  llvm::stable_sort(atPeak, [&](size_t x, size_t y) {
+    return ctx.buffers[x].bytes > ctx.buffers[y].bytes;
+  });
+  constexpr size_t kListed = 8;
+  for (size_t i : llvm::ArrayRef(atPeak).take_front(kListed)) {
+    const Buffer &buffer = ctx.buffers[i];
+    program.stats.peakBuffers.push_back({static_cast<unsigned>(i), buffer.bytes,
+                                         buffer.firstCommand, buffer.lastCommand, buffer.what});
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -26,6 +26,13 @@ void StepProgram::print(llvm::raw_ostream &os) const {
   os << "arena " << arenaBytes << " bytes: arguments+constants "
      << stats.argumentBytes << ", scratch " << stats.scratchBytes
      << " (unplanned " << stats.unplannedBytes << ")\n";
+  if (stats.peakCommand >= 0) {
+    os << "peak " << stats.peakLiveBytes << " bytes of temporaries live at command "
+       << stats.peakCommand << " (" << stats.peakOrigin << "), the largest:\n";
+    for (const auto &p : stats.peakBuffers)
+      os << "  slot=" << p.slot << " bytes=" << p.bytes << " commands=" << p.first << ".."
+         << p.last << " " << p.what << "\n";
+  }
   for (const ArgumentBinding &a : arguments)
     os << "arg '" << a.name << "' role=" << a.role << " slot=" << a.slot
        << " " << dtypeName(a.dtype) << " next_of=" << a.nextOf << "\n";

@@ -146,6 +146,20 @@ struct StepStatistics {
   uint64_t argumentBytes = 0; ///< parameters, state and batch
   uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments
   uint64_t unplannedBytes = 0; ///< every value in its own buffer, for comparison
+  /// Where the temporaries peak (planMemory): the command with the most
+  /// temporary bytes live, those bytes (before fragmentation: the planned
+  /// scratch is at least this), and the largest buffers live there, for
+  /// the plan listing: what to shrink to lower the step's memory.
+  struct PeakBuffer {
+    unsigned slot = 0;
+    uint64_t bytes = 0;
+    int first = -1, last = -1; ///< commands that write and last read it
+    std::string what;
+  };
+  int peakCommand = -1;
+  uint64_t peakLiveBytes = 0;
+  std::string peakOrigin;
+  std::vector<PeakBuffer> peakBuffers;
   /// Model FLOPs of one optimizer step (its micro-steps included): every
   /// GEMM's 2·m·n·k·batch, and per fused attention 4·B·H·Tq·Tk·D forward
   /// and twice that backward, halved when causal (the work the model
