@@ -43,7 +43,8 @@ np.save(sys.argv[2], chain[36000:])   # validation: the 4000 after them, never t
 np.save(sys.argv[3], chain[:65])      # exactly one 2x32 window (+1 label)
 PY
   "$txopt" "$model" --train --eval -q -o "$dir/eval.txa"
-  "$txopt" "$model" --train --eval -q -o "$dir/eval.mlir"
+  # The f32 GPU step keeps attention unfused: so does its CPU reference.
+  "$txopt" "$model" --train --eval --no-fuse=attention -q -o "$dir/eval.mlir"
   "$txopt" "$model" --train --eval --precision=bf16 -q -o "$dir/eval-bf16.txa"
   "$root/build/bin/txopt-run" "$dir/eval.mlir" "${flags[@]}" --log "$dir/cpu.jsonl" > /dev/null
   echo "prepared $dir; copy it to the GPU machine and run: $0 run $dir"

@@ -21,10 +21,11 @@ mkdir -p "$out"
 add_case() {
   local name="$1" model="$2" n="$3"; shift 3
   "$bin/txopt" "$model" --train "$@" -o "$out/$name.txa" -q
-  # A bf16/fp8 GPU step fuses attention (cuDNN SDPA): so does its CPU
-  # reference, which then runs the executor's tx.attention.
-  local cpu_flags=()
-  case "$*" in *--precision=*) cpu_flags=(--fuse-attention) ;; esac
+  # The CPU reference fuses attention where the GPU step does: a bf16/fp16/
+  # fp8 step runs it as cuDNN's SDPA (the reference as the executor's
+  # tx.attention, txopt's default), an f32 step keeps it unfused.
+  local cpu_flags=(--no-fuse=attention)
+  case "$*" in *--precision=bf16*|*--precision=fp16*|*--precision=fp8*) cpu_flags=() ;; esac
   "$bin/txopt" "$model" --train "$@" "${cpu_flags[@]}" -o "$out/$name.mlir" -q
   rm -rf "$out/$name.cpu"
   "$bin/txopt-run" "$out/$name.mlir" --steps "$n" --output-dir "$out/$name.cpu" \

@@ -30,7 +30,7 @@ work = tempfile.mkdtemp(prefix="compare_attention_")
 runs = {}
 failed = False
 print(f"model {os.path.basename(args.model)}")
-for variant, flags in [("fused", ["--fuse-attention"]), ("unfused", ["--no-fuse=attention"])]:
+for variant, flags in [("fused", []), ("unfused", ["--no-fuse=attention"])]:
     mlir = os.path.join(work, variant + ".mlir")
     report = os.path.join(work, variant + ".json")
     extra = ["--loss=" + args.loss] if args.loss else []

@@ -40,12 +40,13 @@ OPTIONS:
   --no-fuse=LIST          Skip fusions: comma-separated 'norms', 'optimizer',
                           'attention' or 'all'.
   --fuse-attention        Fuse attention into tx.attention. On by default
+                          on the CPU path (the executor's tx.attention) and
                           for a GPU step (-o step.txa) in bf16, fp16 or fp8,
-                          where it runs as cuDNN's fused flash attention;
-                          off by default otherwise (the CPU path, until the
-                          expectations of its tests are updated). An f32 GPU
-                          step keeps attention unfused, with a warning:
-                          cuDNN's fused attention runs bf16/fp16 only.
+                          where it runs as cuDNN's fused flash attention.
+                          An f32 GPU step keeps attention unfused (with a
+                          warning when this flag asks for it): cuDNN's fused
+                          attention runs bf16/fp16 only. --no-fuse=attention
+                          turns it off everywhere.
   --report=FILE           Write a JSON report: what was imported, fused, and
                           why each near-miss was not fused.
   --train                 Build a training step instead: one function

@@ -36,8 +36,8 @@ struct Options {
   bool allowShapeMismatch = false; ///< --allow-shape-mismatch
   bool fuseNorms = true;     ///< off with --no-fuse=norms
   bool fuseOptimizer = true; ///< off with --no-fuse=optimizer
-  /// --fuse-attention / --no-fuse=attention; unset: on for a GPU step in
-  /// bf16/fp16/fp8 (cuDNN's fused attention), off otherwise.
+  /// --fuse-attention / --no-fuse=attention; unset: on, except for an f32
+  /// GPU step (cuDNN's fused attention is bf16/fp16 only).
   std::optional<bool> fuseAttention;
   /// --train and the options of the step it builds (see TrainStep.h);
   /// trainFlags lists the training options given, to reject them without

@@ -233,14 +233,15 @@ void setPipelineOptions(const Options &options, CompileSummary &summary,
                         txopt::DefaultPipelineOptions &pipelineOptions) {
   pipelineOptions.fuseNorms = options.fuseNorms;
   pipelineOptions.fuseOptimizer = options.fuseOptimizer;
-  // A GPU step runs fused attention as cuDNN's SDPA, which is bf16/fp16
-  // only: an f32 GPU step keeps attention in primitive ops (GEMMs and
-  // softmax kernels), and says so when fusion was asked for.
+  // Attention is fused by default: on the CPU path the executor runs
+  // tx.attention, and a GPU step runs it as cuDNN's SDPA, which is
+  // bf16/fp16 only: an f32 GPU step keeps attention in primitive ops (GEMMs
+  // and softmax kernels), and says so when fusion was asked for.
   bool gpuStep = options.emitsArtifact() || options.gpuPlanPath ||
                  options.gpuKernelsPath || options.gpuPtxPath;
   bool lowPrecision = options.precision != "fp32";
   pipelineOptions.fuseAttention =
-      options.fuseAttention.value_or(gpuStep && lowPrecision);
+      options.fuseAttention.value_or(!gpuStep || lowPrecision);
   f32GpuAttentionUnfused = gpuStep && !lowPrecision;
   if (gpuStep && !lowPrecision && pipelineOptions.fuseAttention) {
     pipelineOptions.fuseAttention = false;

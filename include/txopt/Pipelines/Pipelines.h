@@ -28,9 +28,9 @@ struct DefaultPipelineOptions
                          llvm::cl::init(true)};
   Option<bool> fuseAttention{
       *this, "fuse-attention",
-      llvm::cl::desc("Run tx-fuse-attention (txopt turns it on for GPU "
-                     "steps in bf16/fp16/fp8)"),
-      llvm::cl::init(false)};
+      llvm::cl::desc("Run tx-fuse-attention (txopt turns it off for f32 "
+                     "GPU steps: cuDNN's fused attention is bf16/fp16)"),
+      llvm::cl::init(true)};
   Option<bool> attentionCudnnLimits{
       *this, "attention-cudnn-limits",
       llvm::cl::desc("Fuse only the attention cuDNN's fused SDPA runs (head "

@@ -33,7 +33,7 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
                          llvm::cl::init(true)};
   Option<bool> fuseAttention{*this, "fuse-attention",
                              llvm::cl::desc("Run tx-fuse-attention"),
-                             llvm::cl::init(false)};
+                             llvm::cl::init(true)};
   Option<bool> fuseOptimizer{*this, "fuse-optimizer",
                              llvm::cl::desc("Run tx-fuse-optimizer"),
                              llvm::cl::init(true)};

@@ -10,8 +10,8 @@
 // elementwise kernel); Attention the scaled q.k^T, the soft cap, the bias
 // (mask, causal frontier, window, per-batch KV lengths), softmax and the
 // product with v. tx-fuse-attention then makes the fusable ones one
-// tx.attention (on a bf16/fp16 GPU step by default, with --fuse-attention
-// elsewhere), with the same options, limits and near-miss remarks as for
+// tx.attention (by default, except on an f32 GPU step), with the same
+// options, limits and near-miss remarks as for
 // the attention older exporters spell out themselves.
 //
 //===----------------------------------------------------------------------===//

@@ -24,6 +24,7 @@ print("opset", report["opset"])
 print("ops_in", pick(report["ops_in"], ["LayerNormalization", "MatMul", "SoftmaxCrossEntropyLoss"]))
 print("tx_ops", pick(report["tx_ops"], ["tx.layer_norm", "tx.matmul", "tx.layer_normalization"]))
 print("parameters", report["parameters"])
-print("fused", pick(report["fused"], ["layer_norm", "rms_norm", "optimizer_params", "optimizer_ops"]))
+print("fused", pick(report["fused"], ["layer_norm", "rms_norm", "optimizer_params", "optimizer_ops",
+                                     "attention"]))
 print("not_fused", len(report["not_fused"]))
 print("warnings", len(report["warnings"]))
