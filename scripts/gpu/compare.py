@@ -36,7 +36,7 @@ of the scores) and 1e-9 of rounding noise on either machine steps by +-lr
 either way. Elements whose CPU first moment is below 1e-5 of its tensor's
 largest are therefore left out of the parameter check (and counted in the
 table); their first moments are still checked.
-Reduced-precision cases (name ends in _bf16 or _fp8; state compared only
+Reduced-precision cases (name ends in _bf16, _fp16 or _fp8; state compared only
 when the CPU state was kept), against the executor's
 bit-exact bf16 emulation, which accumulates in double where the GPU
 accumulates in f32: loss and gradient norm within 2e-2 per step, first moments 5e-2,
@@ -80,7 +80,7 @@ def main():
     for line in open(os.path.join(cases_dir, "cases.txt")):
         name, steps = line.split()
         steps = int(steps)
-        low = name.endswith(("_bf16", "_fp8"))
+        low = name.endswith(("_bf16", "_fp16", "_fp8"))
         loss_tol, moment_tol, param_tol = (2e-2, 5e-2, 1e-1) if low else (1e-5, 3e-4, 2e-3)
         if not low and steps == 1:
             # One step from the same state: the gradient kernels alone.

@@ -37,7 +37,7 @@ add_case() {
   # Reduced precision, and cases marked LOSS_ONLY, are compared by their
   # losses only (what travels to the GPU machine is limited to 64 MiB with
   # the tree).
-  case "$name" in *_bf16|*_fp8) rm -rf "$out/$name.cpu" ;; esac
+  case "$name" in *_bf16|*_fp16|*_fp8) rm -rf "$out/$name.cpu" ;; esac
   [ -n "${LOSS_ONLY:-}" ] && rm -rf "$out/$name.cpu"
   echo "$name $n" >> "$out/cases.txt"
   echo "prepared $name ($n steps)"
@@ -59,6 +59,10 @@ LOSS_ONLY=1 add_case nanogpt_op14_loss "$models/nanogpt_op14_loss.onnx" "$steps"
 # curves are compared with a looser tolerance.
 add_case nanogpt_op18_loss_bf16 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=bf16
 add_case llama_op18_loss_bf16 "$models/llama_op18_loss.onnx" "$steps" --precision=bf16
+# fp16 with dynamic loss scaling (the finite check, the skipped update and
+# the scale's growth on the GPU), compared like bf16 (fp16's finer mantissa
+# only narrows the differences).
+add_case nanogpt_op18_loss_fp16 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp16
 # FP8 (delayed scaling, hybrid formats): the executor's casts and scale
 # updates are bit-exact, its GEMMs sum in f64; compared by loss (compare.py).
 add_case nanogpt_op18_loss_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp8
