@@ -52,7 +52,8 @@ bool isLayoutOp(Operation *op) {
 /// bf16 or f16: the types cuDNN's attention reads and writes.
 bool isNarrowFloat(Type t) { return t.isBF16() || t.isF16(); }
 
-/// A float-to-float tx.cast from |from| to |to| element types.
+/// The tx.cast defining |v| when it narrows f32 to bf16/f16 (|narrowing|)
+/// or widens bf16/f16 to f32; null otherwise.
 tx::CastOp floatCast(Value v, bool narrowing) {
   auto cast = v.getDefiningOp<tx::CastOp>();
   if (!cast)
@@ -103,7 +104,9 @@ bool feedsOnlyAttention(Value v, int depth = 0) {
 }
 
 /// Moves the narrowing cast |c| one link up its chain, or folds it into the
-/// widening cast it reads. Returns the casts it created (to try again).
+/// widening cast it reads; false when it cannot move (yet). The casts it
+/// creates go to |created| (to move further), the ones it erases to
+/// |erased|.
 bool hoistOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
                llvm::DenseSet<Operation *> &erased) {
   Value in = c.getInput();
@@ -170,7 +173,9 @@ bool hoistOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
 }
 
 /// Moves the widening cast |c| of a narrow value one link down, past a
-/// layout op or a concat whose every operand is widened the same way.
+/// layout op or a concat whose every operand is widened the same way, after
+/// dropping any narrowing cast back that reads it; false when nothing
+/// changed. |created| and |erased| as for hoistOnce.
 bool sinkOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
               llvm::DenseSet<Operation *> &erased) {
   Value out = c.getResult();
