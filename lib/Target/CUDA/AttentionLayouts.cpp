@@ -69,6 +69,16 @@ RankedTensorType withElement(Value v, Type element) {
   return RankedTensorType::get(typeOf(v).getShape(), element);
 }
 
+/// A copy of the layout op, split or concat |op|, inserted by |b|, reading
+/// |operands| and with its results' elements of type |element| (same shapes).
+Operation *cloneIn(OpBuilder &b, Operation *op, ValueRange operands, Type element) {
+  Operation *copy = b.clone(*op);
+  copy->setOperands(operands);
+  for (auto [r, old] : llvm::zip(copy->getResults(), op->getResults()))
+    r.setType(withElement(old, element));
+  return copy;
+}
+
 /// True when |user| (an attention op) reads |v| as q, k, v or dO.
 bool readsAsInput(Operation *user, Value v) {
   if (auto a = dyn_cast<tx::AttentionOp>(user))
@@ -128,9 +138,7 @@ bool hoistOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
   if (isLayoutOp(def) && in.hasOneUse()) {
     Value source = def->getOperand(0);
     auto newCast = tx::CastOp::create(b, c.getLoc(), withElement(source, narrow), source);
-    Operation *moved = b.clone(*def);
-    moved->setOperand(0, newCast.getResult());
-    moved->getResult(0).setType(withElement(in, narrow));
+    Operation *moved = cloneIn(b, def, newCast.getResult(), narrow);
     c.getResult().replaceAllUsesWith(moved->getResult(0));
     erased.insert(c);
     c.erase();
@@ -155,10 +163,8 @@ bool hoistOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
     }
     Value source = split.getInput();
     auto newCast = tx::CastOp::create(b, c.getLoc(), withElement(source, narrow), source);
-    Operation *moved = b.clone(*split);
-    moved->setOperand(0, newCast.getResult());
+    Operation *moved = cloneIn(b, split, newCast.getResult(), narrow);
     for (auto [i, r] : llvm::enumerate(moved->getResults())) {
-      r.setType(withElement(split.getResult(i), narrow));
       if (casts[i]) {
         casts[i].getResult().replaceAllUsesWith(r);
         erased.insert(casts[i]);
@@ -200,10 +206,8 @@ bool sinkOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
   Operation *user = *out.getUsers().begin();
   OpBuilder b(user);
   if (isLayoutOp(user)) {
-    Operation *moved = b.clone(*user);
-    moved->setOperand(0, c.getInput());
+    Operation *moved = cloneIn(b, user, c.getInput(), narrow);
     Value wideResult = user->getResult(0);
-    moved->getResult(0).setType(withElement(wideResult, narrow));
     auto newCast = tx::CastOp::create(b, c.getLoc(), typeOf(wideResult), moved->getResult(0));
     wideResult.replaceAllUsesWith(newCast.getResult());
     user->erase();
@@ -221,10 +225,7 @@ bool sinkOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
         return folded;
       narrowInputs.push_back(oc.getInput());
     }
-    Operation *moved = b.clone(*concat);
-    for (auto [i, v] : llvm::enumerate(narrowInputs))
-      moved->setOperand(i, v);
-    moved->getResult(0).setType(withElement(concat.getResult(), narrow));
+    Operation *moved = cloneIn(b, concat, narrowInputs, narrow);
     auto newCast = tx::CastOp::create(b, c.getLoc(), typeOf(concat.getResult()),
                                       moved->getResult(0));
     concat.getResult().replaceAllUsesWith(newCast.getResult());

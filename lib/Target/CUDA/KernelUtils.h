@@ -36,6 +36,20 @@ Value combine(ImplicitLocOpBuilder &b, Value acc, Value v, bool isMax);
 /// |result|: widened for an f64 result, rounded to its element type.
 void storeReduced(KernelBuilder &k, Value result, Value at, Value sum);
 
+/// Stores column |col|'s |sum| (storeReduced) into |out0| at col, or with
+/// |out1| (a layer norm's dgamma and dbeta, one column range) into |out0|
+/// for col < |split| and into |out1| at col - split after it.
+void storeColumnSplit(KernelBuilder &k, Value out0, Value out1, int64_t split, Value col,
+                      Value sum);
+
+/// The body of a column-sum kernel: column firstColumn + lane of |partials|
+/// (|parts| rows of |cols| f32, both index values) combined as
+/// lowerPartialColumnSums describes; |finish| runs in warp 0's lanes whose
+/// column is in range. Needs kBlockSize f32 of workgroup memory.
+void emitColumnSum(KernelBuilder &kb, Value partials, Value parts, Value cols,
+                   Value firstColumn, bool isMax,
+                   llvm::function_ref<void(Value col, Value total)> finish);
+
 /// Column sums (or maxima) of an f32 scratch buffer of |parts| rows by
 /// |cols| columns, in a fixed order: block c covers columns [32c, 32c + 32);
 /// warp w combines rows w, w + 8, ... of its lane's column, then warp 0

@@ -365,33 +365,22 @@ LogicalResult cuda::flushColumnSums(LoweringContext &ctx) {
   ctx.deferredOutputs.clear();
   if (pending.empty())
     return success();
-  auto store = [](LoweringContext::DeferredColumnSum &d) {
-    return [&d](KernelBuilder &k, Value col, Value sum) {
-      auto &b = k.builder();
-      if (d.split == d.cols) {
-        storeReduced(k, d.out0, col, sum);
-        return;
-      }
-      k.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, k.idx(d.split)),
-               [&] { storeReduced(k, d.out0, col, sum); });
-      k.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, col, k.idx(d.split)), [&] {
-        storeReduced(k, d.out1, arith::SubIOp::create(b, col, k.idx(d.split)), sum);
-      });
-    };
-  };
   // One alone keeps its own kernel.
   if (pending.size() == 1) {
     auto &d = pending.front();
+    Value second = d.out1 != d.out0 ? d.out1 : Value();
     llvm::SmallVector<Value, 2> outs{d.out0};
-    if (d.out1 != d.out0)
-      outs.push_back(d.out1);
+    if (second)
+      outs.push_back(second);
     return lowerPartialColumnSums(ctx, d.origin, outs, d.partials, d.parts, d.cols,
-                                  /*isMax=*/false, store(d));
+                                  /*isMax=*/false, [&](KernelBuilder &k, Value col, Value sum) {
+      storeColumnSplit(k, d.out0, second, d.split, col, sum);
+    });
   }
   // One packed launch: a block per 32 columns of one tensor; each column
-  // adds its partial rows exactly as lowerPartialColumnSums does (warp w
-  // takes rows w, w + 8, ... in order, then the 8 warps in order), so the
-  // sums are bit for bit the separate kernels'.
+  // adds its partial rows through the same emitColumnSum as
+  // lowerPartialColumnSums (warp w takes rows w, w + 8, ... in order, then
+  // the 8 warps in order), so the sums are bit for bit the separate kernels'.
   llvm::SmallVector<int64_t> elements;
   llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
   llvm::SmallVector<llvm::SmallVector<int64_t, 2>> extras;
@@ -402,7 +391,6 @@ LogicalResult cuda::flushColumnSums(LoweringContext &ctx) {
   }
   PackedTable packed =
       buildPackedTable(ctx, elements, buffers, kColumnsPerBlock, "column-sum offset table", extras);
-  constexpr int64_t kWarps = kBlockSize / 32;
   KernelBuilder kb(ctx.gpuModule, "k" + std::to_string(ctx.builtKernels++) + "_column_sums",
                    {}, {}, ctx.plan, kBlockSize);
   auto &b = kb.builder();
@@ -414,33 +402,12 @@ LogicalResult cuda::flushColumnSums(LoweringContext &ctx) {
   };
   Value partials = view(0, arith::MulIOp::create(b, parts, cols));
   Value out0 = view(1, split), out1 = view(2, cols);
-  Value smem = kb.func().getWorkgroupAttributions().front();
-  Value tid = kb.threadIndex();
-  Value lane = arith::RemUIOp::create(b, tid, kb.idx(32));
-  Value warp = arith::DivUIOp::create(b, tid, kb.idx(32));
-  Value col = arith::AddIOp::create(b, block.start, lane);
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols);
-  Value readCol = arith::MinUIOp::create(b, col, arith::SubIOp::create(b, cols, kb.idx(1)));
-  auto acc = kb.loop(warp, parts, kb.idx(kWarps), {kb.f32(0.0)},
-                     [&](Value p, llvm::ArrayRef<Value> a) {
-    Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, p, cols), readCol);
-    Value v = memref::LoadOp::create(b, partials, ValueRange{at});
-    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], v)};
-  }, /*unroll=*/4);
-  memref::StoreOp::create(b, acc[0], smem, ValueRange{tid});
-  gpu::BarrierOp::create(b);
-  Value warp0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, kb.idx(0));
-  kb.ifThen(arith::AndIOp::create(b, warp0, inRange), [&] {
-    Value total = kb.f32(0.0);
-    for (int64_t w = 0; w < kWarps; ++w) {
-      Value at = arith::AddIOp::create(b, lane, kb.idx(w * 32));
-      total = arith::AddFOp::create(b, total, memref::LoadOp::create(b, smem, ValueRange{at}));
-    }
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, split);
-    kb.ifThen(first, [&] { memref::StoreOp::create(b, total, out0, ValueRange{col}); });
+  emitColumnSum(kb, partials, parts, cols, block.start, /*isMax=*/false,
+                [&](Value col, Value total) {
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, split),
+              [&] { memref::StoreOp::create(b, total, out0, ValueRange{col}); });
     kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::uge, col, split), [&] {
-      memref::StoreOp::create(b, total, out1,
-                              ValueRange{arith::SubIOp::create(b, col, split)});
+      memref::StoreOp::create(b, total, out1, ValueRange{arith::SubIOp::create(b, col, split)});
     });
   });
   kb.finish();

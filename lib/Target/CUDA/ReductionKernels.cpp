@@ -36,27 +36,37 @@ void cuda::storeReduced(KernelBuilder &k, Value result, Value at, Value sum) {
   k.store(result, at, k.roundTo(sum, element));
 }
 
-LogicalResult cuda::lowerPartialColumnSums(
-    LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
-    unsigned partialBuffer, int64_t parts, int64_t cols, bool isMax,
-    llvm::function_ref<void(KernelBuilder &, Value col, Value sum)> finish) {
+void cuda::storeColumnSplit(KernelBuilder &k, Value out0, Value out1, int64_t split, Value col,
+                            Value sum) {
+  auto &b = k.builder();
+  if (!out1) {
+    storeReduced(k, out0, col, sum);
+    return;
+  }
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, k.idx(split));
+  k.ifThen(first, [&] { storeReduced(k, out0, col, sum); });
+  Value second = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, col, k.idx(split));
+  k.ifThen(second, [&] {
+    storeReduced(k, out1, arith::SubIOp::create(b, col, k.idx(split)), sum);
+  });
+}
+
+void cuda::emitColumnSum(KernelBuilder &kb, Value partials, Value parts, Value cols,
+                         Value firstColumn, bool isMax,
+                         llvm::function_ref<void(Value col, Value total)> finish) {
   constexpr int64_t kWarps = kBlockSize / 32;
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, {}, ctx.plan, kBlockSize);
   auto &b = kb.builder();
-  Value partials = kb.insertBufferArgument(static_cast<unsigned>(outputs.size()),
-                                           MemRefType::get({parts * cols}, b.getF32Type()));
   Value smem = kb.func().getWorkgroupAttributions().front();
   Value tid = kb.threadIndex();
   Value lane = arith::RemUIOp::create(b, tid, kb.idx(32));
   Value warp = arith::DivUIOp::create(b, tid, kb.idx(32));
-  Value col = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(32)), lane);
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, kb.idx(cols));
-  Value readCol = arith::MinUIOp::create(b, col, kb.idx(cols - 1));
+  Value col = arith::AddIOp::create(b, firstColumn, lane);
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, cols);
+  Value readCol = arith::MinUIOp::create(b, col, arith::SubIOp::create(b, cols, kb.idx(1)));
   Value identity = kb.f32(isMax ? -INFINITY : 0.0);
-  auto acc = kb.loop(warp, kb.idx(parts), kb.idx(kWarps), {identity},
+  auto acc = kb.loop(warp, parts, kb.idx(kWarps), {identity},
                      [&](Value p, llvm::ArrayRef<Value> a) {
-    Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, p, kb.idx(cols)), readCol);
+    Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, p, cols), readCol);
     Value v = memref::LoadOp::create(b, partials, ValueRange{at});
     return llvm::SmallVector<Value>{combine(b, a[0], v, isMax)};
   }, /*unroll=*/4);
@@ -69,8 +79,21 @@ LogicalResult cuda::lowerPartialColumnSums(
       Value at = arith::AddIOp::create(b, lane, kb.idx(w * 32));
       total = combine(b, total, memref::LoadOp::create(b, smem, ValueRange{at}), isMax);
     }
-    finish(kb, col, total);
+    finish(col, total);
   });
+}
+
+LogicalResult cuda::lowerPartialColumnSums(
+    LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
+    unsigned partialBuffer, int64_t parts, int64_t cols, bool isMax,
+    llvm::function_ref<void(KernelBuilder &, Value col, Value sum)> finish) {
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, {}, ctx.plan, kBlockSize);
+  auto &b = kb.builder();
+  Value partials = kb.insertBufferArgument(static_cast<unsigned>(outputs.size()),
+                                           MemRefType::get({parts * cols}, b.getF32Type()));
+  Value firstColumn = arith::MulIOp::create(b, kb.blockIndex(), kb.idx(32));
+  emitColumnSum(kb, partials, kb.idx(parts), kb.idx(cols), firstColumn, isMax,
+                [&](Value col, Value total) { finish(kb, col, total); });
   kb.finish();
   if (failed(kb.status()))
     return failure();

@@ -405,23 +405,6 @@ struct NormGradRow {
 };
 } // namespace
 
-/// Column |col| of a norm gradient's summed partials into dgamma, or for a
-/// layer norm (columns [0, d) dgamma's, [d, 2d) dbeta's) dgamma or dbeta.
-static void storeParamGrad(KernelBuilder &k, llvm::ArrayRef<Value> paramGrads, bool center,
-                           int64_t d, Value col, Value sum) {
-  auto &b = k.builder();
-  if (!center) {
-    storeReduced(k, paramGrads[0], col, sum);
-    return;
-  }
-  Value isGamma = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, col, k.idx(d));
-  k.ifThen(isGamma, [&] { storeReduced(k, paramGrads[0], col, sum); });
-  Value isBeta = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, col, k.idx(d));
-  k.ifThen(isBeta, [&] {
-    storeReduced(k, paramGrads[1], arith::SubIOp::create(b, col, k.idx(d)), sum);
-  });
-}
-
 /// Both norm-gradient kernels end alike: the finished kernel 1 (dx and one
 /// partial row per block) is launched, then kernel 2 adds the partial rows
 /// of each column in a fixed order into dgamma (and dbeta).
@@ -437,9 +420,11 @@ static LogicalResult launchNormGrad(LoweringContext &ctx, Operation *op, KernelB
   llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
   if (deferColumnSums(ctx, op, partialBuffer, blocks, cols, paramGrads, d))
     return success();
+  // dgamma, or for a layer norm columns [0, d) dgamma's and [d, 2d) dbeta's.
+  Value dbeta = center ? paramGrads[1] : Value();
   return lowerPartialColumnSums(ctx, op, paramGrads, partialBuffer, blocks, cols,
                                 /*isMax=*/false, [&](KernelBuilder &k, Value col, Value sum) {
-    storeParamGrad(k, paramGrads, center, d, col, sum);
+    storeColumnSplit(k, paramGrads[0], dbeta, d, col, sum);
   });
 }
 
@@ -840,8 +825,6 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
   return success();
 }
 
-/// tx.softmax_cross_entropy_grad: one block counts the weight (mean), then
-/// a row kernel writes g * w / norm * (softmax - onehot).
 /// The scores' buffer, when the gradient of |op| may be written over it: a
 /// scratch buffer of the result's size and storage type that nothing reads
 /// after |op| (the loss kernel and the GEMM that wrote the logits come
@@ -890,6 +873,8 @@ static std::optional<unsigned> scoresBufferToOverwrite(LoweringContext &ctx, Ope
   return buffer;
 }
 
+/// tx.softmax_cross_entropy_grad: one block counts the weight (mean), then
+/// a row kernel writes g * w / norm * (softmax - onehot).
 LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
   auto grad = cast<tx::SoftmaxCrossEntropyGradOp>(op);
   Value dl = grad.getGrad(), scores = grad.getScores(), labels = grad.getLabels();
