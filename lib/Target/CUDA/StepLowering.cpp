@@ -452,6 +452,17 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
   return success();
 }
 
+/// Decides what |func| keeps in memory (the kernel grouping), with the
+/// attention rewrites around it: masks into cuDNN's bias form and casts
+/// moved off the head split/merge before, results placed into their
+/// readers' buffers after.
+static void groupKernels(LoweringContext &ctx, func::FuncOp func) {
+  prepareAttentionMasks(func);
+  normalizeAttentionCasts(func);
+  decideMaterialization(func, ctx.plan, ctx.program.stats.fusedOps);
+  placeAttentionResults(ctx, func);
+}
+
 /// Binds |func|'s results into |out|: read back (loss, grad_norm), copied
 /// over their argument for the next step after everything else has read
 /// the old values, or (carried zeros) a memset of the argument.
@@ -550,10 +561,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   auto gpuModule = gpu::GPUModuleOp::create(builder, step.getLoc(), "kernels");
 
   LoweringContext ctx(program, gpuModule, options);
-  prepareAttentionMasks(step);
-  normalizeAttentionCasts(step);
-  decideMaterialization(step, ctx.plan, program.stats.fusedOps);
-  placeAttentionResults(ctx, step);
+  groupKernels(ctx, step);
   packSumsOfSquares(ctx, step);
   if (failed(bindArguments(ctx, module, step)))
     return failure();
@@ -572,10 +580,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   // write nothing but their one result.
   auto lowerBeside = [&](func::FuncOp f, std::optional<FunctionProgram> &out,
                          bool accumulates) -> LogicalResult {
-    prepareAttentionMasks(f);
-    normalizeAttentionCasts(f);
-    decideMaterialization(f, ctx.plan, program.stats.fusedOps);
-    placeAttentionResults(ctx, f);
+    groupKernels(ctx, f);
     for (auto [stepArg, arg] : llvm::zip(step.getArguments(), f.getArguments()))
       ctx.bufferOfValue[arg] = ctx.bufferFor(stepArg);
     if (accumulates)
