@@ -112,13 +112,41 @@ static tx::QuantizeOp fusableQuantize(LoweringContext &ctx, tx::AmaxOp amax) {
   return {};
 }
 
-/// True when |q|'s only reader is an FP8 GEMM that takes it as rhs: the
-/// quantize kernel then writes it as [..., N, K] directly.
-static bool readAsTransposedRhs(Value q) {
-  if (!q.hasOneUse() || typeOf(q).getRank() < 2)
-    return false;
-  OpOperand &use = *q.getUses().begin();
+/// True when |use| is an FP8 GEMM's rhs, which it reads as [..., N, K].
+static bool isFP8Rhs(OpOperand &use) {
   return isa<tx::FP8MatmulOp>(use.getOwner()) && use.getOperandNumber() == 1;
+}
+
+/// The layouts the codes |q| are wanted in: transposed ([..., N, K]) when
+/// an FP8 GEMM reads them as rhs, plain for every other reader, among them
+/// a transpose an FP8 GEMM reads as rhs (the backward's dgrad reading the
+/// forward's weight codes), which is the plain codes as they are. A
+/// quantize kernel writes each wanted layout itself (TE's cast-transpose).
+///
+/// The rhs may also be a reshape of the codes (a 3-D activation gradient
+/// flattened to 2-D for the weight gradient): then the transposed layout
+/// is the reshape's, |transposedValue|, and the reshape is never computed.
+struct CodeLayouts {
+  bool plain = false;
+  Value transposedValue;
+};
+static CodeLayouts layoutsOf(Value q) {
+  CodeLayouts wanted;
+  auto readAsRhs = [](Value v) {
+    return typeOf(v).getRank() >= 2 && !v.use_empty() &&
+           llvm::all_of(v.getUses(), isFP8Rhs);
+  };
+  for (OpOperand &use : q.getUses()) {
+    Operation *user = use.getOwner();
+    Value read = isa<tx::ReshapeOp>(user) ? user->getResult(0) : q;
+    bool rhs = read == q ? isFP8Rhs(use) && typeOf(q).getRank() >= 2
+                         : readAsRhs(read);
+    if (rhs && (!wanted.transposedValue || wanted.transposedValue == read))
+      wanted.transposedValue = read;
+    else
+      wanted.plain = true;
+  }
+  return wanted;
 }
 
 /// |index| with its last two entries swapped, linearized over |shape| with
@@ -151,7 +179,8 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
   if (n == 0)
     return success();
   tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
-  bool transposed = quantize && readAsTransposedRhs(quantize.getResult());
+  CodeLayouts layouts = quantize ? layoutsOf(quantize.getResult()) : CodeLayouts();
+  Value transposedValue = layouts.transposedValue;
 
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
@@ -161,10 +190,15 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
                    ctx.plan, /*workgroupFloats=*/32);
   auto &b = kb.builder();
   Value amaxArg = kb.insertBufferArgument(0, MemRefType::get({1}, b.getI32Type()));
-  Value codeArg;
+  Value plainArg, transposedArg;
   Type fp8Type;
   if (quantize) {
-    codeArg = kb.insertBufferArgument(1, MemRefType::get({n}, b.getI8Type()));
+    auto codes = MemRefType::get({n}, b.getI8Type());
+    unsigned position = 1;
+    if (layouts.plain)
+      plainArg = kb.insertBufferArgument(position++, codes);
+    if (transposedValue)
+      transposedArg = kb.insertBufferArgument(position++, codes);
     fp8Type = typeOf(quantize.getResult()).getElementType();
   }
   Value scale = quantize ? kb.emit(quantize.getScale(), {}) : Value();
@@ -182,8 +216,14 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
       kb.ifThen(inRange, [&] {
         // f32(x * scale), then the saturating FP8 rounding: tx.quantize.
         Value code = emitFP8Encode(b, arith::MulFOp::create(b, v, scale), fp8Type);
-        Value at = transposed ? transposedLinear(kb, index, shape) : i;
-        memref::StoreOp::create(b, code, codeArg, ValueRange{at});
+        if (plainArg)
+          memref::StoreOp::create(b, code, plainArg, ValueRange{i});
+        if (transposedArg) {
+          auto viewShape = typeOf(transposedValue).getShape();
+          auto view = viewShape == shape ? index : kb.delinearize(safe, viewShape);
+          memref::StoreOp::create(b, code, transposedArg,
+                                  ValueRange{transposedLinear(kb, view, viewShape)});
+        }
       });
     return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], mag)};
   });
@@ -203,11 +243,13 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
   llvm::SmallVector<unsigned> outputs{out};
   if (quantize) {
     Value q = quantize.getResult();
-    unsigned codes = transposed ? ctx.scratch(n, "fp8 gemm rhs, transposed")
-                                : ctx.bufferFor(q);
-    if (transposed)
-      ctx.fp8Transposed[q] = codes;
-    outputs.push_back(codes);
+    if (layouts.plain)
+      outputs.push_back(ctx.bufferFor(q));
+    if (transposedValue) {
+      unsigned codes = ctx.scratch(n, "fp8 gemm rhs, transposed");
+      ctx.fp8Transposed[transposedValue] = codes;
+      outputs.push_back(codes);
+    }
     ctx.loweredElsewhere.insert(quantize);
   }
   ctx.launch(kb, op, ceilDiv(n, kAmaxPerBlock), outputs,
@@ -222,7 +264,9 @@ LogicalResult cuda::lowerQuantize(LoweringContext &ctx, Operation *op) {
   Value q = op->getResult(0);
   if (!ctx.plan.isMaterialized(q))
     return success();
-  if (!readAsTransposedRhs(q) || ctx.bufferOfValue.count(q))
+  CodeLayouts layouts = layoutsOf(q);
+  Value transposedValue = layouts.transposedValue;
+  if (!transposedValue || ctx.bufferOfValue.count(q))
     return lowerElementalValue(ctx, q);
   auto shape = typeOf(q).getShape();
   int64_t n = typeOf(q).getNumElements();
@@ -230,22 +274,31 @@ LogicalResult cuda::lowerQuantize(LoweringContext &ctx, Operation *op) {
   KernelBuilder::collectInputs(q, ctx.plan, inputs);
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs.getArrayRef(), ctx.plan);
   auto &b = kb.builder();
-  Value codeArg = kb.insertBufferArgument(0, MemRefType::get({n}, b.getI8Type()));
+  auto bytes = MemRefType::get({n}, b.getI8Type());
+  Value transposedArg = kb.insertBufferArgument(0, bytes);
+  Value plainArg = layouts.plain ? kb.insertBufferArgument(1, bytes) : Value();
   Type fp8Type = typeOf(q).getElementType();
   Value i = kb.globalThreadIndex();
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
   kb.ifThen(inRange, [&] {
     auto index = kb.delinearize(i, shape);
     Value code = emitFP8Encode(b, kb.emitComputed(q, index), fp8Type);
-    memref::StoreOp::create(b, code, codeArg,
-                            ValueRange{transposedLinear(kb, index, shape)});
+    auto viewShape = typeOf(transposedValue).getShape();
+    auto view = viewShape == shape ? index : kb.delinearize(i, viewShape);
+    memref::StoreOp::create(b, code, transposedArg,
+                            ValueRange{transposedLinear(kb, view, viewShape)});
+    if (plainArg)
+      memref::StoreOp::create(b, code, plainArg, ValueRange{i});
   });
   kb.finish();
   if (failed(kb.status()))
     return failure();
   unsigned codes = ctx.scratch(n, "fp8 gemm rhs, transposed");
-  ctx.fp8Transposed[q] = codes;
-  ctx.launch(kb, op, ceilDiv(n, kBlockSize), {codes},
+  ctx.fp8Transposed[transposedValue] = codes;
+  llvm::SmallVector<unsigned> outputs{codes};
+  if (layouts.plain)
+    outputs.push_back(ctx.bufferFor(q));
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), outputs,
              ctx.buffersOf(inputs.getArrayRef()));
   return success();
 }
@@ -377,8 +430,9 @@ static LogicalResult transposeRhs(LoweringContext &ctx, Operation *op, Value rhs
 /// only the "TN" form: its A transposed, its B not, both K-contiguous. In
 /// row-major terms (lowerMatMul in StepLowering.cpp) its B is our lhs
 /// [..., M, K], already K-contiguous, and its A our rhs [..., K, N], which
-/// must be read as [..., N, K]: written that way by the fused quantize when
-/// the GEMM is its only reader, else transposed by a byte-copy kernel. The
+/// must be read as [..., N, K]: the input of a transpose (the backward
+/// reading the forward's codes transposed), or written that way by the
+/// quantize kernel, else transposed by a byte-copy kernel. The
 /// scale inverses go to the A/B scale pointers (device f32 scalars), D is
 /// bf16/f16/f32, so no D scale or D amax.
 LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
@@ -424,7 +478,10 @@ LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
   }
   auto known = ctx.fp8Transposed.find(rhs);
   unsigned rhsT;
-  if (known != ctx.fp8Transposed.end()) {
+  if (Operation *def = rhs.getDefiningOp(); def && isFoldedIntoGemm(def)) {
+    // rhs = transpose(X): X in memory already is rhs as [..., N, K].
+    rhsT = ctx.bufferFor(def->getOperand(0));
+  } else if (known != ctx.fp8Transposed.end()) {
     rhsT = known->second;
   } else {
     rhsT = ctx.scratch(rt.getNumElements(), "fp8 gemm rhs, transposed");

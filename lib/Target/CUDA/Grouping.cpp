@@ -34,7 +34,9 @@ static bool fusesOperands(Operation *user) {
 
 /// A transpose that only swaps the last two dims, read only by matmuls: the
 /// GEMMs read its input with the transpose flag instead (the GEMM normal
-/// form), so it is never computed.
+/// form), so it is never computed. An FP8 GEMM has no transpose flag (only
+/// the TN form), but it wants its rhs [K, N] as [N, K] anyway, so a
+/// transposed rhs is its input as is (lowerFP8Matmul).
 bool cuda::isFoldedIntoGemm(Operation *op) {
   auto transpose = dyn_cast<tx::TransposeOp>(op);
   if (!transpose)
@@ -48,8 +50,11 @@ bool cuda::isFoldedIntoGemm(Operation *op) {
     if (perm[i] != static_cast<int64_t>(i))
       return false;
   Value result = transpose.getResult();
-  return !result.use_empty() &&
-         llvm::all_of(result.getUsers(), [](Operation *u) { return isa<tx::MatMulOp>(u); });
+  return !result.use_empty() && llvm::all_of(result.getUses(), [](OpOperand &use) {
+           Operation *user = use.getOwner();
+           return isa<tx::MatMulOp>(user) ||
+                  (isa<tx::FP8MatmulOp>(user) && use.getOperandNumber() == 1);
+         });
 }
 
 /// Kernels that read every operand element through KernelBuilder::load,

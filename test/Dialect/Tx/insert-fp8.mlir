@@ -34,26 +34,35 @@
 
 // Delayed scaling, hybrid: weights and activations E4M3, the gradient E5M2;
 // each cast tensor has history, scale and scale_inv state, updated in the
-// step and returned with tx.next. The weight is cast once per use as an
-// operand: w2 forward, w2^T in dgrad.
+// step and returned with tx.next. One cast and one state per tensor: the
+// backward GEMMs read the forward's codes transposed (w2^T in dgrad, the
+// activation's transpose in wgrad), with the forward's scale_inv. Three
+// states for the three operand tensors, no fourth.
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME:    tensor<1024xf32> {tx.init = 0.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.amax_history", tx.role = "fp8_amax_history"}
 // CHECK-SAME:    tensor<f32> {tx.init = 1.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.scale", tx.role = "fp8_scale"}
 // CHECK-SAME:    tensor<f32> {tx.init = 1.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.scale_inv", tx.role = "fp8_scale_inv"}
+// CHECK-SAME:    "middle.rhs.fp8_1.scale_inv"
+// CHECK-SAME:    "middle.lhs.fp8_2.scale_inv"
+// CHECK-NOT:     fp8_3
 // CHECK-SAME:    tensor<1024xf32> {tx.name = "middle.lhs.fp8_0.amax_history", tx.next = [[H:[0-9]+]] : i64}
 // CHECK-SAME:    fp8 = #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
 // CHECK:         %[[AW:.+]] = tx.amax %[[W2:arg1]] : tensor<16x16xf32>
 // CHECK:         %[[QW:.+]] = tx.quantize %[[W2]], %[[SW:.+]] : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
 // CHECK:         tx.fp8_scale_update %{{.+}}, %[[SW]], %[[AW]] : tensor<1024xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
 // CHECK:         tx.matmul {{.*}} "first"
-// CHECK:         tx.quantize %{{.+}} : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
-// CHECK:         tx.fp8_matmul %{{.+}}, %[[QW]] scale_inv(%{{.+}}, %{{.+}}) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
+// CHECK:         %[[QX:.+]] = tx.quantize %{{.+}}, %[[SX:.+]] : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
+// CHECK:         tx.fp8_matmul %[[QX]], %[[QW]] scale_inv(%[[IX:.+]], %[[IW:.+]]) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
 // CHECK:         tx.matmul {{.*}} "last"
 // CHECK:         %[[QG:.+]] = tx.quantize %{{.+}} : tensor<16x16xf32> to tensor<16x16xf8E5M2>
 // CHECK:         tx.fp8_scale_update {{.*}} for f8E5M2
-// CHECK:         tx.fp8_matmul %[[QG]], %{{.+}} scale_inv({{.*}}) : tensor<16x16xf8E5M2>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
-// CHECK:         tx.fp8_matmul %{{.+}}, %[[QG]] scale_inv({{.*}}) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E5M2> -> tensor<16x16xf32> "middle"
+// CHECK-NOT:     tx.amax
+// CHECK:         %[[QWT:.+]] = tx.transpose %[[QW]] perm [1, 0] : tensor<16x16xf8E4M3FN> "middle"
+// CHECK:         tx.fp8_matmul %[[QG]], %[[QWT]] scale_inv(%{{.+}}, %[[IW]]) : tensor<16x16xf8E5M2>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
+// CHECK:         %[[QXT:.+]] = tx.transpose %[[QX]] perm [1, 0] : tensor<16x16xf8E4M3FN> "middle"
+// CHECK:         tx.fp8_matmul %[[QXT]], %[[QG]] scale_inv(%[[IX]], %{{.+}}) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E5M2> -> tensor<16x16xf32> "middle"
 // CHECK-NOT:     tx.fp8_matmul
+// CHECK-NOT:     tx.amax
 // CHECK-NOT:     tx.grad_seed
 
 // e4m3 everywhere, and the recipe's options on every update.
@@ -93,13 +102,17 @@
 
 // -----
 
-// tx.gemm: transposes are applied before the cast, alpha and the bias after
-// the FP8 product, in the GEMM's type.
+// tx.gemm: the tensor is cast as it is and its transpose flag becomes a
+// transpose of the codes; alpha and the bias come after the FP8 product, in
+// the GEMM's type. The backward's transposed gradient reads the same codes.
 // EXCLUDE-LABEL: func.func @train_step(
-// EXCLUDE:       %[[T:.+]] = tx.transpose %{{.+}} perm [1, 0] : tensor<32x16xf32>
-// EXCLUDE:       tx.quantize %[[T]], %{{.+}} : tensor<16x32xf32> to tensor<16x32xf8E4M3FN>
-// EXCLUDE:       %[[P:.+]] = tx.fp8_matmul %{{.+}} : tensor<16x16xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x32xf32> "gemm"
+// EXCLUDE:       %[[Q:.+]] = tx.quantize %arg0, %{{.+}} : tensor<32x16xf32> to tensor<32x16xf8E4M3FN>
+// EXCLUDE:       %[[T:.+]] = tx.transpose %[[Q]] perm [1, 0] : tensor<32x16xf8E4M3FN> "gemm"
+// EXCLUDE:       %[[P:.+]] = tx.fp8_matmul %{{.+}}, %[[T]] scale_inv({{.*}}) : tensor<16x16xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x32xf32> "gemm"
 // EXCLUDE:       %[[A:.+]] = tx.mul %[[P]], %{{.+}} : tensor<16x32xf32>, tensor<f32> "gemm"
 // EXCLUDE:       %[[C:.+]] = tx.mul %{{.+}}, %{{.+}} : tensor<32xf32>, tensor<f32> "gemm"
 // EXCLUDE:       tx.add %[[A]], %[[C]] : tensor<16x32xf32>, tensor<32xf32> "gemm"
+// EXCLUDE:       %[[G:.+]] = tx.quantize %{{.+}} : tensor<16x32xf32> to tensor<16x32xf8E5M2>
+// EXCLUDE:       %[[GT:.+]] = tx.transpose %[[G]] perm [1, 0] : tensor<16x32xf8E5M2> "gemm"
+// EXCLUDE:       tx.fp8_matmul %[[GT]], %{{.+}} : tensor<32x16xf8E5M2>, tensor<16x16xf8E4M3FN> -> tensor<32x16xf32> "gemm"
 // Input: chunk 3 of Inputs/insert-fp8-forward.mlir, as a step in Inputs/insert-fp8-steps.mlir.

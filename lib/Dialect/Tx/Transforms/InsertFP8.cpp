@@ -157,6 +157,21 @@ public:
       grads.insert(result);
     op->getResult(0).replaceAllUsesWith(result);
     op->erase();
+    // The transposes made above for a tx.gemm's flags are read through
+    // their input's cast (castOf), so nothing reads them now.
+    // An erased value leaves |grads| and the cast cache, whose keys are
+    // addresses a later op may reuse.
+    SmallVector<Value, 2> operands{lhsValue};
+    if (rhsValue != lhsValue)
+      operands.push_back(rhsValue);
+    for (Value made : operands)
+      if (made.use_empty() && made.getDefiningOp<TransposeOp>()) {
+        grads.erase(made);
+        for (Type fp8 : {Type(Float8E4M3FNType::get(func.getContext())),
+                         Type(Float8E5M2Type::get(func.getContext()))})
+          casts.erase(std::make_pair(made, fp8));
+        made.getDefiningOp()->erase();
+      }
     ++converted;
     return success();
   }
@@ -252,11 +267,42 @@ private:
 
   /// |value| cast to |fp8| with its scale_inv, made once where |value| is
   /// defined, so every GEMM reading it can use it.
+  ///
+  /// A transpose or reshape is cast as the same layout op over its input's
+  /// cast, with the input's scale: the backward GEMMs read the forward's
+  /// weights and activations transposed (and flattened to 2-D), and one
+  /// scaling state per tensor serves every layout (TE's cast-transpose).
+  /// This is exact: amax does not depend on the layout and the quantize is
+  /// elementwise, so a state of its own for the transposed tensor would
+  /// only ever hold the same values, at the cost of a second amax,
+  /// quantize and update per step.
   FailureOr<Cast> castOf(Value value, Type fp8, Operation *user,
                          StringRef what) {
     auto key = std::make_pair(value, fp8);
     if (auto it = casts.find(key); it != casts.end())
       return it->second;
+    Operation *layout = value.getDefiningOp();
+    if (isa_and_nonnull<TransposeOp, ReshapeOp>(layout)) {
+      FailureOr<Cast> source = castOf(layout->getOperand(0), fp8, user, what);
+      if (failed(source))
+        return failure();
+      // Next to the first GEMM that reads it (GEMMs convert in order): a
+      // transposed copy the backward needs is not kept through the forward.
+      builder.setInsertionPoint(user);
+      Value quantized;
+      if (auto transpose = dyn_cast<TransposeOp>(layout)) {
+        quantized = TransposeOp::create(builder, layout->getLoc(),
+                                        source->quantized, transpose.getPermAttr());
+      } else {
+        auto shape = cast<RankedTensorType>(value.getType()).getShape();
+        quantized = ReshapeOp::create(
+            builder, layout->getLoc(),
+            RankedTensorType::get(shape, fp8), source->quantized);
+      }
+      Cast result{quantized, source->scaleInv};
+      casts[key] = result;
+      return result;
+    }
     if (isa<BlockArgument>(value))
       builder.setInsertionPointToStart(&entry);
     else
