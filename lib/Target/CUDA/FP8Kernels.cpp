@@ -19,10 +19,15 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -161,6 +166,218 @@ static Value transposedLinear(KernelBuilder &kb, llvm::ArrayRef<Value> index,
   return kb.linearize(ti, ts);
 }
 
+/// The tile a block of the transposing amax kernel quantizes: 64 x 64
+/// elements, each of its 256 threads a run of 16 in one row; the codes go
+/// through workgroup memory (rows padded by 4 bytes against bank
+/// conflicts) so the transposed layout is written in runs of 16 too.
+constexpr int64_t kTile = 64, kTileRowBytes = kTile + 4, kRun = 16;
+static_assert(kTile * kTile == kBlockSize * kRun, "one run per thread per tile");
+
+/// Whether |view| (the layout a transposed copy is written for) is whole
+/// tiles: its last two dims multiples of kTile.
+static bool isTileable(llvm::ArrayRef<int64_t> view) {
+  size_t r = view.size();
+  return r >= 2 && view[r - 1] % kTile == 0 && view[r - 2] % kTile == 0;
+}
+
+/// Thread 0 folds the block's max |x| |total| into the amax: an unsigned
+/// atomic max of the f32 bits. Non-negative floats order as their bits do
+/// and every positive NaN lies above +inf, so this is the executor's
+/// NaN-propagating max; NaN is canonicalized first so the result does not
+/// depend on which block wins.
+static void emitAtomicAmax(KernelBuilder &kb, Value total, Value amaxArg) {
+  auto &b = kb.builder();
+  Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(isFirst, [&] {
+    Value bits = arith::BitcastOp::create(b, b.getI32Type(), total);
+    Value isNaN = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, total, total);
+    bits = arith::SelectOp::create(
+        b, isNaN, arith::ConstantIntOp::create(b, 0x7fc00000, 32), bits);
+    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::maxu, bits, amaxArg,
+                                ValueRange{kb.idx(0)});
+  });
+}
+
+namespace {
+/// The 64 x 64 tile of a [..., R, C] view block |blockIndex| covers, and
+/// the run of kRun elements thread t owns in it (row t / 4, columns
+/// (t % 4) * 16 ...).
+struct Tile {
+  int64_t rows, cols;
+  Value batch, tileR, tileC, localRow, localCol;
+
+  Tile(KernelBuilder &kb, llvm::ArrayRef<int64_t> view)
+      : rows(view[view.size() - 2]), cols(view.back()) {
+    auto &b = kb.builder();
+    Value block = kb.blockIndex(), t = kb.threadIndex();
+    int64_t tilesC = cols / kTile, tilesR = rows / kTile;
+    tileC = arith::RemUIOp::create(b, block, kb.idx(tilesC));
+    tileR = arith::RemUIOp::create(b, arith::DivUIOp::create(b, block, kb.idx(tilesC)),
+                                   kb.idx(tilesR));
+    batch = arith::DivUIOp::create(b, block, kb.idx(tilesC * tilesR));
+    localRow = arith::DivUIOp::create(b, t, kb.idx(kTile / kRun));
+    localCol = arith::MulIOp::create(b, arith::RemUIOp::create(b, t, kb.idx(kTile / kRun)),
+                                     kb.idx(kRun));
+  }
+
+  /// The linear index of the first element of this thread's run.
+  Value firstOfRun(KernelBuilder &kb) const {
+    auto &b = kb.builder();
+    Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, tileR, kb.idx(kTile)), localRow);
+    Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, tileC, kb.idx(kTile)), localCol);
+    Value batchRow = arith::AddIOp::create(b, arith::MulIOp::create(b, batch, kb.idx(rows)), row);
+    return arith::AddIOp::create(b, arith::MulIOp::create(b, batchRow, kb.idx(cols)), col);
+  }
+
+  /// Where element |e| of this thread's run sits in the workgroup tile.
+  Value inWorkgroup(KernelBuilder &kb, int64_t e) const {
+    auto &b = kb.builder();
+    return arith::AddIOp::create(b, arith::MulIOp::create(b, localRow, kb.idx(kTileRowBytes)),
+                                 arith::AddIOp::create(b, localCol, kb.idx(e)));
+  }
+
+  /// After a barrier, writes the workgroup tile |codes| transposed into
+  /// |dst| ([..., C, R]): thread t a run of 16 bytes of transposed row
+  /// (tile column) t / 4, tile rows (t % 4) * 16 ...
+  void storeTransposed(KernelBuilder &kb, Value codes, Value dst) const {
+    auto &b = kb.builder();
+    gpu::BarrierOp::create(b);
+    Value tileCol = localRow, tileRow = localCol;
+    Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, tileC, kb.idx(kTile)), tileCol);
+    Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, tileR, kb.idx(kTile)), tileRow);
+    Value batchCol = arith::AddIOp::create(b, arith::MulIOp::create(b, batch, kb.idx(cols)), col);
+    Value out = arith::AddIOp::create(b, arith::MulIOp::create(b, batchCol, kb.idx(rows)), row);
+    for (int64_t e = 0; e < kRun; ++e) {
+      Value at = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, arith::AddIOp::create(b, tileRow, kb.idx(e)),
+                                   kb.idx(kTileRowBytes)),
+          tileCol);
+      Value code = memref::LoadOp::create(b, codes, ValueRange{at});
+      memref::StoreOp::create(b, code, dst, ValueRange{arith::AddIOp::create(b, out, kb.idx(e))});
+    }
+  }
+};
+
+/// Workgroup memory for one tile of codes, added to |kb|'s kernel.
+Value addTileMemory(KernelBuilder &kb) {
+  auto &b = kb.builder();
+  return kb.func().addWorkgroupAttribution(
+      MemRefType::get({kTile * kTileRowBytes}, b.getI8Type(), MemRefLayoutAttrInterface(),
+                      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup)),
+      b.getLoc());
+}
+} // namespace
+
+/// tx.amax with its fused quantize, each thread reading and quantizing a
+/// run of kRun consecutive elements (so its loads and stores become 16-byte
+/// vector accesses): block b covers elements [b * 4096, (b + 1) * 4096).
+/// When the codes are also wanted transposed, block b covers one 64 x 64
+/// tile of the [..., R, C] view instead, and after a barrier each thread
+/// writes a run of 16 codes of one transposed row. The amax reduction and
+/// the atomic are lowerAmax's.
+static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
+                                           tx::QuantizeOp quantize, CodeLayouts layouts) {
+  auto amax = cast<tx::AmaxOp>(op);
+  Value x = amax.getInput(), result = amax.getResult();
+  auto shape = typeOf(x).getShape();
+  int64_t n = typeOf(x).getNumElements();
+  Value transposedValue = layouts.transposedValue;
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(result, ctx.plan, inputs);
+  if (quantize)
+    KernelBuilder::collectInputs(quantize.getResult(), ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs.getArrayRef(), ctx.plan,
+                   /*workgroupFloats=*/32);
+  auto &b = kb.builder();
+  Value amaxArg = kb.insertBufferArgument(0, MemRefType::get({1}, b.getI32Type()));
+  Value plainArg, transposedArg;
+  Type fp8Type;
+  if (quantize) {
+    auto codes = MemRefType::get({n}, b.getI8Type());
+    unsigned position = 1;
+    if (layouts.plain)
+      plainArg = kb.insertBufferArgument(position++, codes);
+    if (transposedValue)
+      transposedArg = kb.insertBufferArgument(position++, codes);
+    fp8Type = typeOf(quantize.getResult()).getElementType();
+  }
+  Value tile = transposedArg ? addTileMemory(kb) : Value();
+  Value scale = quantize ? kb.emit(quantize.getScale(), {}) : Value();
+  Value t = kb.threadIndex();
+  // The thread's run: its first element's linear index, and its index in
+  // |shape| with the innermost dim counted in runs (so that the run's
+  // columns are visibly 16 consecutive, 16-aligned ones, which LLVM's
+  // load/store vectorizer needs to merge the accesses). A block past the
+  // last run (a partial last block) repeats the last run and stores
+  // nothing: the max is unchanged by repeats.
+  std::optional<Tile> coords;
+  Value run, stores = Value();
+  int64_t runs = n / kRun, grid;
+  if (transposedArg) {
+    coords.emplace(kb, typeOf(transposedValue).getShape());
+    run = arith::DivUIOp::create(b, coords->firstOfRun(kb), kb.idx(kRun));
+    grid = n / (kTile * kTile);
+  } else {
+    grid = ceilDiv(runs, kBlockSize);
+    Value own = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize)), t);
+    stores = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, own, kb.idx(runs));
+    run = arith::MinUIOp::create(b, own, kb.idx(runs - 1));
+  }
+  Value first = arith::MulIOp::create(b, run, kb.idx(kRun));
+  llvm::SmallVector<int64_t> runShape(shape.begin(), shape.end());
+  runShape.back() /= kRun;
+  llvm::SmallVector<Value> index = kb.delinearize(run, runShape);
+  Value column = arith::MulIOp::create(b, index.back(), kb.idx(kRun));
+  Value acc = kb.f32(0.0);
+  llvm::SmallVector<Value> codes;
+  for (int64_t e = 0; e < kRun; ++e) {
+    index.back() = arith::AddIOp::create(b, column, kb.idx(e));
+    Value v = kb.emit(x, index);
+    if (v.getType().isF64())
+      v = arith::TruncFOp::create(b, b.getF32Type(), v);
+    acc = arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, v));
+    // f32(x * scale), then the saturating FP8 rounding: tx.quantize.
+    if (quantize)
+      codes.push_back(emitFP8Encode(b, arith::MulFOp::create(b, v, scale), fp8Type));
+  }
+  auto storeRun = [&](Value dst) {
+    for (auto [e, code] : llvm::enumerate(codes))
+      memref::StoreOp::create(b, code, dst,
+                              ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
+  };
+  if (plainArg) {
+    if (stores)
+      kb.ifThen(stores, [&] { storeRun(plainArg); });
+    else
+      storeRun(plainArg);
+  }
+  if (tile)
+    for (auto [e, code] : llvm::enumerate(codes))
+      memref::StoreOp::create(b, code, tile, ValueRange{coords->inWorkgroup(kb, e)});
+  if (transposedArg)
+    coords->storeTransposed(kb, tile, transposedArg);
+  emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxArg);
+  kb.finish();
+  kb.groupMemoryAccesses();
+  if (failed(kb.status()))
+    return failure();
+  llvm::SmallVector<unsigned> outputs{ctx.bufferFor(result)};
+  if (quantize) {
+    Value q = quantize.getResult();
+    if (layouts.plain)
+      outputs.push_back(ctx.bufferFor(q));
+    if (transposedValue) {
+      unsigned codes = ctx.scratch(n, "fp8 gemm rhs, transposed");
+      ctx.fp8Transposed[transposedValue] = codes;
+      outputs.push_back(codes);
+    }
+    ctx.loweredElsewhere.insert(quantize);
+  }
+  ctx.launch(kb, op, static_cast<unsigned>(grid), outputs, ctx.buffersOf(inputs.getArrayRef()));
+  return success();
+}
+
 /// tx.amax: each block takes max |x| over kAmaxPerBlock elements (the
 /// input's producers computed inline), then one atomic max of the f32 bits
 /// as unsigned integers into the zeroed result. Non-negative floats order
@@ -181,6 +398,13 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
   tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
   CodeLayouts layouts = quantize ? layoutsOf(quantize.getResult()) : CodeLayouts();
   Value transposedValue = layouts.transposedValue;
+  if (shape.size() >= 1 && shape.back() % kRun == 0 &&
+      (!transposedValue || isTileable(typeOf(transposedValue).getShape())))
+    return lowerAmaxByThreadRuns(ctx, op, quantize, layouts);
+  // Rows not made of whole runs, or a transposed layout not made of whole
+  // tiles: one element at a time, 256 apart, each transposed store on its
+  // own (about a tenth of the runs' bandwidth; the FP8 GEMM dims are
+  // multiples of 16, the models' here of 64).
 
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
@@ -227,16 +451,7 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
       });
     return llvm::SmallVector<Value>{arith::MaximumFOp::create(b, a[0], mag)};
   });
-  Value total = kb.blockReduce(acc[0], /*isMax=*/true);
-  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
-  kb.ifThen(first, [&] {
-    Value bits = arith::BitcastOp::create(b, b.getI32Type(), total);
-    Value isNaN = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, total, total);
-    bits = arith::SelectOp::create(
-        b, isNaN, arith::ConstantIntOp::create(b, 0x7fc00000, 32), bits);
-    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::maxu, bits, amaxArg,
-                                ValueRange{kb.idx(0)});
-  });
+  emitAtomicAmax(kb, kb.blockReduce(acc[0], /*isMax=*/true), amaxArg);
   kb.finish();
   if (failed(kb.status()))
     return failure();
@@ -303,6 +518,53 @@ LogicalResult cuda::lowerQuantize(LoweringContext &ctx, Operation *op) {
   return success();
 }
 
+/// An FP8 tx.transpose swapping the last two dims of codes in memory (the
+/// weight gradient's transposed input codes, read by its GEMM as lhs), when
+/// they are whole tiles: the tiled byte transpose of lowerAmaxByThreadRuns,
+/// 16-byte runs read and written through workgroup memory. False when it
+/// does not apply (the generic loop kernel then copies it).
+FailureOr<bool> cuda::lowerFP8Transpose(LoweringContext &ctx, Operation *op) {
+  auto transpose = dyn_cast<tx::TransposeOp>(op);
+  if (!transpose || !isFP8(typeOf(transpose.getResult()).getElementType()) ||
+      !ctx.plan.isMaterialized(transpose.getResult()) ||
+      ctx.bufferOfValue.count(transpose.getResult()))
+    return false;
+  llvm::ArrayRef<int64_t> perm = transpose.getPerm();
+  size_t rank = perm.size();
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t expected = i + 2 < rank ? i : (i + 2 == rank ? rank - 1 : rank - 2);
+    if (perm[i] != expected)
+      return false;
+  }
+  // The codes in memory: the input, or what a chain of reshapes views.
+  Value source = transpose.getInput();
+  while (!ctx.plan.isMaterialized(source) && source.getDefiningOp<tx::ReshapeOp>())
+    source = source.getDefiningOp()->getOperand(0);
+  auto view = typeOf(transpose.getInput()).getShape();
+  if (!ctx.plan.isMaterialized(source) || !isTileable(view))
+    return false;
+  int64_t n = typeOf(source).getNumElements();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan);
+  auto &b = kb.builder();
+  auto bytes = MemRefType::get({n}, b.getI8Type());
+  Value dst = kb.insertBufferArgument(0, bytes);
+  Value src = kb.insertBufferArgument(1, bytes);
+  Value tile = addTileMemory(kb);
+  Tile coords(kb, view);
+  Value first = coords.firstOfRun(kb);
+  for (int64_t e = 0; e < kRun; ++e) {
+    Value code = memref::LoadOp::create(b, src, ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
+    memref::StoreOp::create(b, code, tile, ValueRange{coords.inWorkgroup(kb, e)});
+  }
+  coords.storeTransposed(kb, tile, dst);
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(n / (kTile * kTile)),
+             {ctx.bufferFor(transpose.getResult())}, {ctx.bufferFor(source)});
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // Scale updates
 //===----------------------------------------------------------------------===//
@@ -324,10 +586,46 @@ static std::pair<Value, Value> scaleFromAmax(KernelBuilder &kb, Value amax,
   return {s, arith::DivFOp::create(b, kb.f32(1.0), s)};
 }
 
+/// The largest |amax| the scale maps to: the FP8 maximum over 2^margin.
+static double scaledMaxOf(tx::FP8ScaleUpdateOp update) {
+  int margin = static_cast<int>(std::min<int64_t>(update.getRecipe().getMargin(), 4096));
+  return static_cast<float>(std::ldexp(fp8Max(update.getFp8Type()), -margin));
+}
+
+/// An update whose results only the step returns (the next step's state):
+/// it can wait for the end of the step and then update its state in place,
+/// since by then every reader of the old history, scale and scale inverse
+/// (this step's quantizes and GEMMs) has run.
+static bool deferrable(tx::FP8ScaleUpdateOp update) {
+  for (Value state : {update.getAmaxHistory(), update.getScale()})
+    if (!isa<BlockArgument>(state))
+      return false;
+  for (Value result : update->getResults())
+    for (Operation *user : result.getUsers())
+      if (!isa<func::ReturnOp>(user))
+        return false;
+  return true;
+}
+
+/// The argument |result| is returned as the next value of, if any.
+static Value nextStateArgument(Value result) {
+  for (OpOperand &use : result.getUses()) {
+    auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
+    auto func = ret ? dyn_cast<func::FuncOp>(ret->getParentOp()) : nullptr;
+    auto next = func ? func.getResultAttrOfType<IntegerAttr>(use.getOperandNumber(), "tx.next")
+                     : IntegerAttr();
+    if (next && next.getInt() >= 0 && next.getInt() < func.getNumArguments())
+      return func.getArgument(next.getInt());
+  }
+  return {};
+}
+
 /// tx.fp8_scale_update: one block rolls the history (newest first) and
 /// takes its NaN-skipping max (maxnum from 0, so max(0, maxNum(...)));
 /// thread 0 derives the scale. Bit-exact: f32 divisions are correctly
-/// rounded (the serializer asks NVPTX for IEEE division).
+/// rounded (the serializer asks NVPTX for IEEE division). An update whose
+/// results only the step returns waits for the end of the step, where all
+/// of them run as one packed launch (flushFP8ScaleUpdates), in place.
 LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
   auto update = cast<tx::FP8ScaleUpdateOp>(op);
   Value history = update.getAmaxHistory(), scale = update.getScale();
@@ -336,9 +634,19 @@ LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
   Value newScale = update.getNewScale(), newScaleInv = update.getNewScaleInv();
   tx::FP8RecipeAttr recipe = update.getRecipe();
   bool windowMax = recipe.getAmaxCompute() == tx::AmaxCompute::max;
-  int margin = static_cast<int>(std::min<int64_t>(recipe.getMargin(), 4096));
-  double scaledMax = static_cast<float>(std::ldexp(fp8Max(update.getFp8Type()), -margin));
+  double scaledMax = scaledMaxOf(update);
   int64_t length = typeOf(history).getNumElements();
+  Value scaleInv = nextStateArgument(newScaleInv);
+  if (deferrable(update) && scaleInv && nextStateArgument(newHistory) == history &&
+      nextStateArgument(newScale) == scale && !ctx.bufferOfValue.count(newHistory) &&
+      !ctx.bufferOfValue.count(newScale) && !ctx.bufferOfValue.count(newScaleInv)) {
+    ctx.bufferOfValue[newHistory] = ctx.bufferFor(history);
+    ctx.bufferOfValue[newScale] = ctx.bufferFor(scale);
+    ctx.bufferOfValue[newScaleInv] = ctx.bufferFor(scaleInv);
+    ctx.bufferFor(amax);
+    ctx.deferredScaleUpdates.push_back(op);
+    return success();
+  }
   // Thread 0 reads the scale before it writes the new one, so the scale
   // may be updated in place (its quantize ran earlier in the step). The
   // history may not: thread t reads slot t - 1 while thread t - 1 writes
@@ -370,6 +678,81 @@ LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
   if (failed(kb.status()))
     return failure();
   ctx.launch(kb, op, 1, ctx.buffersOf(outputs), ctx.buffersOf(inputs));
+  return success();
+}
+
+/// One launch per (history length, amax rule, scaled maximum) over the
+/// held-back updates, one block each, finding its history, scale, scale
+/// inverse and amax through an offset table. Each thread first reads the
+/// entries it will write (entry j takes old entry j - 1, entry 0 the new
+/// amax) into registers, then a barrier, then the writes: so the history
+/// is rolled in place, where the single update kernel needs a second
+/// buffer and a copy back. The window max and the scale are the single
+/// kernel's (the same maxnum, blockReduce and scaleFromAmax): bit-exact.
+LogicalResult cuda::flushFP8ScaleUpdates(LoweringContext &ctx) {
+  std::vector<Operation *> pending;
+  std::swap(pending, ctx.deferredScaleUpdates);
+  std::map<std::tuple<int64_t, bool, double>, llvm::SmallVector<tx::FP8ScaleUpdateOp>> groups;
+  for (Operation *op : pending) {
+    auto update = cast<tx::FP8ScaleUpdateOp>(op);
+    bool windowMax = update.getRecipe().getAmaxCompute() == tx::AmaxCompute::max;
+    groups[{typeOf(update.getAmaxHistory()).getNumElements(), windowMax, scaledMaxOf(update)}]
+        .push_back(update);
+  }
+  for (auto &[key, updates] : groups) {
+    auto [length, windowMax, scaledMax] = key;
+    llvm::SmallVector<int64_t> elements;
+    llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
+    for (tx::FP8ScaleUpdateOp update : updates) {
+      elements.push_back(length);
+      buffers.push_back({ctx.bufferFor(update.getAmaxHistory()), ctx.bufferFor(update.getScale()),
+                         ctx.bufferFor(update.getNewScaleInv()), ctx.bufferFor(update.getAmax())});
+    }
+    PackedTable packed =
+        buildPackedTable(ctx, elements, buffers, length, "fp8 scale-update offset table");
+    KernelBuilder kb(ctx.gpuModule,
+                     "k" + std::to_string(ctx.builtKernels++) + "_fp8_scale_updates", {}, {},
+                     ctx.plan, /*workgroupFloats=*/32);
+    auto &b = kb.builder();
+    PackedBlock block = emitPackedBlock(kb, packed);
+    Value history = packedView(kb, block, 0, b.getF32Type());
+    Value scale = packedView(kb, block, 1, b.getF32Type());
+    Value scaleInv = packedView(kb, block, 2, b.getF32Type());
+    Value amax = packedView(kb, block, 3, b.getF32Type());
+    Value latest = memref::LoadOp::create(b, amax, ValueRange{kb.idx(0)});
+    llvm::SmallVector<Value> entries, values;
+    Value window = kb.f32(0.0);
+    for (int64_t first = 0; first < length; first += kBlockSize) {
+      Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(first));
+      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length));
+      Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
+      Value readable = arith::AndIOp::create(
+          b, inRange, arith::XOrIOp::create(b, isFirst, arith::ConstantIntOp::create(b, 1, 1)));
+      Value previous = arith::SelectOp::create(
+          b, readable, arith::SubIOp::create(b, j, kb.idx(1)), kb.idx(0));
+      Value old = memref::LoadOp::create(b, history, ValueRange{previous});
+      Value v = arith::SelectOp::create(b, isFirst, latest, old);
+      window = arith::SelectOp::create(b, inRange, arith::MaxNumFOp::create(b, window, v), window);
+      entries.push_back(j);
+      values.push_back(v);
+    }
+    gpu::BarrierOp::create(b);
+    for (auto [j, v] : llvm::zip(entries, values))
+      kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
+                [&, j = j, v = v] { memref::StoreOp::create(b, v, history, ValueRange{j}); });
+    Value windowAmax = windowMax ? kb.blockReduce(window, /*isMax=*/true) : latest;
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] {
+      Value old = memref::LoadOp::create(b, scale, ValueRange{kb.idx(0)});
+      auto [s, inv] = scaleFromAmax(kb, windowAmax, scaledMax, old);
+      memref::StoreOp::create(b, s, scale, ValueRange{kb.idx(0)});
+      memref::StoreOp::create(b, inv, scaleInv, ValueRange{kb.idx(0)});
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    launchPacked(ctx, kb, updates.front(), packed, {});
+  }
   return success();
 }
 

@@ -75,6 +75,9 @@ struct LoweringContext {
   };
   std::vector<DeferredColumnSum> deferredColumnSums;
   llvm::DenseSet<Value> deferredOutputs;
+  /// Delayed-scaling updates whose results only the step returns, put off
+  /// to the end of the step (flushFP8ScaleUpdates, FP8Kernels.cpp).
+  std::vector<Operation *> deferredScaleUpdates;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)
@@ -170,7 +173,13 @@ LogicalResult lowerAttentionGrad(LoweringContext &ctx, Operation *op);
 /// a cuBLASLt FP8 GEMM.
 LogicalResult lowerAmax(LoweringContext &ctx, Operation *op);
 LogicalResult lowerQuantize(LoweringContext &ctx, Operation *op);
+/// A tiled byte transpose for an FP8 transpose of codes in memory; false
+/// when it does not apply.
+FailureOr<bool> lowerFP8Transpose(LoweringContext &ctx, Operation *op);
 LogicalResult lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op);
+/// The scale updates lowerFP8ScaleUpdate held back, as one packed launch
+/// per recipe and FP8 type; called where the step returns.
+LogicalResult flushFP8ScaleUpdates(LoweringContext &ctx);
 LogicalResult lowerFP8CurrentScale(LoweringContext &ctx, Operation *op);
 LogicalResult lowerFP8Matmul(LoweringContext &ctx, Operation *op);
 

@@ -354,6 +354,8 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
     if ((isa<func::ReturnOp>(op) || readsDeferredColumnSums(ctx, op)) &&
         failed(flushColumnSums(ctx)))
       return failure();
+    if (isa<func::ReturnOp>(op) && failed(flushFP8ScaleUpdates(ctx)))
+      return failure();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       (void)ret;
       continue;
@@ -388,6 +390,13 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       if (failed(lowerQuantize(ctx, &op)))
         return failure();
       continue;
+    }
+    if (isa<tx::TransposeOp>(op)) {
+      FailureOr<bool> lowered = lowerFP8Transpose(ctx, &op);
+      if (failed(lowered))
+        return failure();
+      if (*lowered)
+        continue;
     }
     if (ctx.packedSumsOfSquares.count(&op)) {
       if (failed(lowerPackedSumOfSquares(ctx, &op)))
