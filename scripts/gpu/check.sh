@@ -16,6 +16,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 "$bin/txrt-info" || status=1
 echo "== runtime self-test"
 "$bin/txrt-gpu-selftest" || status=1
+echo "== the hardware FP8 encode vs the integer one, every f32"
+if [ -f "$cases/fp8_convert_check.ptx" ]; then
+  python3 "$root/scripts/gpu/fp8_convert_check.py" "$cases/fp8_convert_check.ptx" || status=1
+else
+  echo "fp8_convert_check.ptx not prepared: FAILED"; status=1
+fi
 echo "== steps on the GPU vs the CPU executor"
 while read -r name steps; do
   rm -rf "$results/$name.gpu"

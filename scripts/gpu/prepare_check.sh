@@ -91,6 +91,9 @@ if [ -n "${HELDOUT_DIR:-}" ]; then
     add_case "heldout_${m}_bf16" "$HELDOUT_DIR/$m.onnx" "$steps" --precision=bf16
   done
 fi
+# The hardware FP8 encode against the integer one (check.sh runs it over
+# every f32; test/Target/CUDA/FP8ConvertKernel.cpp).
+"$bin/txopt-fp8-convert-kernel" "$out/fp8_convert_check.ptx" > /dev/null
 # Learning curves (check.sh trains these on a token stream, f32 vs bf16).
 "$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 -o "$out/curve.txa" -q
 "$bin/txopt" "$models/llama_op18_loss.onnx" --train --lr=3e-3 --precision=bf16 -o "$out/curve_bf16.txa" -q

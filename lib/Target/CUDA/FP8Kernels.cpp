@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <cmath>
@@ -80,6 +81,39 @@ Value cuda::emitFP8Encode(ImplicitLocOpBuilder &b, Value value, Type fp8Type) {
   Value bits = arith::BitcastOp::create(b, b.getI32Type(), value);
   Value code = fp8FromF32Bits(ops, bits, paramsOf(fp8Type));
   return arith::TruncIOp::create(b, b.getI8Type(), code);
+}
+
+llvm::SmallVector<Value> cuda::emitFP8EncodeHardware(ImplicitLocOpBuilder &b,
+                                                     llvm::ArrayRef<Value> values,
+                                                     Type fp8Type) {
+  const FP8Params &params = paramsOf(fp8Type);
+  llvm::SmallVector<Value> codes;
+  for (size_t i = 0; i < values.size(); i += 2) {
+    Value hi = values[i], lo = i + 1 < values.size() ? values[i + 1] : values[i];
+    // The pair packs |hi| into the upper byte, |lo| into the lower.
+    Value pair = NVVM::ConvertF32x2ToF8x2Op::create(
+        b, b.getI16Type(), hi, lo, NVVM::FPRoundingMode::RN, NVVM::SaturationMode::SATFINITE,
+        /*relu=*/false, fp8Type);
+    Value wide = arith::ExtUIOp::create(b, b.getI32Type(), pair);
+    llvm::SmallVector<std::pair<Value, Value>, 2> parts{
+        {hi, arith::ShRUIOp::create(b, wide, arith::ConstantIntOp::create(b, 8, 32))}};
+    if (i + 1 < values.size())
+      parts.push_back({lo, wide});
+    for (auto [value, bits] : parts) {
+      Value code = arith::TruncIOp::create(b, b.getI8Type(), bits);
+      Value f32Bits = arith::BitcastOp::create(b, b.getI32Type(), value);
+      Value sign = arith::TruncIOp::create(
+          b, b.getI8Type(),
+          arith::AndIOp::create(
+              b, arith::ShRUIOp::create(b, f32Bits, arith::ConstantIntOp::create(b, 24, 32)),
+              arith::ConstantIntOp::create(b, 0x80, 32)));
+      Value nan = arith::OrIOp::create(
+          b, sign, arith::ConstantIntOp::create(b, static_cast<int64_t>(params.nanCode), 8));
+      Value isNaN = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, value, value);
+      codes.push_back(arith::SelectOp::create(b, isNaN, nan, code));
+    }
+  }
+  return codes;
 }
 
 Value cuda::emitFP8Decode(ImplicitLocOpBuilder &b, Value code, Type fp8Type) {
@@ -229,6 +263,20 @@ struct Tile {
     return arith::AddIOp::create(b, arith::MulIOp::create(b, batchRow, kb.idx(cols)), col);
   }
 
+  /// The index in |shape| of this thread's run's first element, when
+  /// |shape| flattens to the view with the same innermost dim: the row
+  /// delinearized over the outer dims, the column as it is (visibly a
+  /// multiple of kRun, which the vectorizer needs).
+  llvm::SmallVector<Value> runIndex(KernelBuilder &kb, llvm::ArrayRef<int64_t> shape) const {
+    auto &b = kb.builder();
+    Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, tileR, kb.idx(kTile)), localRow);
+    Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, tileC, kb.idx(kTile)), localCol);
+    Value flatRow = arith::AddIOp::create(b, arith::MulIOp::create(b, batch, kb.idx(rows)), row);
+    llvm::SmallVector<Value> index = kb.delinearize(flatRow, shape.drop_back());
+    index.push_back(col);
+    return index;
+  }
+
   /// Where element |e| of this thread's run sits in the workgroup tile.
   Value inWorkgroup(KernelBuilder &kb, int64_t e) const {
     auto &b = kb.builder();
@@ -267,6 +315,15 @@ Value addTileMemory(KernelBuilder &kb) {
       b.getLoc());
 }
 } // namespace
+
+/// Whether the kernels' target has the FP8 conversion instructions
+/// (sm_89 and newer: every target an FP8 step runs on, since its GEMMs need
+/// them too).
+static bool hasFP8Conversions(LoweringContext &ctx) {
+  llvm::StringRef target = ctx.program.target;
+  unsigned sm = 0;
+  return target.consume_front("sm_") && !target.getAsInteger(10, sm) && sm >= 89;
+}
 
 /// tx.amax with its fused quantize, each thread reading and quantizing a
 /// run of kRun consecutive elements (so its loads and stores become 16-byte
@@ -324,13 +381,20 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     stores = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, own, kb.idx(runs));
     run = arith::MinUIOp::create(b, own, kb.idx(runs - 1));
   }
-  Value first = arith::MulIOp::create(b, run, kb.idx(kRun));
-  llvm::SmallVector<int64_t> runShape(shape.begin(), shape.end());
-  runShape.back() /= kRun;
-  llvm::SmallVector<Value> index = kb.delinearize(run, runShape);
-  Value column = arith::MulIOp::create(b, index.back(), kb.idx(kRun));
+  Value first = coords ? coords->firstOfRun(kb) : arith::MulIOp::create(b, run, kb.idx(kRun));
+  llvm::SmallVector<Value> index;
+  Value column;
+  if (coords && shape.back() == coords->cols) {
+    index = coords->runIndex(kb, shape);
+    column = index.back();
+  } else {
+    llvm::SmallVector<int64_t> runShape(shape.begin(), shape.end());
+    runShape.back() /= kRun;
+    index = kb.delinearize(run, runShape);
+    column = arith::MulIOp::create(b, index.back(), kb.idx(kRun));
+  }
   Value acc = kb.f32(0.0);
-  llvm::SmallVector<Value> codes;
+  llvm::SmallVector<Value> scaled, codes;
   for (int64_t e = 0; e < kRun; ++e) {
     index.back() = arith::AddIOp::create(b, column, kb.idx(e));
     Value v = kb.emit(x, index);
@@ -339,7 +403,13 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     acc = arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, v));
     // f32(x * scale), then the saturating FP8 rounding: tx.quantize.
     if (quantize)
-      codes.push_back(emitFP8Encode(b, arith::MulFOp::create(b, v, scale), fp8Type));
+      scaled.push_back(arith::MulFOp::create(b, v, scale));
+  }
+  if (quantize && hasFP8Conversions(ctx)) {
+    codes = emitFP8EncodeHardware(b, scaled, fp8Type);
+  } else {
+    for (Value v : scaled)
+      codes.push_back(emitFP8Encode(b, v, fp8Type));
   }
   auto storeRun = [&](Value dst) {
     for (auto [e, code] : llvm::enumerate(codes))

@@ -79,6 +79,12 @@ bool isFP8(Type type);
 /// The FP8 code (i8) of the f32 |value| rounded to |fp8Type| as the
 /// executor rounds: to nearest even, saturating, NaN kept (FP8Kernels.cpp).
 Value emitFP8Encode(ImplicitLocOpBuilder &b, Value value, Type fp8Type);
+/// The codes of |values| (f32), two at a time through sm_89's
+/// `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`, each NaN then replaced by the
+/// canonical NaN code with its sign: the same codes as emitFP8Encode
+/// (checked for every f32 on the GPU, scripts/gpu/fp8_convert_check.py).
+llvm::SmallVector<Value> emitFP8EncodeHardware(ImplicitLocOpBuilder &b,
+                                               llvm::ArrayRef<Value> values, Type fp8Type);
 /// The exact f32 value of the FP8 code |code| (i8).
 Value emitFP8Decode(ImplicitLocOpBuilder &b, Value code, Type fp8Type);
 

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -559,7 +560,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
                           "yet (no NCCL collectives): run them with "
                           "txopt-run --ranks=N");
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
-                       vector::VectorDialect,
+                       vector::VectorDialect, NVVM::NVVMDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
   program.target = options.target;
   OpBuilder builder(context);
