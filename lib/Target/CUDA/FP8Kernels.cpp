@@ -448,14 +448,13 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   return success();
 }
 
-/// tx.amax: each block takes max |x| over kAmaxPerBlock elements (the
-/// input's producers computed inline), then one atomic max of the f32 bits
-/// as unsigned integers into the zeroed result. Non-negative floats order
-/// as their bits do and every positive NaN lies above +inf, so this is the
-/// executor's NaN-propagating max; NaN is canonicalized first so the result
-/// does not depend on which block wins. A fused tx.quantize writes each
-/// element's code on the way (TE's cast kernels compute the amax the same
-/// way), transposed when an FP8 GEMM reads it as rhs.
+/// tx.amax: a memset of the result, then one kernel whose blocks each take
+/// max |x| (the input's producers computed inline) and fold it in with
+/// emitAtomicAmax. A fused tx.quantize writes each element's code on the
+/// way (TE's cast kernels compute the amax the same way), in each layout
+/// its readers want. Usually lowerAmaxByThreadRuns builds the kernel; this
+/// one-element path (kAmaxPerBlock elements per block, 256 apart per
+/// thread) is the fallback for shapes its runs and tiles do not cover.
 LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
   auto amax = cast<tx::AmaxOp>(op);
   Value x = amax.getInput(), result = amax.getResult();
