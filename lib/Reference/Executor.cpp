@@ -13,6 +13,7 @@
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
+#include "txopt/Reference/FloatFormats.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -49,13 +50,6 @@ std::string mlir::txopt::reference::describeLocation(Location loc) {
   llvm::raw_string_ostream os(text);
   loc.print(os);
   return text;
-}
-
-double mlir::txopt::reference::roundUnlessF64(Type type, double value,
-                                              const ExecutorOptions &options) {
-  if (options.computeInF64)
-    return value;
-  return roundToType(cast<FloatType>(type), value);
 }
 
 Executor::Executor(ModuleOp module, ExecutorOptions options)

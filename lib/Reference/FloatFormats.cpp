@@ -12,23 +12,50 @@
 
 #include "txopt/Reference/FloatFormats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 using namespace mlir::txopt::reference;
 
+/// 2^e as a double, for e in the normal range [-1022, 1023].
+static double powerOfTwo(int e) {
+  uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 double mlir::txopt::reference::roundToFormat(double x, BinaryFormat format) {
-  if (std::isnan(x) || std::isinf(x) || x == 0.0)
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  int biased = static_cast<int>((bits >> 52) & 0x7ff);
+  if (biased == 0x7ff || x == 0.0) // NaN, infinity, +-0
     return x;
-  int exp2;
-  (void)std::frexp(x, &exp2); // |x| = m * 2^exp2, m in [0.5, 1)
-  int unbiased = exp2 - 1;    // |x| in [2^unbiased, 2^(unbiased + 1))
+  // x's binade, read off the exponent field (double subnormals lie below
+  // every format's smallest quantum and only need a binade below minExp).
+  int unbiased = biased == 0 ? -1023 : biased - 1023;
   int quantumExp = std::max(unbiased, format.minExp) - (format.precision - 1);
-  double quantum = std::ldexp(1.0, quantumExp);
-  double rounded = std::nearbyint(x / quantum) * quantum;
+  double rounded;
+  if (quantumExp >= -1022 && quantumExp <= 1023 - 53) {
+    // |x| < 2^precision quanta, so x + 1.5 * 2^52 quanta lies in the binade
+    // whose ulp is one quantum: the addition rounds x to a multiple of the
+    // quantum (to nearest, ties to even, once) and the subtraction is exact.
+    // The copysign keeps the sign of a result that rounds to zero. (Valid
+    // because nothing here is built with -ffast-math, which could fold
+    // (x + c) - c to x, and x86-64 evaluates doubles in double.)
+    double shifter = 1.5 * powerOfTwo(quantumExp + 52);
+    rounded = std::copysign((x + shifter) - shifter, x);
+  } else {
+    double quantum = std::ldexp(1.0, quantumExp);
+    rounded = std::nearbyint(x / quantum) * quantum;
+  }
   // Anything that rounds to 2^(maxExp + 1) or beyond overflows.
-  if (std::fabs(rounded) >= std::ldexp(1.0, format.maxExp + 1))
+  double overflow = format.maxExp < 1023
+                        ? powerOfTwo(format.maxExp + 1)
+                        : std::numeric_limits<double>::infinity();
+  if (std::fabs(rounded) >= overflow)
     return std::copysign(std::numeric_limits<double>::infinity(), x);
   return rounded;
 }

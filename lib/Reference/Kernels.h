@@ -18,6 +18,7 @@
 #define TXOPT_LIB_REFERENCE_KERNELS_H
 
 #include "txopt/Reference/Executor.h"
+#include "txopt/Reference/FloatFormats.h"
 #include "txopt/Reference/Tensor.h"
 
 #include "mlir/IR/Operation.h"
@@ -37,8 +38,16 @@ inline Tensor makeResult(Operation *op, unsigned index = 0) {
   return Tensor(cast<RankedTensorType>(op->getResult(index).getType()));
 }
 
-/// Rounds |value| to |type| unless the executor runs in f64 mode.
-double roundUnlessF64(Type type, double value, const ExecutorOptions &options);
+/// Rounds |value| to |type| unless the executor runs in f64 mode. Inline:
+/// kernels call it per element, mostly for f32.
+inline double roundUnlessF64(Type type, double value,
+                             const ExecutorOptions &options) {
+  if (options.computeInF64)
+    return value;
+  if (isa<Float32Type>(type))
+    return roundToFloat32(value);
+  return roundToType(cast<FloatType>(type), value);
+}
 
 llvm::Expected<bool> evalElementwiseOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalShapeOp(Operation *op, const KernelArgs &args);

@@ -312,13 +312,14 @@ double mlir::txopt::reference::saturateInfinityForFP8(Type type,
 }
 
 double mlir::txopt::reference::roundToType(FloatType type, double value) {
-  if (type.isF64())
-    return value;
-  if (type.isF32())
+  // isa<> compares type ids inline; the executor calls this per element.
+  if (isa<Float32Type>(type))
     return roundToFloat32(value);
-  if (type.isBF16())
+  if (isa<Float64Type>(type))
+    return value;
+  if (isa<BFloat16Type>(type))
     return roundToBFloat16(value);
-  if (type.isF16())
+  if (isa<Float16Type>(type))
     return roundToFloat16(value);
   // The OCP FP8 formats saturate, as TE's casts and cuBLASLt's FP8 outputs
   // do (and ONNX Cast with its default saturate=1); APFloat would overflow
@@ -369,11 +370,21 @@ int64_t mlir::txopt::reference::wrapToWidth(int64_t value, unsigned width) {
 void mlir::txopt::reference::roundToElementType(Tensor &tensor) {
   Type type = tensor.getElementType();
   if (auto floatType = dyn_cast<FloatType>(type)) {
-    if (floatType.isF64())
+    if (isa<Float64Type>(floatType))
       return;
-    if (floatType.isF32()) {
+    if (isa<Float32Type>(floatType)) {
       for (double &v : tensor.floats())
         v = roundToFloat32(v);
+      return;
+    }
+    if (isa<BFloat16Type>(floatType)) {
+      for (double &v : tensor.floats())
+        v = roundToBFloat16(v);
+      return;
+    }
+    if (isa<Float8E4M3FNType>(floatType)) {
+      for (double &v : tensor.floats())
+        v = roundToFloat8(v, kFloat8E4M3FN);
       return;
     }
     for (double &v : tensor.floats())
@@ -410,12 +421,20 @@ mlir::txopt::reference::stridedIndices(llvm::ArrayRef<int64_t> outShape,
   std::vector<int64_t> result(total);
   if (total == 0)
     return result;
+  if (rank == 0) {
+    result[0] = offset;
+    return result;
+  }
+  // The innermost dimension is filled as one strided run; an odometer over
+  // the outer dimensions moves between runs.
+  int64_t inner = outShape.back(), innerStride = strides.back();
   llvm::SmallVector<int64_t, 4> index(rank, 0);
   int64_t current = offset;
-  for (int64_t i = 0; i < total; ++i) {
-    result[i] = current;
-    // Odometer increment over the output multi-index.
-    for (int64_t d = rank - 1; d >= 0; --d) {
+  for (int64_t start = 0; start < total; start += inner) {
+    int64_t *run = result.data() + start;
+    for (int64_t j = 0; j < inner; ++j)
+      run[j] = current + j * innerStride;
+    for (int64_t d = rank - 2; d >= 0; --d) {
       if (++index[d] < outShape[d]) {
         current += strides[d];
         break;
