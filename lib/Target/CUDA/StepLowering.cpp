@@ -12,6 +12,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/Passes.h"
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 #include "txopt/Reference/Executor.h"
@@ -24,6 +25,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 
@@ -569,6 +571,18 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
                                  builder.getUnitAttr());
   builder.setInsertionPointToEnd(program.kernels->getBody());
   auto gpuModule = gpu::GPUModuleOp::create(builder, step.getLoc(), "kernels");
+
+  // Forward values the backward reads again are recomputed there when that
+  // is a cheap elementwise chain (tx-rematerialize): the memory plan below
+  // then frees them after the forward. The micro-step has a backward too.
+  for (func::FuncOp f : {step, micro}) {
+    if (!f)
+      continue;
+    PassManager pm(context, func::FuncOp::getOperationName());
+    pm.addPass(tx::createRematerializePass());
+    if (failed(pm.run(f)))
+      return failure();
+  }
 
   LoweringContext ctx(program, gpuModule, options);
   groupKernels(ctx, step);

@@ -794,6 +794,54 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
   ];
 }
 
+def RematerializePass : Pass<"tx-rematerialize", "::mlir::func::FuncOp"> {
+  let summary = "Recompute cheap stored values where the backward reads them, instead of keeping them";
+  let description = [{
+    A training step keeps every forward value its backward reads alive from
+    the forward to the backward. Where such a value is stored only because a
+    GEMM reads it (a GELU output cast to bf16: the MLP's second GEMM reads
+    it in the forward, its weight gradient in the backward), and the
+    elementwise chain that computed it can be evaluated again from values
+    that are alive at the backward's read anyway, keeping it costs memory
+    and recomputing it costs one cheap kernel. This pass recomputes it:
+    torch.compile's min-cut partitioner makes the same trade.
+
+    For every value V computed by a pure elementwise op (a cast,
+    arithmetic with broadcasting, a unary function, a select) and read by
+    at least one op that needs it in memory (anything not elementwise and
+    not a view), take V's readers in program order. At the first reader R
+    that is separated from the previous one by a GEMM or an attention op
+    (V would be held across it), collect the chain that computes V, going
+    up through elementwise ops and stopping at values that are alive at R
+    anyway (read by R or by an op after it), block arguments and
+    constants. When the chain exists, has at most 16 ops and reads an
+    activation (a chain over step arguments alone, such as a weight's bf16
+    copy, stays stored: re-reading the f32 weights costs more per byte
+    saved, and frees little), clone it
+    right before R and let R and every later reader read the clone. The
+    earlier readers keep V, which now dies at the last of them.
+
+    Values are recomputed by the same ops on the same inputs, so every
+    result is bit-identical. The pass never runs CSE; running CSE after it
+    undoes it. The GPU lowering runs it on the training step before it
+    plans memory (txopt --train -o step.txa).
+
+    ```mlir
+    %g = tx.mul %h, %t : ...                       // GELU, f32
+    %c = tx.cast %g : tensor<..xf32> to tensor<..xbf16>
+    %y = tx.matmul %c, %w ...                      // forward GEMM
+    ... the rest of the forward, the loss, the backward's first GEMMs ...
+    %d = tx.matmul %ct, %dy ...                    // weight gradient reads %c
+    // After: the weight gradient reads a clone computed just before it
+    // from %h and %t, which the GELU's gradient keeps alive anyway.
+    %g2 = tx.mul %h, %t : ...
+    %c2 = tx.cast %g2 : ...
+    %d = tx.matmul %c2t, %dy ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
 def UntieParametersPass : Pass<"tx-untie-parameters", "::mlir::ModuleOp"> {
   let summary = "Give every node its own copy of a weight the exporter shared by accident";
   let description = [{
