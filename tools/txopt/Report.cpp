@@ -255,7 +255,8 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
     report["launches"] = summary.gpuLaunches;
     report["memory"] = llvm::json::Object{
         {"arena_bytes", summary.gpuArenaBytes},
-        {"attention_score_bytes_avoided", summary.gpuAttentionBytesAvoided}};
+        {"attention_score_bytes_avoided", summary.gpuAttentionBytesAvoided},
+        {"rematerialized_bytes", summary.gpuRematerializedBytes}};
     report["attention_calls"] = summary.gpuAttentionCalls;
     report["model_flops"] = summary.gpuModelFlops;
     report["gpu"] = summary.gpu;

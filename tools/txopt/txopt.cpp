@@ -313,6 +313,10 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
       gpuProgram.target, st.launches, st.gemms, st.memsets, st.copies,
       st.fusedOps, gpuProgram.arenaBytes / 1e6, st.argumentBytes / 1e6,
       st.scratchBytes / 1e6, st.unplannedBytes / 1e6);
+  if (st.rematerializedValues)
+    summary.gpu += llvm::formatv(
+        "; {0} values recomputed for the backward ({1:F1} MB not kept)",
+        st.rematerializedValues, st.rematerializedBytes / 1e6);
   if (f32GpuAttentionUnfused)
     summary.gpu += "; attention unfused (an f32 step: cuDNN's fused "
                    "attention runs bf16/fp16)";
@@ -332,6 +336,7 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
   summary.gpuModelFlops = st.modelFlops;
   summary.gpuAttentionCalls = st.attentions;
   summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;
+  summary.gpuRematerializedBytes = st.rematerializedBytes;
   summary.gpuArenaBytes = gpuProgram.arenaBytes;
 }
 

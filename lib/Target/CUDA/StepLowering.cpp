@@ -12,7 +12,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
-#include "txopt/Dialect/Tx/Transforms/Passes.h"
+#include "txopt/Dialect/Tx/Transforms/Rematerialize.h"
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 #include "txopt/Reference/Executor.h"
@@ -25,7 +25,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 
@@ -575,13 +574,15 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   // Forward values the backward reads again are recomputed there when that
   // is a cheap elementwise chain (tx-rematerialize): the memory plan below
   // then frees them after the forward. The micro-step has a backward too.
+  // The report counts the step's (the micro-step repeats its forward).
   for (func::FuncOp f : {step, micro}) {
     if (!f)
       continue;
-    PassManager pm(context, func::FuncOp::getOperationName());
-    pm.addPass(tx::createRematerializePass());
-    if (failed(pm.run(f)))
-      return failure();
+    tx::RematerializeResult freed = tx::rematerializeForBackward(f);
+    if (f == step) {
+      program.stats.rematerializedValues = freed.values;
+      program.stats.rematerializedBytes = freed.bytes;
+    }
   }
 
   LoweringContext ctx(program, gpuModule, options);

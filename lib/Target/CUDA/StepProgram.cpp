@@ -25,7 +25,12 @@ void StepProgram::print(llvm::raw_ostream &os) const {
      << "), " << stats.fusedOps << " ops fused into their users\n";
   os << "arena " << arenaBytes << " bytes: arguments+constants "
      << stats.argumentBytes << ", scratch " << stats.scratchBytes
-     << " (unplanned " << stats.unplannedBytes << ")\n";
+     << " (unplanned " << stats.unplannedBytes << ")";
+  if (stats.rematerializedValues)
+    os << "; " << stats.rematerializedValues
+       << " values recomputed for the backward, " << stats.rematerializedBytes
+       << " bytes not kept";
+  os << "\n";
   if (stats.peakCommand >= 0) {
     os << "peak " << stats.peakLiveBytes << " bytes of temporaries live at command "
        << stats.peakCommand << " (" << stats.peakOrigin << "), the largest:\n";

@@ -143,6 +143,10 @@ struct StepStatistics {
   /// attention would have written (forward and backward, before reuse).
   uint64_t attentionScoreBytesAvoided = 0;
   unsigned fusedOps = 0;      ///< tx ops computed inside another op's kernel
+  /// Stored forward values recomputed for the backward (tx-rematerialize)
+  /// and their bytes, which no longer stay alive in between.
+  unsigned rematerializedValues = 0;
+  uint64_t rematerializedBytes = 0;
   uint64_t argumentBytes = 0; ///< parameters, state and batch
   uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments
   uint64_t unplannedBytes = 0; ///< every value in its own buffer, for comparison

@@ -10,6 +10,7 @@
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Dialect/Tx/Transforms/Passes.h"
+#include "txopt/Dialect/Tx/Transforms/Rematerialize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -153,19 +154,29 @@ bool rematerialize(Value root) {
 
 struct RematerializePass
     : public tx::impl::RematerializePassBase<RematerializePass> {
-  void runOnOperation() override {
-    func::FuncOp func = getOperation();
-    if (func.isExternal())
-      return;
-    // Candidates first: the clones go into the block being scanned.
-    llvm::SmallVector<Value> candidates;
-    for (Operation &op : func.getBody().front())
-      if (isElementwise(&op) && isa<TensorType>(op.getResult(0).getType()) &&
-          isReadFromMemory(op.getResult(0)))
-        candidates.push_back(op.getResult(0));
-    for (Value candidate : candidates)
-      rematerialize(candidate);
-  }
+  void runOnOperation() override { tx::rematerializeForBackward(getOperation()); }
 };
 
 } // namespace
+
+tx::RematerializeResult tx::rematerializeForBackward(func::FuncOp func) {
+  RematerializeResult result;
+  if (func.isExternal())
+    return result;
+  // Candidates first: the clones go into the block being scanned.
+  llvm::SmallVector<Value> candidates;
+  for (Operation &op : func.getBody().front())
+    if (isElementwise(&op) && isa<RankedTensorType>(op.getResult(0).getType()) &&
+        isReadFromMemory(op.getResult(0)))
+      candidates.push_back(op.getResult(0));
+  for (Value candidate : candidates) {
+    if (!rematerialize(candidate))
+      continue;
+    auto type = cast<RankedTensorType>(candidate.getType());
+    ++result.values;
+    if (type.hasStaticShape())
+      result.bytes += static_cast<uint64_t>(type.getNumElements()) *
+                      ((type.getElementTypeBitWidth() + 7) / 8);
+  }
+  return result;
+}
