@@ -253,8 +253,18 @@ MaskKind classifyMask(ElementsAttr value, int64_t tq, int64_t tk) {
   if (!isa<FloatType>(type.getElementType()))
     return result;
   SmallVector<double> data;
-  for (APFloat element : value.getValues<APFloat>())
-    data.push_back(element.convertToDouble());
+  data.reserve(type.getNumElements());
+  // f32 masks (GPT-2's 1024 x 1024 buffer, read once per layer) without an
+  // APFloat per element; other float types through APFloat.
+  auto floats = type.getElementType().isF32() ? value.tryGetValues<float>()
+                                               : std::nullopt;
+  if (floats) {
+    for (float element : *floats)
+      data.push_back(element);
+  } else {
+    for (APFloat element : value.getValues<APFloat>())
+      data.push_back(element.convertToDouble());
+  }
   if (llvm::all_of(data, [](double x) { return x == 0.0; })) {
     result.kind = MaskKind::Zero;
     return result;
