@@ -377,16 +377,6 @@ void mlir::txopt::reference::roundToElementType(Tensor &tensor) {
         v = roundToFloat32(v);
       return;
     }
-    if (isa<BFloat16Type>(floatType)) {
-      for (double &v : tensor.floats())
-        v = roundToBFloat16(v);
-      return;
-    }
-    if (isa<Float8E4M3FNType>(floatType)) {
-      for (double &v : tensor.floats())
-        v = roundToFloat8(v, kFloat8E4M3FN);
-      return;
-    }
     for (double &v : tensor.floats())
       v = roundToType(floatType, v);
     return;
