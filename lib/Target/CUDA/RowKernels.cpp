@@ -435,14 +435,25 @@ constexpr int64_t kWarpRowGradBlocks = 512;
 /// Column partials combined per round through shared memory at the end of
 /// the warp-row norm gradient: kWarpsPerBlock x 32 lanes x this many f32.
 constexpr int64_t kCombineSlots = 16;
+/// Workgroup memory a kernel may declare statically (CUDA's limit without
+/// the opt-in to more dynamic memory).
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 
 /// tx.layer_norm_grad / tx.rms_norm_grad for rows usesWarpRows accepts.
 /// Kernel 1: each warp walks its own rows [w R, (w + 1) R) and computes dx
-/// (plus the residual gradient when |addend|), keeping its lanes' dy * xhat
-/// (and dy) per column in registers across the rows; at the end the
-/// block's 8 warps add theirs through shared memory in warp order and write
-/// one partial row per block. Kernel 2 adds the blocks' partial rows in a
-/// fixed order (lowerPartialColumnSums). Deterministic, no atomics.
+/// (plus the residual gradient when |addend|), adding its lanes' dy * xhat
+/// (and dy) per column into running sums across the rows; at the end the
+/// block's 8 warps add theirs in warp order and write one partial row per
+/// block. Kernel 2 adds the blocks' partial rows in a fixed order
+/// (lowerPartialColumnSums). Deterministic, no atomics.
+///
+/// The running sums live in shared memory, one slot per warp, step, sum and
+/// lane, when they fit (GPT-2's 768: 48 KB): held in registers they were 48
+/// of a lane's 168, which left one block (8 warps) per SM and too few bytes
+/// in flight for a memory-bound kernel. Otherwise (a layer norm of 1024)
+/// they stay in registers and are combined through shared memory in rounds
+/// of kCombineSlots. Both add the same terms in the same order: the same
+/// bits.
 static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, bool center,
                                            llvm::ArrayRef<Value> outputs,
                                            llvm::ArrayRef<Value> inputs, Value addend,
@@ -457,20 +468,34 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
   int64_t cols = sums * d;
   unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
 
+  // Per step: the lane's running dgamma (and dbeta) term of that column.
+  int64_t steps = (d + 32 * kLaneWidth - 1) / (32 * kLaneWidth) * kLaneWidth;
+  int64_t total = steps * sums;
+  bool sumsInShared = kWarpsPerBlock * 32 * total * 4 <= kMaxStaticSharedBytes;
   RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/true,
-               kWarpsPerBlock * 32 * kCombineSlots);
+               kWarpsPerBlock * 32 * (sumsInShared ? total : kCombineSlots));
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
+  assert(rk.steps() == steps && "the sweep's steps");
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
+  Value smem = kb.func().getWorkgroupAttributions().front();
+  // Lane |rk.lane|'s word of slot |slot| of warp |w| (slots of
+  // |slotsPerWarp|): consecutive lanes, consecutive banks.
+  auto smemAt = [&](Value w, Value slot, int64_t slotsPerWarp) {
+    Value s = arith::AddIOp::create(b, arith::MulIOp::create(b, w, kb.idx(slotsPerWarp)), slot);
+    return Value(arith::AddIOp::create(b, arith::MulIOp::create(b, s, kb.idx(32)), rk.lane));
+  };
   Value warpIndex = rk.row; // block * 8 + warp, before setRow
   Value first = arith::MulIOp::create(b, warpIndex, kb.idx(rowsPerWarp));
   Value last = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, kb.idx(rowsPerWarp)),
                                       kb.idx(rows));
   first = arith::MinUIOp::create(b, first, last);
-  int64_t steps = rk.steps();
   Type element = typeOf(outputs[0]).getElementType();
-  // Per step: the lane's running dgamma (and dbeta) term of that column.
-  llvm::SmallVector<Value> init(steps * sums, kb.f32(0.0));
+  if (sumsInShared)
+    for (int64_t k = 0; k < total; ++k)
+      memref::StoreOp::create(b, kb.f32(0.0), smem,
+                              ValueRange{smemAt(rk.warp, kb.idx(k), total)});
+  llvm::SmallVector<Value> init(sumsInShared ? 0 : total, kb.f32(0.0));
   NormGradRow row{rk, center, dy, x, gamma, mean, rstd, addend, d, element};
   llvm::SmallVector<Value> acc = kb.loop(first, last, kb.idx(1), init,
                                          [&](Value r, llvm::ArrayRef<Value> carried) {
@@ -480,8 +505,16 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
       NormGradRow::Element e = row.at(j);
       Value inRow = rk.stepInRow(step);
       auto add = [&](int64_t slot, Value term) {
-        Value sum = arith::AddFOp::create(b, carried[slot], term);
-        next[slot] = inRow ? Value(arith::SelectOp::create(b, inRow, sum, carried[slot])) : sum;
+        Value where = sumsInShared ? smemAt(rk.warp, kb.idx(slot), total) : Value();
+        Value old = sumsInShared ? Value(memref::LoadOp::create(b, smem, ValueRange{where}))
+                                 : carried[slot];
+        Value sum = arith::AddFOp::create(b, old, term);
+        if (inRow)
+          sum = arith::SelectOp::create(b, inRow, sum, old);
+        if (sumsInShared)
+          memref::StoreOp::create(b, sum, smem, ValueRange{where});
+        else
+          next[slot] = sum;
       };
       add(step * sums, arith::MulFOp::create(b, e.dy, e.xhat));
       if (center)
@@ -491,29 +524,28 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
     return next;
   });
 
-  // The block's warps add their column terms in warp order, kCombineSlots
-  // per round: each warp writes its lanes' values, then warp w adds slots
-  // w, w + 8, ... over the 8 warps and stores them in the block's row.
-  Value smem = kb.func().getWorkgroupAttributions().front();
+  // The block's warps add their column terms in warp order: warp w adds
+  // slots w, w + 8, ... over the 8 warps and stores them in the block's
+  // row. Registers go through shared memory kCombineSlots slots per round.
   Value partialRow = arith::MulIOp::create(b, kb.blockIndex(), kb.idx(cols));
-  int64_t total = steps * sums;
-  for (int64_t round = 0; round < total; round += kCombineSlots) {
-    int64_t count = std::min<int64_t>(kCombineSlots, total - round);
-    auto smemAt = [&](Value w, Value i) {
-      Value slot = arith::AddIOp::create(b, arith::MulIOp::create(b, w, kb.idx(kCombineSlots)), i);
-      return Value(arith::AddIOp::create(b, arith::MulIOp::create(b, slot, kb.idx(32)), rk.lane));
-    };
+  int64_t perRound = sumsInShared ? total : kCombineSlots;
+  for (int64_t round = 0; round < total; round += perRound) {
+    int64_t count = std::min<int64_t>(perRound, total - round);
     gpu::BarrierOp::create(b);
-    for (int64_t i = 0; i < count; ++i)
-      memref::StoreOp::create(b, acc[round + i], smem, ValueRange{smemAt(rk.warp, kb.idx(i))});
-    gpu::BarrierOp::create(b);
+    if (!sumsInShared) {
+      for (int64_t i = 0; i < count; ++i)
+        memref::StoreOp::create(b, acc[round + i], smem,
+                                ValueRange{smemAt(rk.warp, kb.idx(i), perRound)});
+      gpu::BarrierOp::create(b);
+    }
     for (int64_t t = 0; t * kWarpsPerBlock < count; ++t) {
       Value i = arith::AddIOp::create(b, rk.warp, kb.idx(t * kWarpsPerBlock));
       kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(count)), [&] {
         Value sum = kb.f32(0.0);
         for (int64_t w = 0; w < kWarpsPerBlock; ++w)
           sum = arith::AddFOp::create(
-              b, sum, memref::LoadOp::create(b, smem, ValueRange{smemAt(kb.idx(w), i)}));
+              b, sum,
+              memref::LoadOp::create(b, smem, ValueRange{smemAt(kb.idx(w), i, perRound)}));
         // Slot round + i is step s, sum q: element j of step s, column
         // q * d + j.
         Value slot = arith::AddIOp::create(b, i, kb.idx(round));

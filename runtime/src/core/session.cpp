@@ -37,7 +37,10 @@ Status Session::create(std::shared_ptr<const Artifact> artifact,
     return Status::invalid("no artifact");
   std::unique_ptr<Session> session(new Session());
   session->artifact_ = std::move(artifact);
+  auto started = std::chrono::steady_clock::now();
   Status status = cuda::createCudaDevice(options.device, session->device_);
+  session->loadTimes_.device =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (status.code() == TXRT_UNAVAILABLE)
     return Status::unavailable("no CUDA GPU found (" + status.message() +
                                "); txopt-run runs the step on the CPU");

@@ -21,6 +21,16 @@
 
 namespace txrt {
 
+/// Wall-clock seconds of each loading phase (Session::create), so the
+/// time from the artifact to the first step can be broken down.
+struct LoadTimes {
+  double device = 0;    ///< opening the device (CUDA context)
+  double kernels = 0;   ///< loading the images, JIT included
+  double arena = 0;     ///< the arena allocated and zeroed, constants copied
+  double arguments = 0; ///< initial argument values: weights from their files
+  double plans = 0;     ///< per-command plans: GEMM algorithms, attention graphs
+};
+
 struct SessionOptions {
   int device = 0;
   /// Folder for relative EXTERNAL paths instead of the artifact's folder.
@@ -94,18 +104,20 @@ public:
   uint64_t stepsRun() const { return stepsRun_; }
   /// Whether the kernels came from PTX compiled by the driver at load.
   bool usesJit() const { return usesJit_; }
+  const LoadTimes &loadTimes() const { return loadTimes_; }
 
 private:
   Session() = default;
   struct LaunchPlan;
-  /// Loading, in its steps: the device can run the artifact, the kernels
-  /// (cubins, or PTX through the driver's JIT), the arena with constants and
-  /// arguments, and each command's plan (launch parameters, GEMM and
+  /// Loading, in its steps (each timed in loadTimes_): the device can run
+  /// the artifact, the kernels (cubins, or PTX through the driver's JIT),
+  /// the arena with constants, the arguments, and each command's plan (launch parameters, GEMM and
   /// attention descriptors).
   Status load(const SessionOptions &options);
   Status checkDevice(const std::string &deviceName) const;
   Status loadKernels(const SessionOptions &options, const std::string &deviceName);
-  Status allocateArena(const SessionOptions &options);
+  Status allocateArena();
+  Status initializeArguments(const SessionOptions &options);
   Status planCommands();
   Status planLaunch(size_t i, const fb::Launch *l, const std::string &where);
   Status planGemm(size_t i, const fb::Gemm *g, const std::string &where);
@@ -164,6 +176,7 @@ private:
   bool syncEach_ = false;
   bool deterministic_ = false;
   uint64_t stepsRun_ = 0;
+  LoadTimes loadTimes_;
   size_t freeBefore_ = 0, minFree_ = 0;
 };
 

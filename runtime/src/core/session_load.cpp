@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -79,9 +80,19 @@ Status Session::load(const SessionOptions &options) {
   TXRT_RETURN_IF_ERROR(device_->createEvent(start_));
   TXRT_RETURN_IF_ERROR(device_->createEvent(end_));
 
-  TXRT_RETURN_IF_ERROR(loadKernels(options, deviceName));
-  TXRT_RETURN_IF_ERROR(allocateArena(options));
-  TXRT_RETURN_IF_ERROR(planCommands());
+  // Each phase timed to its end on the device, so the time it queued is
+  // counted in it and not in the next.
+  auto timed = [&](double &seconds, auto &&phase) -> Status {
+    auto started = std::chrono::steady_clock::now();
+    TXRT_RETURN_IF_ERROR(phase());
+    TXRT_RETURN_IF_ERROR(stream_->synchronize());
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return Status();
+  };
+  TXRT_RETURN_IF_ERROR(timed(loadTimes_.kernels, [&] { return loadKernels(options, deviceName); }));
+  TXRT_RETURN_IF_ERROR(timed(loadTimes_.arena, [&] { return allocateArena(); }));
+  TXRT_RETURN_IF_ERROR(timed(loadTimes_.arguments, [&] { return initializeArguments(options); }));
+  TXRT_RETURN_IF_ERROR(timed(loadTimes_.plans, [&] { return planCommands(); }));
   TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext("loading the artifact"));
   return sampleMemory();
 }
@@ -158,7 +169,7 @@ Status Session::loadKernels(const SessionOptions &options, const std::string &de
   return Status();
 }
 
-Status Session::allocateArena(const SessionOptions &options) {
+Status Session::allocateArena() {
   const fb::Artifact &a = artifact_->root();
   // One arena for every tensor, rounded up so the whole of it can be
   // zeroed with 32-bit stores.
@@ -176,6 +187,11 @@ Status Session::allocateArena(const SessionOptions &options) {
                                                 c->data()->size())
                              .withContext("constant " + std::to_string(i)));
   }
+  return Status();
+}
+
+Status Session::initializeArguments(const SessionOptions &options) {
+  const fb::Artifact &a = artifact_->root();
   size_t numArgs = a.arguments() ? a.arguments()->size() : 0;
   for (size_t i = 0; i < numArgs; ++i)
     TXRT_RETURN_IF_ERROR(initializeArgument(static_cast<unsigned>(i), options));

@@ -283,6 +283,13 @@ std::optional<int> TrainingRun::createSession() {
   const hal::DeviceInfo &info = session->deviceInfo();
   std::printf("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
               info.ccMinor);
+  // Where the time to the first step goes, beside the compile: issue 11
+  // tracks ONNX -> first step.
+  const LoadTimes &t = session->loadTimes();
+  std::printf("loaded in %.2f s: device %.2f, kernels %.2f, arena %.2f, arguments %.2f, "
+              "plans %.2f\n",
+              t.device + t.kernels + t.arena + t.arguments + t.plans, t.device, t.kernels,
+              t.arena, t.arguments, t.plans);
   if (session->usesJit())
     std::printf("kernels: the artifact's PTX, compiled by the driver at load%s\n",
                 o.forceJit ? " (--jit)" : " (its cubins are for another architecture)");

@@ -11,6 +11,9 @@
 #include "hal/cuda/cublaslt_symbols.h"
 #include "hal/cuda/cuda_hal.h"
 
+#include <string>
+#include <unordered_map>
+
 namespace txrt::cuda {
 namespace {
 
@@ -122,6 +125,14 @@ public:
     uint64_t workspace = kWorkspaceBytes;
     TXRT_LT(cublasLtMatmulPreferenceSetAttribute, plan->pref,
             CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+    // The heuristic's answer depends on the descriptors, not the addresses:
+    // asked once per distinct GEMM (a step repeats its layers' shapes).
+    std::string key = algoKey(s);
+    if (auto cached = algos_.find(key); cached != algos_.end()) {
+      plan->algo = cached->second;
+      out = std::move(plan);
+      return Status();
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     TXRT_LT(cublasLtMatmulAlgoGetHeuristic, handle_, plan->desc, plan->aLayout,
@@ -133,6 +144,7 @@ public:
                              ", k " + std::to_string(s.k) + ", batch " +
                              std::to_string(s.batch) + ")");
     plan->algo = result.algo;
+    algos_.emplace(std::move(key), result.algo);
     out = std::move(plan);
     return Status();
   }
@@ -152,6 +164,22 @@ public:
   }
 
 private:
+  /// What the descriptors above are made of, addresses left out (only
+  /// whether each optional pointer is set, which the epilogue and scaling
+  /// modes depend on).
+  static std::string algoKey(const hal::GemmSpec &s) {
+    std::string key;
+    for (uint64_t v : {s.m, s.n, s.k, s.batch, s.lda, s.ldb, s.ldd})
+      key += std::to_string(v) + ",";
+    for (int64_t v : {s.strideA, s.strideB, s.strideD})
+      key += std::to_string(v) + ",";
+    for (int v : {int(s.transA), int(s.transB), int(s.aType), int(s.bType), int(s.dType),
+                  int(s.fastTf32), int(s.epilogue), int(s.bias != 0), int(s.aScale != 0),
+                  int(s.bScale != 0), int(s.dScale != 0), int(s.dAmax != 0)})
+      key += std::to_string(v) + ",";
+    return key;
+  }
+
   Status setDesc(LtPlan &plan, int attribute, const void *value, size_t size) {
     TXRT_LT(cublasLtMatmulDescSetAttribute, plan.desc, attribute, value, size);
     return Status();
@@ -173,6 +201,7 @@ private:
   const BlasLtSymbols &lt_;
   cublasLtHandle_t handle_;
   std::unique_ptr<hal::Buffer> workspace_;
+  std::unordered_map<std::string, cublasLtMatmulAlgo_t> algos_;
 };
 
 } // namespace

@@ -25,11 +25,14 @@
 
 #ifdef TXRT_HAVE_CUDNN_FRONTEND
 
+#include <cstring>
 #include <dlfcn.h>
 
 #include <cudnn_frontend.h>
 
+#include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace cudnn_frontend {
@@ -115,13 +118,38 @@ void setMasking(Attributes &options, const hal::AttentionSpec &spec,
 /// Tensor uids of the variant pack.
 enum Uid : int64_t { Q = 1, K, V, O, LSE, BIAS, DO, DQ, DK, DV };
 
-class CudnnPlan final : public hal::AttentionPlan {
-public:
-  size_t workspaceBytes() const override { return workspace; }
+/// A built graph: the operation graph and its execution plan. The addresses
+/// are not part of it (they come with each execute, in the variant pack),
+/// so every call of one shape shares it.
+struct BuiltGraph {
   fe::graph::Graph graph;
-  std::unordered_map<int64_t, void *> pointers;
   size_t workspace = 0;
 };
+
+class CudnnPlan final : public hal::AttentionPlan {
+public:
+  size_t workspaceBytes() const override { return built->workspace; }
+  std::shared_ptr<BuiltGraph> built;
+  std::unordered_map<int64_t, void *> pointers;
+};
+
+/// Everything of a spec that shapes the built graph (not the addresses):
+/// the key of the graph cache.
+std::string graphKey(const hal::AttentionSpec &spec) {
+  std::string key;
+  auto add = [&](int64_t v) { key += std::to_string(v) + ","; };
+  add(spec.backward), add(static_cast<int64_t>(spec.dtype)), add(spec.causal),
+      add(spec.window), add(spec.hasMask), add(spec.deterministic);
+  uint32_t scaleBits;
+  std::memcpy(&scaleBits, &spec.scale, sizeof scaleBits);
+  add(scaleBits);
+  for (const hal::AttentionTensorSpec *t :
+       {&spec.q, &spec.k, &spec.v, &spec.o, &spec.mask, &spec.gradO, &spec.gradQ, &spec.gradK,
+        &spec.gradV})
+    for (int i = 0; i < 4; ++i)
+      add(t->dims[i]), add(t->strides[i]);
+  return key;
+}
 
 class CudnnAttention final : public hal::Attention {
 public:
@@ -133,13 +161,25 @@ public:
     }
   }
 
+  /// Building a graph takes cuDNN's heuristics and kernel compilation,
+  /// ~60 ms each: a step's layers repeat a few shapes (GPT-2-124M: 24
+  /// calls, 2 graphs), so each shape is built once and its calls share it.
   Status prepare(const hal::AttentionSpec &spec,
                  std::unique_ptr<hal::AttentionPlan> &out) override {
     auto plan = std::make_unique<CudnnPlan>();
-    try {
-      TXRT_RETURN_IF_ERROR(build(spec, *plan));
-    } catch (const std::exception &e) {
-      return Status::internal(std::string("cuDNN frontend: ") + e.what());
+    bindPointers(spec, plan->pointers);
+    std::string key = graphKey(spec);
+    auto cached = graphs_.find(key);
+    if (cached != graphs_.end()) {
+      plan->built = cached->second;
+    } else {
+      plan->built = std::make_shared<BuiltGraph>();
+      try {
+        TXRT_RETURN_IF_ERROR(build(spec, *plan->built));
+      } catch (const std::exception &e) {
+        return Status::internal(std::string("cuDNN frontend: ") + e.what());
+      }
+      graphs_.emplace(key, plan->built);
     }
     out = std::move(plan);
     return Status();
@@ -153,7 +193,7 @@ public:
           handle_, reinterpret_cast<cudaStream_t>(streamHandle(stream)));
       if (s != CUDNN_STATUS_SUCCESS)
         return Status::internal("cudnnSetStream failed: status " + std::to_string(s));
-      auto result = plan.graph.execute(handle_, plan.pointers,
+      auto result = plan.built->graph.execute(handle_, plan.pointers,
                                        reinterpret_cast<void *>(workspace));
       if (result.is_bad())
         return Status::internal("cuDNN SDPA execute failed: " + result.get_message());
@@ -164,13 +204,12 @@ public:
   }
 
 private:
-  Status build(const hal::AttentionSpec &spec, CudnnPlan &plan) {
-    fe::graph::Graph &graph = plan.graph;
+  Status build(const hal::AttentionSpec &spec, BuiltGraph &built) {
+    fe::graph::Graph &graph = built.graph;
     graph.set_io_data_type(feType(spec.dtype))
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
         .set_compute_data_type(fe::DataType_t::FLOAT);
     auto tensor = [&](const char *name, Uid uid, const hal::AttentionTensorSpec &t) {
-      plan.pointers[uid] = reinterpret_cast<void *>(t.ptr);
       return graph.tensor(fe::graph::Tensor_attributes()
                               .set_name(name)
                               .set_uid(uid)
@@ -182,7 +221,6 @@ private:
     auto v = tensor("V", V, spec.v);
     const int64_t b = spec.q.dims[0], h = spec.q.dims[1], tq = spec.q.dims[2];
     std::vector<int64_t> lseDims = {b, h, tq, 1}, lseStrides = {h * tq, tq, 1, 1};
-    plan.pointers[LSE] = reinterpret_cast<void *>(spec.lse);
     std::shared_ptr<fe::graph::Tensor_attributes> bias;
     if (spec.hasMask)
       bias = tensor("Bias", BIAS, spec.mask);
@@ -197,7 +235,6 @@ private:
       o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o));
       stats->set_output(true).set_uid(LSE).set_data_type(fe::DataType_t::FLOAT)
           .set_dim(lseDims).set_stride(lseStrides);
-      plan.pointers[O] = reinterpret_cast<void *>(spec.o.ptr);
     } else {
       auto o = tensor("O", O, spec.o);
       auto dO = tensor("dO", DO, spec.gradO);
@@ -216,9 +253,6 @@ private:
       dQ->set_output(true).set_uid(DQ).set_dim(dimsOf(spec.gradQ)).set_stride(stridesOf(spec.gradQ));
       dK->set_output(true).set_uid(DK).set_dim(dimsOf(spec.gradK)).set_stride(stridesOf(spec.gradK));
       dV->set_output(true).set_uid(DV).set_dim(dimsOf(spec.gradV)).set_stride(stridesOf(spec.gradV));
-      plan.pointers[DQ] = reinterpret_cast<void *>(spec.gradQ.ptr);
-      plan.pointers[DK] = reinterpret_cast<void *>(spec.gradK.ptr);
-      plan.pointers[DV] = reinterpret_cast<void *>(spec.gradV.ptr);
     }
 
     auto check = [](fe::error_t result, const char *stage) -> Status {
@@ -235,11 +269,27 @@ private:
     TXRT_RETURN_IF_ERROR(check(graph.build_plans(handle_), "build plans"));
     int64_t workspace = 0;
     TXRT_RETURN_IF_ERROR(check(graph.get_workspace_size(workspace), "workspace size"));
-    plan.workspace = static_cast<size_t>(workspace);
+    built.workspace = static_cast<size_t>(workspace);
     return Status();
   }
 
+  /// The variant pack of one call: each tensor uid's address.
+  static void bindPointers(const hal::AttentionSpec &spec,
+                           std::unordered_map<int64_t, void *> &pointers) {
+    auto bind = [&](Uid uid, hal::DevicePtr ptr) {
+      pointers[uid] = reinterpret_cast<void *>(ptr);
+    };
+    bind(Q, spec.q.ptr), bind(K, spec.k.ptr), bind(V, spec.v.ptr), bind(O, spec.o.ptr);
+    bind(LSE, spec.lse);
+    if (spec.hasMask)
+      bind(BIAS, spec.mask.ptr);
+    if (spec.backward)
+      bind(DO, spec.gradO.ptr), bind(DQ, spec.gradQ.ptr), bind(DK, spec.gradK.ptr),
+          bind(DV, spec.gradV.ptr);
+  }
+
   cudnnHandle_t handle_;
+  std::unordered_map<std::string, std::shared_ptr<BuiltGraph>> graphs_;
 };
 
 } // namespace
