@@ -148,7 +148,7 @@ std::string writeGPUArtifact(ModuleOp module, const Options &options,
         os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
       }))
     return "cannot write '" + options.output + "': " + llvm::toString(std::move(err));
-  if (images.cubin.empty())
+  if (images.cubins.empty())
     llvm::errs() << "txopt: warning: ptxas not found (no CUDA toolkit): the "
                     "artifact carries PTX, which the driver compiles at load\n";
   return "";

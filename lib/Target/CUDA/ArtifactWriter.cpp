@@ -9,6 +9,8 @@
 
 #include "txopt/Target/CUDA/StepProgram.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include "txrt/artifact_generated.h"
 
 using namespace mlir;
@@ -27,25 +29,21 @@ static constexpr uint32_t kFormatVersionBase = 1;
 
 static fb::DType toFb(DType t) { return static_cast<fb::DType>(t); }
 
-/// The kernel images: the cubin (when ptxas made one) runs on the target's
-/// architecture; the PTX is kept beside it for the driver's JIT on other
-/// (newer) GPUs. Sets the index of each (-1: no cubin).
+/// The kernel images: the cubins (when ptxas made them, one per part the
+/// kernels were assembled in) run on the target's architecture; the PTX is
+/// kept beside them for the driver's JIT on other (newer) GPUs.
 static std::vector<flatbuffers::Offset<fb::KernelImage>>
-writeImages(flatbuffers::FlatBufferBuilder &fbb, const KernelImages &images,
-            int &cubinImage, int &ptxImage) {
+writeImages(flatbuffers::FlatBufferBuilder &fbb, const KernelImages &images) {
   std::vector<flatbuffers::Offset<fb::KernelImage>> imageList;
-  cubinImage = -1;
-  if (!images.cubin.empty()) {
-    auto data = fbb.CreateVector(reinterpret_cast<const uint8_t *>(images.cubin.data()),
-                                 images.cubin.size());
+  for (const KernelImages::Cubin &cubin : images.cubins) {
+    auto data = fbb.CreateVector(reinterpret_cast<const uint8_t *>(cubin.data.data()),
+                                 cubin.data.size());
     imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::CUBIN, data));
-    cubinImage = 0;
   }
   std::string ptx = images.ptx;
   ptx.push_back('\0');
   auto ptxData = fbb.CreateVector(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size());
   imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::PTX, ptxData));
-  ptxImage = static_cast<int>(imageList.size()) - 1;
   return imageList;
 }
 
@@ -183,16 +181,29 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
   for (const Slot &s : program.slots)
     slots.emplace_back(s.offset, s.bytes);
 
-  int cubinImage = -1, ptxImage = -1;
-  std::vector<flatbuffers::Offset<fb::KernelImage>> imageList =
-      writeImages(fbb, images, cubinImage, ptxImage);
-
+  std::vector<flatbuffers::Offset<fb::KernelImage>> imageList = writeImages(fbb, images);
+  // Each kernel runs from the cubin that holds it, with the PTX (the last
+  // image) as its JIT fallback; without cubins, from the PTX.
+  int ptxImage = static_cast<int>(imageList.size()) - 1;
+  llvm::StringMap<int> cubinOf;
+  for (size_t i = 0; i < images.cubins.size(); ++i)
+    for (const std::string &entry : images.cubins[i].entries)
+      cubinOf[entry] = static_cast<int>(i);
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
-  for (const std::string &name : program.kernelNames)
-    kernels.push_back(fb::CreateKernel(
-        fbb, fbb.CreateString(name),
-        static_cast<uint32_t>(cubinImage >= 0 ? cubinImage : ptxImage),
-        cubinImage >= 0 ? ptxImage : -1));
+  for (const std::string &name : program.kernelNames) {
+    int cubin = -1;
+    if (!images.cubins.empty()) {
+      auto found = cubinOf.find(name);
+      if (found == cubinOf.end()) {
+        error = "kernel '" + name + "' is in none of the cubins ptxas made";
+        return failure();
+      }
+      cubin = found->second;
+    }
+    kernels.push_back(fb::CreateKernel(fbb, fbb.CreateString(name),
+                                       static_cast<uint32_t>(cubin >= 0 ? cubin : ptxImage),
+                                       cubin >= 0 ? ptxImage : -1));
+  }
 
   std::vector<flatbuffers::Offset<fb::ConstantData>> constants;
   for (const ConstantUpload &c : program.constants)

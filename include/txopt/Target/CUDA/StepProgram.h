@@ -224,7 +224,13 @@ LogicalResult lowerStepForGPU(ModuleOp module, func::FuncOp step,
 /// found (CUDA toolkit), so the artifact loads without the driver's JIT.
 struct KernelImages {
   std::string ptx;
-  std::string cubin;           ///< empty when no ptxas
+  /// One cubin per ptxas run, each for its |entries| (the kernels are
+  /// assembled in parallel parts); none when no ptxas.
+  struct Cubin {
+    std::vector<std::string> entries;
+    std::string data;
+  };
+  std::vector<Cubin> cubins;
   std::string ptxasPath;       ///< the ptxas used, or empty
 };
 
