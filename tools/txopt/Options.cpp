@@ -114,7 +114,8 @@ OPTIONS:
   --gpu-plan=FILE         With -o step.txa: also write the step's memory
                           plan and command list as text.
   --gpu-kernels=FILE      With -o step.txa: also write the kernels as MLIR.
-  --gpu-ptx=FILE          With -o step.txa: also write the kernels' PTX.
+  --gpu-ptx=FILE          With -o step.txa: also write the kernels' PTX (one
+                          module per part compiled in parallel).
   --tf32                  Let f32 GEMMs use TF32 tensor cores (off: exact f32).
   --weights=DIR           Start from trained weights: every parameter takes
                           its value from the checkpoint in DIR (txopt-run or

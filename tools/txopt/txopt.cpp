@@ -138,7 +138,7 @@ std::string writeGPUArtifact(ModuleOp module, const Options &options,
     return error;
   if (options.gpuPtxPath)
     if (llvm::Error err = writeAtomically(*options.gpuPtxPath, [&](llvm::raw_ostream &os) {
-          os << images.ptx;
+          os << images.allPtx();
         }))
       return "cannot write '" + *options.gpuPtxPath + "': " + llvm::toString(std::move(err));
   std::vector<uint8_t> bytes;
@@ -148,7 +148,7 @@ std::string writeGPUArtifact(ModuleOp module, const Options &options,
         os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
       }))
     return "cannot write '" + options.output + "': " + llvm::toString(std::move(err));
-  if (images.cubins.empty())
+  if (!images.hasCubins())
     llvm::errs() << "txopt: warning: ptxas not found (no CUDA toolkit): the "
                     "artifact carries PTX, which the driver compiles at load\n";
   return "";

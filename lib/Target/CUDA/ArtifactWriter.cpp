@@ -29,21 +29,23 @@ static constexpr uint32_t kFormatVersionBase = 1;
 
 static fb::DType toFb(DType t) { return static_cast<fb::DType>(t); }
 
-/// The kernel images: the cubins (when ptxas made them, one per part the
-/// kernels were assembled in) run on the target's architecture; the PTX is
-/// kept beside them for the driver's JIT on other (newer) GPUs.
+/// The kernel images: each part's cubin (when ptxas made them), which runs
+/// on the target's architecture, then each part's PTX, kept for the
+/// driver's JIT on other (newer) GPUs: part p's cubin is image p, its PTX
+/// image cubins + p.
 static std::vector<flatbuffers::Offset<fb::KernelImage>>
 writeImages(flatbuffers::FlatBufferBuilder &fbb, const KernelImages &images) {
   std::vector<flatbuffers::Offset<fb::KernelImage>> imageList;
-  for (const KernelImages::Cubin &cubin : images.cubins) {
-    auto data = fbb.CreateVector(reinterpret_cast<const uint8_t *>(cubin.data.data()),
-                                 cubin.data.size());
-    imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::CUBIN, data));
-  }
-  std::string ptx = images.ptx;
-  ptx.push_back('\0');
-  auto ptxData = fbb.CreateVector(reinterpret_cast<const uint8_t *>(ptx.data()), ptx.size());
-  imageList.push_back(fb::CreateKernelImage(fbb, fb::ImageFormat::PTX, ptxData));
+  auto add = [&](fb::ImageFormat format, const std::string &bytes) {
+    auto data =
+        fbb.CreateVector(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+    imageList.push_back(fb::CreateKernelImage(fbb, format, data));
+  };
+  if (images.hasCubins())
+    for (const KernelImages::Part &part : images.parts)
+      add(fb::ImageFormat::CUBIN, part.cubin);
+  for (const KernelImages::Part &part : images.parts)
+    add(fb::ImageFormat::PTX, part.ptx + '\0');
   return imageList;
 }
 
@@ -182,27 +184,24 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
     slots.emplace_back(s.offset, s.bytes);
 
   std::vector<flatbuffers::Offset<fb::KernelImage>> imageList = writeImages(fbb, images);
-  // Each kernel runs from the cubin that holds it, with the PTX (the last
-  // image) as its JIT fallback; without cubins, from the PTX.
-  int ptxImage = static_cast<int>(imageList.size()) - 1;
-  llvm::StringMap<int> cubinOf;
-  for (size_t i = 0; i < images.cubins.size(); ++i)
-    for (const std::string &entry : images.cubins[i].entries)
-      cubinOf[entry] = static_cast<int>(i);
+  // Each kernel runs from its part's cubin with the part's PTX as its JIT
+  // fallback; without cubins, from the PTX.
+  int cubins = images.hasCubins() ? static_cast<int>(images.parts.size()) : 0;
+  llvm::StringMap<int> partOf;
+  for (size_t i = 0; i < images.parts.size(); ++i)
+    for (const std::string &entry : images.parts[i].entries)
+      partOf[entry] = static_cast<int>(i);
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   for (const std::string &name : program.kernelNames) {
-    int cubin = -1;
-    if (!images.cubins.empty()) {
-      auto found = cubinOf.find(name);
-      if (found == cubinOf.end()) {
-        error = "kernel '" + name + "' is in none of the cubins ptxas made";
-        return failure();
-      }
-      cubin = found->second;
+    auto found = partOf.find(name);
+    if (found == partOf.end()) {
+      error = "kernel '" + name + "' is in none of the compiled parts";
+      return failure();
     }
-    kernels.push_back(fb::CreateKernel(fbb, fbb.CreateString(name),
-                                       static_cast<uint32_t>(cubin >= 0 ? cubin : ptxImage),
-                                       cubin >= 0 ? ptxImage : -1));
+    int ptx = cubins + found->second;
+    kernels.push_back(fb::CreateKernel(
+        fbb, fbb.CreateString(name),
+        static_cast<uint32_t>(cubins ? found->second : ptx), cubins ? ptx : -1));
   }
 
   std::vector<flatbuffers::Offset<fb::ConstantData>> constants;

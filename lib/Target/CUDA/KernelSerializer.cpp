@@ -6,22 +6,32 @@
 // the CUDA toolkit's ptxas is present, assembles a cubin for the target so
 // the runtime needs no JIT. No GPU is needed for either step.
 //
+// Both steps handle one module's kernels one after another, and together
+// they are most of a compile (GPT-2-124M on one core: LLVM's NVPTX back
+// end 1.3 s, ptxas 1.7 s of ~4.3 s). So the kernels are dealt into parts,
+// one per core, and each part goes through both in its own thread with its
+// own MLIR context (parsed from the part's bytecode, so nothing is shared
+// but LLVM's target registry, initialized first).
+//
 //===----------------------------------------------------------------------===//
 
 #include "txopt/Target/CUDA/StepProgram.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
-#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -87,145 +97,164 @@ static std::string findPtxas() {
   return "";
 }
 
-/// The PTX's kernels in order, each with the size of its text (what
-/// ptxas's time grows with).
-static std::vector<std::pair<std::string, size_t>> entriesOf(llvm::StringRef ptx) {
-  std::vector<std::pair<std::string, size_t>> entries;
-  size_t previous = llvm::StringRef::npos;
-  for (size_t at = ptx.find(".entry "); at != llvm::StringRef::npos;
-       at = ptx.find(".entry ", at + 1)) {
-    size_t nameBegin = at + 7;
-    size_t nameEnd = ptx.find_first_of("( \n", nameBegin);
-    if (nameEnd == llvm::StringRef::npos)
-      break;
-    if (previous != llvm::StringRef::npos)
-      entries.back().second = at - previous;
-    entries.push_back({ptx.slice(nameBegin, nameEnd).str(), 0});
-    previous = at;
-  }
-  if (!entries.empty())
-    entries.back().second = ptx.size() - previous;
-  return entries;
-}
-
-/// Parts to assemble in parallel: one per core, at most kMaxPtxasParts.
-/// ptxas assembles a module's kernels one after another, and it is the
-/// largest share of a compile (GPT-2-124M: 1.7 of ~4 s on one core).
-constexpr unsigned kMaxPtxasParts = 4;
-
-/// ptxas runs at once: the cores, or TXOPT_PTXAS_JOBS when set (a build
-/// farm that runs several compiles at once).
-static unsigned ptxasJobs() {
-  if (std::optional<std::string> jobs = llvm::sys::Process::GetEnv("TXOPT_PTXAS_JOBS")) {
+/// Parts compiled at once: the cores, or TXOPT_KERNEL_JOBS when set (a
+/// build machine running several compiles at once), at most kMaxParts.
+constexpr unsigned kMaxParts = 4;
+static unsigned kernelJobs() {
+  if (std::optional<std::string> jobs = llvm::sys::Process::GetEnv("TXOPT_KERNEL_JOBS")) {
     unsigned n = 0;
     if (!llvm::StringRef(*jobs).getAsInteger(10, n) && n > 0)
-      return n;
+      return std::min(n, kMaxParts);
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp(std::thread::hardware_concurrency(), 1u, kMaxParts);
 }
 
-/// Assembles |images.ptx| into cubins with ptxas: the kernels are dealt
-/// into parts of about equal PTX size (largest first, each to the lightest
-/// part), and one ptxas per part (`--entry` its kernels) runs at once.
-static LogicalResult assembleCubins(cuda::KernelImages &images, const std::string &target,
-                                    std::string &error) {
-  std::vector<std::pair<std::string, size_t>> entries = entriesOf(images.ptx);
-  unsigned parts = std::max(1u, std::min({ptxasJobs(), kMaxPtxasParts,
-                                          static_cast<unsigned>(entries.size())}));
-  images.cubins.assign(parts, {});
-  std::vector<size_t> load(parts, 0);
-  std::vector<size_t> order(entries.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return entries[a].second > entries[b].second;
-  });
-  for (size_t i : order) {
-    size_t lightest = std::min_element(load.begin(), load.end()) - load.begin();
-    load[lightest] += entries[i].second;
-    images.cubins[lightest].entries.push_back(entries[i].first);
+/// Deals |gpuModule|'s kernels into |parts| lists of about equal size (ops,
+/// what both back ends' time grows with): largest first, each to the
+/// lightest part. Names only: the parts are cut from copies.
+static std::vector<std::vector<std::string>> dealKernels(gpu::GPUModuleOp gpuModule,
+                                                         unsigned parts) {
+  std::vector<std::pair<std::string, size_t>> kernels;
+  for (auto func : gpuModule.getOps<gpu::GPUFuncOp>()) {
+    size_t ops = 0;
+    func.walk([&](Operation *) { ++ops; });
+    kernels.push_back({func.getName().str(), ops});
   }
+  parts = std::max(1u, std::min(parts, static_cast<unsigned>(kernels.size())));
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const auto &a, const auto &b) { return a.second > b.second; });
+  std::vector<std::vector<std::string>> dealt(parts);
+  std::vector<size_t> load(parts, 0);
+  for (const auto &[name, ops] : kernels) {
+    size_t lightest = std::min_element(load.begin(), load.end()) - load.begin();
+    load[lightest] += ops;
+    dealt[lightest].push_back(name);
+  }
+  return dealt;
+}
 
-  llvm::SmallString<128> ptxFile;
+/// The kernels module with only |names| kept in its gpu.module, as bytecode.
+static std::string cutPart(ModuleOp kernels, const std::vector<std::string> &names) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(kernels->clone()));
+  llvm::StringSet<> keep;
+  for (const std::string &name : names)
+    keep.insert(name);
+  copy->walk([&](gpu::GPUFuncOp func) {
+    if (!keep.contains(func.getName()))
+      func.erase();
+  });
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  if (failed(writeBytecodeToFile(*copy, os)))
+    return "";
+  return bytes;
+}
+
+/// ptxas on |ptx| into |cubin|.
+static LogicalResult assemble(const std::string &ptxas, const std::string &target,
+                              const std::string &ptx, std::string &cubin,
+                              std::string &error) {
+  llvm::SmallString<128> ptxFile, cubinFile;
   int fd;
-  if (llvm::sys::fs::createTemporaryFile("txopt-kernels", "ptx", fd, ptxFile)) {
+  if (llvm::sys::fs::createTemporaryFile("txopt-kernels", "ptx", fd, ptxFile) ||
+      llvm::sys::fs::createTemporaryFile("txopt-kernels", "cubin", cubinFile)) {
     error = "cannot create a temporary file for ptxas";
     return failure();
   }
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << images.ptx;
+    os << ptx;
   }
-  struct Run {
-    llvm::SmallString<128> cubinFile;
-    std::string entryList;
-    llvm::sys::ProcessInfo process;
-  };
-  std::vector<Run> runs(parts);
   std::string arch = "-arch=" + target;
-  bool failedToStart = false;
-  for (unsigned p = 0; p < parts; ++p) {
-    Run &run = runs[p];
-    if (llvm::sys::fs::createTemporaryFile("txopt-kernels", "cubin", run.cubinFile)) {
-      error = "cannot create a temporary file for ptxas";
-      failedToStart = true;
-      break;
-    }
-    run.entryList = llvm::join(images.cubins[p].entries, ",");
-    llvm::SmallVector<llvm::StringRef> args{images.ptxasPath, arch, "-O3"};
-    if (parts > 1)
-      args.append({"--entry", run.entryList});
-    args.append({ptxFile, "-o", run.cubinFile});
-    std::string message;
-    bool startFailed = false;
-    run.process = llvm::sys::ExecuteNoWait(images.ptxasPath, args, std::nullopt, {}, 0,
-                                           &message, &startFailed);
-    if (startFailed) {
-      error = "cannot run ptxas: " + message;
-      failedToStart = true;
-      break;
-    }
-  }
-  // Every started ptxas is waited for, whatever happened to the others.
-  std::string firstFailure;
-  for (Run &run : runs) {
-    if (run.process.Pid == llvm::sys::ProcessInfo::InvalidPid)
-      continue;
-    std::string message;
-    llvm::sys::ProcessInfo done =
-        llvm::sys::Wait(run.process, /*SecondsToWait=*/300, &message);
-    if (done.ReturnCode != 0 && firstFailure.empty())
-      firstFailure = "ptxas rejected the generated PTX (exit " +
-                     std::to_string(done.ReturnCode) +
-                     (message.empty() ? "" : ": " + message) + "); PTX kept at " +
-                     ptxFile.str().str();
-  }
-  auto cleanUp = [&](bool keepPtx) {
-    for (Run &run : runs)
-      if (!run.cubinFile.empty())
-        llvm::sys::fs::remove(run.cubinFile);
-    if (!keepPtx)
-      llvm::sys::fs::remove(ptxFile);
-  };
-  if (failedToStart || !firstFailure.empty()) {
-    if (error.empty())
-      error = firstFailure;
-    cleanUp(/*keepPtx=*/!firstFailure.empty());
-    images.cubins.clear();
+  llvm::SmallVector<llvm::StringRef> args{ptxas, arch, "-O3", ptxFile, "-o", cubinFile};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, {},
+                                     /*SecondsToWait=*/300, 0, &message);
+  if (rc != 0) {
+    error = "ptxas rejected the generated PTX (exit " + std::to_string(rc) +
+            (message.empty() ? "" : ": " + message) + "); PTX kept at " +
+            ptxFile.str().str();
+    llvm::sys::fs::remove(cubinFile);
     return failure();
   }
-  for (unsigned p = 0; p < parts; ++p) {
-    auto cubin = llvm::MemoryBuffer::getFile(runs[p].cubinFile, /*IsText=*/false);
-    if (!cubin) {
-      error = "cannot read the cubin ptxas wrote";
-      cleanUp(/*keepPtx=*/false);
-      images.cubins.clear();
-      return failure();
-    }
-    images.cubins[p].data = (*cubin)->getBuffer().str();
+  auto file = llvm::MemoryBuffer::getFile(cubinFile, /*IsText=*/false);
+  llvm::sys::fs::remove(ptxFile);
+  llvm::sys::fs::remove(cubinFile);
+  if (!file) {
+    error = "cannot read the cubin ptxas wrote";
+    return failure();
   }
-  cleanUp(/*keepPtx=*/false);
+  cubin = (*file)->getBuffer().str();
   return success();
+}
+
+/// One part: parsed into a context of its own, lowered to PTX, assembled.
+static LogicalResult compilePart(const std::string &bytecode, const std::string &target,
+                                 const std::string &ptxas, const std::string &toolkit,
+                                 cuda::KernelImages::Part &part, std::string &error) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  // The to-LLVM conversion interfaces of arith, cf, math, memref and
+  // friends, as mlir-opt registers them.
+  registerAllExtensions(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    os << d.str() << "; ";
+    return success();
+  });
+  ParserConfig config(&context);
+  OwningOpRef<ModuleOp> lowered = parseSourceString<ModuleOp>(bytecode, config);
+  if (!lowered) {
+    error = "reading a part of the kernels back failed: " + diagnostics;
+    return failure();
+  }
+  PassManager pm(&context);
+  gpu::GPUToNVVMPipelineOptions options;
+  options.cubinChip = target;
+  options.cubinFeatures = "+ptx80";
+  options.cubinFormat = "isa";
+  options.kernelUseBarePtrCallConv = true;
+  options.optLevel = 3;
+  gpu::buildLowerToNVVMPassPipeline(pm, options);
+  if (failed(pm.run(*lowered))) {
+    error = "lowering the kernels to PTX failed: " + diagnostics;
+    return failure();
+  }
+  lowered->walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects())
+      if (auto obj = dyn_cast<gpu::ObjectAttr>(object))
+        part.ptx = obj.getObject().str();
+  });
+  if (part.ptx.empty()) {
+    error = "lowering the kernels produced no PTX";
+    return failure();
+  }
+  if (llvm::StringRef(part.ptx).contains(".extern .func __nv_")) {
+    error = "the PTX calls libdevice functions that were not linked (toolkit "
+            "at '" + toolkit + "')";
+    return failure();
+  }
+  if (ptxas.empty())
+    return success();
+  return assemble(ptxas, target, part.ptx, part.cubin, error);
+}
+
+std::string cuda::KernelImages::allPtx() const {
+  std::string all;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts.size() > 1)
+      all += "// kernel part " + std::to_string(i + 1) + " of " +
+             std::to_string(parts.size()) + "\n";
+    all += parts[i].ptx;
+  }
+  return all;
 }
 
 LogicalResult cuda::compileKernels(StepProgram &program, KernelImages &images,
@@ -247,62 +276,43 @@ LogicalResult cuda::compileKernels(StepProgram &program, KernelImages &images,
     return failure();
   }
   ::setenv("CUDA_ROOT", toolkit.c_str(), /*overwrite=*/1);
+  images.ptxasPath = findPtxas();
 
   ModuleOp module = program.kernels.get();
-  MLIRContext *context = module.getContext();
-  DialectRegistry registry;
-  // The to-LLVM conversion interfaces of arith, cf, math, memref and
-  // friends, as mlir-opt registers them.
-  registerAllExtensions(registry);
-  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerGPUDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  registerNVVMDialectTranslation(registry);
-  context->appendDialectRegistry(registry);
-  context->loadAllAvailableDialects();
-
-  // Lower a copy: the program keeps the readable kernels for --emit.
-  OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(module->clone()));
-  PassManager pm(context);
-  gpu::GPUToNVVMPipelineOptions options;
-  options.cubinChip = program.target;
-  options.cubinFeatures = "+ptx80";
-  options.cubinFormat = "isa";
-  options.kernelUseBarePtrCallConv = true;
-  options.optLevel = 3;
-  gpu::buildLowerToNVVMPassPipeline(pm, options);
-  std::string diagnostics;
-  {
-    llvm::raw_string_ostream os(diagnostics);
-    ScopedDiagnosticHandler handler(context, [&](Diagnostic &d) {
-      os << d.str() << "; ";
-      return success();
-    });
-    if (failed(pm.run(*lowered))) {
-      error = "lowering the kernels to PTX failed: " + diagnostics;
+  auto gpuModules = module.getOps<gpu::GPUModuleOp>();
+  if (gpuModules.empty()) {
+    error = "the step has no kernel module";
+    return failure();
+  }
+  std::vector<std::vector<std::string>> dealt =
+      dealKernels(*gpuModules.begin(), kernelJobs());
+  size_t parts = dealt.size();
+  std::vector<std::string> bytecode(parts);
+  for (size_t p = 0; p < parts; ++p) {
+    bytecode[p] = cutPart(module, dealt[p]);
+    if (bytecode[p].empty()) {
+      error = "writing a part of the kernels as bytecode failed";
       return failure();
     }
   }
-  images.ptx.clear();
-  lowered->walk([&](gpu::BinaryOp binary) {
-    for (Attribute object : binary.getObjects())
-      if (auto obj = dyn_cast<gpu::ObjectAttr>(object))
-        images.ptx = obj.getObject().str();
-  });
-  if (images.ptx.empty()) {
-    error = "lowering the kernels produced no PTX";
-    return failure();
-  }
-
-  if (llvm::StringRef(images.ptx).contains(".extern .func __nv_")) {
-    error = "the PTX calls libdevice functions that were not linked (toolkit "
-            "at '" + toolkit + "')";
-    return failure();
-  }
-
-  images.ptxasPath = findPtxas();
-  if (images.ptxasPath.empty())
-    return success();
-  return assembleCubins(images, program.target, error);
+  images.parts.assign(parts, {});
+  std::vector<std::string> errors(parts);
+  auto run = [&](size_t p) {
+    images.parts[p].entries = dealt[p];
+    (void)compilePart(bytecode[p], program.target, images.ptxasPath, toolkit,
+                      images.parts[p], errors[p]);
+  };
+  std::vector<std::thread> threads;
+  for (size_t p = 1; p < parts; ++p)
+    threads.emplace_back(run, p);
+  run(0);
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &e : errors)
+    if (!e.empty()) {
+      error = e;
+      images.parts.clear();
+      return failure();
+    }
+  return success();
 }

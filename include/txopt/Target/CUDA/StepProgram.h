@@ -223,19 +223,25 @@ LogicalResult lowerStepForGPU(ModuleOp module, func::FuncOp step,
 /// Compiled kernel images of a program: PTX always, a cubin when ptxas was
 /// found (CUDA toolkit), so the artifact loads without the driver's JIT.
 struct KernelImages {
-  std::string ptx;
-  /// One cubin per ptxas run, each for its |entries| (the kernels are
-  /// assembled in parallel parts); none when no ptxas.
-  struct Cubin {
+  /// The kernels are compiled in parts, in parallel (each part its own
+  /// module through NVVM and ptxas): each part's kernels, its PTX and its
+  /// cubin (empty when no ptxas).
+  struct Part {
     std::vector<std::string> entries;
-    std::string data;
+    std::string ptx;
+    std::string cubin;
   };
-  std::vector<Cubin> cubins;
+  std::vector<Part> parts;
   std::string ptxasPath;       ///< the ptxas used, or empty
+  bool hasCubins() const { return !parts.empty() && !parts.front().cubin.empty(); }
+  /// Every part's PTX, one module after another (--gpu-ptx).
+  std::string allPtx() const;
 };
 
 /// Lowers |program|'s gpu.module through NVVM to PTX for its target (in
-/// process, no GPU needed) and assembles a cubin with ptxas when available.
+/// process, no GPU needed) and assembles cubins with ptxas when available:
+/// in parts, one per core (at most 4; TXOPT_KERNEL_JOBS overrides), each in
+/// a thread with its own MLIR context.
 LogicalResult compileKernels(StepProgram &program, KernelImages &images,
                              std::string &error);
 
