@@ -114,8 +114,10 @@ OPTIONS:
   --gpu-plan=FILE         With -o step.txa: also write the step's memory
                           plan and command list as text.
   --gpu-kernels=FILE      With -o step.txa: also write the kernels as MLIR.
-  --gpu-ptx=FILE          With -o step.txa: also write the kernels' PTX (one
-                          module per part compiled in parallel).
+  --gpu-ptx=FILE          With -o step.txa: also write the kernels' PTX: one
+                          module per part compiled in parallel, one after
+                          another (TXOPT_KERNEL_JOBS=1: one module, which
+                          ptxas reads whole).
   --tf32                  Let f32 GEMMs use TF32 tensor cores (off: exact f32).
   --weights=DIR           Start from trained weights: every parameter takes
                           its value from the checkpoint in DIR (txopt-run or

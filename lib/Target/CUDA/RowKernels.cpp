@@ -41,6 +41,12 @@ constexpr int64_t kWarpRowMax = 1024;
 constexpr int64_t kLaneWidth = 4;
 constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
 
+/// Workgroup memory a kernel may declare statically (CUDA's limit without
+/// the opt-in to more dynamic memory).
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+/// The floats of workgroup memory KernelBuilder::blockReduce uses (from 0).
+constexpr int64_t kReduceFloats = 32;
+
 static bool usesWarpRows(int64_t length) {
   return length > 0 && length % kLaneWidth == 0 && length <= kWarpRowMax;
 }
@@ -435,9 +441,6 @@ constexpr int64_t kWarpRowGradBlocks = 512;
 /// Column partials combined per round through shared memory at the end of
 /// the warp-row norm gradient: kWarpsPerBlock x 32 lanes x this many f32.
 constexpr int64_t kCombineSlots = 16;
-/// Workgroup memory a kernel may declare statically (CUDA's limit without
-/// the opt-in to more dynamic memory).
-constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 
 /// tx.layer_norm_grad / tx.rms_norm_grad for rows usesWarpRows accepts.
 /// Kernel 1: each warp walks its own rows [w R, (w + 1) R) and computes dx
@@ -596,10 +599,18 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   int64_t cols = sums * d;
   unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
 
-  RowKernel rk(ctx, op, {outputs[0]}, inputs, d);
+  // The running column sums in shared memory when they fit (after the 32
+  // floats blockReduce uses): a load and a store of the partial row in
+  // global memory per element and row cost as much traffic as the row
+  // itself (bf16 rows of 4096: a quarter of the copy bandwidth). Each
+  // thread adds only into its own columns, as in the partial row.
+  bool sumsInShared = (kReduceFloats + cols) * 4 <= kMaxStaticSharedBytes;
+  RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/false,
+               kReduceFloats + (sumsInShared ? cols : 0));
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
+  Value smem = kb.func().getWorkgroupAttributions().front();
   Value block = kb.blockIndex();
   Value first = arith::MulIOp::create(b, block, kb.idx(perBlock));
   Value last = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, kb.idx(perBlock)),
@@ -611,12 +622,14 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     normRow.begin(row);
     Value firstRow = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, first);
     // This thread's running sum at column |c| of the block's partial row;
-    // the block's first row starts it (the buffer is not cleared).
+    // the block's first row starts it (neither is cleared).
     auto accumulate = [&](Value c, Value v) {
-      Value slot = arith::AddIOp::create(b, partialRow, c);
-      Value old = memref::LoadOp::create(b, partials, ValueRange{slot});
+      Value slot = sumsInShared ? Value(arith::AddIOp::create(b, c, kb.idx(kReduceFloats)))
+                                : Value(arith::AddIOp::create(b, partialRow, c));
+      Value sums = sumsInShared ? smem : partials;
+      Value old = memref::LoadOp::create(b, sums, ValueRange{slot});
       Value sum = arith::SelectOp::create(b, firstRow, v, arith::AddFOp::create(b, old, v));
-      memref::StoreOp::create(b, sum, partials, ValueRange{slot});
+      memref::StoreOp::create(b, sum, sums, ValueRange{slot});
     };
     rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
       NormGradRow::Element e = normRow.at(j);
@@ -628,6 +641,21 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     });
     return llvm::SmallVector<Value>{};
   });
+  if (sumsInShared) {
+    // The block's sums into its partial row (a block without rows has
+    // none: its row is never read, as with the sums in global memory).
+    gpu::BarrierOp::create(b);
+    Value hasRows = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, first, last);
+    kb.ifThen(hasRows, [&] {
+      kb.blockStridedLoop(cols, {}, [&](Value c, llvm::ArrayRef<Value>) {
+        Value sum = memref::LoadOp::create(
+            b, smem, ValueRange{arith::AddIOp::create(b, c, kb.idx(kReduceFloats))});
+        memref::StoreOp::create(b, sum, partials,
+                                ValueRange{arith::AddIOp::create(b, partialRow, c)});
+        return llvm::SmallVector<Value>{};
+      });
+    });
+  }
   return launchNormGrad(ctx, op, kb, outputs, inputs, partialBuffer, blocks, cols, center, d);
 }
 
