@@ -183,6 +183,14 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
   module.walk([&](mlir::Operation *op) {
     if (mlir::isa<mlir::txopt::tx::FP8MatmulOp>(op))
       ++precision.fp8Gemms;
+    if (mlir::isa<mlir::txopt::tx::AttentionOp, mlir::txopt::tx::AttentionGradOp>(op)) {
+      mlir::Type q = mlir::cast<mlir::RankedTensorType>(op->getOperand(0).getType())
+                         .getElementType();
+      if (q.isBF16() || q.isF16())
+        ++(mlir::isa<mlir::txopt::tx::AttentionOp>(op) ? precision.lowPrecisionAttention
+                                                       : precision.lowPrecisionAttentionGrads);
+      return;
+    }
     if (!mlir::isa<mlir::txopt::tx::MatMulOp, mlir::txopt::tx::GemmOp>(op))
       return;
     auto type = mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType());
@@ -271,11 +279,14 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
         {"policy",
          llvm::json::Object{{"tx.matmul", low},
                             {"tx.gemm", p.mode == "fp8" ? "bf16" : low},
+                            {"tx.attention", p.mode == "fp8" ? "bf16" : low},
                             {"reductions, softmax, norms and statistics", "f32"},
                             {"loss", "f32"},
                             {"optimizer and master weights", "f32"}}},
         {"low_precision_gemms", p.lowPrecisionGemms},
         {"f32_gemms", p.f32Gemms},
+        {"low_precision_attention", p.lowPrecisionAttention},
+        {"low_precision_attention_grads", p.lowPrecisionAttentionGrads},
         {"loss_scaling", p.lossScaling},
     };
     if (p.mode == "fp8")
@@ -449,8 +460,11 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
          << " in bf16 (see warnings), ";
     else
       os << p.lowPrecisionGemms << " GEMMs in " << p.mode << ", ";
-    os << p.f32Gemms << " in f32; everything else f32"
-       << (p.lossScaling ? "; dynamic loss scaling" : "") << "\n";
+    os << p.f32Gemms << " in f32; ";
+    if (p.lowPrecisionAttention || p.lowPrecisionAttentionGrads)
+      os << p.lowPrecisionAttention << " attention and " << p.lowPrecisionAttentionGrads
+         << " attention gradient(s) in " << (p.mode == "fp8" ? "bf16" : p.mode) << "; ";
+    os << "everything else f32" << (p.lossScaling ? "; dynamic loss scaling" : "") << "\n";
   }
   if (info.warnings.empty()) {
     os << "  warnings   none\n";

@@ -57,6 +57,9 @@ struct PrecisionSummary {
   std::string mode;              ///< fp32, bf16, fp16
   int64_t lowPrecisionGemms = 0; ///< matmul/gemm ops in the low type
   int64_t f32Gemms = 0;          ///< matmul/gemm ops left in f32
+  /// tx.attention / tx.attention_grad whose q is in the low type (fused
+  /// attention runs in bf16/fp16 in a low-precision step).
+  int64_t lowPrecisionAttention = 0, lowPrecisionAttentionGrads = 0;
   bool lossScaling = false;
   int64_t fp8Gemms = 0;        ///< tx.fp8_matmul ops
   int64_t fp8StateTensors = 0; ///< amax histories, scales, scale_invs
