@@ -300,6 +300,10 @@ MaskKind classifyMask(ElementsAttr value, int64_t tq, int64_t tk) {
   return result;
 }
 
+/// Classified masks of one pass run: every layer of a model usually adds
+/// the same constant (GPT-2's 1024 x 1024 causal buffer), read once here.
+using MaskCache = llvm::DenseMap<std::tuple<Attribute, int64_t, int64_t>, MaskKind>;
+
 /// Matches the attention around |softmax|: downstream, the matmul with v the
 /// probabilities feed (maybe through a row guard); upstream,
 /// [scale] [+ mask] over matmul(q, kT); then q, k and v's shapes and head
@@ -307,7 +311,7 @@ MaskKind classifyMask(ElementsAttr value, int64_t tq, int64_t tk) {
 /// false when it has settled the match as no candidate or a near miss.
 class AttentionMatcher {
 public:
-  explicit AttentionMatcher(SoftmaxOp softmax) : softmax(softmax) {}
+  AttentionMatcher(SoftmaxOp softmax, MaskCache &masks) : softmax(softmax), masks(masks) {}
 
   AttentionMatch run() {
     if (!matchConsumer() || !matchScores() || !matchOperands() || !matchMask() ||
@@ -501,7 +505,11 @@ private:
     if (maskType.getElementType() != element && !maskType.getElementType().isF32())
       return nearMiss("expected a mask of the scores' element type or f32");
     if (ElementsAttr value = constantMaskValue(mask)) {
-      MaskKind kind = classifyMask(value, tq, tk);
+      auto key = std::make_tuple(Attribute(value), tq, tk);
+      auto cached = masks.find(key);
+      if (cached == masks.end())
+        cached = masks.try_emplace(key, classifyMask(value, tq, tk)).first;
+      MaskKind kind = cached->second;
       if (kind.kind == MaskKind::Zero) {
         mask = Value();
       } else if (kind.kind == MaskKind::Causal) {
@@ -556,10 +564,11 @@ private:
   Type element;
   std::optional<HeadsRef> k, v;
   SmallVector<Operation *> ops;
+  MaskCache &masks;
 };
 
-AttentionMatch matchAttention(SoftmaxOp softmax) {
-  return AttentionMatcher(softmax).run();
+AttentionMatch matchAttention(SoftmaxOp softmax, MaskCache &masks) {
+  return AttentionMatcher(softmax, masks).run();
 }
 
 void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
@@ -605,8 +614,9 @@ struct FuseAttentionPass : tx::impl::FuseAttentionPassBase<FuseAttentionPass> {
     SmallVector<SoftmaxOp> softmaxes;
     func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
     IRRewriter rewriter(&getContext());
+    MaskCache masks;
     for (SoftmaxOp softmax : softmaxes) {
-      AttentionMatch match = matchAttention(softmax);
+      AttentionMatch match = matchAttention(softmax, masks);
       if (match.status == AttentionMatch::Matched && cudnnLimits)
         checkCudnnLimits(match);
       if (match.status == AttentionMatch::Matched) {
