@@ -13,6 +13,7 @@
 #include "Inputs.h"
 
 #include "txopt/Reference/Npy.h"
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -262,7 +263,7 @@ llvm::Error StepRunner::writeOutputs() {
   if (std::error_code ec = llvm::sys::fs::create_directories(*options.outputDir))
     return error("cannot create '" + *options.outputDir + "': " + ec.message());
   for (unsigned r = 0; r < func.getNumResults(); ++r) {
-    auto name = func.getResultAttrOfType<StringAttr>(r, "tx.name");
+    auto name = func.getResultAttrOfType<StringAttr>(r, tx::kNameAttrName);
     llvm::SmallString<256> path(*options.outputDir);
     llvm::sys::path::append(
         path, npyFileNameFor(name ? name.str() : "result" + std::to_string(r)));

@@ -32,7 +32,7 @@ llvm::Error txopt_run::error(const llvm::Twine &message) {
 }
 
 std::string txopt_run::argName(func::FuncOp func, unsigned i) {
-  if (auto name = func.getArgAttrOfType<StringAttr>(i, "tx.name"))
+  if (auto name = func.getArgAttrOfType<StringAttr>(i, tx::kNameAttrName))
     return name.str();
   return "arg" + std::to_string(i);
 }
@@ -369,7 +369,7 @@ llvm::Error StepRunner::findResults() {
                      ", which names no argument of its type");
       carried.emplace_back(r, static_cast<unsigned>(target));
     }
-    if (auto name = func.getResultAttrOfType<StringAttr>(r, "tx.name")) {
+    if (auto name = func.getResultAttrOfType<StringAttr>(r, tx::kNameAttrName)) {
       if (name.getValue() == "loss")
         lossIndex = r;
       if (name.getValue() == "grad_norm")

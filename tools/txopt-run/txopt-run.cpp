@@ -43,7 +43,7 @@ namespace {
 /// ONNX importer sets), else `argN` / `resultN`.
 std::string nameOf(DictionaryAttr attrs, llvm::StringRef prefix, unsigned index) {
   if (attrs)
-    if (auto name = attrs.getAs<StringAttr>("tx.name"))
+    if (auto name = attrs.getAs<StringAttr>(mlir::txopt::tx::kNameAttrName))
       return name.str();
   return (prefix + llvm::Twine(index)).str();
 }

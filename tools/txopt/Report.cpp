@@ -113,7 +113,7 @@ txopt_cli::describeTrainStep(mlir::ModuleOp module) {
     auto argName = [&](Value value) -> std::string {
       if (auto arg = dyn_cast<BlockArgument>(value))
         if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                          "tx.name"))
+                                                          mlir::txopt::tx::kNameAttrName))
           return name.str();
       return "?";
     };

@@ -17,6 +17,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 #include "txopt/Import/ONNX/ONNXImporter.h"
 #include "txopt/InitAll.h"
 #include "txopt/Pipelines/Pipelines.h"
@@ -111,7 +112,7 @@ std::string writeGPUArtifact(ModuleOp module, const Options &options,
   namespace cuda = mlir::txopt::cuda;
   func::FuncOp step;
   module.walk([&](func::FuncOp f) {
-    if (f->hasAttr("tx.train_step"))
+    if (f->hasAttr(mlir::txopt::tx::kTrainStepAttrName))
       step = f;
   });
   if (!step)

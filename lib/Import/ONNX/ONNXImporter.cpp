@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txopt/Import/ONNX/ONNXImporter.h"
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 
 #include "GraphImporter.h"
 #include "ImporterInternal.h"
@@ -429,7 +430,7 @@ LogicalResult GraphImporter::importOutputs(const onnx::GraphProto &graph,
     }
     results.push_back(value);
     resultAttrs.push_back(builder.getDictionaryAttr(
-        builder.getNamedAttr("tx.name", builder.getStringAttr(output.name()))));
+        builder.getNamedAttr(tx::kNameAttrName, builder.getStringAttr(output.name()))));
   }
   func::ReturnOp::create(builder, func.getLoc(), results);
   func.setFunctionType(builder.getFunctionType(
@@ -521,7 +522,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
     argTypes.push_back(*type);
     argNames.push_back(input.name());
     argAttrs.push_back(builder.getDictionaryAttr(
-        builder.getNamedAttr("tx.name", builder.getStringAttr(input.name()))));
+        builder.getNamedAttr(tx::kNameAttrName, builder.getStringAttr(input.name()))));
   }
   builder.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(builder, moduleLoc, options.functionName,

@@ -16,6 +16,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -681,7 +682,7 @@ static Value nextStateArgument(Value result) {
   for (OpOperand &use : result.getUses()) {
     auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
     auto func = ret ? dyn_cast<func::FuncOp>(ret->getParentOp()) : nullptr;
-    auto next = func ? func.getResultAttrOfType<IntegerAttr>(use.getOperandNumber(), "tx.next")
+    auto next = func ? func.getResultAttrOfType<IntegerAttr>(use.getOperandNumber(), tx::kNextAttrName)
                      : IntegerAttr();
     if (next && next.getInt() >= 0 && next.getInt() < func.getNumArguments())
       return func.getArgument(next.getInt());

@@ -105,8 +105,8 @@ static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
       return step.emitError("argument ") << i << " has type " << type
                                          << ", which the GPU backend cannot store";
     ArgumentBinding binding;
-    auto name = step.getArgAttrOfType<StringAttr>(i, "tx.name");
-    auto role = step.getArgAttrOfType<StringAttr>(i, "tx.role");
+    auto name = step.getArgAttrOfType<StringAttr>(i, tx::kNameAttrName);
+    auto role = step.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName);
     binding.name = name ? name.str() : "arg" + std::to_string(i);
     binding.role = role ? role.str() : "";
     binding.dtype = *dtype;
@@ -114,7 +114,7 @@ static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
     binding.slot = ctx.bufferFor(arg);
     ctx.buffers[binding.slot].persistent = true;
     ctx.buffers[binding.slot].what = "argument " + binding.name;
-    if (auto init = step.getArgAttr(i, "tx.init")) {
+    if (auto init = step.getArgAttr(i, tx::kInitAttrName)) {
       binding.init = ArgumentBinding::Init::Splat;
       if (auto f = dyn_cast<FloatAttr>(init))
         binding.splat = f.getValueAsDouble();
@@ -264,7 +264,7 @@ static bool isCarriedZero(Value value) {
     if (!ret)
       return false;
     auto func = cast<func::FuncOp>(ret->getParentOp());
-    if (!func.getResultAttr(use.getOperandNumber(), "tx.next"))
+    if (!func.getResultAttr(use.getOperandNumber(), tx::kNextAttrName))
       return false;
   }
   return true;
@@ -312,7 +312,7 @@ static void accumulateInPlace(LoweringContext &ctx, func::FuncOp func,
   // The result each argument's next value comes from.
   llvm::DenseMap<unsigned, Value> nextValue;
   for (auto [i, value] : llvm::enumerate(ret.getOperands()))
-    if (auto next = func.getResultAttrOfType<IntegerAttr>(i, "tx.next"))
+    if (auto next = func.getResultAttrOfType<IntegerAttr>(i, tx::kNextAttrName))
       nextValue[next.getInt()] = value;
   for (BlockArgument acc : func.getArguments()) {
     if (!acc.hasOneUse())
@@ -485,12 +485,12 @@ static void bindResults(LoweringContext &ctx, func::FuncOp func,
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
     ResultBinding binding;
-    auto name = func.getResultAttrOfType<StringAttr>(i, "tx.name");
+    auto name = func.getResultAttrOfType<StringAttr>(i, tx::kNameAttrName);
     binding.name = name ? name.str() : "result" + std::to_string(i);
     auto type = typeOf(value);
     binding.dtype = *dtypeOf(type.getElementType());
     binding.shape.assign(type.getShape().begin(), type.getShape().end());
-    auto next = func.getResultAttrOfType<IntegerAttr>(i, "tx.next");
+    auto next = func.getResultAttrOfType<IntegerAttr>(i, tx::kNextAttrName);
     if (next && next.getInt() >= 0 &&
         next.getInt() < static_cast<int64_t>(program.arguments.size())) {
       binding.next = next.getInt();

@@ -204,14 +204,14 @@ func.func @already_sharded() attributes {tx.train_step = {data_parallel = 2 : i6
 
 // The norm is where the gradients are found.
 // expected-error @+1 {{expected the step's results 'loss' and 'grad_norm'}}
-func.func @no_grad_norm(%l: tensor<f32>) -> (tensor<f32> {tx.name = "loss"}) attributes {tx.train_step = {optimizer = "sgd"}} {
+func.func @no_grad_norm(%l: tensor<f32> {tx.role = "data"}) -> (tensor<f32> {tx.name = "loss"}) attributes {tx.train_step = {optimizer = "sgd"}} {
   return %l : tensor<f32>
 }
 
 // -----
 
 // expected-error @+1 {{expected a tx.adam or tx.sgd in the step}}
-func.func @no_optimizer(%l: tensor<f32>, %g: tensor<4xf32>) -> (tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"}) attributes {tx.train_step = {optimizer = "sgd"}} {
+func.func @no_optimizer(%l: tensor<f32> {tx.role = "data"}, %g: tensor<4xf32> {tx.role = "data"}) -> (tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"}) attributes {tx.train_step = {optimizer = "sgd"}} {
   %sq = tx.mul %g, %g : tensor<4xf32>, tensor<4xf32>
   %s = tx.reduce_sum %sq axes [] : tensor<4xf32>
   %n = tx.sqrt %s : tensor<f32>
@@ -221,7 +221,7 @@ func.func @no_optimizer(%l: tensor<f32>, %g: tensor<4xf32>) -> (tensor<f32> {tx.
 // -----
 
 // The optimizer's gradient must be the squared one, up to scalar scaling.
-func.func @untraceable_gradient(%p: tensor<4xf32>, %l: tensor<f32>, %g: tensor<4xf32>, %lr: tensor<f32>) -> (tensor<4xf32> {tx.name = "p", tx.next = 0 : i64}, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"}) attributes {tx.train_step = {optimizer = "sgd"}} {
+func.func @untraceable_gradient(%p: tensor<4xf32> {tx.role = "param"}, %l: tensor<f32> {tx.role = "data"}, %g: tensor<4xf32> {tx.role = "data"}, %lr: tensor<f32> {tx.role = "lr"}) -> (tensor<4xf32> {tx.name = "p", tx.next = 0 : i64}, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"}) attributes {tx.train_step = {optimizer = "sgd"}} {
   %sq = tx.mul %g, %g : tensor<4xf32>, tensor<4xf32>
   %s = tx.reduce_sum %sq axes [] : tensor<4xf32>
   %n = tx.sqrt %s : tensor<f32>
@@ -235,7 +235,7 @@ func.func @untraceable_gradient(%p: tensor<4xf32>, %l: tensor<f32>, %g: tensor<4
 // -----
 
 // Optimizer state read by anything else cannot simply become a shard.
-func.func @shared_state(%p: tensor<4xf32>, %b: tensor<4xf32> {tx.role = "momentum_buffer"}, %l: tensor<f32>, %g: tensor<4xf32>, %lr: tensor<f32>) -> (tensor<4xf32> {tx.name = "p", tx.next = 0 : i64}, tensor<4xf32>, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"}) attributes {tx.train_step = {optimizer = "sgd"}} {
+func.func @shared_state(%p: tensor<4xf32> {tx.role = "param"}, %b: tensor<4xf32> {tx.role = "momentum_buffer"}, %l: tensor<f32> {tx.role = "data"}, %g: tensor<4xf32> {tx.role = "data"}, %lr: tensor<f32> {tx.role = "lr"}) -> (tensor<4xf32> {tx.name = "p", tx.next = 0 : i64}, tensor<4xf32>, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"}) attributes {tx.train_step = {optimizer = "sgd"}} {
   %sq = tx.mul %g, %g : tensor<4xf32>, tensor<4xf32>
   %s = tx.reduce_sum %sq axes [] : tensor<4xf32>
   %n = tx.sqrt %s : tensor<f32>

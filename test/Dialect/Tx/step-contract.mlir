@@ -218,3 +218,31 @@ module attributes {tx.eval = @train_step} {
 func.func @bad_micro() attributes {tx.micro_step = 3 : i64} {
   return
 }
+
+// -----
+
+// The whole step: every argument has a role.
+// expected-error @+1 {{argument 1 of a training step has no tx.role}}
+func.func @train_step_unroled(%w: tensor<4xf32> {tx.role = "param"}, %x: tensor<4xf32>)
+    -> (tensor<4xf32> {tx.next = 0 : i64})
+    attributes {tx.train_step = {optimizer = "adamw"}} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// The whole step: one result per argument carried into the next step.
+// expected-error @+1 {{results 0 and 1 both carry argument 0 into the next step (tx.next)}}
+func.func @train_step_twice(%w: tensor<4xf32> {tx.role = "param"})
+    -> (tensor<4xf32> {tx.next = 0 : i64}, tensor<4xf32> {tx.next = 0 : i64})
+    attributes {tx.train_step = {optimizer = "adamw"}} {
+  return %w, %w : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Must not fire: the same two shapes without tx.train_step are not a step.
+func.func @not_a_step(%w: tensor<4xf32> {tx.role = "param"}, %x: tensor<4xf32>)
+    -> (tensor<4xf32> {tx.next = 0 : i64}, tensor<4xf32> {tx.next = 0 : i64}) {
+  return %w, %w : tensor<4xf32>, tensor<4xf32>
+}

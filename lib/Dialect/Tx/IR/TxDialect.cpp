@@ -8,6 +8,7 @@
 
 #include "txopt/Dialect/Tx/IR/TxDialect.h"
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 
 using namespace mlir;
 using namespace mlir::txopt::tx;
@@ -102,18 +103,44 @@ LogicalResult checkName(Operation *op, NamedAttribute attr) {
 }
 } // namespace
 
+namespace {
+/// The whole step function's side of the contract (each attribute alone is
+/// checked where it sits): every argument says what it is (tx.role), and no
+/// two results carry the same argument into the next step (tx.next).
+LogicalResult verifyStepFunction(FunctionOpInterface func) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (!func.getArgAttr(i, kRoleAttrName))
+      return func->emitError() << "argument " << i
+                               << " of a training step has no tx.role";
+  llvm::DenseMap<int64_t, unsigned> carriedBy;
+  for (unsigned r = 0, e = func.getNumResults(); r < e; ++r) {
+    auto next = func.getResultAttrOfType<IntegerAttr>(r, kNextAttrName);
+    if (!next)
+      continue;
+    auto [it, inserted] = carriedBy.try_emplace(next.getInt(), r);
+    if (!inserted)
+      return func->emitError() << "results " << it->second << " and " << r
+                               << " both carry argument " << next.getInt()
+                               << " into the next step (tx.next)";
+  }
+  return success();
+}
+} // namespace
+
 LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   Attribute value = attr.getValue();
-  if (name == "tx.train_step" || name == "tx.grad_of") {
+  if (name == kTrainStepAttrName || name == "tx.grad_of") {
     if (!isa<FunctionOpInterface>(op))
       return op->emitError() << "'" << name << "' belongs on a function";
-    if (name == "tx.train_step" && !isa<DictionaryAttr>(value))
+    if (name == kTrainStepAttrName && !isa<DictionaryAttr>(value))
       return op->emitError() << "expected tx.train_step to be a dictionary, but got " << value;
+    if (name == kTrainStepAttrName)
+      return verifyStepFunction(cast<FunctionOpInterface>(op));
     return success();
   }
-  if (name == "tx.micro_step" || name == "tx.eval" || name == "tx.logits") {
+  if (name == kMicroStepAttrName || name == kEvalAttrName || name == kLogitsAttrName) {
     // Gradient accumulation's micro-step, the validation and the logits
     // functions: the step function each belongs to.
     if (!isa<FunctionOpInterface>(op) || !isa<FlatSymbolRefAttr>(value))
@@ -187,9 +214,9 @@ LogicalResult TxDialect::verifyRegionArgAttribute(Operation *op,
   if (!func || regionIndex != 0)
     return op->emitError() << "'" << name << "' belongs on a function argument";
   Type type = func.getArgumentTypes()[argIndex];
-  if (name == "tx.name")
+  if (name == kNameAttrName)
     return checkName(op, attr);
-  if (name == "tx.role") {
+  if (name == kRoleAttrName) {
     auto role = dyn_cast<StringAttr>(value);
     std::optional<RoleType> kind = role ? roleType(role.getValue()) : std::nullopt;
     if (!kind)
@@ -200,7 +227,7 @@ LogicalResult TxDialect::verifyRegionArgAttribute(Operation *op,
                 "grad_acc, loss_acc, data or labels)";
     return checkRoleType(op, role.getValue(), *kind, type);
   }
-  if (name == "tx.init") {
+  if (name == kInitAttrName) {
     if (!isa<FloatAttr, IntegerAttr>(value))
       return op->emitError() << "expected tx.init to be a number, but got " << value;
     return success();
@@ -232,11 +259,11 @@ LogicalResult TxDialect::verifyRegionResultAttribute(Operation *op,
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func || regionIndex != 0)
     return op->emitError() << "'" << name << "' belongs on a function result";
-  if (name == "tx.name")
+  if (name == kNameAttrName)
     return checkName(op, attr);
   if (name == "tx.grad_of")
     return success();
-  if (name == "tx.next") {
+  if (name == kNextAttrName) {
     auto next = dyn_cast<IntegerAttr>(attr.getValue());
     int64_t numArgs = static_cast<int64_t>(func.getNumArguments());
     if (!next || next.getInt() < 0 || next.getInt() >= numArgs)

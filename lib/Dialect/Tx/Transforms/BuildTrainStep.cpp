@@ -169,7 +169,7 @@ FailureOr<Parameters> collectParameters(func::FuncOp gradFunc, unsigned numData,
   Parameters params;
   for (unsigned i = 0; i < numParams; ++i) {
     BlockArgument arg = gradFunc.getArgument(numData + i);
-    auto name = gradFunc.getArgAttrOfType<StringAttr>(numData + i, "tx.name");
+    auto name = gradFunc.getArgAttrOfType<StringAttr>(numData + i, tx::kNameAttrName);
     auto type = cast<RankedTensorType>(arg.getType());
     if (!isa<FloatType>(type.getElementType()) ||
         type.getElementType().getIntOrFloatBitWidth() > 32)
@@ -214,14 +214,14 @@ StepLayout layoutStepArguments(Builder &builder, Location loc,
     for (unsigned i = 0; i < layout.numParams; ++i) {
       NamedAttrList attrs;
       attrs.append(namedString(
-          builder, "tx.name", (params.names[i].getValue() + "." + role).str()));
+          builder, tx::kNameAttrName, (params.names[i].getValue() + "." + role).str()));
       attrs.append(namedString(builder, kRoleAttrName, role));
       attrs.append(zeroInit);
       args.push_back({args[i].type, attrs, args[i].loc});
     }
   auto addScalarState = [&](StringRef name, double init) {
     NamedAttrList attrs;
-    attrs.append(namedString(builder, "tx.name", name));
+    attrs.append(namedString(builder, tx::kNameAttrName, name));
     attrs.append(namedString(builder, kRoleAttrName, name));
     attrs.append(builder.getNamedAttr(kInitAttrName, builder.getF32FloatAttr(init)));
     args.push_back({f32Scalar(context), attrs, loc});
@@ -235,7 +235,7 @@ StepLayout layoutStepArguments(Builder &builder, Location loc,
     for (unsigned i = 0; i < layout.numParams; ++i) {
       NamedAttrList attrs;
       attrs.append(namedString(
-          builder, "tx.name", (params.names[i].getValue() + ".grad_acc").str()));
+          builder, tx::kNameAttrName, (params.names[i].getValue() + ".grad_acc").str()));
       attrs.append(namedString(builder, kRoleAttrName, "grad_acc"));
       attrs.append(zeroInit);
       args.push_back({args[i].type, attrs, args[i].loc});
@@ -248,7 +248,7 @@ StepLayout layoutStepArguments(Builder &builder, Location loc,
   layout.lrIndex = args.size();
   {
     NamedAttrList attrs;
-    attrs.append(namedString(builder, "tx.name", "lr"));
+    attrs.append(namedString(builder, tx::kNameAttrName, "lr"));
     attrs.append(namedString(builder, kRoleAttrName, "lr"));
     attrs.append(builder.getNamedAttr(kInitAttrName,
                                       builder.getF32FloatAttr(options.lr)));
@@ -258,7 +258,7 @@ StepLayout layoutStepArguments(Builder &builder, Location loc,
   layout.rngIndex = args.size();
   {
     NamedAttrList attrs;
-    attrs.append(namedString(builder, "tx.name", "rng_key"));
+    attrs.append(namedString(builder, tx::kNameAttrName, "rng_key"));
     attrs.append(namedString(builder, kRoleAttrName, "rng"));
     args.push_back({RankedTensorType::get({}, builder.getI64Type()), attrs, loc});
   }
@@ -364,7 +364,7 @@ func::FuncOp buildMicroStep(OpBuilder &builder, Location loc,
   // unscales the accumulated sum), for drivers that print every one.
   results.push_back(microLoss);
   resultAttrs.push_back(
-      builder.getDictionaryAttr(namedString(builder, "tx.name", "loss")));
+      builder.getDictionaryAttr(namedString(builder, tx::kNameAttrName, "loss")));
   func::ReturnOp::create(b, results);
   micro.setFunctionType(
       FunctionType::get(context, argTypes, ValueRange(results).getTypes()));
@@ -431,7 +431,7 @@ func::FuncOp buildForwardFunction(
   func.setFunctionType(FunctionType::get(context, argTypes, result.getType()));
   func.setAllArgAttrs(argAttrs);
   func.setResultAttrs(
-      0, builder.getDictionaryAttr(namedString(builder, "tx.name", resultName)));
+      0, builder.getDictionaryAttr(namedString(builder, tx::kNameAttrName, resultName)));
   return func;
 }
 

@@ -32,7 +32,7 @@ constexpr StringLiteral kDataParallelKey = "data_parallel";
 /// The return value named |name| (`tx.name` result attribute), or null.
 OpOperand *namedResult(func::FuncOp step, func::ReturnOp ret, StringRef name) {
   for (unsigned i = 0, e = ret.getNumOperands(); i < e; ++i)
-    if (auto attr = step.getResultAttrOfType<StringAttr>(i, "tx.name"))
+    if (auto attr = step.getResultAttrOfType<StringAttr>(i, tx::kNameAttrName))
       if (attr.getValue() == name)
         return &ret->getOpOperand(i);
   return nullptr;

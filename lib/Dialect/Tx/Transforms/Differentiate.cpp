@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 #include "txopt/Dialect/Tx/Transforms/Autodiff.h"
 #include "txopt/Dialect/Tx/Transforms/Passes.h"
 
@@ -281,7 +282,7 @@ void finishGradientFunction(OpBuilder &builder, func::FuncOp forward,
     argAttrs.push_back(builder.getDictionaryAttr(
         {builder.getNamedAttr(kParameterAttrName,
                               FlatSymbolRefAttr::get(param.getSymNameAttr())),
-         builder.getNamedAttr("tx.name", param.getSymNameAttr())}));
+         builder.getNamedAttr(tx::kNameAttrName, param.getSymNameAttr())}));
   gradFunc.setAllArgAttrs(argAttrs);
   gradFunc.setAllResultAttrs(resultAttrs);
   gradFunc->setAttr(kGradOfAttrName,

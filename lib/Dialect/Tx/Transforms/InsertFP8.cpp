@@ -245,7 +245,7 @@ private:
                          double init) {
     unsigned index = func.getNumArguments();
     NamedAttrList attrs;
-    attrs.append("tx.name", builder.getStringAttr(name));
+    attrs.append(tx::kNameAttrName, builder.getStringAttr(name));
     attrs.append(kRoleAttrName, builder.getStringAttr(role));
     attrs.append(kInitAttrName, builder.getF32FloatAttr(init));
     if (failed(func.insertArgument(index, type,
@@ -259,8 +259,8 @@ private:
   void carry(Value value, BlockArgument arg) {
     newResults.push_back(value);
     resultAttrs.push_back(builder.getDictionaryAttr(
-        {builder.getNamedAttr("tx.name", func.getArgAttr(arg.getArgNumber(),
-                                                         "tx.name")),
+        {builder.getNamedAttr(tx::kNameAttrName, func.getArgAttr(arg.getArgNumber(),
+                                                         tx::kNameAttrName)),
          builder.getNamedAttr(kNextAttrName, builder.getI64IntegerAttr(
                                                  arg.getArgNumber()))}));
   }

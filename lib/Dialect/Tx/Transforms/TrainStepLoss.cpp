@@ -7,6 +7,7 @@
 #include "TrainStepLoss.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/DenseSet.h"
@@ -48,7 +49,7 @@ train_step::appendCrossEntropy(func::FuncOp forward, StringRef labels,
   // or a new one.
   std::optional<unsigned> labelIndex;
   for (unsigned i = 0; i < loss.getNumArguments(); ++i)
-    if (auto argName = loss.getArgAttrOfType<StringAttr>(i, "tx.name"))
+    if (auto argName = loss.getArgAttrOfType<StringAttr>(i, tx::kNameAttrName))
       if (argName.getValue() == labels)
         labelIndex = i;
   Block &body = loss.getBody().front();
@@ -69,7 +70,7 @@ train_step::appendCrossEntropy(func::FuncOp forward, StringRef labels,
     if (failed(loss.insertArgument(
             *labelIndex, type,
             builder.getDictionaryAttr(
-                builder.getNamedAttr("tx.name", builder.getStringAttr(labels))),
+                builder.getNamedAttr(tx::kNameAttrName, builder.getStringAttr(labels))),
             forward.getLoc()))) {
       loss.erase();
       return emitError(forward.getLoc(), "cannot add the labels argument");
@@ -99,7 +100,7 @@ train_step::appendCrossEntropy(func::FuncOp forward, StringRef labels,
   loss.setFunctionType(FunctionType::get(
       forward.getContext(), body.getArgumentTypes(), {value.getType()}));
   loss.setAllResultAttrs(ArrayRef<DictionaryAttr>{builder.getDictionaryAttr(
-      builder.getNamedAttr("tx.name", builder.getStringAttr("loss")))});
+      builder.getNamedAttr(tx::kNameAttrName, builder.getStringAttr("loss")))});
   return loss;
 }
 
@@ -116,7 +117,7 @@ FailureOr<func::FuncOp> train_step::appendLossScale(func::FuncOp loss,
   if (failed(scaled.insertArgument(
           index, train_step::f32Scalar(context),
           builder.getDictionaryAttr(builder.getNamedAttr(
-              "tx.name", builder.getStringAttr("loss_scale"))),
+              tx::kNameAttrName, builder.getStringAttr("loss_scale"))),
           loss.getLoc()))) {
     scaled.erase();
     return emitError(loss.getLoc(), "cannot add the loss scale argument");

@@ -10,6 +10,7 @@
 #include "TrainStepUpdate.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -38,7 +39,7 @@ void train_step::addAccumulators(ImplicitLocOpBuilder &b,
 DictionaryAttr train_step::carriedResultAttrs(Builder &builder, const StepLayout &layout,
                                               unsigned argIndex) {
   return builder.getDictionaryAttr(
-      {builder.getNamedAttr("tx.name", layout.args[argIndex].attrs.get("tx.name")),
+      {builder.getNamedAttr(tx::kNameAttrName, layout.args[argIndex].attrs.get(tx::kNameAttrName)),
        builder.getNamedAttr(kNextAttrName, builder.getI64IntegerAttr(argIndex))});
 }
 
@@ -245,7 +246,7 @@ SmallVector<Attribute> train_step::buildUpdate(OpBuilder &builder, Location loc,
     carry(newTracker, layout.trackerIndex);
   }
   auto named = [&](StringRef value) {
-    return builder.getDictionaryAttr(namedString(builder, "tx.name", value));
+    return builder.getDictionaryAttr(namedString(builder, tx::kNameAttrName, value));
   };
   results.push_back(lossValue);
   resultAttrs.push_back(named("loss"));

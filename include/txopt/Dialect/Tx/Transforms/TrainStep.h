@@ -10,6 +10,8 @@
 #ifndef TXOPT_DIALECT_TX_TRANSFORMS_TRAINSTEP_H
 #define TXOPT_DIALECT_TX_TRANSFORMS_TRAINSTEP_H
 
+#include "txopt/Dialect/Tx/IR/StepContract.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -104,19 +106,7 @@ FailureOr<func::FuncOp> buildTrainStep(ModuleOp module,
 /// checkpoints compare it, so it is written in one place.
 std::string trainStepRecipeJson(func::FuncOp step);
 
-/// Attribute names of the step-function contract above.
-inline constexpr StringLiteral kTrainStepAttrName = "tx.train_step";
-inline constexpr StringLiteral kRoleAttrName = "tx.role";
-inline constexpr StringLiteral kInitAttrName = "tx.init";
-inline constexpr StringLiteral kNextAttrName = "tx.next";
-/// On the micro-step function of a step built with grad-accum N > 1: the
-/// step function it feeds (a FlatSymbolRefAttr).
-inline constexpr StringLiteral kMicroStepAttrName = "tx.micro_step";
-/// On the evaluation function emitted with `eval`: the step it evaluates.
-inline constexpr StringLiteral kEvalAttrName = "tx.eval";
-/// On the logits function emitted with `eval` when the loss is a softmax
-/// cross-entropy: the step whose parameters it reads.
-inline constexpr StringLiteral kLogitsAttrName = "tx.logits";
+// The contract's attribute names (kRoleAttrName, ...): StepContract.h.
 
 /// The names of the functions emitted beside step |stepName|.
 inline std::string evalName(StringRef stepName) {
