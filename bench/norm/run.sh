@@ -24,19 +24,8 @@ mkdir -p "$out/profiles"
 status=0
 begin=$(date +%s)
 
-# The device's copy bandwidth: the ceiling of a memory-bound kernel (as
-# bench/step/run.sh measures it: 1 GiB f32 copied 20 times, read + write).
-python3 - > "$out/copy_bandwidth.json" <<'PY' || status=1
-import json, torch
-x = torch.empty(1 << 28, dtype=torch.float32, device="cuda"); y = torch.empty_like(x)
-for _ in range(3): y.copy_(x)
-s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-s.record()
-for _ in range(20): y.copy_(x)
-e.record(); e.synchronize()
-print(json.dumps({"copy_gb_per_s": 2 * x.numel() * 4 * 20 / (s.elapsed_time(e) / 1e3) / 1e9,
-                  "device": torch.cuda.get_device_name(), "torch": torch.__version__}))
-PY
+# The device's copy bandwidth: the ceiling of a memory-bound kernel.
+python3 "$root/bench/copy_bandwidth.py" > "$out/copy_bandwidth.json" || status=1
 cat "$out/copy_bandwidth.json"
 
 # txopt: three steps (the CUDA graph is captured at step 2), the third

@@ -37,16 +37,7 @@ np.save(path, np.random.default_rng(1234).integers(0, 50257, (steps + 2) * windo
 PY
 
 # The device's copy bandwidth: the ceiling of every memory-bound kernel.
-python3 - > "$out/copy_bandwidth.json" <<'PY'
-import json, torch
-x = torch.empty(1 << 28, dtype=torch.float32, device="cuda"); y = torch.empty_like(x)
-for _ in range(3): y.copy_(x)
-s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-s.record()
-for _ in range(20): y.copy_(x)
-e.record(); e.synchronize()
-print(json.dumps({"copy_gb_per_s": 2 * x.numel() * 4 * 20 / (s.elapsed_time(e) / 1e3) / 1e9}))
-PY
+python3 "$root/bench/copy_bandwidth.py" > "$out/copy_bandwidth.json"
 cat "$out/copy_bandwidth.json"
 
 for precision in ${PRECISIONS:-fp32 bf16 fp8}; do
