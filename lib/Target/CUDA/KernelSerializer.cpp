@@ -188,20 +188,27 @@ static LogicalResult assemble(const std::string &ptxas, const std::string &targe
   return success();
 }
 
-/// One part: parsed into a context of its own, lowered to PTX, assembled.
-static LogicalResult compilePart(const std::string &bytecode, const std::string &target,
-                                 const std::string &ptxas, const std::string &toolkit,
-                                 cuda::KernelImages::Part &part, std::string &error) {
+/// What every part's context knows: the dialects, the to-LLVM conversion
+/// interfaces of arith, cf, math, memref and friends (as mlir-opt registers
+/// them), the NVVM target and the LLVM IR translations.
+static DialectRegistry kernelRegistry() {
   DialectRegistry registry;
   registerAllDialects(registry);
-  // The to-LLVM conversion interfaces of arith, cf, math, memref and
-  // friends, as mlir-opt registers them.
   registerAllExtensions(registry);
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerGPUDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
+  return registry;
+}
+
+/// One part: parsed into a context of its own (|registry| only read, from
+/// every part's thread), lowered to PTX, assembled.
+static LogicalResult compilePart(const DialectRegistry &registry, const std::string &bytecode,
+                                 const std::string &target, const std::string &ptxas,
+                                 const std::string &toolkit, cuda::KernelImages::Part &part,
+                                 std::string &error) {
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
@@ -297,9 +304,10 @@ LogicalResult cuda::compileKernels(StepProgram &program, KernelImages &images,
   }
   images.parts.assign(parts, {});
   std::vector<std::string> errors(parts);
+  const DialectRegistry registry = kernelRegistry();
   auto run = [&](size_t p) {
     images.parts[p].entries = dealt[p];
-    (void)compilePart(bytecode[p], program.target, images.ptxasPath, toolkit,
+    (void)compilePart(registry, bytecode[p], program.target, images.ptxasPath, toolkit,
                       images.parts[p], errors[p]);
   };
   std::vector<std::thread> threads;

@@ -51,6 +51,12 @@ static bool usesWarpRows(int64_t length) {
   return length > 0 && length % kLaneWidth == 0 && length <= kWarpRowMax;
 }
 
+/// Elements each lane holds of a warp row of |length|: kLaneWidth
+/// consecutive ones per group of 32 * kLaneWidth.
+static int64_t warpRowSteps(int64_t length) {
+  return ceilDiv(length, 32 * kLaneWidth) * kLaneWidth;
+}
+
 namespace {
 /// A row kernel: one block per row of |rowLength| elements, or with
 /// |warpRows| one warp per row (usesWarpRows), or with setRow several rows
@@ -121,8 +127,7 @@ struct RowKernel {
   /// thread: j = thread + s * blockDim for a block row; for a warp row,
   /// kLaneWidth consecutive elements per lane, 32 * kLaneWidth per group.
   int64_t steps() const {
-    return warpRows ? (length + 32 * kLaneWidth - 1) / (32 * kLaneWidth) * kLaneWidth
-                    : (length + kBlockSize - 1) / kBlockSize;
+    return warpRows ? warpRowSteps(length) : ceilDiv(length, kBlockSize);
   }
   Value stepElement(int64_t s) { return stepElements[s]; }
   Value computeStepElement(int64_t s) {
@@ -472,14 +477,12 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
   unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
 
   // Per step: the lane's running dgamma (and dbeta) term of that column.
-  int64_t steps = (d + 32 * kLaneWidth - 1) / (32 * kLaneWidth) * kLaneWidth;
-  int64_t total = steps * sums;
+  int64_t total = warpRowSteps(d) * sums;
   bool sumsInShared = kWarpsPerBlock * 32 * total * 4 <= kMaxStaticSharedBytes;
   RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/true,
                kWarpsPerBlock * 32 * (sumsInShared ? total : kCombineSlots));
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
-  assert(rk.steps() == steps && "the sweep's steps");
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
   Value smem = kb.func().getWorkgroupAttributions().front();
   // Lane |rk.lane|'s word of slot |slot| of warp |w| (slots of

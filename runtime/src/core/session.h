@@ -111,8 +111,8 @@ private:
   struct LaunchPlan;
   /// Loading, in its steps (each timed in loadTimes_): the device can run
   /// the artifact, the kernels (cubins, or PTX through the driver's JIT),
-  /// the arena with constants, the arguments, and each command's plan (launch parameters, GEMM and
-  /// attention descriptors).
+  /// the arena with constants, the arguments, and each command's plan
+  /// (launch parameters, GEMM and attention descriptors).
   Status load(const SessionOptions &options);
   Status checkDevice(const std::string &deviceName) const;
   Status loadKernels(const SessionOptions &options, const std::string &deviceName);

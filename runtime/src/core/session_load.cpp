@@ -81,11 +81,11 @@ Status Session::load(const SessionOptions &options) {
   TXRT_RETURN_IF_ERROR(device_->createEvent(end_));
 
   // Each phase timed to its end on the device, so the time it queued is
-  // counted in it and not in the next.
+  // counted in it and not in the next (the last one's wait ends the load).
   auto timed = [&](double &seconds, auto &&phase) -> Status {
     auto started = std::chrono::steady_clock::now();
     TXRT_RETURN_IF_ERROR(phase());
-    TXRT_RETURN_IF_ERROR(stream_->synchronize());
+    TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext("loading the artifact"));
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return Status();
   };
@@ -93,7 +93,6 @@ Status Session::load(const SessionOptions &options) {
   TXRT_RETURN_IF_ERROR(timed(loadTimes_.arena, [&] { return allocateArena(); }));
   TXRT_RETURN_IF_ERROR(timed(loadTimes_.arguments, [&] { return initializeArguments(options); }));
   TXRT_RETURN_IF_ERROR(timed(loadTimes_.plans, [&] { return planCommands(); }));
-  TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext("loading the artifact"));
   return sampleMemory();
 }
 
