@@ -158,7 +158,8 @@ TEST(TxrunCli, RunFlagUsageErrors) {
       << r.output;
   r = runTxrun("--help");
   for (const char *flag : {"--save DIR", "--resume DIR", "--schedule KIND", "--log FILE",
-                           "--shuffle", "--warmup W", "--decay-steps D", "--min-lr Y"})
+                           "--shuffle", "--warmup W", "--decay-steps D", "--min-lr Y",
+                           "--no-gemm-tuning"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
 }
 

@@ -28,7 +28,7 @@ struct LoadTimes {
   double kernels = 0;   ///< loading the images, JIT included
   double arena = 0;     ///< the arena allocated and zeroed, constants copied
   double arguments = 0; ///< initial argument values: weights from their files
-  double plans = 0;     ///< per-command plans: GEMM algorithms, attention graphs
+  double plans = 0;     ///< per-command plans: GEMM algorithms (tuned), attention graphs
 };
 
 struct SessionOptions {
@@ -48,6 +48,10 @@ struct SessionOptions {
   /// a B*H*T*T workspace). Everything else the compiler emits is
   /// deterministic already.
   bool deterministic = false;
+  /// Time the GEMM algorithms cuBLASLt offers and keep the fastest of each
+  /// (at load). Off under |deterministic|: which one wins can differ from
+  /// run to run, and so would the bits.
+  bool tuneGemms = true;
 };
 
 class Session {
@@ -105,6 +109,8 @@ public:
   /// Whether the kernels came from PTX compiled by the driver at load.
   bool usesJit() const { return usesJit_; }
   const LoadTimes &loadTimes() const { return loadTimes_; }
+  /// What GEMM tuning did at load (all zero when it was off).
+  const hal::GemmTuning &gemmTuning() const { return gemmTuning_; }
 
 private:
   Session() = default;
@@ -119,6 +125,9 @@ private:
   Status allocateArena();
   Status initializeArguments(const SessionOptions &options);
   Status planCommands();
+  /// Times each GEMM's candidate algorithms; before the arguments are
+  /// loaded, since the trial runs write the GEMMs' outputs.
+  Status tuneGemms();
   Status planLaunch(size_t i, const fb::Launch *l, const std::string &where);
   Status planGemm(size_t i, const fb::Gemm *g, const std::string &where);
   Status planAttention(size_t i, const fb::Attention *at, const std::string &where,
@@ -177,6 +186,7 @@ private:
   bool deterministic_ = false;
   uint64_t stepsRun_ = 0;
   LoadTimes loadTimes_;
+  hal::GemmTuning gemmTuning_;
   size_t freeBefore_ = 0, minFree_ = 0;
 };
 

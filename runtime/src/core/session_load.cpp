@@ -91,8 +91,15 @@ Status Session::load(const SessionOptions &options) {
   };
   TXRT_RETURN_IF_ERROR(timed(loadTimes_.kernels, [&] { return loadKernels(options, deviceName); }));
   TXRT_RETURN_IF_ERROR(timed(loadTimes_.arena, [&] { return allocateArena(); }));
+  // Plans before arguments: tuning runs the GEMMs, writing their outputs,
+  // which may be argument slots (an accumulated gradient); the arena holds
+  // only zeros and constants then, which no GEMM writes.
+  bool tune = options.tuneGemms && !options.deterministic;
+  TXRT_RETURN_IF_ERROR(timed(loadTimes_.plans, [&] {
+    TXRT_RETURN_IF_ERROR(planCommands());
+    return tune ? tuneGemms() : Status();
+  }));
   TXRT_RETURN_IF_ERROR(timed(loadTimes_.arguments, [&] { return initializeArguments(options); }));
-  TXRT_RETURN_IF_ERROR(timed(loadTimes_.plans, [&] { return planCommands(); }));
   return sampleMemory();
 }
 
@@ -235,6 +242,14 @@ Status Session::planCommands() {
   if (attention_)
     TXRT_RETURN_IF_ERROR(device_->allocate(attentionWorkspace, attentionWorkspace_)
                              .withContext("the attention workspace"));
+  return Status();
+}
+
+Status Session::tuneGemms() {
+  for (size_t i = 0; i < gemms_.size(); ++i)
+    if (gemms_[i])
+      TXRT_RETURN_IF_ERROR(blas_->tune(*gemms_[i], *stream_, gemmTuning_)
+                               .withContext("tuning " + describeCommand(static_cast<unsigned>(i))));
   return Status();
 }
 

@@ -111,11 +111,23 @@ public:
   virtual ~GemmPlan() = default;
 };
 
+/// What tuning the GEMM algorithms found (Blas::tune).
+struct GemmTuning {
+  unsigned shapes = 0;     ///< distinct GEMMs timed
+  unsigned candidates = 0; ///< algorithms timed over all of them
+  unsigned changed = 0;    ///< GEMMs whose fastest was not the library's first pick
+};
+
 class Blas {
 public:
   virtual ~Blas() = default;
-  /// Builds descriptors and picks an algorithm; fails if none fits.
+  /// Builds descriptors and picks an algorithm (the library's first
+  /// choice); fails if none fits.
   virtual Status prepare(const GemmSpec &spec, std::unique_ptr<GemmPlan> &out) = 0;
+  /// Runs each algorithm the library offers for |plan| on |stream| and keeps
+  /// the fastest, for every plan of the same descriptors. It writes D, so
+  /// the caller runs it before D's memory holds anything it needs.
+  virtual Status tune(GemmPlan &plan, Stream &stream, GemmTuning &tally) = 0;
   virtual Status run(GemmPlan &plan, Stream &stream) = 0;
 };
 

@@ -4,8 +4,10 @@
 // `txrt-gpu-selftest`: builds small artifacts in memory and runs them
 // through the public C API (txrt.hpp), the same path txrun takes: a
 // hand-written PTX kernel, f32 GEMMs (plain and strided-batched), a bf16
-// GEMM, a Memset and a Copy, each checked against a host reference, and
-// CUDA-graph replay checked against direct execution. Prints PASS/FAIL per
+// GEMM, a GEMM accumulating into an argument (beta 1: the load's GEMM
+// tuning runs it many times, so it must come before the argument's initial
+// value is written), a Memset and a Copy, each checked against a host
+// reference, and CUDA-graph replay checked against direct execution. Prints PASS/FAIL per
 // case; exits 0 only if every case passes (1 on a failure, 2 without GPU).
 // Not run by ctest: it needs a GPU.
 //
@@ -261,18 +263,25 @@ void hostGemm(const std::vector<double> &A, const std::vector<double> &B, size_t
 
 /// (b), (c): row-major C[M x N] = A[M x K] B[K x N], |batch| times, in
 /// cuBLASLt's column-major terms by swapping the operands: m = N, n = M,
-/// k = K, A-slot = B, B-slot = A, lda = N, ldb = K, ldd = N.
+/// k = K, A-slot = B, B-slot = A, lda = N, ldb = K, ldd = N. With
+/// |accumulate|, C is an argument holding C0 and the GEMM adds into it
+/// (beta 1): one step must give C0 + A B.
 void testGemm(const std::string &name, fb::DType type, size_t M, size_t N, size_t K,
-              size_t batch, double tolerance, bool graphs, int steps) {
+              size_t batch, double tolerance, bool graphs, int steps,
+              bool accumulate = false) {
   std::vector<float> A = pattern(batch * M * K, 1.0f, 0.3f);
   std::vector<float> B = pattern(batch * K * N, 1.0f, 2.1f);
+  std::vector<float> C0 = pattern(batch * M * N, 0.5f, 1.3f);
   ArtifactBuilder ab;
   // Inputs given as f32 bytes; the session converts them to |type| at load.
   unsigned aSlot = ab.inlineArgument("A", type, {int64_t(batch), int64_t(M), int64_t(K)},
                                      fb::DType::F32, A.data(), A.size() * 4);
   unsigned bSlot = ab.inlineArgument("B", type, {int64_t(batch), int64_t(K), int64_t(N)},
                                      fb::DType::F32, B.data(), B.size() * 4);
-  unsigned cSlot = ab.slot(batch * M * N * dtypeSize(type));
+  unsigned cSlot =
+      accumulate ? ab.inlineArgument("C", type, {int64_t(batch), int64_t(M), int64_t(N)},
+                                     fb::DType::F32, C0.data(), C0.size() * 4)
+                 : ab.slot(batch * M * N * dtypeSize(type));
   ab.result("C", cSlot, type, {int64_t(batch), int64_t(M), int64_t(N)});
   ab.gemm(
       [&](fb::GemmBuilder &g) {
@@ -282,6 +291,8 @@ void testGemm(const std::string &name, fb::DType type, size_t M, size_t N, size_
         g.add_stride_d(int64_t(M * N));
         g.add_a_type(type), g.add_b_type(type), g.add_d_type(type);
         g.add_compute(fb::ComputeType::F32);
+        if (accumulate)
+          g.add_beta(1.0f);
         g.add_a(bSlot), g.add_b(aSlot), g.add_d(cSlot);
       },
       name);
@@ -323,6 +334,13 @@ void testGemm(const std::string &name, fb::DType type, size_t M, size_t N, size_
       bm[i] = loadAsDouble(type, tmp, 0);
     }
     hostGemm(a, bm, M, N, K, ref, scale);
+    if (accumulate)
+      for (size_t i = 0; i < M * N; ++i) {
+        uint8_t tmp[8];
+        storeFromDouble(type, tmp, 0, C0[p * M * N + i]);
+        double c = loadAsDouble(type, tmp, 0);
+        ref[i] += c, scale[i] += std::fabs(c);
+      }
     for (size_t i = 0; i < M * N; ++i) {
       double got = loadAsDouble(type, out.data(), p * M * N + i);
       double err = std::fabs(got - ref[i]);
@@ -400,6 +418,8 @@ int main() {
   testGemm("gemm f32 strided batch", fb::DType::F32, 64, 48, 32, 3, 1e-5, true, 2);
   testGemm("gemm bf16", fb::DType::BF16, 64, 48, 32, 1, 1e-2, true, 2);
   testGemm("gemm bf16 strided batch", fb::DType::BF16, 32, 16, 64, 2, 1e-2, false, 1);
+  testGemm("gemm f32 accumulating into an argument", fb::DType::F32, 256, 192, 128, 1, 1e-5,
+           false, 1, /*accumulate=*/true);
   testCopyMemset();
 
   std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures,

@@ -99,8 +99,12 @@ OPTIONS:
   --deterministic      Same bits on every run (what exact resume needs): the
                        attention backward uses cuDNN's deterministic
                        algorithm, slower and, on Hopper, with a B*H*T*T
-                       workspace. Every other command is deterministic
-                       without it.
+                       workspace, and each GEMM the algorithm cuBLASLt's
+                       heuristic picks first (no tuning). Every other
+                       command is deterministic without it.
+  --no-gemm-tuning     Keep cuBLASLt's first-choice algorithm for each GEMM
+                       instead of timing the ones it offers at load and
+                       keeping the fastest.
   --no-graph           Run every step command by command instead of replaying
                        a CUDA graph captured at step 2.
   --sync-each          Debugging: synchronize after every command (implies
@@ -178,6 +182,8 @@ bool parseSwitch(const std::string &arg, Options &o) {
     o.shuffle = true;
   else if (arg == "--deterministic")
     o.deterministic = true;
+  else if (arg == "--no-gemm-tuning")
+    o.noGemmTuning = true;
   else
     return false;
   return true;

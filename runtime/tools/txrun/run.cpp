@@ -277,6 +277,7 @@ std::optional<int> TrainingRun::createSession() {
   sessionOptions.forceJit = o.forceJit;
   sessionOptions.syncEachCommand = o.syncEach;
   sessionOptions.deterministic = o.deterministic;
+  sessionOptions.tuneGemms = !o.noGemmTuning;
   if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
     return fail(kRunError, s.message());
 
@@ -286,10 +287,18 @@ std::optional<int> TrainingRun::createSession() {
   // Where the time to the first step goes, beside the compile: issue 11
   // tracks ONNX -> first step.
   const LoadTimes &t = session->loadTimes();
-  std::printf("loaded in %.2f s: device %.2f, kernels %.2f, arena %.2f, arguments %.2f, "
-              "plans %.2f\n",
+  std::printf("loaded in %.2f s: device %.2f, kernels %.2f, arena %.2f, plans %.2f, "
+              "arguments %.2f\n",
               t.device + t.kernels + t.arena + t.arguments + t.plans, t.device, t.kernels,
-              t.arena, t.arguments, t.plans);
+              t.arena, t.plans, t.arguments);
+  const hal::GemmTuning &tuning = session->gemmTuning();
+  if (o.deterministic || o.noGemmTuning)
+    std::printf("gemm algorithms: cuBLASLt's first choice (%s)\n",
+                o.deterministic ? "--deterministic" : "--no-gemm-tuning");
+  else
+    std::printf("gemm algorithms: %u distinct GEMMs timed over %u candidates, the fastest "
+                "kept; %u differ from cuBLASLt's first choice\n",
+                tuning.shapes, tuning.candidates, tuning.changed);
   if (session->usesJit())
     std::printf("kernels: the artifact's PTX, compiled by the driver at load%s\n",
                 o.forceJit ? " (--jit)" : " (its cubins are for another architecture)");
