@@ -11,7 +11,8 @@
 # Usage: bench/step/run.sh DIR OUT [gpt2|gpt1.3b] [STEPS=30]
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
 #   PRECISIONS="fp32 bf16 fp8" and TORCH_MODES="eager-fp32 eager-bf16
-#   compile-bf16" (the defaults) choose the configurations.
+#   compile-bf16" (the defaults) choose the configurations; TXRUN_FLAGS
+#   adds flags to every txrun (e.g. --no-gemm-tuning, for a comparison).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="$1" out="$2" model="${3:-gpt2}" steps="${4:-30}"
@@ -45,17 +46,17 @@ for precision in ${PRECISIONS:-fp32 bf16 fp8}; do
   echo "== txopt $precision"
   start=$(date +%s.%N)
   "$txrun" "$artifact" --weights-dir "$work" --data "$work/tokens.npy" --steps 1 \
-    > "$out/txopt_${precision}_first.txt" 2>&1 || status=1
+    ${TXRUN_FLAGS:-} > "$out/txopt_${precision}_first.txt" 2>&1 || status=1
   end=$(date +%s.%N)
   echo "{\"first_step_run_s\": $(python3 -c "print($end - $start)")}" > "$out/txopt_${precision}_first.json"
   rm -f "$out/txopt_$precision.jsonl"
   "$txrun" "$artifact" --weights-dir "$work" --data "$work/tokens.npy" --steps "$steps" \
-    --log-every 10 --log "$out/txopt_$precision.jsonl" 2>&1 | tee "$out/txopt_$precision.txt" \
+    ${TXRUN_FLAGS:-} --log-every 10 --log "$out/txopt_$precision.jsonl" 2>&1 | tee "$out/txopt_$precision.txt" \
     || status=1
 done
 echo "== txopt bf16 profile"
 "$txrun" "$dir/${model}_bf16.txa" --weights-dir "$work" --data "$work/tokens.npy" --steps 3 \
-  --profile 3 --profile-out "$out/profile_bf16.json" > "$out/profile_bf16.txt" 2>&1 || status=1
+  ${TXRUN_FLAGS:-} --profile 3 --profile-out "$out/profile_bf16.json" > "$out/profile_bf16.txt" 2>&1 || status=1
 sed -n '/^profile/,$p' "$out/profile_bf16.txt" | head -30
 
 for mode in ${TORCH_MODES:-eager-fp32 eager-bf16 compile-bf16}; do
