@@ -42,6 +42,10 @@ struct LoweringContext {
   /// Ops already computed inside another op's kernel (a tx.quantize fused
   /// into the tx.amax kernel of the same input); the step loop skips them.
   llvm::DenseSet<Operation *> loweredElsewhere;
+  /// Recomputed values (tx-rematerialize) that a column sum's kernel can
+  /// write as it walks the same inputs, by the sum's op
+  /// (scheduleRecomputesIntoColumnSums).
+  llvm::DenseMap<Operation *, Value> recomputedBySum;
   /// FP8 GEMM operands already written transposed ([..., N, K], the layout
   /// cuBLASLt's FP8 GEMM reads B in), by the buffer holding them.
   llvm::DenseMap<Value, unsigned> fp8Transposed;
@@ -115,6 +119,15 @@ std::string describeOrigin(Operation *op);
 /// The kernel grouping (Grouping.cpp): fills |plan| with the values of
 /// |step| that live in memory; |fusedOps| counts the ops computed inside
 /// their readers' kernels.
+/// Moves each column sum (a bias gradient) that reads everything one of
+/// |recomputed| (tx-rematerialize's copies for the backward) is computed
+/// from, with the pure ops it depends on, to just before that value's cast,
+/// when all of it can go there; records the pairs in |pairs| for
+/// lowerColumnReduction, which writes the value in the sum's kernel
+/// (RecomputeScheduling.cpp).
+void scheduleRecomputesIntoColumnSums(func::FuncOp func, llvm::ArrayRef<Value> recomputed,
+                                      llvm::DenseMap<Operation *, Value> &pairs);
+
 void decideMaterialization(func::FuncOp step, Materialization &plan, unsigned &fusedOps);
 /// reduce_sum / reduce_mean / reduce_max.
 bool isReduction(Operation *op);

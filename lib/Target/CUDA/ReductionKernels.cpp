@@ -130,9 +130,36 @@ static tx::CastOp companionCast(LoweringContext &ctx, Operation *op) {
   return nullptr;
 }
 
+/// The recomputed value scheduleRecomputesIntoColumnSums paired with the
+/// column sum |op|, if |op|'s kernel can write it: it is still to be
+/// computed (its op comes after |op|; it is in memory, in a buffer of its
+/// own), it has the
+/// shape of |op|'s input, and every value it is computed from is among
+/// |inputs|, what the kernel reads anyway.
+static Value recomputedAlongside(LoweringContext &ctx, Operation *op,
+                                 const llvm::SetVector<Value> &inputs) {
+  auto found = ctx.recomputedBySum.find(op);
+  if (found == ctx.recomputedBySum.end())
+    return nullptr;
+  Value value = found->second;
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != op->getBlock() || !op->isBeforeInBlock(def) ||
+      !ctx.plan.isMaterialized(value) || ctx.loweredElsewhere.contains(def) ||
+      ctx.plan.absorbedCasts.contains(def) || ctx.plan.storedAs.count(value) ||
+      ctx.bufferOfValue.count(value) ||
+      typeOf(value).getShape() != typeOf(op->getOperand(0)).getShape())
+    return nullptr;
+  llvm::SetVector<Value> needs;
+  KernelBuilder::collectInputs(value, ctx.plan, needs);
+  if (!llvm::all_of(needs, [&](Value v) { return inputs.contains(v); }))
+    return nullptr;
+  return value;
+}
+
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
 /// as shapes), e.g. a bias gradient. With a companionCast the kernel also
-/// stores the cast of every element it reads. Thread t of block (tile,
+/// stores the cast of every element it reads, and with a
+/// recomputedAlongside value that value at every element it walks. Thread t of block (tile,
 /// split) owns columns [(tile * kBlockSize + t) * lanes, +lanes) and sums
 /// rows [split * chunk, +chunk) of each in order; with several splits a
 /// second kernel adds the splits' partials in order: deterministic, and
@@ -181,11 +208,14 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
   tx::CastOp companion = companionCast(ctx, op);
+  Value recomputed = concatParts ? Value() : recomputedAlongside(ctx, op, inputs);
   llvm::SmallVector<Value> outputs;
   if (splits == 1)
     outputs.push_back(result);
   if (companion)
     outputs.push_back(companion.getResult());
+  if (recomputed)
+    outputs.push_back(recomputed);
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs.getArrayRef(),
                    ctx.plan);
   auto &b = kb.builder();
@@ -222,12 +252,19 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
         // Every lane's loads before any store: a store between them (to
         // another buffer, which LLVM cannot tell apart) would keep the loads
         // from merging.
-        llvm::SmallVector<Value> elements, next;
+        llvm::SmallVector<Value> elements, recomputedElements, next;
         for (int64_t k = 0; k < lanes; ++k) {
           full.back() = arith::AddIOp::create(b, innermost, kb.idx(k - offset));
           elements.push_back(kb.emit(source, full));
+          if (recomputed)
+            recomputedElements.push_back(kb.emitComputed(recomputed, full));
         }
         for (int64_t k = 0; k < lanes; ++k) {
+          if (recomputed)
+            kb.store(recomputed,
+                     arith::AddIOp::create(b, arith::MulIOp::create(b, r, kb.idx(colCount)),
+                                           arith::AddIOp::create(b, column, kb.idx(k))),
+                     recomputedElements[k]);
           if (companion) {
             Value y = companion.getResult();
             Value at = arith::AddIOp::create(
@@ -273,6 +310,8 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   llvm::SmallVector<unsigned> written = ctx.buffersOf(outputs);
   if (companion)
     ctx.loweredElsewhere.insert(companion);
+  if (recomputed)
+    ctx.loweredElsewhere.insert(recomputed.getDefiningOp());
   if (splits == 1) {
     ctx.launch(kb, op, static_cast<unsigned>(tiles), written,
                ctx.buffersOf(inputs.getArrayRef()));

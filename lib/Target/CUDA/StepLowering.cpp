@@ -575,6 +575,9 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   // is a cheap elementwise chain (tx-rematerialize): the memory plan below
   // then frees them after the forward. The micro-step has a backward too.
   // The report counts the step's (the micro-step repeats its forward).
+  // A copy whose inputs a nearby column sum reads anyway is written by that
+  // sum's kernel (RecomputeScheduling.cpp).
+  llvm::DenseMap<Operation *, Value> recomputedBySum;
   for (func::FuncOp f : {step, micro}) {
     if (!f)
       continue;
@@ -583,9 +586,11 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       program.stats.rematerializedValues = freed.values;
       program.stats.rematerializedBytes = freed.bytes;
     }
+    scheduleRecomputesIntoColumnSums(f, freed.recomputed, recomputedBySum);
   }
 
   LoweringContext ctx(program, gpuModule, options);
+  ctx.recomputedBySum = std::move(recomputedBySum);
   groupKernels(ctx, step);
   packSumsOfSquares(ctx, step);
   if (failed(bindArguments(ctx, module, step)))

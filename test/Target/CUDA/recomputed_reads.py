@@ -2,6 +2,10 @@
 named by --wgrad (m n k, e.g. "128 512 64") reads its GELU operand from a
 buffer the launch right before it wrote, with the same kernel that wrote
 the forward GEMM's operand (named by --fwd), into a different buffer.
+With --by-column-sum the launch right before it is instead a column sum
+(`_reduce_sum`) listing that buffer among its arguments, which no launch
+since the forward GEMM wrote as its first output (the recompute is one of
+the sum kernel's extra outputs, RecomputeScheduling.cpp).
 Prints one line per pair; exits 1 if a pair breaks the rule or none is
 found."""
 import argparse
@@ -12,10 +16,13 @@ ap = argparse.ArgumentParser()
 ap.add_argument("plan")
 ap.add_argument("--fwd", required=True, help="m n k of the forward GEMM")
 ap.add_argument("--wgrad", required=True, help="m n k of the weight gradient")
+ap.add_argument("--by-column-sum", action="store_true",
+                help="the recompute is written by the column sum's kernel")
 args = ap.parse_args()
 
 commands = [l for l in open(args.plan) if l.startswith(("launch ", "gemm ", "attention"))]
 writer = {}  # slot -> (kernel, command index) of the last launch writing it
+mention = {}  # slot -> (kernel, command index) of the last launch listing it
 def shape(line):
     m = re.search(r"m=(\d+) n=(\d+) k=(\d+)", line)
     return " ".join(m.groups()) if m else None
@@ -25,22 +32,32 @@ found = 0
 for i, line in enumerate(commands):
     if line.startswith("launch "):
         kernel = line.split()[1]
-        out = int(re.search(r"args=\[(\d+)", line).group(1))
-        writer[out] = (kernel, i)
+        listed = [int(a) for a in re.search(r"args=\[([0-9, ]+)\]", line).group(1).split(",")]
+        writer[listed[0]] = (kernel, i)
+        for slot in listed:
+            mention[slot] = (kernel, i)
         continue
     if not line.startswith("gemm "):
         continue
     b = int(re.search(r" b=(\d+)", line).group(1))
     if shape(line) == args.fwd and " ta=0 tb=0 " in line:
-        forward.append((b, writer.get(b)))
+        forward.append((b, writer.get(b, (None, -1))))
     elif shape(line) == args.wgrad:
         if not forward:
             print("weight gradient before any forward GEMM"); sys.exit(1)
-        fb, (fkernel, _) = forward.pop()
-        kernel, at = writer.get(b, (None, -1))
-        ok = at == i - 1 and kernel == fkernel and b != fb
-        print(f"wgrad reads slot {b} written by {kernel} {'just before' if at == i - 1 else 'earlier'}; "
-              f"forward read slot {fb} from {fkernel}: {'ok' if ok else 'WRONG'}")
+        fb, (fkernel, fat) = forward.pop()
+        if args.by_column_sum:
+            kernel, at = mention.get(b, (None, -1))
+            first_output = writer.get(b, (None, -1))[1] > fat
+            ok = at == i - 1 and kernel.endswith("_reduce_sum") and not first_output and b != fb
+            print(f"wgrad reads slot {b} listed by {kernel} {'just before' if at == i - 1 else 'earlier'}"
+                  f"{', a first output since the forward' if first_output else ''}; "
+                  f"forward read slot {fb} from {fkernel}: {'ok' if ok else 'WRONG'}")
+        else:
+            kernel, at = writer.get(b, (None, -1))
+            ok = at == i - 1 and kernel == fkernel and b != fb
+            print(f"wgrad reads slot {b} written by {kernel} {'just before' if at == i - 1 else 'earlier'}; "
+                  f"forward read slot {fb} from {fkernel}: {'ok' if ok else 'WRONG'}")
         if not ok:
             sys.exit(1)
         found += 1

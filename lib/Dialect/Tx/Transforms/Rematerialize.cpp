@@ -120,18 +120,19 @@ bool heavyOpBetween(Operation *from, Operation *to) {
   return false;
 }
 
-/// Recomputes |root| for its late readers if it can; returns whether it did.
-bool rematerialize(Value root) {
+/// Recomputes |root| for its late readers if it can; returns the copy, or
+/// null.
+Value rematerialize(Value root) {
   llvm::SmallVector<Operation *> readers;
   Block *block = root.getDefiningOp()->getBlock();
   for (Operation *user : root.getUsers()) {
     if (user->getBlock() != block) // program order is a block's
-      return false;
+      return nullptr;
     if (!llvm::is_contained(readers, user))
       readers.push_back(user);
   }
   if (readers.size() < 2)
-    return false;
+    return nullptr;
   llvm::sort(readers, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   for (size_t i = 1; i < readers.size(); ++i) {
     Operation *late = readers[i];
@@ -147,9 +148,9 @@ bool rematerialize(Value root) {
     Value clone = mapping.lookup(root);
     for (size_t j = i; j < readers.size(); ++j)
       readers[j]->replaceUsesOfWith(root, clone);
-    return true;
+    return clone;
   }
-  return false;
+  return nullptr;
 }
 
 struct RematerializePass
@@ -170,8 +171,10 @@ tx::RematerializeResult tx::rematerializeForBackward(func::FuncOp func) {
         isReadFromMemory(op.getResult(0)))
       candidates.push_back(op.getResult(0));
   for (Value candidate : candidates) {
-    if (!rematerialize(candidate))
+    Value copy = rematerialize(candidate);
+    if (!copy)
       continue;
+    result.recomputed.push_back(copy);
     auto type = cast<RankedTensorType>(candidate.getType());
     ++result.values;
     if (type.hasStaticShape())

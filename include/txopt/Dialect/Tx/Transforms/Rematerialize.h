@@ -10,6 +10,7 @@
 #define TXOPT_DIALECT_TX_TRANSFORMS_REMATERIALIZE_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
 
@@ -18,6 +19,9 @@ namespace mlir::txopt::tx {
 struct RematerializeResult {
   unsigned values = 0;  ///< stored values now recomputed for late readers
   uint64_t bytes = 0;   ///< their total size: what no longer stays alive
+  /// The copies computed for the late readers (each the clone of a stored
+  /// value's defining op).
+  llvm::SmallVector<Value> recomputed;
 };
 
 /// Recomputes, in |func|'s body, every stored elementwise value whose late
