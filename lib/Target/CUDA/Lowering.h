@@ -46,6 +46,9 @@ struct LoweringContext {
   /// write as it walks the same inputs, by the sum's op
   /// (scheduleRecomputesIntoColumnSums).
   llvm::DenseMap<Operation *, Value> recomputedBySum;
+  /// Norms whose kernel computes and stores their input (the residual
+  /// add before them), by norm op (computeNormInputsInNorms).
+  llvm::DenseMap<Operation *, Value> normComputedInputs;
   /// FP8 GEMM operands already written transposed ([..., N, K], the layout
   /// cuBLASLt's FP8 GEMM reads B in), by the buffer holding them.
   llvm::DenseMap<Value, unsigned> fp8Transposed;
@@ -146,6 +149,9 @@ LogicalResult lowerGemm(LoweringContext &ctx, tx::GemmOp op);
 LogicalResult lowerElementalValue(LoweringContext &ctx, Value value);
 LogicalResult lowerReduction(LoweringContext &ctx, Operation *op);
 LogicalResult lowerNorm(LoweringContext &ctx, Operation *op);
+/// Marks each norm whose kernel computes its input (the elemental op right
+/// before it, whose kernel then goes): after the grouping, before lowering.
+void computeNormInputsInNorms(LoweringContext &ctx, func::FuncOp func);
 LogicalResult lowerNormGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerSoftmax(LoweringContext &ctx, Operation *op);
 LogicalResult lowerCrossEntropy(LoweringContext &ctx, Operation *op);

@@ -219,11 +219,11 @@ struct RowKernel {
   /// |length|): inside a register sweep, loaded once per row and step.
   Value loadRow(Value tensor, Value j) {
     if (currentStep < 0)
-      return kb.load(tensor, at(j));
+      return element(tensor, j);
     auto found = rowValues.find({tensor, currentStep});
     if (found != rowValues.end())
       return found->second;
-    Value value = kb.load(tensor, at(j));
+    Value value = element(tensor, j);
     // Only a load at the row's top level is kept: it dominates every later
     // pass (one inside the scf.if that skips the row's end would not).
     if (!insideGuard)
@@ -231,13 +231,60 @@ struct RowKernel {
     return value;
   }
 
+  /// Tensors this kernel computes from their inputs instead of loading
+  /// (and stores itself): a norm's input (normInputComputedByNorm).
+  llvm::DenseSet<Value> computed;
+
 private:
+  /// Element |j| of the current row of |tensor|: loaded, or computed and
+  /// rounded to the tensor's type as its store would round it.
+  Value element(Value tensor, Value j) {
+    if (!computed.contains(tensor))
+      return kb.load(tensor, at(j));
+    Value value = kb.emitComputed(tensor, kb.delinearize(at(j), typeOf(tensor).getShape()));
+    return kb.roundTo(value, typeOf(tensor).getElementType());
+  }
+
   llvm::SmallVector<Value> stepElements;
   int64_t currentStep = -1;
   bool insideGuard = false;
   llvm::DenseMap<std::pair<Value, int64_t>, Value> rowValues;
 };
 } // namespace
+
+/// The input of the fused norm |op| when the norm's kernel can compute and
+/// store it (the residual stream's add: x = h + bias + r, read by the norm
+/// and later by the next residual add and the norm's gradient): it is in
+/// memory, an elemental op right before computes it, nothing reads it
+/// between that op and the norm, and the norm's rows fit its registers
+/// (each element is computed once, kept, stored, and normalized). The add
+/// kernel's write stays; its launch and the norm's read of x go.
+static Value normInputComputedByNorm(LoweringContext &ctx, Operation *op) {
+  if (!isa<tx::LayerNormOp, tx::RMSNormOp>(op))
+    return nullptr;
+  Value x = op->getOperand(0);
+  Operation *def = x.getDefiningOp();
+  if (!def || def->getBlock() != op->getBlock() || !isElementalOp(def) || isViewOp(def) ||
+      def->getNumResults() != 1 || !ctx.plan.isMaterialized(x) ||
+      ctx.loweredElsewhere.contains(def) || ctx.plan.absorbedCasts.contains(def) ||
+      ctx.plan.storedAs.count(x) || ctx.bufferOfValue.count(x))
+    return nullptr;
+  for (Operation *user : x.getUsers())
+    if (user != op && (user->getBlock() != op->getBlock() || !op->isBeforeInBlock(user)))
+      return nullptr;
+  int64_t d = typeOf(x).getRank() ? typeOf(x).getShape().back() : 0;
+  if (!(usesWarpRows(d) || (d > 0 && d <= kBlockSize * kRowElementsInRegisters)))
+    return nullptr;
+  return x;
+}
+
+void cuda::computeNormInputsInNorms(LoweringContext &ctx, func::FuncOp func) {
+  for (Operation &op : func.getBody().front())
+    if (Value x = normInputComputedByNorm(ctx, &op)) {
+      ctx.normComputedInputs[&op] = x;
+      ctx.loweredElsewhere.insert(x.getDefiningOp());
+    }
+}
 
 /// tx.layer_norm / tx.rms_norm: y, [mean,] rstd over the innermost dim.
 LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
@@ -273,11 +320,27 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
       return op->emitError("the GPU norm expects scale and bias of the normalized size ")
              << d << ", but got " << param.getType();
   llvm::SmallVector<Value> outputs(op->getResults().begin(), op->getResults().end());
-  llvm::SmallVector<Value> inputs{x, gamma};
+  // With its input computed here, the kernel also writes it (last) and
+  // reads what it is computed from.
+  auto computedInput = ctx.normComputedInputs.find(op);
+  Value computedX = computedInput != ctx.normComputedInputs.end() ? computedInput->second
+                                                                   : Value();
+  llvm::SmallVector<Value> kernelOutputs(outputs);
+  llvm::SetVector<Value> inputSet;
+  if (computedX) {
+    kernelOutputs.push_back(computedX);
+    KernelBuilder::collectInputs(computedX, ctx.plan, inputSet);
+  } else {
+    inputSet.insert(x);
+  }
+  inputSet.insert(gamma);
   if (beta)
-    inputs.push_back(beta);
+    inputSet.insert(beta);
+  llvm::SmallVector<Value> inputs(inputSet.begin(), inputSet.end());
   bool warpRows = usesWarpRows(d);
-  RowKernel rk(ctx, op, outputs, inputs, d, warpRows);
+  RowKernel rk(ctx, op, kernelOutputs, inputs, d, warpRows);
+  if (computedX)
+    rk.computed.insert(computedX);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Type element = typeOf(x).getElementType();
@@ -289,6 +352,10 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
       });
       mean = arith::DivFOp::create(b, rk.reduce(sum[0], false), kb.f32(d));
     }
+    // The computed input, kept from the sweep above (or computed by the
+    // next one's first use), stored before the statistics are reduced.
+    if (computedX)
+      rk.storeSweep(computedX, [&](Value j, int64_t) { return rk.loadRow(x, j); });
     auto sq = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
       Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
       return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], arith::MulFOp::create(b, c, c))};
@@ -322,7 +389,8 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   if (failed(kb.status()))
     return failure();
   int64_t grid = warpRows ? ceilDiv(rows, kWarpsPerBlock) : std::max<int64_t>(rows, 1);
-  ctx.launch(kb, op, static_cast<unsigned>(grid), ctx.buffersOf(outputs), ctx.buffersOf(inputs));
+  ctx.launch(kb, op, static_cast<unsigned>(grid), ctx.buffersOf(kernelOutputs),
+             ctx.buffersOf(inputs));
   return success();
 }
 

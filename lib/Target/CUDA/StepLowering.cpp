@@ -472,6 +472,7 @@ static void groupKernels(LoweringContext &ctx, func::FuncOp func) {
   normalizeAttentionCasts(func);
   decideMaterialization(func, ctx.plan, ctx.program.stats.fusedOps);
   placeAttentionResults(ctx, func);
+  computeNormInputsInNorms(ctx, func);
 }
 
 /// Binds |func|'s results into |out|: read back (loss, grad_norm), copied
