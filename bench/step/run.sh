@@ -12,7 +12,7 @@
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
 #   PRECISIONS="fp32 bf16 fp8" and TORCH_MODES="eager-fp32 eager-bf16
 #   compile-bf16" (the defaults) choose the configurations; TXRUN_FLAGS
-#   adds flags to every txrun (e.g. --no-gemm-tuning, for a comparison).
+#   adds flags to every txrun (e.g. --tune-gemms, for a comparison).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="$1" out="$2" model="${3:-gpt2}" steps="${4:-30}"

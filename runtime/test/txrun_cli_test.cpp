@@ -159,7 +159,7 @@ TEST(TxrunCli, RunFlagUsageErrors) {
   r = runTxrun("--help");
   for (const char *flag : {"--save DIR", "--resume DIR", "--schedule KIND", "--log FILE",
                            "--shuffle", "--warmup W", "--decay-steps D", "--min-lr Y",
-                           "--no-gemm-tuning"})
+                           "--tune-gemms"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
 }
 

@@ -259,12 +259,10 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
           if (recomputed)
             recomputedElements.push_back(kb.emitComputed(recomputed, full));
         }
+        // Each output's stores together (the companion's, then the
+        // recomputed value's): stores to two buffers interleaved stay
+        // scalar, since LLVM cannot tell the buffers apart to merge them.
         for (int64_t k = 0; k < lanes; ++k) {
-          if (recomputed)
-            kb.store(recomputed,
-                     arith::AddIOp::create(b, arith::MulIOp::create(b, r, kb.idx(colCount)),
-                                           arith::AddIOp::create(b, column, kb.idx(k))),
-                     recomputedElements[k]);
           if (companion) {
             Value y = companion.getResult();
             Value at = arith::AddIOp::create(
@@ -275,6 +273,11 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
           }
           next.push_back(combine(b, a[k], elements[k], isMax));
         }
+        for (int64_t k = 0; k < lanes && recomputed; ++k)
+          kb.store(recomputed,
+                   arith::AddIOp::create(b, arith::MulIOp::create(b, r, kb.idx(colCount)),
+                                         arith::AddIOp::create(b, column, kb.idx(k))),
+                   recomputedElements[k]);
         return next;
       }, /*unroll=*/lanes == 1 ? 4 : 2);
       for (int64_t k = 0; k < lanes; ++k) {

@@ -77,6 +77,8 @@ typedef struct txrt_session_options_s {
                               artifact's folder */
   int disable_graphs;      /* nonzero: never replay steps from a CUDA graph */
   int sync_each_command;   /* debugging: synchronize after every command */
+  int tune_gemms;          /* nonzero: time cuBLASLt's candidate algorithms
+                              for each GEMM at load, keep the fastest */
 } txrt_session_options_t;
 
 /* An argument or result of the step. Strings and |shape| stay valid while
@@ -93,7 +95,7 @@ typedef struct txrt_tensor_info_s {
   int64_t next;            /* results: the argument this becomes, or -1 */
 } txrt_tensor_info_t;
 
-/* Fills |options| with the defaults (device 0, graphs on). */
+/* Fills |options| with the defaults (device 0, graphs on, no GEMM tuning). */
 void txrt_session_options_init(txrt_session_options_t *options);
 
 /* Loads the artifact file at |path| onto the device named by |options|

@@ -46,6 +46,7 @@ txrt::SessionOptions toOptions(const txrt_session_options_t *options) {
       out.weightsDir = options->weights_dir;
     out.useGraphs = !options->disable_graphs;
     out.syncEachCommand = options->sync_each_command != 0;
+    out.tuneGemms = options->tune_gemms != 0;
   }
   return out;
 }
@@ -80,7 +81,7 @@ const char *cstr(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
 
 extern "C" void txrt_session_options_init(txrt_session_options_t *options) {
   if (options)
-    *options = txrt_session_options_t{0, nullptr, 0, 0};
+    *options = txrt_session_options_t{0, nullptr, 0, 0, 0};
 }
 
 extern "C" txrt_status_t txrt_session_create_from_file(

@@ -4,9 +4,9 @@
 // `txrt-gpu-selftest`: builds small artifacts in memory and runs them
 // through the public C API (txrt.hpp), the same path txrun takes: a
 // hand-written PTX kernel, f32 GEMMs (plain and strided-batched), a bf16
-// GEMM, a GEMM accumulating into an argument (beta 1: the load's GEMM
-// tuning runs it many times, so it must come before the argument's initial
-// value is written), a Memset and a Copy, each checked against a host
+// GEMM, a GEMM accumulating into an argument (beta 1: GEMM tuning, on for
+// every case here, runs it many times at load, so it must come before the
+// argument's initial value is written), a Memset and a Copy, each checked against a host
 // reference, and CUDA-graph replay checked against direct execution. Prints PASS/FAIL per
 // case; exits 0 only if every case passes (1 on a failure, 2 without GPU).
 // Not run by ctest: it needs a GPU.
@@ -174,6 +174,8 @@ bool open(const std::string &caseName, const std::vector<uint8_t> &bytes, bool g
   txrt_session_options_t options;
   txrt_session_options_init(&options);
   options.disable_graphs = graphs ? 0 : 1;
+  // Every GEMM case also checks the tuned algorithm's result.
+  options.tune_gemms = 1;
   Error error = SessionHandle::fromBytes(bytes.data(), bytes.size(), nullptr, &options,
                                          session);
   if (error)

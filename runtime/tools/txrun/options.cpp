@@ -99,12 +99,13 @@ OPTIONS:
   --deterministic      Same bits on every run (what exact resume needs): the
                        attention backward uses cuDNN's deterministic
                        algorithm, slower and, on Hopper, with a B*H*T*T
-                       workspace, and each GEMM the algorithm cuBLASLt's
-                       heuristic picks first (no tuning). Every other
-                       command is deterministic without it.
-  --no-gemm-tuning     Keep cuBLASLt's first-choice algorithm for each GEMM
-                       instead of timing the ones it offers at load and
-                       keeping the fastest.
+                       workspace. Every other command is deterministic
+                       without it.
+  --tune-gemms         Time the algorithms cuBLASLt offers for each GEMM at
+                       load and keep the fastest, instead of its first
+                       choice (not with --deterministic: the winner can
+                       differ between runs). GPT-2 on an H200 measured no
+                       gain from it (bench/NOTES.md, session 14).
   --no-graph           Run every step command by command instead of replaying
                        a CUDA graph captured at step 2.
   --sync-each          Debugging: synchronize after every command (implies
@@ -182,8 +183,8 @@ bool parseSwitch(const std::string &arg, Options &o) {
     o.shuffle = true;
   else if (arg == "--deterministic")
     o.deterministic = true;
-  else if (arg == "--no-gemm-tuning")
-    o.noGemmTuning = true;
+  else if (arg == "--tune-gemms")
+    o.tuneGemms = true;
   else
     return false;
   return true;

@@ -277,7 +277,7 @@ std::optional<int> TrainingRun::createSession() {
   sessionOptions.forceJit = o.forceJit;
   sessionOptions.syncEachCommand = o.syncEach;
   sessionOptions.deterministic = o.deterministic;
-  sessionOptions.tuneGemms = !o.noGemmTuning;
+  sessionOptions.tuneGemms = o.tuneGemms;
   if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
     return fail(kRunError, s.message());
 
@@ -292,9 +292,9 @@ std::optional<int> TrainingRun::createSession() {
               t.device + t.kernels + t.arena + t.arguments + t.plans, t.device, t.kernels,
               t.arena, t.plans, t.arguments);
   const hal::GemmTuning &tuning = session->gemmTuning();
-  if (o.deterministic || o.noGemmTuning)
-    std::printf("gemm algorithms: cuBLASLt's first choice (%s)\n",
-                o.deterministic ? "--deterministic" : "--no-gemm-tuning");
+  if (!o.tuneGemms || o.deterministic)
+    std::printf("gemm algorithms: cuBLASLt's first choice%s\n",
+                o.tuneGemms ? " (--tune-gemms is off under --deterministic)" : "");
   else
     std::printf("gemm algorithms: %u distinct GEMMs timed over %u candidates, the fastest "
                 "kept; %u differ from cuBLASLt's first choice\n",
