@@ -119,18 +119,18 @@ struct LoweringContext {
 /// "'tx.add' at 'node name'" for command origins and messages.
 std::string describeOrigin(Operation *op);
 
-/// The kernel grouping (Grouping.cpp): fills |plan| with the values of
-/// |step| that live in memory; |fusedOps| counts the ops computed inside
-/// their readers' kernels.
 /// Moves each column sum (a bias gradient) that reads everything one of
 /// |recomputed| (tx-rematerialize's copies for the backward) is computed
-/// from, with the pure ops it depends on, to just before that value's cast,
+/// from, with the pure ops it depends on, to just before the op computing that value,
 /// when all of it can go there; records the pairs in |pairs| for
 /// lowerColumnReduction, which writes the value in the sum's kernel
 /// (RecomputeScheduling.cpp).
 void scheduleRecomputesIntoColumnSums(func::FuncOp func, llvm::ArrayRef<Value> recomputed,
                                       llvm::DenseMap<Operation *, Value> &pairs);
 
+/// The kernel grouping (Grouping.cpp): fills |plan| with the values of
+/// |step| that live in memory; |fusedOps| counts the ops computed inside
+/// their readers' kernels.
 void decideMaterialization(func::FuncOp step, Materialization &plan, unsigned &fusedOps);
 /// reduce_sum / reduce_mean / reduce_max.
 bool isReduction(Operation *op);

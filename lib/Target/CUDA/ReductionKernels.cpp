@@ -101,66 +101,62 @@ LogicalResult cuda::lowerPartialColumnSums(
   return success();
 }
 
-/// A materialized tx.cast of the column reduction |op|'s input that the
-/// reduction's kernel can write as it walks the input, or null: the cast
-/// comes after |op| and every reader of the cast comes after |op|, so the
-/// kernel writes it before anything reads it and the cast's own kernel,
-/// which would read the input again, disappears. A bias gradient and the
-/// bf16 copy of the same gradient the weight-gradient GEMMs read are such a
-/// pair (sum over rows of dy, and bf16(dy)).
-static tx::CastOp companionCast(LoweringContext &ctx, Operation *op) {
-  Value input = op->getOperand(0);
-  for (Operation *user : input.getUsers()) {
-    auto cast = dyn_cast<tx::CastOp>(user);
-    if (!cast || cast->getBlock() != op->getBlock() || !op->isBeforeInBlock(cast) ||
-        !ctx.plan.isMaterialized(cast.getResult()) ||
-        ctx.loweredElsewhere.contains(cast) || ctx.plan.absorbedCasts.contains(cast) ||
-        ctx.plan.storedAs.count(cast.getResult()) || ctx.plan.storedAs.count(input) ||
-        typeOf(cast.getResult()).getShape() != typeOf(input).getShape())
-      continue;
-    auto storage = ctx.bufferOfValue.find(cast.getResult());
-    if (storage != ctx.bufferOfValue.end())
-      continue; // already bound elsewhere (an accumulator, an argument)
-    bool readersAfter = llvm::all_of(cast->getUsers(), [&](Operation *reader) {
-      return reader->getBlock() == op->getBlock() && op->isBeforeInBlock(reader);
-    });
-    if (readersAfter)
-      return cast;
-  }
-  return nullptr;
-}
-
-/// The recomputed value scheduleRecomputesIntoColumnSums paired with the
-/// column sum |op|, if |op|'s kernel can write it: it is still to be
-/// computed (its op comes after |op|; it is in memory, in a buffer of its
-/// own), it has the
-/// shape of |op|'s input, and every value it is computed from is among
-/// |inputs|, what the kernel reads anyway.
-static Value recomputedAlongside(LoweringContext &ctx, Operation *op,
-                                 const llvm::SetVector<Value> &inputs) {
-  auto found = ctx.recomputedBySum.find(op);
-  if (found == ctx.recomputedBySum.end())
-    return nullptr;
-  Value value = found->second;
+/// Whether the kernel of the column reduction |op| can write |value| as a
+/// further output while it walks |op|'s input: |value| is in memory in a
+/// buffer of its own (not bound elsewhere: an accumulator, an argument; not
+/// stored as another value), still to be computed (its op comes after |op|
+/// and no other kernel computes it), shaped like the input, and read only
+/// after |op|; its own kernel then disappears.
+static bool writableAlongside(LoweringContext &ctx, Operation *op, Value value) {
   Operation *def = value.getDefiningOp();
   if (!def || def->getBlock() != op->getBlock() || !op->isBeforeInBlock(def) ||
       !ctx.plan.isMaterialized(value) || ctx.loweredElsewhere.contains(def) ||
       ctx.plan.absorbedCasts.contains(def) || ctx.plan.storedAs.count(value) ||
       ctx.bufferOfValue.count(value) ||
       typeOf(value).getShape() != typeOf(op->getOperand(0)).getShape())
+    return false;
+  return llvm::all_of(value.getUsers(), [&](Operation *reader) {
+    return reader->getBlock() == op->getBlock() && op->isBeforeInBlock(reader);
+  });
+}
+
+/// A tx.cast of the column reduction |op|'s input that the reduction's
+/// kernel can write (writableAlongside), or null: the cast's own kernel
+/// would read the input again. A bias gradient and the bf16 copy of the
+/// same gradient the weight-gradient GEMMs read are such a pair (sum over
+/// rows of dy, and bf16(dy)).
+static tx::CastOp companionCast(LoweringContext &ctx, Operation *op) {
+  Value input = op->getOperand(0);
+  if (ctx.plan.storedAs.count(input))
+    return nullptr;
+  for (Operation *user : input.getUsers())
+    if (auto cast = dyn_cast<tx::CastOp>(user);
+        cast && writableAlongside(ctx, op, cast.getResult()))
+      return cast;
+  return nullptr;
+}
+
+/// The recomputed value scheduleRecomputesIntoColumnSums paired with the
+/// column sum |op|, if |op|'s kernel can write it (writableAlongside) and
+/// every value it is computed from is among |inputs|, what the kernel reads
+/// anyway.
+static Value recomputedAlongside(LoweringContext &ctx, Operation *op,
+                                 const llvm::SetVector<Value> &inputs) {
+  auto found = ctx.recomputedBySum.find(op);
+  if (found == ctx.recomputedBySum.end() || !writableAlongside(ctx, op, found->second))
     return nullptr;
   llvm::SetVector<Value> needs;
-  KernelBuilder::collectInputs(value, ctx.plan, needs);
+  KernelBuilder::collectInputs(found->second, ctx.plan, needs);
   if (!llvm::all_of(needs, [&](Value v) { return inputs.contains(v); }))
     return nullptr;
-  return value;
+  return found->second;
 }
 
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
 /// as shapes), e.g. a bias gradient. With a companionCast the kernel also
 /// stores the cast of every element it reads, and with a
-/// recomputedAlongside value that value at every element it walks. Thread t of block (tile,
-/// split) owns columns [(tile * kBlockSize + t) * lanes, +lanes) and sums
+/// recomputedAlongside value that value at every element it walks. Thread t
+/// of block (tile, split) owns columns [(tile * kBlockSize + t) * lanes, +lanes) and sums
 /// rows [split * chunk, +chunk) of each in order; with several splits a
 /// second kernel adds the splits' partials in order: deterministic, and
 /// every load coalesced.
@@ -262,22 +258,24 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
         // Each output's stores together (the companion's, then the
         // recomputed value's): stores to two buffers interleaved stay
         // scalar, since LLVM cannot tell the buffers apart to merge them.
+        // Lane k's element, linear in the input (and in both outputs).
+        llvm::SmallVector<Value> positions;
+        if (companion || recomputed)
+          for (int64_t k = 0; k < lanes; ++k)
+            positions.push_back(arith::AddIOp::create(
+                b, arith::MulIOp::create(b, r, kb.idx(colCount)),
+                arith::AddIOp::create(b, column, kb.idx(k))));
         for (int64_t k = 0; k < lanes; ++k) {
           if (companion) {
             Value y = companion.getResult();
-            Value at = arith::AddIOp::create(
-                b, arith::MulIOp::create(b, r, kb.idx(colCount)),
-                arith::AddIOp::create(b, column, kb.idx(k)));
-            kb.store(y, at, kb.castScalar(elements[k], typeOf(input).getElementType(),
-                                          typeOf(y).getElementType()));
+            kb.store(y, positions[k],
+                     kb.castScalar(elements[k], typeOf(input).getElementType(),
+                                   typeOf(y).getElementType()));
           }
           next.push_back(combine(b, a[k], elements[k], isMax));
         }
         for (int64_t k = 0; k < lanes && recomputed; ++k)
-          kb.store(recomputed,
-                   arith::AddIOp::create(b, arith::MulIOp::create(b, r, kb.idx(colCount)),
-                                         arith::AddIOp::create(b, column, kb.idx(k))),
-                   recomputedElements[k]);
+          kb.store(recomputed, positions[k], recomputedElements[k]);
         return next;
       }, /*unroll=*/lanes == 1 ? 4 : 2);
       for (int64_t k = 0; k < lanes; ++k) {
