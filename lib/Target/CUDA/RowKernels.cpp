@@ -51,6 +51,12 @@ static bool usesWarpRows(int64_t length) {
   return length > 0 && length % kLaneWidth == 0 && length <= kWarpRowMax;
 }
 
+/// Whether a block row of |length| is swept with its elements kept in
+/// registers (kRowElementsInRegisters per thread) rather than by loops.
+static bool blockRowInRegisters(int64_t length) {
+  return length <= kBlockSize * kRowElementsInRegisters;
+}
+
 /// Elements each lane holds of a warp row of |length|: kLaneWidth
 /// consecutive ones per group of 32 * kLaneWidth.
 static int64_t warpRowSteps(int64_t length) {
@@ -120,9 +126,7 @@ struct RowKernel {
     kb.ifThen(first, body);
   }
 
-  bool inRegisters() const {
-    return warpRows || length <= kBlockSize * kRowElementsInRegisters;
-  }
+  bool inRegisters() const { return warpRows || blockRowInRegisters(length); }
   /// Steps of a register sweep, and the element step |s| visits in this
   /// thread: j = thread + s * blockDim for a block row; for a warp row,
   /// kLaneWidth consecutive elements per lane, 32 * kLaneWidth per group.
@@ -273,7 +277,7 @@ static Value normInputComputedByNorm(LoweringContext &ctx, Operation *op) {
     if (user != op && (user->getBlock() != op->getBlock() || !op->isBeforeInBlock(user)))
       return nullptr;
   int64_t d = typeOf(x).getRank() ? typeOf(x).getShape().back() : 0;
-  if (!(usesWarpRows(d) || (d > 0 && d <= kBlockSize * kRowElementsInRegisters)))
+  if (d <= 0 || !(usesWarpRows(d) || blockRowInRegisters(d)))
     return nullptr;
   return x;
 }

@@ -28,7 +28,7 @@ struct LoadTimes {
   double kernels = 0;   ///< loading the images, JIT included
   double arena = 0;     ///< the arena allocated and zeroed, constants copied
   double arguments = 0; ///< initial argument values: weights from their files
-  double plans = 0;     ///< per-command plans: GEMM algorithms (tuned), attention graphs
+  double plans = 0;     ///< per-command plans: GEMM algorithms (timed with tuneGemms), attention graphs
 };
 
 struct SessionOptions {
