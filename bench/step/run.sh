@@ -12,7 +12,9 @@
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
 #   PRECISIONS="fp32 bf16 fp8" and TORCH_MODES="eager-fp32 eager-bf16
 #   compile-bf16" (the defaults) choose the configurations; TXRUN_FLAGS
-#   adds flags to every txrun (e.g. --tune-gemms, for a comparison).
+#   adds flags to every txrun (e.g. --tune-gemms, for a comparison);
+#   PROFILES="bf16" (the default) names the txopt steps profiled per
+#   command (OUT/profile_PRECISION.txt and .json).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="$1" out="$2" model="${3:-gpt2}" steps="${4:-30}"
@@ -54,10 +56,12 @@ for precision in ${PRECISIONS:-fp32 bf16 fp8}; do
     ${TXRUN_FLAGS:-} --log-every 10 --log "$out/txopt_$precision.jsonl" 2>&1 | tee "$out/txopt_$precision.txt" \
     || status=1
 done
-echo "== txopt bf16 profile"
-"$txrun" "$dir/${model}_bf16.txa" --weights-dir "$work" --data "$work/tokens.npy" --steps 3 \
-  ${TXRUN_FLAGS:-} --profile 3 --profile-out "$out/profile_bf16.json" > "$out/profile_bf16.txt" 2>&1 || status=1
-sed -n '/^profile/,$p' "$out/profile_bf16.txt" | head -30
+for precision in ${PROFILES:-bf16}; do
+  echo "== txopt $precision profile"
+  "$txrun" "$dir/${model}_$precision.txa" --weights-dir "$work" --data "$work/tokens.npy" --steps 3 \
+    ${TXRUN_FLAGS:-} --profile 3 --profile-out "$out/profile_$precision.json" > "$out/profile_$precision.txt" 2>&1 || status=1
+  sed -n '/^profile/,$p' "$out/profile_$precision.txt" | head -30
+done
 
 for mode in ${TORCH_MODES:-eager-fp32 eager-bf16 compile-bf16}; do
   echo "== pytorch $mode"

@@ -157,48 +157,17 @@ static bool isFP8Rhs(OpOperand &use) {
   return isa<tx::FP8MatmulOp>(use.getOwner()) && use.getOperandNumber() == 1;
 }
 
-/// The layouts the codes |q| are wanted in: transposed ([..., N, K]) when
-/// an FP8 GEMM reads them as rhs, plain for every other reader, among them
-/// a transpose an FP8 GEMM reads as rhs (the backward's dgrad reading the
-/// forward's weight codes), which is the plain codes as they are. A
-/// quantize kernel writes each wanted layout itself (TE's cast-transpose).
-///
-/// The rhs may also be a reshape of the codes (a 3-D activation gradient
-/// flattened to 2-D for the weight gradient): then the transposed layout
-/// is the reshape's, |transposedValue|, and the reshape is never computed.
-struct CodeLayouts {
-  bool plain = false;
-  Value transposedValue;
-};
-static CodeLayouts layoutsOf(Value q) {
-  CodeLayouts wanted;
-  auto readAsRhs = [](Value v) {
-    return typeOf(v).getRank() >= 2 && !v.use_empty() &&
-           llvm::all_of(v.getUses(), isFP8Rhs);
-  };
-  for (OpOperand &use : q.getUses()) {
-    Operation *user = use.getOwner();
-    Value read = isa<tx::ReshapeOp>(user) ? user->getResult(0) : q;
-    bool rhs = read == q ? isFP8Rhs(use) && typeOf(q).getRank() >= 2
-                         : readAsRhs(read);
-    if (rhs && (!wanted.transposedValue || wanted.transposedValue == read))
-      wanted.transposedValue = read;
-    else
-      wanted.plain = true;
+/// Whether |perm| swaps the last two dims and keeps the others.
+static bool swapsLastTwoDims(llvm::ArrayRef<int64_t> perm) {
+  size_t rank = perm.size();
+  if (rank < 2)
+    return false;
+  for (size_t i = 0; i < rank; ++i) {
+    size_t expected = i + 2 < rank ? i : (i + 2 == rank ? rank - 1 : rank - 2);
+    if (perm[i] != static_cast<int64_t>(expected))
+      return false;
   }
-  return wanted;
-}
-
-/// |index| with its last two entries swapped, linearized over |shape| with
-/// its last two dims swapped.
-static Value transposedLinear(KernelBuilder &kb, llvm::ArrayRef<Value> index,
-                              llvm::ArrayRef<int64_t> shape) {
-  llvm::SmallVector<Value> ti(index.begin(), index.end());
-  llvm::SmallVector<int64_t> ts(shape.begin(), shape.end());
-  size_t r = ti.size();
-  std::swap(ti[r - 1], ti[r - 2]);
-  std::swap(ts[r - 1], ts[r - 2]);
-  return kb.linearize(ti, ts);
+  return true;
 }
 
 /// The tile a block of the transposing amax kernel quantizes: 64 x 64
@@ -213,6 +182,93 @@ static_assert(kTile * kTile == kBlockSize * kRun, "one run per thread per tile")
 static bool isTileable(llvm::ArrayRef<int64_t> view) {
   size_t r = view.size();
   return r >= 2 && view[r - 1] % kTile == 0 && view[r - 2] % kTile == 0;
+}
+
+/// A tx.transpose of the codes that a reader |user| of them starts (the
+/// user itself, or through a reshape only it reads), swapping the last two
+/// dims, stored, and whole tiles: the forward's input codes transposed for
+/// the weight gradient's GEMM, which reads them as lhs. The kernel that
+/// writes the codes writes this too (TE's cast-transpose), so the backward
+/// has no transpose kernel. Null when |user| is not one.
+static tx::TransposeOp transposeOfCodes(LoweringContext &ctx, Operation *user) {
+  if (auto reshape = dyn_cast<tx::ReshapeOp>(user)) {
+    Value view = reshape.getResult();
+    if (!view.hasOneUse() || ctx.plan.isMaterialized(view))
+      return {};
+    user = *view.getUsers().begin();
+  }
+  auto transpose = dyn_cast<tx::TransposeOp>(user);
+  if (!transpose || !swapsLastTwoDims(transpose.getPerm()) ||
+      !ctx.plan.isMaterialized(transpose.getResult()) ||
+      ctx.bufferOfValue.count(transpose.getResult()) ||
+      ctx.loweredElsewhere.contains(transpose) ||
+      !isTileable(typeOf(transpose.getInput()).getShape()))
+    return {};
+  return transpose;
+}
+
+/// The layouts the codes |q| are wanted in: transposed ([..., N, K]) when
+/// an FP8 GEMM reads them as rhs, plain for every other reader, among them
+/// a transpose an FP8 GEMM reads as rhs (the backward's dgrad reading the
+/// forward's weight codes), which is the plain codes as they are. A
+/// quantize kernel writes each wanted layout itself (TE's cast-transpose).
+///
+/// The rhs may also be a reshape of the codes (a 3-D activation gradient
+/// flattened to 2-D for the weight gradient): then the transposed layout
+/// is the reshape's, |transposedValue|, and the reshape is never computed.
+///
+/// Given |ctx|, a stored transpose of the codes (transposeOfCodes) is
+/// |transposeOp|, written by the quantizing kernel, when no rhs wants the
+/// transposed layout already: a kernel writes one transposed copy, and a
+/// further transpose reads the plain codes in its own kernel.
+struct CodeLayouts {
+  bool plain = false;
+  Value transposedValue;
+  tx::TransposeOp transposeOp;
+
+  /// The [..., R, C] view whose transpose the kernel writes.
+  llvm::ArrayRef<int64_t> transposedView() const {
+    tx::TransposeOp op = transposeOp;
+    return op ? typeOf(op.getInput()).getShape() : typeOf(transposedValue).getShape();
+  }
+  bool writesTransposed() const { return transposedValue || transposeOp; }
+};
+static CodeLayouts layoutsOf(Value q, LoweringContext *ctx = nullptr) {
+  CodeLayouts wanted;
+  auto readAsRhs = [](Value v) {
+    return typeOf(v).getRank() >= 2 && !v.use_empty() &&
+           llvm::all_of(v.getUses(), isFP8Rhs);
+  };
+  llvm::SmallVector<tx::TransposeOp, 1> transposes;
+  for (OpOperand &use : q.getUses()) {
+    Operation *user = use.getOwner();
+    Value read = isa<tx::ReshapeOp>(user) ? user->getResult(0) : q;
+    bool rhs = read == q ? isFP8Rhs(use) && typeOf(q).getRank() >= 2
+                         : readAsRhs(read);
+    if (rhs && (!wanted.transposedValue || wanted.transposedValue == read))
+      wanted.transposedValue = read;
+    else if (tx::TransposeOp t = ctx ? transposeOfCodes(*ctx, user) : tx::TransposeOp())
+      transposes.push_back(t);
+    else
+      wanted.plain = true;
+  }
+  if (!wanted.transposedValue && transposes.size() == 1)
+    wanted.transposeOp = transposes.front();
+  else if (!transposes.empty())
+    wanted.plain = true;
+  return wanted;
+}
+
+/// |index| with its last two entries swapped, linearized over |shape| with
+/// its last two dims swapped.
+static Value transposedLinear(KernelBuilder &kb, llvm::ArrayRef<Value> index,
+                              llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<Value> ti(index.begin(), index.end());
+  llvm::SmallVector<int64_t> ts(shape.begin(), shape.end());
+  size_t r = ti.size();
+  std::swap(ti[r - 1], ti[r - 2]);
+  std::swap(ts[r - 1], ts[r - 2]);
+  return kb.linearize(ti, ts);
 }
 
 /// Thread 0 folds the block's max |x| |total| into the amax: an unsigned
@@ -339,7 +395,6 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   Value x = amax.getInput(), result = amax.getResult();
   auto shape = typeOf(x).getShape();
   int64_t n = typeOf(x).getNumElements();
-  Value transposedValue = layouts.transposedValue;
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
   if (quantize)
@@ -355,7 +410,7 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     unsigned position = 1;
     if (layouts.plain)
       plainArg = kb.insertBufferArgument(position++, codes);
-    if (transposedValue)
+    if (layouts.writesTransposed())
       transposedArg = kb.insertBufferArgument(position++, codes);
     fp8Type = typeOf(quantize.getResult()).getElementType();
   }
@@ -372,7 +427,7 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   Value run, stores = Value();
   int64_t runs = n / kRun, grid;
   if (transposedArg) {
-    coords.emplace(kb, typeOf(transposedValue).getShape());
+    coords.emplace(kb, layouts.transposedView());
     run = arith::DivUIOp::create(b, coords->firstOfRun(kb), kb.idx(kRun));
     grid = n / (kTile * kTile);
   } else {
@@ -438,10 +493,14 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     Value q = quantize.getResult();
     if (layouts.plain)
       outputs.push_back(ctx.bufferFor(q));
-    if (transposedValue) {
+    if (layouts.transposedValue) {
       unsigned codes = ctx.scratch(n, "fp8 gemm rhs, transposed");
-      ctx.fp8Transposed[transposedValue] = codes;
+      ctx.fp8Transposed[layouts.transposedValue] = codes;
       outputs.push_back(codes);
+    }
+    if (layouts.transposeOp) {
+      outputs.push_back(ctx.bufferFor(layouts.transposeOp.getResult()));
+      ctx.loweredElsewhere.insert(layouts.transposeOp);
     }
     ctx.loweredElsewhere.insert(quantize);
   }
@@ -449,7 +508,28 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   return success();
 }
 
-/// tx.amax: a memset of the result, then one kernel whose blocks each take
+void cuda::packAmaxes(LoweringContext &ctx, func::FuncOp func) {
+  llvm::SmallVector<Value> results;
+  for (auto amax : func.getBody().front().getOps<tx::AmaxOp>()) {
+    Value result = amax.getResult();
+    // A returned amax keeps a buffer of its own: the function's results
+    // stay readable to its end, which a part's block would not know.
+    if (!ctx.bufferOfValue.count(result) &&
+        llvm::none_of(result.getUsers(), [](Operation *u) { return isa<func::ReturnOp>(u); }))
+      results.push_back(result);
+  }
+  if (results.size() < 2)
+    return;
+  // Parts one slot alignment apart, so each is a slot like any other.
+  unsigned block = ctx.scratch(results.size() * kSlotAlignment, "packed amaxes");
+  for (auto [i, result] : llvm::enumerate(results)) {
+    ctx.bufferOfValue[result] = ctx.part(block, i * kSlotAlignment, 4, "tx.amax");
+    ctx.amaxBlockOf[result] = block;
+  }
+}
+
+/// tx.amax: a memset of the result (or, the first of a packed block, of
+/// the whole block: packAmaxes), then one kernel whose blocks each take
 /// max |x| (the input's producers computed inline) and fold it in with
 /// emitAtomicAmax. A fused tx.quantize writes each element's code on the
 /// way (TE's cast kernels compute the amax the same way), in each layout
@@ -462,15 +542,25 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
   auto shape = typeOf(x).getShape();
   int64_t n = typeOf(x).getNumElements();
   unsigned out = ctx.bufferFor(result);
-  ctx.memset(out, 0, op);
+  auto block = ctx.amaxBlockOf.find(result);
+  if (block == ctx.amaxBlockOf.end())
+    ctx.memset(out, 0, op);
+  else if (ctx.zeroedAmaxBlocks.insert(block->second).second)
+    ctx.memset(block->second, 0, op);
   if (n == 0)
     return success();
   tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
-  CodeLayouts layouts = quantize ? layoutsOf(quantize.getResult()) : CodeLayouts();
-  Value transposedValue = layouts.transposedValue;
+  CodeLayouts layouts = quantize ? layoutsOf(quantize.getResult(), &ctx) : CodeLayouts();
   if (shape.size() >= 1 && shape.back() % kRun == 0 &&
-      (!transposedValue || isTileable(typeOf(transposedValue).getShape())))
+      (!layouts.writesTransposed() || isTileable(layouts.transposedView())))
     return lowerAmaxByThreadRuns(ctx, op, quantize, layouts);
+  // The element-at-a-time path below writes an rhs's transposed layout but
+  // leaves a transpose of the codes to its own kernel.
+  if (layouts.transposeOp) {
+    layouts.transposeOp = {};
+    layouts.plain = true;
+  }
+  Value transposedValue = layouts.transposedValue;
   // Rows not made of whole runs, or a transposed layout not made of whole
   // tiles: one element at a time, 256 apart, each transposed store on its
   // own (about a tenth of the runs' bandwidth; the FP8 GEMM dims are
@@ -530,10 +620,14 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
     Value q = quantize.getResult();
     if (layouts.plain)
       outputs.push_back(ctx.bufferFor(q));
-    if (transposedValue) {
+    if (layouts.transposedValue) {
       unsigned codes = ctx.scratch(n, "fp8 gemm rhs, transposed");
-      ctx.fp8Transposed[transposedValue] = codes;
+      ctx.fp8Transposed[layouts.transposedValue] = codes;
       outputs.push_back(codes);
+    }
+    if (layouts.transposeOp) {
+      outputs.push_back(ctx.bufferFor(layouts.transposeOp.getResult()));
+      ctx.loweredElsewhere.insert(layouts.transposeOp);
     }
     ctx.loweredElsewhere.insert(quantize);
   }
@@ -589,7 +683,8 @@ LogicalResult cuda::lowerQuantize(LoweringContext &ctx, Operation *op) {
 }
 
 /// An FP8 tx.transpose swapping the last two dims of codes in memory (the
-/// weight gradient's transposed input codes, read by its GEMM as lhs), when
+/// weight gradient's transposed input codes, read by its GEMM as lhs, where
+/// the kernel quantizing them did not write them: transposeOfCodes), when
 /// they are whole tiles: the tiled byte transpose of lowerAmaxByThreadRuns,
 /// 16-byte runs read and written through workgroup memory. False when it
 /// does not apply (the generic loop kernel then copies it).
@@ -599,13 +694,8 @@ FailureOr<bool> cuda::lowerFP8Transpose(LoweringContext &ctx, Operation *op) {
       !ctx.plan.isMaterialized(transpose.getResult()) ||
       ctx.bufferOfValue.count(transpose.getResult()))
     return false;
-  llvm::ArrayRef<int64_t> perm = transpose.getPerm();
-  size_t rank = perm.size();
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t expected = i + 2 < rank ? i : (i + 2 == rank ? rank - 1 : rank - 2);
-    if (perm[i] != expected)
-      return false;
-  }
+  if (!swapsLastTwoDims(transpose.getPerm()))
+    return false;
   // The codes in memory: the input, or what a chain of reshapes views.
   Value source = transpose.getInput();
   while (!ctx.plan.isMaterialized(source) && source.getDefiningOp<tx::ReshapeOp>())

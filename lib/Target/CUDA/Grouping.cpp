@@ -238,6 +238,31 @@ static bool isNarrowedAndReduced(Operation &op) {
   return casts == 1 && reductions >= 1 && reductions <= 2;
 }
 
+/// An elemental value read only by one tx.amax and one tx.quantize of it
+/// (an FP8 GEMM operand under delayed scaling: the bf16 copy of a weight,
+/// the GELU output): the amax kernel computes it, takes its max and writes
+/// the codes (lowerAmax fuses that quantize), so it is never stored. Where
+/// the quantize cannot join the amax's kernel (current scaling: its scale
+/// is this amax's result) it computes the value again on its own, one more
+/// read of the value's inputs instead of a store and two reads: never
+/// slower, and the same elements either way.
+static bool isQuantizedWithItsAmax(Operation &op) {
+  if (op.getNumResults() != 1 || !isElementalOp(&op))
+    return false;
+  Value result = op.getResult(0);
+  unsigned amaxes = 0, quantizes = 0;
+  for (OpOperand &use : result.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<tx::AmaxOp>(user))
+      ++amaxes;
+    else if (isa<tx::QuantizeOp>(user) && use.getOperandNumber() == 0)
+      ++quantizes;
+    else
+      return false;
+  }
+  return amaxes == 1 && quantizes == 1;
+}
+
 void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
                                   unsigned &fusedOps) {
   Block &body = step.getBody().front();
@@ -254,7 +279,7 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
       continue;
     }
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
-        isNarrowedAndReduced(op))
+        isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op))
       continue;
     for (Value result : op.getResults()) {
       bool needed = !isElementalOp(&op);

@@ -19,6 +19,10 @@
 
 namespace mlir::txopt::cuda {
 
+/// Every slot's offset in the arena is a multiple of this (the artifact's
+/// contract: txrt's kSlotAlignment).
+constexpr uint64_t kSlotAlignment = 256;
+
 /// A tensor's place in the arena before offsets are planned.
 struct Buffer {
   uint64_t bytes = 0;
@@ -26,6 +30,10 @@ struct Buffer {
   int lastCommand = -1;    ///< last command that touches it
   bool persistent = false; ///< arguments and constants: never reused
   std::string what;        ///< for the plan listing
+  /// A part of another buffer, |offsetInWhole| bytes into it (the amaxes
+  /// packed for one memset: packAmaxes); the plan places the whole.
+  int partOf = -1;
+  uint64_t offsetInWhole = 0;
 };
 
 struct LoweringContext {
@@ -85,6 +93,10 @@ struct LoweringContext {
   /// Delayed-scaling updates whose results only the step returns, put off
   /// to the end of the step (flushFP8ScaleUpdates, FP8Kernels.cpp).
   std::vector<Operation *> deferredScaleUpdates;
+  /// The block each packed tx.amax result is a part of (packAmaxes), and
+  /// the blocks already zeroed by their one memset.
+  llvm::DenseMap<Value, unsigned> amaxBlockOf;
+  llvm::DenseSet<unsigned> zeroedAmaxBlocks;
 
   LoweringContext(StepProgram &program, gpu::GPUModuleOp gpuModule,
                   const GPUOptions &options)
@@ -94,6 +106,8 @@ struct LoweringContext {
   unsigned bufferFor(Value v);
   /// A scratch buffer private to one op's kernels.
   unsigned scratch(uint64_t bytes, llvm::StringRef what);
+  /// A buffer of |bytes| inside |whole|, |offset| bytes in.
+  unsigned part(unsigned whole, uint64_t offset, uint64_t bytes, llvm::StringRef what);
   /// A persistent buffer for |table| (its buffer field is set), written
   /// once the memory plan is known (resolveOffsetTables).
   unsigned offsetTable(OffsetTable table, llvm::StringRef what);
@@ -190,6 +204,10 @@ LogicalResult lowerAttentionGrad(LoweringContext &ctx, Operation *op);
 /// fused in when the scale is known before it), a materialized tx.quantize
 /// on its own, the delayed and current scale updates, and tx.fp8_matmul as
 /// a cuBLASLt FP8 GEMM.
+/// Before |func| is lowered: its tx.amax results, each a part of one block
+/// that a single memset zeroes before the first amax kernel (not one
+/// memset per amax: 142 in GPT-2's fp8 step).
+void packAmaxes(LoweringContext &ctx, func::FuncOp func);
 LogicalResult lowerAmax(LoweringContext &ctx, Operation *op);
 LogicalResult lowerQuantize(LoweringContext &ctx, Operation *op);
 /// A tiled byte transpose for an FP8 transpose of codes in memory; false

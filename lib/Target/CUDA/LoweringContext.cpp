@@ -111,6 +111,14 @@ unsigned LoweringContext::scratch(uint64_t bytes, llvm::StringRef what) {
   return buffers.size() - 1;
 }
 
+unsigned LoweringContext::part(unsigned whole, uint64_t offset, uint64_t bytes,
+                               llvm::StringRef what) {
+  unsigned id = scratch(bytes, what);
+  buffers[id].partOf = static_cast<int>(whole);
+  buffers[id].offsetInWhole = offset;
+  return id;
+}
+
 unsigned LoweringContext::offsetTable(OffsetTable table, llvm::StringRef what) {
   table.buffer = scratch(table.words.size() * sizeof(int64_t), what);
   buffers[table.buffer].persistent = true;
@@ -140,6 +148,8 @@ void LoweringContext::touch(unsigned buffer) {
   if (b.firstCommand < 0)
     b.firstCommand = index;
   b.lastCommand = index;
+  if (b.partOf >= 0)
+    touch(static_cast<unsigned>(b.partOf));
 }
 
 llvm::SmallVector<unsigned>

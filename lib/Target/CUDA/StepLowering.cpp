@@ -161,8 +161,9 @@ static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
 /// never reused; then the temporaries by first fit over their live ranges
 /// (a buffer is free after the last command that touches it).
 static void planMemory(LoweringContext &ctx) {
-  constexpr uint64_t kAlign = 256;
-  auto align = [](uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; };
+  auto align = [](uint64_t x) {
+    return (x + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+  };
   StepProgram &program = ctx.program;
   program.slots.assign(ctx.buffers.size(), Slot());
   uint64_t top = 0;
@@ -175,7 +176,7 @@ static void planMemory(LoweringContext &ctx) {
   uint64_t base = top;
   std::vector<size_t> order;
   for (size_t i = 0; i < ctx.buffers.size(); ++i)
-    if (!ctx.buffers[i].persistent) {
+    if (!ctx.buffers[i].persistent && ctx.buffers[i].partOf < 0) {
       order.push_back(i);
       program.stats.unplannedBytes += align(ctx.buffers[i].bytes);
     }
@@ -201,6 +202,10 @@ static void planMemory(LoweringContext &ctx) {
   }
   program.arenaBytes = end;
   program.stats.scratchBytes = end - base;
+  for (size_t i = 0; i < ctx.buffers.size(); ++i)
+    if (const Buffer &buffer = ctx.buffers[i]; buffer.partOf >= 0)
+      program.slots[i] = {program.slots[buffer.partOf].offset + buffer.offsetInWhole,
+                          buffer.bytes};
 
   // The command with the most temporary bytes live, and its largest ones.
   int commands = 0;
@@ -349,6 +354,7 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
                                func::FuncOp func) {
   StepProgram &program = ctx.program;
   Block &body = func.getBody().front();
+  packAmaxes(ctx, func);
   for (Operation &op : body) {
     LogicalResult result = success();
     // Held-back column sums go out before their first reader (and before
