@@ -238,16 +238,19 @@ static bool isNarrowedAndReduced(Operation &op) {
   return casts == 1 && reductions >= 1 && reductions <= 2;
 }
 
-/// An elemental value read only by one tx.amax and one tx.quantize of it
+/// An arithmetic value read only by one tx.amax and one tx.quantize of it
 /// (an FP8 GEMM operand under delayed scaling: the bf16 copy of a weight,
-/// the GELU output): the amax kernel computes it, takes its max and writes
-/// the codes (lowerAmax fuses that quantize), so it is never stored. Where
-/// the quantize cannot join the amax's kernel (current scaling: its scale
-/// is this amax's result) it computes the value again on its own, one more
-/// read of the value's inputs instead of a store and two reads: never
-/// slower, and the same elements either way.
-static bool isQuantizedWithItsAmax(Operation &op) {
-  if (op.getNumResults() != 1 || !isElementalOp(&op))
+/// the GELU output) and computed from one large value in memory: the amax
+/// kernel computes it, takes its max and writes the codes (lowerAmax fuses
+/// that quantize), so it is never stored. Two large reads or more (the GELU
+/// gradient, from the GEMM's output gradient and the GELU input) stay a
+/// stored value: the column sum beside it writes it on the way (measured:
+/// recomputing it in the amax kernel cost GPT-2 0.5 ms). Where the quantize
+/// cannot join the amax's kernel (current scaling: its scale is this
+/// amax's result) it computes the value again on its own, one more read
+/// of the one large input instead of a store and two reads.
+static bool isQuantizedWithItsAmax(Operation &op, const Materialization &plan) {
+  if (op.getNumResults() != 1 || !isArithmetic(&op))
     return false;
   Value result = op.getResult(0);
   unsigned amaxes = 0, quantizes = 0;
@@ -260,7 +263,10 @@ static bool isQuantizedWithItsAmax(Operation &op) {
     else
       return false;
   }
-  return amaxes == 1 && quantizes == 1;
+  RecomputeCost cost;
+  return amaxes == 1 && quantizes == 1 &&
+         addRecomputeCost(result, plan, typeOf(result).getNumElements(),
+                          /*maxOps=*/24, /*maxReads=*/1, cost);
 }
 
 void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
@@ -279,7 +285,7 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
       continue;
     }
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
-        isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op))
+        isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan))
       continue;
     for (Value result : op.getResults()) {
       bool needed = !isElementalOp(&op);
