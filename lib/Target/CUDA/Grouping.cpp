@@ -167,20 +167,23 @@ struct RecomputeCost {
 /// Adds the cost of recomputing |v| for a result of |resultElements|
 /// elements; false past |maxOps| ops or |maxReads| large reads, or when the
 /// way down crosses anything else (data movement, random numbers, an op
-/// whose result is not stored).
+/// whose result is not stored), views (reshapes) and broadcasts excepted
+/// when |throughViews|.
 static bool addRecomputeCost(Value v, const Materialization &plan,
                              int64_t resultElements, int maxOps, unsigned maxReads,
-                             RecomputeCost &cost) {
+                             RecomputeCost &cost, bool throughViews = false) {
   Operation *def = v.getDefiningOp();
   if (!def || plan.isMaterialized(v)) {
     if (typeOf(v).getNumElements() * 4 >= resultElements)
       cost.largeReads.insert(v);
     return cost.largeReads.size() <= maxReads;
   }
-  if (!isArithmetic(def) || ++cost.ops > maxOps)
+  bool view = throughViews && (isViewOp(def) || isa<tx::ExpandOp>(def));
+  if ((!isArithmetic(def) && !view) || ++cost.ops > maxOps)
     return false;
   for (Value operand : def->getOperands())
-    if (!addRecomputeCost(operand, plan, resultElements, maxOps, maxReads, cost))
+    if (!addRecomputeCost(operand, plan, resultElements, maxOps, maxReads, cost,
+                          throughViews))
       return false;
   return true;
 }
@@ -240,7 +243,8 @@ static bool isNarrowedAndReduced(Operation &op) {
 
 /// An arithmetic value read only by one tx.amax and one tx.quantize of it
 /// (an FP8 GEMM operand under delayed scaling: the bf16 copy of a weight,
-/// the GELU output) and computed from one large value in memory: the amax
+/// the GELU output, a loss gradient) and computed, through reshapes and
+/// broadcasts, from one large value in memory: the amax
 /// kernel computes it, takes its max and writes the codes (lowerAmax fuses
 /// that quantize), so it is never stored. Two large reads or more (the GELU
 /// gradient, from the GEMM's output gradient and the GELU input) stay a
@@ -250,7 +254,7 @@ static bool isNarrowedAndReduced(Operation &op) {
 /// amax's result) it computes the value again on its own, one more read
 /// of the one large input instead of a store and two reads.
 static bool isQuantizedWithItsAmax(Operation &op, const Materialization &plan) {
-  if (op.getNumResults() != 1 || !isArithmetic(&op))
+  if (op.getNumResults() != 1 || (!isArithmetic(&op) && !isViewOp(&op)))
     return false;
   Value result = op.getResult(0);
   unsigned amaxes = 0, quantizes = 0;
@@ -266,7 +270,7 @@ static bool isQuantizedWithItsAmax(Operation &op, const Materialization &plan) {
   RecomputeCost cost;
   return amaxes == 1 && quantizes == 1 &&
          addRecomputeCost(result, plan, typeOf(result).getNumElements(),
-                          /*maxOps=*/24, /*maxReads=*/1, cost);
+                          /*maxOps=*/24, /*maxReads=*/1, cost, /*throughViews=*/true);
 }
 
 void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
