@@ -476,6 +476,7 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
 static void groupKernels(LoweringContext &ctx, func::FuncOp func) {
   prepareAttentionMasks(func);
   normalizeAttentionCasts(func);
+  castGemmOperandsBeforeTransposes(func);
   decideMaterialization(func, ctx.plan, ctx.program.stats.fusedOps);
   placeAttentionResults(ctx, func);
   computeNormInputsInNorms(ctx, func);

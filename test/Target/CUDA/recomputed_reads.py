@@ -1,7 +1,8 @@
 """Checks, in a `txopt --gpu-plan` listing, that each weight-gradient GEMM
 named by --wgrad (m n k, e.g. "128 512 64") reads its GELU operand from a
 buffer the launch right before it wrote, with the same kernel that wrote
-the forward GEMM's operand (named by --fwd), into a different buffer.
+the forward GEMM's operand (named by --fwd: a GEMM of that shape without
+transposes before the first gradient kernel), into a different buffer.
 With --by-column-sum the launch right before it is instead a column sum
 (`_reduce_sum`) listing that buffer among its arguments, which no launch
 since the forward GEMM wrote as its first output (the recompute is one of
@@ -29,9 +30,11 @@ def shape(line):
 
 forward = []
 found = 0
+in_backward = False  # from the first gradient kernel on (the loss's)
 for i, line in enumerate(commands):
     if line.startswith("launch "):
         kernel = line.split()[1]
+        in_backward = in_backward or kernel.endswith("_grad")
         listed = [int(a) for a in re.search(r"args=\[([0-9, ]+)\]", line).group(1).split(",")]
         writer[listed[0]] = (kernel, i)
         for slot in listed:
@@ -40,7 +43,7 @@ for i, line in enumerate(commands):
     if not line.startswith("gemm "):
         continue
     b = int(re.search(r" b=(\d+)", line).group(1))
-    if shape(line) == args.fwd and " ta=0 tb=0 " in line:
+    if shape(line) == args.fwd and " ta=0 tb=0 " in line and not in_backward:
         forward.append((b, writer.get(b, (None, -1))))
     elif shape(line) == args.wgrad:
         if not forward:
