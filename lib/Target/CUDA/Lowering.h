@@ -142,10 +142,12 @@ std::string describeOrigin(Operation *op);
 void scheduleRecomputesIntoColumnSums(func::FuncOp func, llvm::ArrayRef<Value> recomputed,
                                       llvm::DenseMap<Operation *, Value> &pairs);
 
-/// Moves each cast of a last-two-dims transpose that only GEMMs read to
-/// before the transpose, so the GEMMs fold the transpose into their layout
-/// and the cast kernel runs in place order (GemmOperandCasts.cpp).
+/// Transposes around GEMMs into the GEMMs' flags (GemmLayouts.cpp): each
+/// cast of a last-two-dims transpose that only GEMMs read moves before the
+/// transpose; each 2-D GEMM whose result is read only through such a
+/// transpose (maybe after a cast) computes the transposed result itself.
 void castGemmOperandsBeforeTransposes(func::FuncOp func);
+void transposeGemmResults(func::FuncOp func);
 
 /// The kernel grouping (Grouping.cpp): fills |plan| with the values of
 /// |step| that live in memory; |fusedOps| counts the ops computed inside

@@ -477,6 +477,7 @@ static void groupKernels(LoweringContext &ctx, func::FuncOp func) {
   prepareAttentionMasks(func);
   normalizeAttentionCasts(func);
   castGemmOperandsBeforeTransposes(func);
+  transposeGemmResults(func);
   decideMaterialization(func, ctx.plan, ctx.program.stats.fusedOps);
   placeAttentionResults(ctx, func);
   computeNormInputsInNorms(ctx, func);
