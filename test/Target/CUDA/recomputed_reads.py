@@ -2,7 +2,8 @@
 named by --wgrad (m n k, e.g. "128 512 64") reads its GELU operand from a
 buffer the launch right before it wrote, with the same kernel that wrote
 the forward GEMM's operand (named by --fwd: a GEMM of that shape without
-transposes before the first gradient kernel), into a different buffer.
+transposes before the first gradient kernel, from the same ONNX node as
+the weight gradient), into a different buffer.
 With --by-column-sum the launch right before it is instead a column sum
 (`_reduce_sum`) listing that buffer among its arguments, which no launch
 since the forward GEMM wrote as its first output (the recompute is one of
@@ -28,7 +29,7 @@ def shape(line):
     m = re.search(r"m=(\d+) n=(\d+) k=(\d+)", line)
     return " ".join(m.groups()) if m else None
 
-forward = []
+forward = {}  # origin -> (b slot, its writer) of each forward GEMM
 found = 0
 in_backward = False  # from the first gradient kernel on (the loss's)
 for i, line in enumerate(commands):
@@ -43,12 +44,11 @@ for i, line in enumerate(commands):
     if not line.startswith("gemm "):
         continue
     b = int(re.search(r" b=(\d+)", line).group(1))
+    origin = line.split("//")[-1].strip()
     if shape(line) == args.fwd and " ta=0 tb=0 " in line and not in_backward:
-        forward.append((b, writer.get(b, (None, -1))))
-    elif shape(line) == args.wgrad:
-        if not forward:
-            print("weight gradient before any forward GEMM"); sys.exit(1)
-        fb, (fkernel, fat) = forward.pop()
+        forward[origin] = (b, writer.get(b, (None, -1)))
+    elif shape(line) == args.wgrad and in_backward and origin in forward:
+        fb, (fkernel, fat) = forward.pop(origin)
         if args.by_column_sum:
             kernel, at = mention.get(b, (None, -1))
             first_output = writer.get(b, (None, -1))[1] > fat
