@@ -157,19 +157,6 @@ static bool isFP8Rhs(OpOperand &use) {
   return isa<tx::FP8MatmulOp>(use.getOwner()) && use.getOperandNumber() == 1;
 }
 
-/// Whether |perm| swaps the last two dims and keeps the others.
-static bool swapsLastTwoDims(llvm::ArrayRef<int64_t> perm) {
-  size_t rank = perm.size();
-  if (rank < 2)
-    return false;
-  for (size_t i = 0; i < rank; ++i) {
-    size_t expected = i + 2 < rank ? i : (i + 2 == rank ? rank - 1 : rank - 2);
-    if (perm[i] != static_cast<int64_t>(expected))
-      return false;
-  }
-  return true;
-}
-
 /// The tile a block of the transposing amax kernel quantizes: 64 x 64
 /// elements, each of its 256 threads a run of 16 in one row; the codes go
 /// through workgroup memory (rows padded by 4 bytes against bank
@@ -198,7 +185,7 @@ static tx::TransposeOp transposeOfCodes(LoweringContext &ctx, Operation *user) {
     user = *view.getUsers().begin();
   }
   auto transpose = dyn_cast<tx::TransposeOp>(user);
-  if (!transpose || !swapsLastTwoDims(transpose.getPerm()) ||
+  if (!transpose || !isLastTwoDimsSwap(transpose) ||
       !ctx.plan.isMaterialized(transpose.getResult()) ||
       ctx.bufferOfValue.count(transpose.getResult()) ||
       ctx.loweredElsewhere.contains(transpose) ||
@@ -694,7 +681,7 @@ FailureOr<bool> cuda::lowerFP8Transpose(LoweringContext &ctx, Operation *op) {
       !ctx.plan.isMaterialized(transpose.getResult()) ||
       ctx.bufferOfValue.count(transpose.getResult()))
     return false;
-  if (!swapsLastTwoDims(transpose.getPerm()))
+  if (!isLastTwoDimsSwap(transpose))
     return false;
   // The codes in memory: the input, or what a chain of reshapes views.
   Value source = transpose.getInput();

@@ -34,30 +34,13 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
-/// Whether |op| is a transpose that swaps the last two dims only.
-static bool isLastTwoSwap(Operation *op) {
-  auto transpose = dyn_cast_or_null<tx::TransposeOp>(op);
-  if (!transpose)
-    return false;
-  llvm::ArrayRef<int64_t> perm = transpose.getPerm();
-  size_t rank = perm.size();
-  if (rank < 2)
-    return false;
-  for (size_t i = 0; i < rank; ++i) {
-    size_t expected = i + 2 < rank ? i : (i + 2 == rank ? rank - 1 : rank - 2);
-    if (perm[i] != static_cast<int64_t>(expected))
-      return false;
-  }
-  return true;
-}
-
 /// Whether every reader of |v| is a matmul, or a last-two-dims transpose
 /// only matmuls read: a GEMM folds whichever transpose it meets.
 static bool readByGemmsOnly(Value v) {
   return !v.use_empty() && llvm::all_of(v.getUsers(), [](Operation *user) {
     if (isa<tx::MatMulOp>(user))
       return true;
-    return isLastTwoSwap(user) && !user->getResult(0).use_empty() &&
+    return isLastTwoDimsSwap(user) && !user->getResult(0).use_empty() &&
            llvm::all_of(user->getResult(0).getUsers(),
                         [](Operation *u) { return isa<tx::MatMulOp>(u); });
   });
@@ -67,7 +50,7 @@ void cuda::castGemmOperandsBeforeTransposes(func::FuncOp func) {
   llvm::SmallVector<tx::CastOp> casts;
   func.walk([&](tx::CastOp c) {
     Operation *def = c.getInput().getDefiningOp();
-    if (isLastTwoSwap(def) && c.getInput().hasOneUse() && readByGemmsOnly(c.getResult()))
+    if (isLastTwoDimsSwap(def) && c.getInput().hasOneUse() && readByGemmsOnly(c.getResult()))
       casts.push_back(c);
   });
   for (tx::CastOp c : casts) {
@@ -83,7 +66,7 @@ void cuda::castGemmOperandsBeforeTransposes(func::FuncOp func) {
     // A transpose back (the backward's GEMM reading the weight as it is)
     // is the converted weight itself.
     for (Operation *user : llvm::make_early_inc_range(c.getResult().getUsers()))
-      if (isLastTwoSwap(user)) {
+      if (isLastTwoDimsSwap(user)) {
         user->getResult(0).replaceAllUsesWith(converted.getResult());
         user->erase();
       }
@@ -96,7 +79,7 @@ void cuda::castGemmOperandsBeforeTransposes(func::FuncOp func) {
 /// |v| transposed over its last two dims, as a value a GEMM folds: the
 /// input of |v|'s own such transpose, or a new transpose at |b|.
 static Value swappedOperand(OpBuilder &b, Value v) {
-  if (isLastTwoSwap(v.getDefiningOp()))
+  if (isLastTwoDimsSwap(v.getDefiningOp()))
     return v.getDefiningOp()->getOperand(0);
   llvm::SmallVector<int64_t> perm, shape(typeOf(v).getShape());
   for (int64_t i = 0, r = shape.size(); i < r; ++i)
@@ -122,7 +105,7 @@ void cuda::transposeGemmResults(func::FuncOp func) {
         return;
       user = *c.getResult().getUsers().begin();
     }
-    if (isLastTwoSwap(user))
+    if (isLastTwoDimsSwap(user))
       matmuls.push_back(mm);
   });
   for (tx::MatMulOp mm : matmuls) {
@@ -146,7 +129,7 @@ void cuda::transposeGemmResults(func::FuncOp func) {
     mm.erase();
     // A transpose of an operand that only this GEMM read is dead now.
     for (Value operand : {oldLhs, oldRhs})
-      if (Operation *def = operand.getDefiningOp(); def && isLastTwoSwap(def) && def->use_empty())
+      if (Operation *def = operand.getDefiningOp(); def && isLastTwoDimsSwap(def) && def->use_empty())
         def->erase();
   }
 }

@@ -37,8 +37,8 @@ static bool fusesOperands(Operation *user) {
 /// form), so it is never computed. An FP8 GEMM has no transpose flag (only
 /// the TN form), but it wants its rhs [K, N] as [N, K] anyway, so a
 /// transposed rhs is its input as is (lowerFP8Matmul).
-bool cuda::isFoldedIntoGemm(Operation *op) {
-  auto transpose = dyn_cast<tx::TransposeOp>(op);
+bool cuda::isLastTwoDimsSwap(Operation *op) {
+  auto transpose = dyn_cast_or_null<tx::TransposeOp>(op);
   if (!transpose)
     return false;
   llvm::ArrayRef<int64_t> perm = transpose.getPerm();
@@ -49,7 +49,13 @@ bool cuda::isFoldedIntoGemm(Operation *op) {
   for (size_t i = 0; i + 2 < rank; ++i)
     if (perm[i] != static_cast<int64_t>(i))
       return false;
-  Value result = transpose.getResult();
+  return true;
+}
+
+bool cuda::isFoldedIntoGemm(Operation *op) {
+  if (!isLastTwoDimsSwap(op))
+    return false;
+  Value result = op->getResult(0);
   return !result.use_empty() && llvm::all_of(result.getUses(), [](OpOperand &use) {
            Operation *user = use.getOwner();
            return isa<tx::MatMulOp>(user) ||

@@ -155,6 +155,9 @@ void transposeGemmResults(func::FuncOp func);
 void decideMaterialization(func::FuncOp step, Materialization &plan, unsigned &fusedOps);
 /// reduce_sum / reduce_mean / reduce_max.
 bool isReduction(Operation *op);
+/// Whether |op| is a tx.transpose that swaps the last two dims and keeps
+/// the others (the transpose a GEMM's flag expresses).
+bool isLastTwoDimsSwap(Operation *op);
 /// A last-two-dims transpose read only by matmuls: the GEMMs read its input
 /// with the transpose flag, so it is never computed.
 bool isFoldedIntoGemm(Operation *op);
