@@ -73,6 +73,10 @@ void cuda::castGemmOperandsBeforeTransposes(func::FuncOp func) {
     c.getResult().replaceAllUsesWith(moved.getResult());
     c.erase();
     transpose.erase();
+    // Read only through transposes back: nothing reads it the other way
+    // (left, it would be computed by a kernel of its own).
+    if (moved.getResult().use_empty())
+      moved.erase();
   }
 }
 
