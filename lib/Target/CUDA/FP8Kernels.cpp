@@ -612,10 +612,6 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
       ctx.fp8Transposed[layouts.transposedValue] = codes;
       outputs.push_back(codes);
     }
-    if (layouts.transposeOp) {
-      outputs.push_back(ctx.bufferFor(layouts.transposeOp.getResult()));
-      ctx.loweredElsewhere.insert(layouts.transposeOp);
-    }
     ctx.loweredElsewhere.insert(quantize);
   }
   ctx.launch(kb, op, ceilDiv(n, kAmaxPerBlock), outputs,

@@ -3,9 +3,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // A GEMM reads a last-two-dims transpose of an operand through its
 // transpose flag (isFoldedIntoGemm), and can write its result transposed by
-// swapping its operands (C^T = B^T A^T). Two rewrites, before the kernel
-// grouping, put the transposes where the GEMMs fold them instead of in
-// kernels that move data across strides:
+// swapping its operands (C^T = B^T A^T). Two rewrites, run on every
+// function of the step before anything else of the lowering, put the
+// transposes where the GEMMs fold them instead of in kernels that move
+// data across strides:
 //
 // - castGemmOperandsBeforeTransposes: `cast(transpose(w))` read only by
 //   GEMMs (the tied LM head reading the f32 embedding as [d, vocab] in
@@ -129,11 +130,15 @@ void cuda::transposeGemmResults(func::FuncOp func) {
     transpose->erase();
     if (c)
       c.erase();
-    Value oldLhs = mm.getLhs(), oldRhs = mm.getRhs();
+    llvm::SmallPtrSet<Operation *, 2> operandDefs;
+    for (Value operand : mm->getOperands())
+      if (Operation *def = operand.getDefiningOp(); def && isLastTwoDimsSwap(def))
+        operandDefs.insert(def);
     mm.erase();
-    // A transpose of an operand that only this GEMM read is dead now.
-    for (Value operand : {oldLhs, oldRhs})
-      if (Operation *def = operand.getDefiningOp(); def && isLastTwoDimsSwap(def) && def->use_empty())
+    // A transpose of an operand that only this GEMM read is dead now (once,
+    // when both operands are the same transpose).
+    for (Operation *def : operandDefs)
+      if (def->use_empty())
         def->erase();
   }
 }

@@ -32,11 +32,6 @@ static bool fusesOperands(Operation *user) {
   return isElementalOp(user) || isReduction(user);
 }
 
-/// A transpose that only swaps the last two dims, read only by matmuls: the
-/// GEMMs read its input with the transpose flag instead (the GEMM normal
-/// form), so it is never computed. An FP8 GEMM has no transpose flag (only
-/// the TN form), but it wants its rhs [K, N] as [N, K] anyway, so a
-/// transposed rhs is its input as is (lowerFP8Matmul).
 bool cuda::isLastTwoDimsSwap(Operation *op) {
   auto transpose = dyn_cast_or_null<tx::TransposeOp>(op);
   if (!transpose)
@@ -52,6 +47,11 @@ bool cuda::isLastTwoDimsSwap(Operation *op) {
   return true;
 }
 
+/// A transpose that only swaps the last two dims, read only by matmuls: the
+/// GEMMs read its input with the transpose flag instead (the GEMM normal
+/// form), so it is never computed. An FP8 GEMM has no transpose flag (only
+/// the TN form), but it wants its rhs [K, N] as [N, K] anyway, so a
+/// transposed rhs is its input as is (lowerFP8Matmul).
 bool cuda::isFoldedIntoGemm(Operation *op) {
   if (!isLastTwoDimsSwap(op))
     return false;
@@ -247,7 +247,8 @@ static bool isNarrowedAndReduced(Operation &op) {
   return casts == 1 && reductions >= 1 && reductions <= 2;
 }
 
-/// An arithmetic value read only by one tx.amax and one tx.quantize of it
+/// An arithmetic value (or a view of one) read only by one tx.amax and one
+/// tx.quantize of it
 /// (an FP8 GEMM operand under delayed scaling: the bf16 copy of a weight,
 /// the GELU output, a loss gradient) and computed, through reshapes and
 /// broadcasts, from one large value in memory: the amax

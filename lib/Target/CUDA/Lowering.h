@@ -155,6 +155,12 @@ void transposeGemmResults(func::FuncOp func);
 void decideMaterialization(func::FuncOp step, Materialization &plan, unsigned &fusedOps);
 /// reduce_sum / reduce_mean / reduce_max.
 bool isReduction(Operation *op);
+/// Before |func| is lowered (FP8Kernels.cpp): its tx.amax results, when
+/// there are two or more, each become a part of one block that a single
+/// memset zeroes before the first amax kernel (not one memset per amax:
+/// 142 in GPT-2's fp8 step). A returned amax, or one whose buffer is
+/// already decided, keeps a buffer and a memset of its own.
+void packAmaxes(LoweringContext &ctx, func::FuncOp func);
 /// Whether |op| is a tx.transpose that swaps the last two dims and keeps
 /// the others (the transpose a GEMM's flag expresses).
 bool isLastTwoDimsSwap(Operation *op);
@@ -214,10 +220,6 @@ LogicalResult lowerAttentionGrad(LoweringContext &ctx, Operation *op);
 /// fused in when the scale is known before it), a materialized tx.quantize
 /// on its own, the delayed and current scale updates, and tx.fp8_matmul as
 /// a cuBLASLt FP8 GEMM.
-/// Before |func| is lowered: its tx.amax results, each a part of one block
-/// that a single memset zeroes before the first amax kernel (not one
-/// memset per amax: 142 in GPT-2's fp8 step).
-void packAmaxes(LoweringContext &ctx, func::FuncOp func);
 LogicalResult lowerAmax(LoweringContext &ctx, Operation *op);
 LogicalResult lowerQuantize(LoweringContext &ctx, Operation *op);
 /// A tiled byte transpose for an FP8 transpose of codes in memory; false

@@ -476,8 +476,6 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
 static void groupKernels(LoweringContext &ctx, func::FuncOp func) {
   prepareAttentionMasks(func);
   normalizeAttentionCasts(func);
-  castGemmOperandsBeforeTransposes(func);
-  transposeGemmResults(func);
   decideMaterialization(func, ctx.plan, ctx.program.stats.fusedOps);
   placeAttentionResults(ctx, func);
   computeNormInputsInNorms(ctx, func);
@@ -520,10 +518,12 @@ static void bindResults(LoweringContext &ctx, func::FuncOp func,
     else if (dst != r.slot)
       ctx.copy(dst, r.slot, ctx.buffers[r.slot].bytes, "next-step value of '" + r.name + "'");
   }
-  // Everything returned stays readable until the function ends.
+  // Everything returned stays readable until the function ends (a part,
+  // with its whole).
   int last = static_cast<int>(program.commands.size());
   for (const ResultBinding &r : out)
-    ctx.buffers[r.slot].lastCommand = last;
+    for (int b = static_cast<int>(r.slot); b >= 0; b = ctx.buffers[b].partOf)
+      ctx.buffers[b].lastCommand = last;
 }
 
 /// The model FLOPs of |commands| (see StepStatistics::modelFlops).
@@ -586,6 +586,13 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   // The report counts the step's (the micro-step repeats its forward).
   // A copy whose inputs a nearby column sum reads anyway is written by that
   // sum's kernel (RecomputeScheduling.cpp).
+  // Transposes around GEMMs into the GEMMs' flags first, so that what
+  // follows sees (and pairs up) the ops that stay.
+  for (func::FuncOp f : {step, micro, eval, logits})
+    if (f) {
+      castGemmOperandsBeforeTransposes(f);
+      transposeGemmResults(f);
+    }
   llvm::DenseMap<Operation *, Value> recomputedBySum;
   for (func::FuncOp f : {step, micro}) {
     if (!f)

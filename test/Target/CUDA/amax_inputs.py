@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Counts, in a --gpu-plan listing, the amax kernels and those of them that
-read a value a cast kernel stored for them alone: written by a launch of a
-k*_cast kernel (its first argument) and read by no other command. Such a
+read a value an elementwise kernel stored for them alone: written by a
+launch (its first argument) of a kernel that is not a row, reduction,
+optimizer, scatter or FP8 kernel, and read by no other command. Such a
 value is a weight's bf16 copy or a GELU output that the amax kernel could
-have computed itself (Grouping.cpp, isQuantizedWithItsAmax).
+have computed itself (Grouping.cpp, isQuantizedWithItsAmax). The norms'
+outputs and the column sums' gradient copies do not count: their kernels
+cannot hand the amax kernel anything cheaper.
 
 Usage: amax_inputs.py PLAN.txt
 """
@@ -25,11 +28,14 @@ def main():
         if through:
             slots += [int(x) for x in through.group(1).split(",")]
         reads.append(slots)
+    not_elementwise = re.compile(
+        r"(layer_norm|rms_norm|softmax|reduce_|column_sums|sum_of_squares|_grad$|adam|sgd"
+        r"|amax|quantize|transpose|gather|scatter|fp8_|sqrt)")
     cast_output = {}
     for i, line in enumerate(commands):
-        m = re.match(r"launch k\d+_cast .*args=\[(\d+)", line)
-        if m:
-            cast_output[int(m.group(1))] = i
+        m = re.match(r"launch k\d+_(\w+) .*args=\[(\d+)", line)
+        if m and not not_elementwise.search(m.group(1)):
+            cast_output[int(m.group(2))] = i
     amaxes = stored_for_amax = 0
     for i, line in enumerate(commands):
         if not re.match(r"launch k\d+_amax ", line):
