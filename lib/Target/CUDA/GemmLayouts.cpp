@@ -31,19 +31,17 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
-/// Whether every reader of |v| is a matmul, or a last-two-dims transpose
-/// only matmuls read: a GEMM folds whichever transpose it meets.
+/// Whether every reader of |v| is a matmul, or a transpose the GEMMs
+/// reading it fold (isFoldedIntoGemm).
 static bool readByGemmsOnly(Value v) {
   return !v.use_empty() && llvm::all_of(v.getUsers(), [](Operation *user) {
-    if (isa<tx::MatMulOp>(user))
-      return true;
-    return isLastTwoDimsSwap(user) && !user->getResult(0).use_empty() &&
-           llvm::all_of(user->getResult(0).getUsers(),
-                        [](Operation *u) { return isa<tx::MatMulOp>(u); });
+    return isa<tx::MatMulOp>(user) || isFoldedIntoGemm(user);
   });
 }
 
@@ -86,14 +84,11 @@ void cuda::castGemmOperandsBeforeTransposes(func::FuncOp func) {
 static Value swappedOperand(OpBuilder &b, Value v) {
   if (isLastTwoDimsSwap(v.getDefiningOp()))
     return v.getDefiningOp()->getOperand(0);
-  llvm::SmallVector<int64_t> perm, shape(typeOf(v).getShape());
-  for (int64_t i = 0, r = shape.size(); i < r; ++i)
-    perm.push_back(i + 2 < r ? i : (i + 2 == r ? r - 1 : r - 2));
-  std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
-  return tx::TransposeOp::create(b, v.getLoc(),
-                                 RankedTensorType::get(shape, typeOf(v).getElementType()), v,
-                                 b.getDenseI64ArrayAttr(perm))
-      .getResult();
+  int64_t rank = typeOf(v).getRank();
+  llvm::SmallVector<int64_t> perm(rank);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return tx::TransposeOp::create(b, v.getLoc(), v, b.getDenseI64ArrayAttr(perm)).getResult();
 }
 
 void cuda::transposeGemmResults(func::FuncOp func) {
