@@ -49,14 +49,18 @@ python3 "$root/scripts/gpu/compare_curves.py" --vocab 512 --tolerance 0.02 --tai
   "$results"/curve.[123].log "$results"/curve_bf16.[123].log || status=1
 
 if command -v compute-sanitizer >/dev/null 2>&1; then
+  # nanoGPT, and the block-row norm gradients (their pipelined loads).
   echo "== compute-sanitizer (memcheck, initcheck, racecheck) on 2 steps"
-  for tool in memcheck initcheck racecheck; do
-    if compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/txrun" \
-        "$cases/nanogpt_op18_loss.txa" --steps 2 --no-graph > "$results/sanitizer-$tool.log" 2>&1; then
-      echo "$tool: clean ($(grep -c . "$results/sanitizer-$tool.log") lines of output)"
-    else
-      echo "$tool: FAILED"; grep -m5 -E "ERROR|Invalid|Race|Uninitialized" "$results/sanitizer-$tool.log"; status=1
-    fi
+  for case in nanogpt_op18_loss op_norms_block_rows; do
+    for tool in memcheck initcheck racecheck; do
+      log="$results/sanitizer-$case-$tool.log"
+      if compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/txrun" \
+          "$cases/$case.txa" --steps 2 --no-graph > "$log" 2>&1; then
+        echo "$case $tool: clean ($(grep -c . "$log") lines of output)"
+      else
+        echo "$case $tool: FAILED"; grep -m5 -E "ERROR|Invalid|Race|Uninitialized" "$log"; status=1
+      fi
+    done
   done
 else
   echo "== compute-sanitizer not found: sanitizer checks skipped"

@@ -95,6 +95,21 @@ CASES = {
                                                             weights("b", [200])], [
         "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
         "t = Tanh(y)", "u = Add(t, h)", "loss = ReduceMean <keepdims = 0> (u)"]),
+    # Rows of 1500 (over 1024: one block per row, each thread's elements in
+    # registers, the last step partly past the row's end): the gradient's
+    # blocks walk 3 rows each (2050 rows: 684 blocks, the last with one),
+    # loading the next row's elements while they reduce the current one,
+    # and add the residual's gradient (residualEpilogue). The RMS norm
+    # (recognized from its decomposition) takes the same kernel without the
+    # mean.
+    "norms_block_rows": model("nb", ["float[2050, 1500] x"], [weights("w", [1500]), weights("s", [1500]),
+                                                              weights("b", [1500]), weights("g", [1500])], [
+        "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
+        "t = Tanh(y)", "u = Add(t, h)",
+        "sq = Mul(u, u)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
+        "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
+        "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)", "o = Add(v, u)",
+        "loss = ReduceMean <keepdims = 0> (o)"]),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),

@@ -571,6 +571,12 @@ Value KernelBuilder::warpReduce(Value value, bool isMax) {
 }
 
 Value KernelBuilder::blockReduce(Value value, bool isMax) {
+  return blockReduce(llvm::ArrayRef<Value>{value}, isMax).front();
+}
+
+llvm::SmallVector<Value> KernelBuilder::blockReduce(llvm::ArrayRef<Value> values, bool isMax) {
+  constexpr unsigned kWarps = kBlockSize / 32;
+  assert(values.size() * kWarps <= 32 && "the reduction's workgroup floats hold 32");
   auto warpReduce = [&](Value v) { return this->warpReduce(v, isMax); };
   Value smem = kernel.getWorkgroupAttributions().front();
   Value tid = threadIndex();
@@ -578,17 +584,29 @@ Value KernelBuilder::blockReduce(Value value, bool isMax) {
   Value warp = arith::DivUIOp::create(b, tid, idx(32));
   // The barrier first: the previous reduction's readers are done with smem.
   gpu::BarrierOp::create(b);
-  Value partial = warpReduce(value);
+  llvm::SmallVector<Value> partials;
+  for (Value value : values)
+    partials.push_back(warpReduce(value));
+  // Value i's per-warp partials in slots [i * kWarps, (i + 1) * kWarps):
+  // several values share the two barriers.
   Value isLane0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, idx(0));
-  ifThen(isLane0, [&] { memref::StoreOp::create(b, partial, smem, ValueRange{warp}); });
+  ifThen(isLane0, [&] {
+    for (auto [i, partial] : llvm::enumerate(partials))
+      memref::StoreOp::create(b, partial, smem,
+                              ValueRange{arith::AddIOp::create(b, warp, idx(i * kWarps))});
+  });
   gpu::BarrierOp::create(b);
   // Every warp folds the per-warp partials, so every thread has the total.
-  constexpr unsigned kWarps = kBlockSize / 32;
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane, idx(kWarps));
   Value slot = arith::SelectOp::create(b, inRange, lane, idx(0));
-  Value loaded = memref::LoadOp::create(b, smem, ValueRange{slot});
   Value identity = f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0);
-  return warpReduce(arith::SelectOp::create(b, inRange, loaded, identity));
+  llvm::SmallVector<Value> totals;
+  for (size_t i = 0; i < values.size(); ++i) {
+    Value loaded = memref::LoadOp::create(
+        b, smem, ValueRange{arith::AddIOp::create(b, slot, idx(i * kWarps))});
+    totals.push_back(warpReduce(arith::SelectOp::create(b, inRange, loaded, identity)));
+  }
+  return totals;
 }
 
 llvm::SmallVector<Value> KernelBuilder::blockStridedLoop(

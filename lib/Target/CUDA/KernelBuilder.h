@@ -168,6 +168,9 @@ public:
   /// Block-wide reduction of an f32 |value| (add or max); every thread gets
   /// the result. Needs workgroupFloats >= 32.
   Value blockReduce(Value value, bool isMax);
+  /// blockReduce of several values at once (at most 4), through one pair of
+  /// barriers: each total's bits are those of its own blockReduce.
+  llvm::SmallVector<Value> blockReduce(llvm::ArrayRef<Value> values, bool isMax);
   /// The same over the 32 lanes of a warp (butterfly shuffles, no barrier
   /// or shared memory); every lane gets the result.
   Value warpReduce(Value value, bool isMax);
