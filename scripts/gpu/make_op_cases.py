@@ -110,6 +110,17 @@ CASES = {
         "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
         "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)", "o = Add(v, u)",
         "loss = ReduceMean <keepdims = 0> (o)"]),
+    # Rows of 6000 (past 2048: held in registers by the norms, 24 elements
+    # a thread, the last step partly past the row's end; not pipelined):
+    # 1100 rows, the gradients' blocks walking 2 rows each.
+    "norms_wide_rows": model("nx", ["float[1100, 6000] x"], [weights("w", [6000]), weights("s", [6000]),
+                                                             weights("b", [6000]), weights("g", [6000])], [
+        "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
+        "t = Tanh(y)", "u = Add(t, h)",
+        "sq = Mul(u, u)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
+        "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
+        "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)", "o = Add(v, u)",
+        "loss = ReduceMean <keepdims = 0> (o)"]),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),

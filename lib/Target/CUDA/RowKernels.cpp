@@ -30,6 +30,14 @@ using namespace mlir::txopt::cuda;
 /// reused by every pass over the row (mean, variance, output), instead of
 /// being loaded again, one dependent load at a time, by each pass.
 constexpr int64_t kRowElementsInRegisters = 8;
+/// The norms (forward and gradient) hold rows of up to 4096 (every hidden
+/// size up to Llama-7B's) in registers: in loops their gradients ran at
+/// 25-39% of the copy bandwidth (bench/results/norm-h200-s13). The softmax
+/// and cross-entropy rows keep their vectorized loops past 2048.
+constexpr int64_t kNormRowElementsInRegisters = 32;
+/// Register rows a norm gradient software-pipelines (the next row's
+/// elements held beside the current row's): up to 8 per thread (2048).
+constexpr int64_t kPipelinedRowElements = 8;
 
 /// Rows of at most kWarpRowMax elements, a multiple of kLaneWidth, can be
 /// swept by one warp each (kWarpsPerBlock rows per block) instead of one
@@ -53,8 +61,9 @@ static bool usesWarpRows(int64_t length) {
 
 /// Whether a block row of |length| is swept with its elements kept in
 /// registers (kRowElementsInRegisters per thread) rather than by loops.
-static bool blockRowInRegisters(int64_t length) {
-  return length <= kBlockSize * kRowElementsInRegisters;
+static bool blockRowInRegisters(int64_t length,
+                                int64_t perThread = kRowElementsInRegisters) {
+  return length <= kBlockSize * perThread;
 }
 
 /// Elements each lane holds of a warp row of |length|: kLaneWidth
@@ -73,12 +82,15 @@ struct RowKernel {
   int64_t length;
   bool warpRows;
   Value lane, warp; ///< with warpRows
+  /// Elements per thread up to which a block row is held in registers.
+  int64_t registerElements;
 
   RowKernel(LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
             llvm::ArrayRef<Value> inputs, int64_t rowLength, bool warpRows = false,
-            unsigned workgroupFloats = 32)
+            unsigned workgroupFloats = 32,
+            int64_t registerElements = kRowElementsInRegisters)
       : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, workgroupFloats),
-        length(rowLength), warpRows(warpRows) {
+        length(rowLength), warpRows(warpRows), registerElements(registerElements) {
     auto &b = kb.builder();
     if (!warpRows) {
       setRow(kb.blockIndex());
@@ -135,7 +147,9 @@ struct RowKernel {
     kb.ifThen(first, body);
   }
 
-  bool inRegisters() const { return warpRows || blockRowInRegisters(length); }
+  bool inRegisters() const {
+    return warpRows || blockRowInRegisters(length, registerElements);
+  }
   /// Steps of a register sweep, and the element step |s| visits in this
   /// thread: j = thread + s * blockDim for a block row; for a warp row,
   /// kLaneWidth consecutive elements per lane, 32 * kLaneWidth per group.
@@ -368,7 +382,8 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
     inputSet.insert(beta);
   llvm::SmallVector<Value> inputs(inputSet.begin(), inputSet.end());
   bool warpRows = usesWarpRows(d);
-  RowKernel rk(ctx, op, kernelOutputs, inputs, d, warpRows);
+  RowKernel rk(ctx, op, kernelOutputs, inputs, d, warpRows, /*workgroupFloats=*/32,
+               kNormRowElementsInRegisters);
   if (computedX)
     rk.computed.insert(computedX);
   KernelBuilder &kb = rk.kb;
@@ -741,7 +756,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // thread adds only into its own columns, as in the partial row.
   bool sumsInShared = (kReduceFloats + cols) * 4 <= kMaxStaticSharedBytes;
   RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/false,
-               kReduceFloats + (sumsInShared ? cols : 0));
+               kReduceFloats + (sumsInShared ? cols : 0), kNormRowElementsInRegisters);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
@@ -758,7 +773,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // block has a row in flight while it waits on its barriers. Without it
   // GPT-1.3B's norm gradient (rows of 2048) stalled on its loads: 2.4 TB/s,
   // 21% of issue slots busy (Nsight Compute, DeviceLog session 16).
-  bool pipelined = rk.inRegisters();
+  bool pipelined = rk.inRegisters() && rk.steps() <= kPipelinedRowElements;
   llvm::SmallVector<Value> firstLoads;
   if (pipelined)
     firstLoads = normRow.prefetch(
