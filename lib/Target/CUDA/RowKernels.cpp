@@ -30,9 +30,10 @@ using namespace mlir::txopt::cuda;
 /// reused by every pass over the row (mean, variance, output), instead of
 /// being loaded again, one dependent load at a time, by each pass.
 constexpr int64_t kRowElementsInRegisters = 8;
-/// The norms (forward and gradient) hold rows of up to 4096 (every hidden
-/// size up to Llama-7B's) in registers: in loops their gradients ran at
-/// 25-39% of the copy bandwidth (bench/results/norm-h200-s13). The softmax
+/// The norms (forward and gradient) hold rows of up to 8192 (every hidden
+/// size up to Llama-70B's) in registers: in loops, rows of 4096 and 8192
+/// ran at 18-39% of the copy bandwidth backward and 52-81% forward
+/// (bench/results/norm-h200-s13; in registers: norm-h200-s16). The softmax
 /// and cross-entropy rows keep their vectorized loops past 2048.
 constexpr int64_t kNormRowElementsInRegisters = 32;
 /// Register rows a norm gradient software-pipelines (the next row's
