@@ -81,7 +81,8 @@ bool isFP8(Type type);
 Value emitFP8Encode(ImplicitLocOpBuilder &b, Value value, Type fp8Type);
 /// The codes of |values| (f32), two at a time through sm_89's
 /// `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`, each NaN then replaced by the
-/// canonical NaN code with its sign: the same codes as emitFP8Encode
+/// canonical NaN code with its sign (for more than two values, on a branch
+/// only values holding a NaN take): the same codes as emitFP8Encode
 /// (checked for every f32 on the GPU, scripts/gpu/fp8_convert_check.py).
 llvm::SmallVector<Value> emitFP8EncodeHardware(ImplicitLocOpBuilder &b,
                                                llvm::ArrayRef<Value> values, Type fp8Type);
