@@ -89,8 +89,7 @@ CASES = {
     # Rows of 200 (a multiple of 4, at most 1024): one warp per row, forward
     # and gradient; 200 is not a multiple of 128, so each lane's last group
     # is partly past the row's end, and 1001 rows leave the last block's
-    # warps partly idle. The residual Add lets the gradient kernel add the
-    # residual's gradient (residualEpilogue).
+    # warps partly idle.
     "norms_warp_rows": model("nw", ["float[1001, 200] x"], [weights("w", [200]), weights("s", [200]),
                                                             weights("b", [200])], [
         "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
@@ -98,10 +97,9 @@ CASES = {
     # Rows of 1500 (over 1024: one block per row, each thread's elements in
     # registers, the last step partly past the row's end): the gradient's
     # blocks walk 3 rows each (2050 rows: 684 blocks, the last with one),
-    # loading the next row's elements while they reduce the current one,
-    # and add the residual's gradient (residualEpilogue). The RMS norm
-    # (recognized from its decomposition) takes the same kernel without the
-    # mean.
+    # loading the next row's elements while they reduce the current one.
+    # The RMS norm (recognized from its decomposition) takes the same
+    # kernel without the mean.
     "norms_block_rows": model("nb", ["float[2050, 1500] x"], [weights("w", [1500]), weights("s", [1500]),
                                                               weights("b", [1500]), weights("g", [1500])], [
         "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
@@ -110,6 +108,16 @@ CASES = {
         "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
         "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)", "o = Add(v, u)",
         "loss = ReduceMean <keepdims = 0> (o)"]),
+    # Rows of 1100 (block rows, pipelined) whose input is a GEMM's output:
+    # its gradient, the residual's plus the norm's, is stored for the
+    # weight gradient's GEMM, so the norm-gradient kernel adds the
+    # residual's gradient itself (residualEpilogue) and carries it with the
+    # next row's loads. 1030 rows: 515 blocks of 2.
+    "norms_block_rows_residual": model("nq", ["float[1030, 32] x"], [weights("w", [32, 1100]),
+                                                                    weights("s", [1100]),
+                                                                    weights("b", [1100])], [
+        "h = MatMul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
+        "t = Tanh(y)", "u = Add(t, h)", "v = Tanh(u)", "loss = ReduceMean <keepdims = 0> (v)"]),
     # Rows of 6000 (past 2048: held in registers by the norms, 24 elements
     # a thread, the last step partly past the row's end; not pipelined):
     # 1100 rows, the gradients' blocks walking 2 rows each.

@@ -61,7 +61,7 @@ static bool usesWarpRows(int64_t length) {
 }
 
 /// Whether a block row of |length| is swept with its elements kept in
-/// registers (kRowElementsInRegisters per thread) rather than by loops.
+/// registers (|perThread| per thread) rather than by loops.
 static bool blockRowInRegisters(int64_t length,
                                 int64_t perThread = kRowElementsInRegisters) {
   return length <= kBlockSize * perThread;
@@ -302,8 +302,11 @@ private:
 /// and later by the next residual add and the norm's gradient): it is in
 /// memory, an elemental op right before computes it, nothing reads it
 /// between that op and the norm, and the norm's rows fit its registers
-/// (each element is computed once, kept, stored, and normalized). The add
-/// kernel's write stays; its launch and the norm's read of x go.
+/// (each element is computed once, kept, stored, and normalized) at 8 a
+/// thread (2048): past that the norm keeps x in registers too, but the
+/// inputs the add reads would raise its registers further, and that has
+/// not been measured. The add kernel's write stays; its launch and the
+/// norm's read of x go.
 static Value normInputComputedByNorm(LoweringContext &ctx, Operation *op) {
   if (!isa<tx::LayerNormOp, tx::RMSNormOp>(op))
     return nullptr;
@@ -774,11 +777,10 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // block has a row in flight while it waits on its barriers. Without it
   // GPT-1.3B's norm gradient (rows of 2048) stalled on its loads: 2.4 TB/s,
   // 21% of issue slots busy (Nsight Compute, DeviceLog session 16).
-  bool pipelined = rk.inRegisters() && rk.steps() <= kPipelinedRowElements;
+  bool pipelined = rows > 0 && rk.inRegisters() && rk.steps() <= kPipelinedRowElements;
   llvm::SmallVector<Value> firstLoads;
-  if (pipelined)
-    firstLoads = normRow.prefetch(
-        arith::MinUIOp::create(b, first, kb.idx(std::max<int64_t>(rows, 1) - 1)));
+  if (pipelined) // a block without rows loads row rows - 1 and never uses it
+    firstLoads = normRow.prefetch(arith::MinUIOp::create(b, first, kb.idx(rows - 1)));
   kb.loop(first, last, kb.idx(1), firstLoads, [&](Value row, llvm::ArrayRef<Value> carried) {
     // The next row's loads (the last row loads itself again: in bounds,
     // unused), then this row from the carried ones.
