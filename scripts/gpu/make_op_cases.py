@@ -29,6 +29,20 @@ def model(name, inputs, inits, body, opset=17):
             + ",\n ".join(inits) + ">\n{\n" + "\n".join("  " + l for l in body) + "\n}\n")
 
 
+def layer_then_rms_norm(name, rows, width):
+    """A fused LayerNorm with a residual Add, then an RMSNorm (recognized
+    from its decomposition) of the sum, over rows of |width|: both norms'
+    forward and gradient kernels at one row length."""
+    return model(name, [f"float[{rows}, {width}] x"],
+                 [weights(p, [width]) for p in ("w", "s", "b", "g")], [
+        "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
+        "t = Tanh(y)", "u = Add(t, h)",
+        "sq = Mul(u, u)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
+        "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
+        "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)", "o = Add(v, u)",
+        "loss = ReduceMean <keepdims = 0> (o)"])
+
+
 CASES = {
     # Elementwise math and broadcasting, fused into loop kernels.
     "elementwise": model("ew", ["float[4, 6, 8] x"], [weights("w", [6, 8]), weights("b", [8])], [
@@ -100,14 +114,7 @@ CASES = {
     # loading the next row's elements while they reduce the current one.
     # The RMS norm (recognized from its decomposition) takes the same
     # kernel without the mean.
-    "norms_block_rows": model("nb", ["float[2050, 1500] x"], [weights("w", [1500]), weights("s", [1500]),
-                                                              weights("b", [1500]), weights("g", [1500])], [
-        "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
-        "t = Tanh(y)", "u = Add(t, h)",
-        "sq = Mul(u, u)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
-        "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
-        "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)", "o = Add(v, u)",
-        "loss = ReduceMean <keepdims = 0> (o)"]),
+    "norms_block_rows": layer_then_rms_norm("nb", 2050, 1500),
     # Rows of 1100 (block rows, pipelined) whose input is a GEMM's output:
     # its gradient, the residual's plus the norm's, is stored for the
     # weight gradient's GEMM, so the norm-gradient kernel adds the
@@ -121,14 +128,7 @@ CASES = {
     # Rows of 6000 (past 2048: held in registers by the norms, 24 elements
     # a thread, the last step partly past the row's end; not pipelined):
     # 1100 rows, the gradients' blocks walking 2 rows each.
-    "norms_wide_rows": model("nx", ["float[1100, 6000] x"], [weights("w", [6000]), weights("s", [6000]),
-                                                             weights("b", [6000]), weights("g", [6000])], [
-        "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
-        "t = Tanh(y)", "u = Add(t, h)",
-        "sq = Mul(u, u)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
-        "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
-        "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)", "o = Add(v, u)",
-        "loss = ReduceMean <keepdims = 0> (o)"]),
+    "norms_wide_rows": layer_then_rms_norm("nx", 1100, 6000),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),

@@ -170,6 +170,14 @@ struct RowKernel {
     return warpRows ? (s / kLaneWidth + 1) * 32 * kLaneWidth <= length
                     : (s + 1) * kBlockSize <= length;
   }
+  /// stepElement(|s|), or the row's last element for a step past the row's
+  /// end: where a sweep works (loads stay in bounds; it stores nothing).
+  Value safeStepElement(int64_t s) {
+    Value j = stepElement(s);
+    if (stepAlwaysInRow(s))
+      return j;
+    return arith::MinUIOp::create(kb.builder(), j, kb.idx(length - 1));
+  }
 
   /// `for (j = thread; j < length; j += blockDim) acc = body(j, acc)`. For a
   /// short row, unrolled over steps(): for a block row the k-th step visits
@@ -189,8 +197,7 @@ struct RowKernel {
       Value inRow = alwaysInRow ? Value()
                                 : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j,
                                                         kb.idx(length));
-      // Past the end, work at the last element (loads stay in bounds).
-      Value safeJ = alwaysInRow ? j : arith::MinUIOp::create(b, j, kb.idx(length - 1));
+      Value safeJ = safeStepElement(k);
       currentStep = k;
       if (acc.empty()) {
         if (alwaysInRow) {
@@ -227,7 +234,7 @@ struct RowKernel {
     llvm::SmallVector<std::pair<Value, Value>> values; // (j, value)
     for (int64_t k = 0; k < steps(); ++k) {
       Value j = stepElement(k);
-      Value safeJ = stepAlwaysInRow(k) ? j : arith::MinUIOp::create(b, j, kb.idx(length - 1));
+      Value safeJ = safeStepElement(k);
       currentStep = k;
       values.push_back({j, valueAt(safeJ, k)});
     }
@@ -269,11 +276,8 @@ struct RowKernel {
   /// seedRow hands to the sweeps once |row| is the current row.
   Value loadAhead(Value tensor, Value row, int64_t step) {
     auto &b = kb.builder();
-    Value j = stepElement(step);
-    if (!stepAlwaysInRow(step))
-      j = arith::MinUIOp::create(b, j, kb.idx(length - 1));
-    return kb.load(tensor, arith::AddIOp::create(
-                               b, arith::MulIOp::create(b, row, kb.idx(length)), j));
+    return kb.load(tensor, arith::AddIOp::create(b, arith::MulIOp::create(b, row, kb.idx(length)),
+                                                 safeStepElement(step)));
   }
 
   /// Tensors this kernel computes from their inputs instead of loading
