@@ -102,14 +102,21 @@ Value KernelBuilder::emitBinaryArithmetic(Operation *op, Type elementType,
         Value base = operandAt(0);
         if (!isFloat)
           return fail("integer pow is not supported on the GPU");
-        // x^2 and x^3, as exporters write them, as multiplications: exact
-        // for the square, one rounding more for the cube.
+        // x^2 and x^3, as exporters write them (GPT-2's tanh GELU cubes its
+        // input), as multiplications: exact for the square, one rounding
+        // more for the cube (what PyTorch's CUDA pow does for these
+        // exponents). libdevice's powf is some 60 instructions: it made the
+        // GELU kernels issue-bound. NaN, infinities and signed zeros come
+        // out as pow's.
         if (auto exponent = pow.getRhs().getDefiningOp<tx::ConstantOp>()) {
           auto attr = dyn_cast<DenseFPElementsAttr>(exponent.getValue());
           if (attr && attr.isSplat()) {
             double e = attr.getSplatValue<APFloat>().convertToDouble();
             if (e == 2.0)
               return round(arith::MulFOp::create(b, base, base));
+            if (e == 3.0)
+              return round(arith::MulFOp::create(
+                  b, arith::MulFOp::create(b, base, base), base));
             if (e == 1.0)
               return base;
           }
