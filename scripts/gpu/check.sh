@@ -52,7 +52,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
   # nanoGPT, and the block-row norm gradients (their pipelined loads, with
   # and without the residual gradient they add).
   echo "== compute-sanitizer (memcheck, initcheck, racecheck) on 2 steps"
-  for case in nanogpt_op18_loss op_norms_block_rows op_norms_block_rows_residual; do
+  for case in nanogpt_op18_loss op_norms_block_rows op_norms_block_rows_residual gpt_units_fp8; do
     for tool in memcheck initcheck racecheck; do
       log="$results/sanitizer-$case-$tool.log"
       if compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/txrun" \
