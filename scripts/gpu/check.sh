@@ -50,9 +50,10 @@ python3 "$root/scripts/gpu/compare_curves.py" --vocab 512 --tolerance 0.02 --tai
 
 if command -v compute-sanitizer >/dev/null 2>&1; then
   # nanoGPT, and the block-row norm gradients (their pipelined loads, with
-  # and without the residual gradient they add).
+  # and without the residual gradient they add), and an FP8 GPT whose amax
+  # kernels cover many tiles.
   echo "== compute-sanitizer (memcheck, initcheck, racecheck) on 2 steps"
-  for case in nanogpt_op18_loss op_norms_block_rows op_norms_block_rows_residual gpt_units_fp8; do
+  for case in nanogpt_op18_loss op_norms_block_rows op_norms_block_rows_residual gpt_bench_fp8; do
     for tool in memcheck initcheck racecheck; do
       log="$results/sanitizer-$case-$tool.log"
       if compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/txrun" \

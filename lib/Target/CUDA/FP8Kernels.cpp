@@ -303,17 +303,17 @@ static void emitAtomicAmax(KernelBuilder &kb, Value total, Value amaxArg) {
 }
 
 namespace {
-/// The 64 x 64 tile number |block| of a [..., R, C] view, and
+/// The 64 x 64 tile of a [..., R, C] view block |blockIndex| covers, and
 /// the run of kRun elements thread t owns in it (row t / 4, columns
 /// (t % 4) * 16 ...).
 struct Tile {
   int64_t rows, cols;
   Value batch, tileR, tileC, localRow, localCol;
 
-  Tile(KernelBuilder &kb, llvm::ArrayRef<int64_t> view, Value block)
+  Tile(KernelBuilder &kb, llvm::ArrayRef<int64_t> view)
       : rows(view[view.size() - 2]), cols(view.back()) {
     auto &b = kb.builder();
-    Value t = kb.threadIndex();
+    Value block = kb.blockIndex(), t = kb.threadIndex();
     int64_t tilesC = cols / kTile, tilesR = rows / kTile;
     tileC = arith::RemUIOp::create(b, block, kb.idx(tilesC));
     tileR = arith::RemUIOp::create(b, arith::DivUIOp::create(b, block, kb.idx(tilesC)),
@@ -395,24 +395,13 @@ static bool hasFP8Conversions(LoweringContext &ctx) {
   return target.consume_front("sm_") && !target.getAsInteger(10, sm) && sm >= 89;
 }
 
-/// How many units (a tile, or kBlockSize runs) each block of the amax
-/// kernel takes. One unit is 4096 elements: a block that reads one and
-/// then reduces leaves the memory system idle while it computes, and the
-/// plain amax kernels measured 51-69% of DRAM bandwidth (latency-bound,
-/// Nsight Compute). Two units' loads are issued together; the grid stays
-/// large enough to fill the GPU (half a million elements and more).
-static int64_t unitsPerBlock(int64_t units) {
-  return units % 2 == 0 && units >= 128 ? 2 : 1;
-}
-
 /// tx.amax with its fused quantize, each thread reading and quantizing a
 /// run of kRun consecutive elements (so its loads and stores become 16-byte
-/// vector accesses) in each of the block's units: unit u covers elements
-/// [u * 4096, (u + 1) * 4096), and block b units b * k ... (unitsPerBlock).
-/// When the codes are also wanted transposed, a unit is one 64 x 64 tile of
-/// the [..., R, C] view instead, and after a barrier each thread writes a
-/// run of 16 codes of one transposed row. The amax reduction (one per
-/// block, over its units) and the atomic are lowerAmax's.
+/// vector accesses): block b covers elements [b * 4096, (b + 1) * 4096).
+/// When the codes are also wanted transposed, block b covers one 64 x 64
+/// tile of the [..., R, C] view instead, and after a barrier each thread
+/// writes a run of 16 codes of one transposed row. The amax reduction and
+/// the atomic are lowerAmax's.
 static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
                                            tx::QuantizeOp quantize, CodeLayouts layouts) {
   auto amax = cast<tx::AmaxOp>(op);
@@ -438,92 +427,75 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
       transposedArg = kb.insertBufferArgument(position++, codes);
     fp8Type = typeOf(quantize.getResult()).getElementType();
   }
+  Value tile = transposedArg ? addTileMemory(kb) : Value();
   Value scale = quantize ? kb.emit(quantize.getScale(), {}) : Value();
   Value t = kb.threadIndex();
-  int64_t runs = n / kRun;
-  int64_t units = transposedArg ? n / (kTile * kTile) : ceilDiv(runs, kBlockSize);
-  int64_t perBlock = unitsPerBlock(units);
-  int64_t grid = units / perBlock;
-
-  /// One unit's run of this thread: where its codes go, its scaled values
-  /// (what the codes encode) and whether it stores (a partial last unit
-  /// repeats the last run and stores nothing: the max is unchanged by
-  /// repeats).
-  struct Part {
-    std::optional<Tile> coords;
-    Value first, stores, tile;
-    llvm::SmallVector<Value> scaled, codes;
-  };
-  llvm::SmallVector<Part> parts(perBlock);
+  // The thread's run: its first element's linear index, and its index in
+  // |shape| with the innermost dim counted in runs (so that the run's
+  // columns are visibly 16 consecutive, 16-aligned ones, which LLVM's
+  // load/store vectorizer needs to merge the accesses). A block past the
+  // last run (a partial last block) repeats the last run and stores
+  // nothing: the max is unchanged by repeats.
+  std::optional<Tile> coords;
+  Value run, stores = Value();
+  int64_t runs = n / kRun, grid;
+  if (transposedArg) {
+    coords.emplace(kb, layouts.transposedView());
+    run = arith::DivUIOp::create(b, coords->firstOfRun(kb), kb.idx(kRun));
+    grid = n / (kTile * kTile);
+  } else {
+    grid = ceilDiv(runs, kBlockSize);
+    Value own = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize)), t);
+    stores = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, own, kb.idx(runs));
+    run = arith::MinUIOp::create(b, own, kb.idx(runs - 1));
+  }
+  Value first = coords ? coords->firstOfRun(kb) : arith::MulIOp::create(b, run, kb.idx(kRun));
+  llvm::SmallVector<Value> index;
+  Value column;
+  if (coords && shape.back() == coords->cols) {
+    index = coords->runIndex(kb, shape);
+    column = index.back();
+  } else {
+    llvm::SmallVector<int64_t> runShape(shape.begin(), shape.end());
+    runShape.back() /= kRun;
+    index = kb.delinearize(run, runShape);
+    column = arith::MulIOp::create(b, index.back(), kb.idx(kRun));
+  }
   Value acc = kb.f32(0.0);
-  for (auto [p, part] : llvm::enumerate(parts)) {
-    Value unit = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(perBlock)), kb.idx(p));
-    // The thread's run: its first element's linear index, and its index in
-    // |shape| with the innermost dim counted in runs (so that the run's
-    // columns are visibly 16 consecutive, 16-aligned ones, which LLVM's
-    // load/store vectorizer needs to merge the accesses).
-    Value run;
-    if (transposedArg) {
-      part.coords.emplace(kb, layouts.transposedView(), unit);
-      part.tile = addTileMemory(kb);
-      run = arith::DivUIOp::create(b, part.coords->firstOfRun(kb), kb.idx(kRun));
-    } else {
-      Value own = arith::AddIOp::create(b, arith::MulIOp::create(b, unit, kb.idx(kBlockSize)), t);
-      if (units * kBlockSize != runs)
-        part.stores = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, own, kb.idx(runs));
-      run = arith::MinUIOp::create(b, own, kb.idx(runs - 1));
-    }
-    const std::optional<Tile> &coords = part.coords;
-    part.first = coords ? coords->firstOfRun(kb) : arith::MulIOp::create(b, run, kb.idx(kRun));
-    llvm::SmallVector<Value> index;
-    Value column;
-    if (coords && shape.back() == coords->cols) {
-      index = coords->runIndex(kb, shape);
-      column = index.back();
-    } else {
-      llvm::SmallVector<int64_t> runShape(shape.begin(), shape.end());
-      runShape.back() /= kRun;
-      index = kb.delinearize(run, runShape);
-      column = arith::MulIOp::create(b, index.back(), kb.idx(kRun));
-    }
-    for (int64_t e = 0; e < kRun; ++e) {
-      index.back() = arith::AddIOp::create(b, column, kb.idx(e));
-      Value v = kb.emit(x, index);
-      if (v.getType().isF64())
-        v = arith::TruncFOp::create(b, b.getF32Type(), v);
-      acc = arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, v));
-      // f32(x * scale), then the saturating FP8 rounding: tx.quantize.
-      if (quantize)
-        part.scaled.push_back(arith::MulFOp::create(b, v, scale));
-    }
+  llvm::SmallVector<Value> scaled, codes;
+  for (int64_t e = 0; e < kRun; ++e) {
+    index.back() = arith::AddIOp::create(b, column, kb.idx(e));
+    Value v = kb.emit(x, index);
+    if (v.getType().isF64())
+      v = arith::TruncFOp::create(b, b.getF32Type(), v);
+    acc = arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, v));
+    // f32(x * scale), then the saturating FP8 rounding: tx.quantize.
+    if (quantize)
+      scaled.push_back(arith::MulFOp::create(b, v, scale));
   }
-  for (Part &part : parts) {
-    if (!quantize)
-      break;
-    if (hasFP8Conversions(ctx)) {
-      part.codes = emitFP8EncodeHardware(b, part.scaled, fp8Type);
-    } else {
-      for (Value v : part.scaled)
-        part.codes.push_back(emitFP8Encode(b, v, fp8Type));
-    }
-    auto storeRun = [&](Value dst) {
-      for (auto [e, code] : llvm::enumerate(part.codes))
-        memref::StoreOp::create(b, code, dst,
-                                ValueRange{arith::AddIOp::create(b, part.first, kb.idx(e))});
-    };
-    if (plainArg) {
-      if (part.stores)
-        kb.ifThen(part.stores, [&] { storeRun(plainArg); });
-      else
-        storeRun(plainArg);
-    }
-    if (part.tile) {
-      for (auto [e, code] : llvm::enumerate(part.codes))
-        memref::StoreOp::create(b, code, part.tile, ValueRange{part.coords->inWorkgroup(kb, e)});
-      part.coords->storeTransposed(kb, part.tile, transposedArg);
-    }
+  if (quantize && hasFP8Conversions(ctx)) {
+    codes = emitFP8EncodeHardware(b, scaled, fp8Type);
+  } else {
+    for (Value v : scaled)
+      codes.push_back(emitFP8Encode(b, v, fp8Type));
   }
+  auto storeRun = [&](Value dst) {
+    for (auto [e, code] : llvm::enumerate(codes))
+      memref::StoreOp::create(b, code, dst,
+                              ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
+  };
+  if (plainArg) {
+    if (stores)
+      kb.ifThen(stores, [&] { storeRun(plainArg); });
+    else
+      storeRun(plainArg);
+  }
+  if (tile)
+    for (auto [e, code] : llvm::enumerate(codes))
+      memref::StoreOp::create(b, code, tile, ValueRange{coords->inWorkgroup(kb, e)});
+  if (transposedArg)
+    coords->storeTransposed(kb, tile, transposedArg);
   emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxArg);
   kb.finish();
   kb.groupMemoryAccesses();
@@ -747,7 +719,7 @@ FailureOr<bool> cuda::lowerFP8Transpose(LoweringContext &ctx, Operation *op) {
   Value dst = kb.insertBufferArgument(0, bytes);
   Value src = kb.insertBufferArgument(1, bytes);
   Value tile = addTileMemory(kb);
-  Tile coords(kb, view, kb.blockIndex());
+  Tile coords(kb, view);
   Value first = coords.firstOfRun(kb);
   for (int64_t e = 0; e < kRun; ++e) {
     Value code = memref::LoadOp::create(b, src, ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
