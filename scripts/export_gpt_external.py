@@ -11,7 +11,8 @@ GPT-1.3B-sized model (5.3 GB of f32 weights). torch is not needed: the graph
 is built with onnx.helper, the way torch.onnx's exports look after constant
 folding (pre-LN blocks, fused QKV projection, a float causal mask of -inf
 above the diagonal as an initializer, tied embedding and LM head, mean
-cross-entropy loss of the logits against `labels`). Weights are drawn from
+cross-entropy loss of the logits against `labels`; GELU as nn.GELU()'s erf,
+or with `--gelu tanh` as Hugging Face GPT-2's gelu_new). Weights are drawn from
 N(0, 0.02) with numpy's seeded default_rng and streamed to OUT.onnx.data
 tensor by tensor, so the script needs memory for one tensor, not the model.
 """
@@ -93,8 +94,13 @@ def build(args):
     scale = w.const("attn_scale", np.array(1.0 / math.sqrt(hd), np.float32))
     half = w.const("half", np.array(0.5, np.float32))
     one = w.const("one", np.array(1.0, np.float32))
-    inv_sqrt2 = w.const("inv_sqrt2", np.array(1.0 / math.sqrt(2.0), np.float32))
+    if args.gelu == "erf":
+        inv_sqrt2 = w.const("inv_sqrt2", np.array(1.0 / math.sqrt(2.0), np.float32))
     split = w.const("qkv_split", np.array([d, d, d], np.int64))
+    if args.gelu == "tanh":
+        three = w.const("three", np.array(3.0, np.float32))
+        coeff = w.const("gelu_coeff", np.array(0.044715, np.float32))
+        sqrt_2_over_pi = w.const("sqrt_2_over_pi", np.array(math.sqrt(2.0 / math.pi), np.float32))
 
     x = node("Add", [node("Gather", [wte, "ids"], axis=0), wpe])
     for i in range(args.layers):
@@ -110,8 +116,15 @@ def build(args):
         o = node("Reshape", [node("Transpose", [o], perm=[0, 2, 1, 3]), model_shape])
         x = node("Add", [x, linear(o, p + ".attn.c_proj", d, d)])
         m = linear(layer_norm(x, p + ".ln_2"), p + ".mlp.c_fc", d, 4 * d)
-        gelu = node("Mul", [node("Mul", [m, half]),
-                            node("Add", [node("Erf", [node("Mul", [m, inv_sqrt2])]), one])])
+        if args.gelu == "erf":
+            inner = node("Erf", [node("Mul", [m, inv_sqrt2])])
+        else:
+            # Hugging Face GPT-2's gelu_new as its exports write it:
+            # tanh(sqrt(2/pi) * (x + 0.044715 * x^3)), the cube a Pow.
+            cube = node("Pow", [m, three])
+            inner = node("Tanh", [node("Mul", [node("Add", [m, node("Mul", [cube, coeff])]),
+                                               sqrt_2_over_pi])])
+        gelu = node("Mul", [node("Mul", [m, half]), node("Add", [inner, one])])
         x = node("Add", [x, linear(gelu, p + ".mlp.c_proj", 4 * d, d)])
     x = layer_norm(x, "ln_f")
     logits = node("MatMul", [x, node("Transpose", [wte], perm=[1, 0])])
@@ -149,6 +162,8 @@ def main():
     parser.add_argument("--seq", type=int, default=1024)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gelu", choices=["erf", "tanh"], default="erf",
+                        help="erf: nn.GELU(); tanh: Hugging Face GPT-2's gelu_new")
     args = parser.parse_args()
     args.heads = args.heads or args.d_model // 64
     build(args)
