@@ -23,13 +23,16 @@ else
   echo "fp8_convert_check.ptx not prepared: FAILED"; status=1
 fi
 echo "== steps on the GPU vs the CPU executor"
+# External weights (gpt_bench_fp8) lie beside the artifacts: the artifact
+# names the folder it was compiled in, which is another machine's.
+weights=(--weights-dir "$cases")
 while read -r name steps; do
   rm -rf "$results/$name.gpu"
-  if ! "$bin/txrun" "$cases/$name.txa" --steps "$steps" --output-dir "$results/$name.gpu" \
+  if ! "$bin/txrun" "$cases/$name.txa" "${weights[@]}" --steps "$steps" --output-dir "$results/$name.gpu" \
       > "$results/$name.gpu.log" 2>&1; then
     echo "$name: txrun failed:"; tail -5 "$results/$name.gpu.log"; status=1; continue
   fi
-  if ! "$bin/txrun" "$cases/$name.txa" --steps "$steps" --no-graph \
+  if ! "$bin/txrun" "$cases/$name.txa" "${weights[@]}" --steps "$steps" --no-graph \
       > "$results/$name.nograph.log" 2>&1; then
     echo "$name: txrun --no-graph failed:"; tail -5 "$results/$name.nograph.log"; status=1
   fi
@@ -57,7 +60,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
     for tool in memcheck initcheck racecheck; do
       log="$results/sanitizer-$case-$tool.log"
       if compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/txrun" \
-          "$cases/$case.txa" --steps 2 --no-graph > "$log" 2>&1; then
+          "$cases/$case.txa" "${weights[@]}" --steps 2 --no-graph > "$log" 2>&1; then
         echo "$case $tool: clean ($(grep -c . "$log") lines of output)"
       else
         echo "$case $tool: FAILED"; grep -m5 -E "ERROR|Invalid|Race|Uninitialized" "$log"; status=1
