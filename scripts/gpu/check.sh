@@ -62,6 +62,17 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
       if compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/txrun" \
           "$cases/$case.txa" "${weights[@]}" --steps 2 --no-graph > "$log" 2>&1; then
         echo "$case $tool: clean ($(grep -c . "$log") lines of output)"
+      elif [ "$tool" = racecheck ] && grep -q "^step 2 " "$log" &&
+           ! grep -E "Error:" "$log" | grep -vqE "Race reported between .* access at " &&
+           ! grep -E "Race reported between" "$log" | grep -qE " at k[0-9]+_"; then
+        # Every hazard racecheck reported lies in a library kernel (cuDNN's
+        # SDPA, cuBLASLt's GEMMs: Hopper kernels that fill shared memory by
+        # TMA and read it by wgmma), none in a kernel txopt generated
+        # (k<N>_...): printed with the kernels' names, not failed, since
+        # txopt neither writes nor can change them (DeviceLog session 17).
+        echo "$case $tool: clean in txopt's kernels; $(grep -c "Race reported" "$log") hazards" \
+          "reported inside library kernels: $(grep -oE "access at [A-Za-z0-9_]+" "$log" |
+          sed 's/access at //; s/_kernel0.*//; s/_[0-9]*x[0-9].*//' | sort -u | tr '\n' ' ')"
       else
         echo "$case $tool: FAILED"; grep -m5 -E "ERROR|Invalid|Race|Uninitialized" "$log"; status=1
       fi
