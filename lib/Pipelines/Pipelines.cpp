@@ -56,7 +56,8 @@ void txopt::buildTrainPipeline(
     const tx::BuildTrainStepPassOptions &step,
     const std::optional<tx::InsertFP8PassOptions> &fp8,
     int64_t dataParallelRanks,
-    const std::optional<tx::UntieParametersPassOptions> &untie) {
+    const std::optional<tx::UntieParametersPassOptions> &untie,
+    const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights) {
   // Before fusion, while every op still carries its ONNX node's location.
   if (untie)
     pm.addPass(tx::createUntieParametersPass(*untie));
@@ -68,6 +69,12 @@ void txopt::buildTrainPipeline(
   // finds the gradients by.
   if (dataParallelRanks > 1)
     pm.addPass(tx::createDataParallelPass({dataParallelRanks}));
+  // After data parallelism, which adds arguments to the step (a state-init
+  // function made before would not take them) and all-reduces the amaxes
+  // (so a data-parallel step caches no weight: its amax reaches the scale
+  // update through the all-reduce).
+  if (fp8 && cacheFP8Weights)
+    pm.addPass(tx::createCacheFP8WeightsPass(*cacheFP8Weights));
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());

@@ -67,7 +67,12 @@ void txopt::buildTrainPipelineFromOptions(OpPassManager &pm,
   tx::UntieParametersPassOptions untie;
   untie.tie = options.tie;
   untie.untie = options.untie;
-  buildTrainPipeline(pm, fusion, step, fp8, options.dataParallel, untie);
+  std::optional<tx::CacheFP8WeightsPassOptions> cache;
+  if (fp8 && options.fp8WeightCache && fp8->scaling == tx::FP8ScalingKind::delayed) {
+    cache.emplace();
+    cache->explain = options.explain;
+  }
+  buildTrainPipeline(pm, fusion, step, fp8, options.dataParallel, untie, cache);
 }
 
 void txopt::registerTrainPipeline() {

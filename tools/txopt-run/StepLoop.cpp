@@ -38,7 +38,7 @@ llvm::Error StepRunner::runAll() {
   if ((run.evalEvery || run.evalSteps) && !run.valDataPath)
     return error("--eval-every and --eval-steps need --val-data FILE");
   for (auto phase : {&StepRunner::checkRanks, &StepRunner::findMicroStep,
-                     &StepRunner::bindArguments,
+                     &StepRunner::bindArguments, &StepRunner::runStateInit,
                      &StepRunner::buildSchedule,
                      &StepRunner::loadTokens, &StepRunner::loadValidation,
                      &StepRunner::findResults,

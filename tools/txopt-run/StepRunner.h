@@ -75,6 +75,11 @@ private:
   /// unless --data fills it each step.
   llvm::Error bindArguments();
 
+  /// The step's state-init function (tx.state_init, tx-cache-fp8-weights),
+  /// run once on the bound arguments: its results (tx.next) are the first
+  /// values of the state it names, unless --input gave them.
+  llvm::Error runStateInit();
+
   /// Argument |i| that is neither given nor a step input: a parameter's
   /// value, a tx.init splat, a --data batch (filled each step) or random.
   llvm::Error bindStateOrBatch(unsigned i, mlir::RankedTensorType type,

@@ -190,6 +190,39 @@ llvm::Error StepRunner::bindArguments() {
   return llvm::Error::success();
 }
 
+llvm::Error StepRunner::runStateInit() {
+  auto module = func->getParentOfType<ModuleOp>();
+  func::FuncOp init;
+  for (auto candidate : module.getOps<func::FuncOp>())
+    if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(tx::kStateInitAttrName))
+      if (ref.getValue() == func.getName() && !candidate.isExternal())
+        init = candidate;
+  if (!init)
+    return llvm::Error::success();
+  if (init.getFunctionType().getInputs() != func.getFunctionType().getInputs())
+    return error("'" + init.getName() + "' must take the arguments of '" +
+                 func.getName() + "'");
+  // It reads the state and the parameters; a batch argument --data fills
+  // before each step is not bound yet: zeros of its type stand in.
+  std::vector<Tensor> initArgs(args);
+  for (unsigned i = 0; i < initArgs.size(); ++i)
+    if (!initArgs[i].getElementType())
+      initArgs[i] = Tensor(cast<RankedTensorType>(func.getArgument(i).getType()));
+  auto results = executor.run(init, initArgs);
+  if (!results)
+    return error("'" + init.getName() + "': " + llvm::toString(results.takeError()));
+  for (unsigned r = 0; r < init.getNumResults(); ++r) {
+    auto next = init.getResultAttrOfType<IntegerAttr>(r, tx::kNextAttrName);
+    if (!next || next.getInt() < 0 || next.getInt() >= func.getNumArguments() ||
+        func.getArgument(next.getInt()).getType() != init.getResultTypes()[r])
+      return error("'" + init.getName() + "' result #" + llvm::Twine(r) +
+                   " names no argument of its type (tx.next)");
+    if (!given[next.getInt()])
+      args[next.getInt()] = std::move((*results)[r]);
+  }
+  return llvm::Error::success();
+}
+
 /// Argument |i| that is neither given nor a step input: a parameter's
 /// value, a tx.init splat, a --data batch (filled each step) or random.
 llvm::Error StepRunner::bindStateOrBatch(unsigned i, RankedTensorType type,

@@ -8,6 +8,7 @@
 
 #include "Options.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Regex.h"
 
 #include <cerrno>
@@ -105,6 +106,10 @@ OPTIONS:
   --fp8-margin=N          Delayed scaling: binades of headroom (0).
   --fp8-exclude=REGEX     GEMMs (by ONNX node name) kept in bf16; default:
                           the first and last forward GEMM.
+  --fp8-weight-cache=on|off
+                          Delayed scaling: keep the weights' FP8 codes as
+                          step state, cast by the step that updates the
+                          weights (default on; bit-identical results).
   --target=sm_XY          GPU architecture (default sm_90); below sm_89 no
                           GEMM can use FP8 (reported).
   -o step.txa             With --train: compile the step for the GPU (CUDA
@@ -337,6 +342,8 @@ static bool parseFP8Option(int argc, char **argv, int &i, Options &options,
     return oneOf(options.fp8Format, {"hybrid", "e4m3"});
   if (takeValue(argc, argv, i, "fp8-amax", value, error))
     return oneOf(options.fp8Amax, {"max", "most_recent"});
+  if (takeValue(argc, argv, i, "fp8-weight-cache", value, error))
+    return oneOf(options.fp8WeightCache, {"on", "off"});
   if (takeValue(argc, argv, i, "fp8-history", value, error))
     return count(options.fp8History, 1);
   if (takeValue(argc, argv, i, "fp8-margin", value, error))
@@ -397,6 +404,14 @@ static bool checkCombinations(const Options &options, std::string &error) {
   }
   if (options.precision != "fp8" && !options.fp8Flags.empty()) {
     error = "option '" + options.fp8Flags.front() + "' needs --precision=fp8";
+    return false;
+  }
+  bool cacheAsked = llvm::is_contained(options.fp8Flags, "--fp8-weight-cache") &&
+                    options.fp8WeightCache == "on";
+  if (cacheAsked && options.fp8Scaling != "delayed") {
+    error = "--fp8-weight-cache=on needs --fp8-recipe=delayed (current scaling "
+            "derives each weight's scale from this step's amax, so its codes "
+            "cannot be made a step ahead)";
     return false;
   }
   if (options.precision == "fp8" && options.gradAccum > 1) {

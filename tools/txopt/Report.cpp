@@ -209,8 +209,14 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
       }
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
         if (auto role = func.getArgAttrOfType<mlir::StringAttr>(
-                i, mlir::txopt::tx::kRoleAttrName))
-          precision.fp8StateTensors += role.getValue().starts_with("fp8_");
+                i, mlir::txopt::tx::kRoleAttrName)) {
+          // The cached weights' codes and amax (tx-cache-fp8-weights) are
+          // counted as weights, not as scaling state.
+          if (role.getValue() == "fp8_weight_amax")
+            ++precision.fp8CachedWeights;
+          else if (role.getValue() != "fp8_weight_codes")
+            precision.fp8StateTensors += role.getValue().starts_with("fp8_");
+        }
     }
   return precision;
 }
@@ -295,6 +301,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
           {"fp8_gemms", p.fp8Gemms},
           {"bf16_gemms", p.lowPrecisionGemms},
           {"state_tensors", p.fp8StateTensors},
+          {"cached_weights", p.fp8CachedWeights},
       };
   }
   if (summary.train) {
@@ -456,7 +463,8 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
     os << "  precision  " << p.mode << ": ";
     if (p.mode == "fp8")
       os << p.fp8Gemms << " GEMMs in fp8 (" << p.fp8StateTensors
-         << " scaling state tensors), " << p.lowPrecisionGemms
+         << " scaling state tensors, " << p.fp8CachedWeights
+         << " weights' codes cached), " << p.lowPrecisionGemms
          << " in bf16 (see warnings), ";
     else
       os << p.lowPrecisionGemms << " GEMMs in " << p.mode << ", ";

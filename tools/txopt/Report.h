@@ -63,6 +63,8 @@ struct PrecisionSummary {
   bool lossScaling = false;
   int64_t fp8Gemms = 0;        ///< tx.fp8_matmul ops
   int64_t fp8StateTensors = 0; ///< amax histories, scales, scale_invs
+  /// Weights whose FP8 codes the step keeps (tx-cache-fp8-weights).
+  int64_t fp8CachedWeights = 0;
   std::string fp8Recipe;       ///< the #tx.fp8_recipe, printed
 };
 

@@ -266,8 +266,14 @@ std::string runPipeline(MLIRContext &context, ModuleOp module, const Options &op
   txopt::DefaultPipelineOptions pipeline;
   setPipelineOptions(options, summary, f32GpuAttentionUnfused, pipeline);
   if (options.train) {
+    std::optional<mlir::txopt::tx::CacheFP8WeightsPassOptions> cache;
+    if (options.precision == "fp8" && options.fp8Scaling == "delayed" &&
+        options.fp8WeightCache == "on") {
+      cache.emplace();
+      cache->explain = false;
+    }
     txopt::buildTrainPipeline(pm, pipeline, trainStepOptions(options), fp8Options(options),
-                              options.dataParallel);
+                              options.dataParallel, std::nullopt, cache);
     // The step is built for one GPU architecture: record it in the IR.
     module->setAttr("tx.target", StringAttr::get(&context, options.target));
   } else {

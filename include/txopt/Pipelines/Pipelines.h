@@ -72,7 +72,8 @@ void buildTrainPipeline(
     const tx::BuildTrainStepPassOptions &step,
     const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt,
     int64_t dataParallelRanks = 1,
-    const std::optional<tx::UntieParametersPassOptions> &untie = std::nullopt);
+    const std::optional<tx::UntieParametersPassOptions> &untie = std::nullopt,
+    const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights = std::nullopt);
 
 /// Registers `txopt-default` (and `txopt-train`, TrainPipeline.h) for
 /// txopt-opt and mlir-opt plugins.

@@ -118,6 +118,10 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
           clEnumValN(tx::AmaxCompute::most_recent, "most_recent", "last"))};
   Option<int64_t> fp8Margin{*this, "fp8-margin", llvm::cl::init(0)};
   Option<std::string> fp8Exclude{*this, "fp8-exclude", llvm::cl::init("")};
+  Option<bool> fp8WeightCache{
+      *this, "fp8-weight-cache",
+      llvm::cl::desc("Delayed scaling: FP8 weight codes as step state (tx-cache-fp8-weights)"),
+      llvm::cl::init(true)};
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("GPU architecture (FP8: sm_89+)"),
                              llvm::cl::init("sm_90")};

@@ -23,6 +23,7 @@ namespace fb = txrt::fb;
 /// oldest that holds what the step uses: 3 adds attention tensors at an
 /// offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersionStateInit = 4;
 static constexpr uint32_t kFormatVersionAttentionOffsets = 3;
 static constexpr uint32_t kFormatVersionMicroStep = 2;
 static constexpr uint32_t kFormatVersionBase = 1;
@@ -229,10 +230,12 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
   // Validation: an older runtime ignores it and runs the step as before.
   flatbuffers::Offset<fb::Function> evaluation = writeFunction(program.evaluation);
   flatbuffers::Offset<fb::Function> logits = writeFunction(program.logits);
+  flatbuffers::Offset<fb::Function> stateInit = writeFunction(program.stateInit);
 
   auto artifact = fb::CreateArtifact(
       fbb,
-      usesOffsets        ? kFormatVersionAttentionOffsets
+      program.stateInit  ? kFormatVersionStateInit
+      : usesOffsets        ? kFormatVersionAttentionOffsets
       : program.microStep ? kFormatVersionMicroStep
                           : kFormatVersionBase,
       fbb.CreateString("txopt 0.1.0"),
@@ -243,7 +246,7 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb.CreateVector(arguments), results, commands, program.arenaBytes,
       program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir),
       static_cast<uint32_t>(program.gradAccum), microStep, evaluation, logits,
-      program.stats.modelFlops);
+      program.stats.modelFlops, stateInit);
   fbb.Finish(artifact, fb::ArtifactIdentifier());
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (bytes.empty()) {

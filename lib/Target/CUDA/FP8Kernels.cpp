@@ -167,7 +167,8 @@ static tx::QuantizeOp fusableQuantize(LoweringContext &ctx, tx::AmaxOp amax) {
     auto q = dyn_cast<tx::QuantizeOp>(user);
     if (!q || q.getInput() != amax.getInput() || q->getBlock() != amax->getBlock() ||
         !amax->isBeforeInBlock(q) || ctx.loweredElsewhere.contains(q) ||
-        !ctx.plan.isMaterialized(q.getResult()) || ctx.bufferOfValue.count(q.getResult()))
+        !ctx.plan.isMaterialized(q.getResult()) ||
+        (ctx.bufferOfValue.count(q.getResult()) && !ctx.cachedWeightCodes.contains(q.getResult())))
       continue;
     Value scale = q.getScale();
     Operation *def = scale.getDefiningOp();
@@ -213,7 +214,8 @@ static tx::TransposeOp transposeOfCodes(LoweringContext &ctx, Operation *user) {
   auto transpose = dyn_cast<tx::TransposeOp>(user);
   if (!transpose || !isLastTwoDimsSwap(transpose) ||
       !ctx.plan.isMaterialized(transpose.getResult()) ||
-      ctx.bufferOfValue.count(transpose.getResult()) ||
+      (ctx.bufferOfValue.count(transpose.getResult()) &&
+       !ctx.cachedWeightCodes.contains(transpose.getResult())) ||
       ctx.loweredElsewhere.contains(transpose) ||
       !isTileable(typeOf(transpose.getInput()).getShape()))
     return {};
@@ -765,15 +767,36 @@ static double scaledMaxOf(tx::FP8ScaleUpdateOp update) {
 /// it can wait for the end of the step and then update its state in place,
 /// since by then every reader of the old history, scale and scale inverse
 /// (this step's quantizes and GEMMs) has run.
+/// A quantize may read the new scale too (a cached FP8 weight cast for the
+/// next step, tx-cache-fp8-weights): the held-back updates then go out
+/// before it (flushFP8ScaleUpdates' |before|).
 static bool deferrable(tx::FP8ScaleUpdateOp update) {
   for (Value state : {update.getAmaxHistory(), update.getScale()})
     if (!isa<BlockArgument>(state))
       return false;
   for (Value result : update->getResults())
     for (Operation *user : result.getUsers())
-      if (!isa<func::ReturnOp>(user))
+      if (!isa<func::ReturnOp>(user) &&
+          !(result == update.getNewScale() && isa<tx::QuantizeOp>(user)))
         return false;
   return true;
+}
+
+bool cuda::readsDeferredScaleUpdates(LoweringContext &ctx, Operation &op) {
+  if (ctx.deferredScaleUpdates.empty())
+    return false;
+  // An amax kernel computes its fused quantize, which reads the scale.
+  llvm::SmallVector<Operation *, 4> readers{&op};
+  if (auto amax = dyn_cast<tx::AmaxOp>(op))
+    for (Operation *user : amax.getInput().getUsers())
+      if (isa<tx::QuantizeOp>(user))
+        readers.push_back(user);
+  for (Operation *reader : readers)
+    for (Value operand : reader->getOperands())
+      if (auto update = operand.getDefiningOp<tx::FP8ScaleUpdateOp>())
+        if (llvm::is_contained(ctx.deferredScaleUpdates, update.getOperation()))
+          return true;
+  return false;
 }
 
 /// The argument |result| is returned as the next value of, if any.
@@ -858,9 +881,25 @@ LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
 /// is rolled in place, where the single update kernel needs a second
 /// buffer and a copy back. The window max and the scale are the single
 /// kernel's (the same maxnum, blockReduce and scaleFromAmax): bit-exact.
-LogicalResult cuda::flushFP8ScaleUpdates(LoweringContext &ctx) {
+LogicalResult cuda::flushFP8ScaleUpdates(LoweringContext &ctx, Operation *before) {
   std::vector<Operation *> pending;
   std::swap(pending, ctx.deferredScaleUpdates);
+  // Before |before| (not the end): an update whose old state something at
+  // or after |before| still reads keeps waiting.
+  if (before) {
+    std::vector<Operation *> ready;
+    for (Operation *op : pending) {
+      auto update = cast<tx::FP8ScaleUpdateOp>(op);
+      Value scaleInv = nextStateArgument(update.getNewScaleInv());
+      bool readLater = false;
+      for (Value state : {Value(update.getAmaxHistory()), Value(update.getScale()), scaleInv})
+        for (Operation *user : state.getUsers())
+          if (user != op && !user->isBeforeInBlock(before))
+            readLater = true;
+      (readLater ? ctx.deferredScaleUpdates : ready).push_back(op);
+    }
+    pending = std::move(ready);
+  }
   std::map<std::tuple<int64_t, bool, double>, llvm::SmallVector<tx::FP8ScaleUpdateOp>> groups;
   for (Operation *op : pending) {
     auto update = cast<tx::FP8ScaleUpdateOp>(op);

@@ -93,6 +93,10 @@ struct LoweringContext {
   /// Delayed-scaling updates whose results only the step returns, put off
   /// to the end of the step (flushFP8ScaleUpdates, FP8Kernels.cpp).
   std::vector<Operation *> deferredScaleUpdates;
+  /// The next step's FP8 weight codes (tx-cache-fp8-weights) placed in
+  /// their state arguments' slots (castCachedWeightsInPlace): whole
+  /// buffers, which the quantizing kernel may write in any layout.
+  llvm::DenseSet<Value> cachedWeightCodes;
   /// The block each packed tx.amax result is a part of (packAmaxes), and
   /// the blocks already zeroed by their one memset.
   llvm::DenseMap<Value, unsigned> amaxBlockOf;
@@ -228,7 +232,13 @@ FailureOr<bool> lowerFP8Transpose(LoweringContext &ctx, Operation *op);
 LogicalResult lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op);
 /// The scale updates lowerFP8ScaleUpdate held back, as one packed launch
 /// per recipe and FP8 type; called where the step returns.
-LogicalResult flushFP8ScaleUpdates(LoweringContext &ctx);
+/// The held-back scale updates as packed launches: all of them at the end
+/// of the function, or, |before| a reader of one's new scale, those whose
+/// old state nothing from |before| on reads.
+LogicalResult flushFP8ScaleUpdates(LoweringContext &ctx, Operation *before = nullptr);
+/// Whether |op| (or the quantize its amax kernel computes) reads the new
+/// scale of a held-back scale update.
+bool readsDeferredScaleUpdates(LoweringContext &ctx, Operation &op);
 LogicalResult lowerFP8CurrentScale(LoweringContext &ctx, Operation *op);
 LogicalResult lowerFP8Matmul(LoweringContext &ctx, Operation *op);
 

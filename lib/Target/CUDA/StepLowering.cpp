@@ -168,7 +168,7 @@ static void planMemory(LoweringContext &ctx) {
   program.slots.assign(ctx.buffers.size(), Slot());
   uint64_t top = 0;
   for (size_t i = 0; i < ctx.buffers.size(); ++i)
-    if (ctx.buffers[i].persistent) {
+    if (ctx.buffers[i].persistent && ctx.buffers[i].partOf < 0) {
       program.slots[i] = {top, ctx.buffers[i].bytes};
       top += align(ctx.buffers[i].bytes);
     }
@@ -349,6 +349,61 @@ static void accumulateInPlace(LoweringContext &ctx, func::FuncOp func,
   }
 }
 
+/// FP8 weight caching: the cached weights' amax arguments as parts of one
+/// persistent block, 256 bytes apart (each a slot of its own), so that one
+/// memset zeroes them all before the step's first weight cast (its amax
+/// kernels fold into them atomically), not one memset per weight.
+static void packCachedWeightAmaxes(LoweringContext &ctx, func::FuncOp step) {
+  llvm::SmallVector<BlockArgument> amaxes;
+  for (BlockArgument arg : step.getArguments())
+    if (auto role = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tx::kRoleAttrName);
+        role && role.getValue() == "fp8_weight_amax")
+      amaxes.push_back(arg);
+  if (amaxes.size() < 2)
+    return;
+  unsigned block = ctx.scratch(amaxes.size() * kSlotAlignment, "cached weight amaxes");
+  ctx.buffers[block].persistent = true;
+  for (auto [i, arg] : llvm::enumerate(amaxes)) {
+    ctx.bufferOfValue[arg] = ctx.part(block, i * kSlotAlignment, 4, "fp8 weight amax");
+    ctx.amaxBlockOf[arg] = block;
+  }
+}
+
+/// FP8 weight caching (tx-cache-fp8-weights): the step's next codes and
+/// amax of a weight are written straight into their state arguments (no
+/// copy at the end) when everything that reads the old values comes
+/// before the cast: the forward and backward GEMMs read the codes, the
+/// held-back scale update the amax, and it goes out before the first cast
+/// that needs its new scale.
+static void castCachedWeightsInPlace(LoweringContext &ctx, func::FuncOp step) {
+  auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    auto next = step.getResultAttrOfType<IntegerAttr>(i, tx::kNextAttrName);
+    if (!next || next.getInt() < 0 || next.getInt() >= step.getNumArguments())
+      continue;
+    BlockArgument arg = step.getArgument(next.getInt());
+    auto role = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tx::kRoleAttrName);
+    if (!role || (role.getValue() != "fp8_weight_codes" && role.getValue() != "fp8_weight_amax"))
+      continue;
+    Operation *producer = value.getDefiningOp();
+    bool cast = isa_and_nonnull<tx::AmaxOp, tx::QuantizeOp>(producer) ||
+                (isa_and_nonnull<tx::TransposeOp>(producer) &&
+                 producer->getOperand(0).getDefiningOp<tx::QuantizeOp>());
+    if (!cast || ctx.bufferOfValue.count(value))
+      continue;
+    bool readBefore = llvm::all_of(arg.getUsers(), [&](Operation *user) {
+      return user->isBeforeInBlock(producer);
+    });
+    if (!readBefore)
+      continue;
+    ctx.bufferOfValue[value] = ctx.bufferFor(arg);
+    ctx.cachedWeightCodes.insert(value);
+    // The amax kernel zeroes the whole block before the first of them.
+    if (auto block = ctx.amaxBlockOf.find(arg); block != ctx.amaxBlockOf.end())
+      ctx.amaxBlockOf[value] = block->second;
+  }
+}
+
 /// Lowers every op of |func|'s body to commands of |ctx|.
 static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
                                func::FuncOp func) {
@@ -363,6 +418,8 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
         failed(flushColumnSums(ctx)))
       return failure();
     if (isa<func::ReturnOp>(op) && failed(flushFP8ScaleUpdates(ctx)))
+      return failure();
+    if (readsDeferredScaleUpdates(ctx, op) && failed(flushFP8ScaleUpdates(ctx, &op)))
       return failure();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       (void)ret;
@@ -473,10 +530,14 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
 /// attention rewrites around it: masks into cuDNN's bias form and casts
 /// moved off the head split/merge before, results placed into their
 /// readers' buffers after.
-static void groupKernels(LoweringContext &ctx, func::FuncOp func) {
+static void groupKernels(LoweringContext &ctx, func::FuncOp func, bool isStep) {
   prepareAttentionMasks(func);
   normalizeAttentionCasts(func);
-  decideMaterialization(func, ctx.plan, ctx.program.stats.fusedOps);
+  // The report counts the step's fusions, not those of the functions
+  // beside it.
+  unsigned besideFusedOps = 0;
+  decideMaterialization(func, ctx.plan,
+                        isStep ? ctx.program.stats.fusedOps : besideFusedOps);
   placeAttentionResults(ctx, func);
   computeNormInputsInNorms(ctx, func);
 }
@@ -559,7 +620,8 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   func::FuncOp micro = besideStep(tx::kMicroStepAttrName);
   func::FuncOp eval = besideStep(tx::kEvalAttrName);
   func::FuncOp logits = besideStep(tx::kLogitsAttrName);
-  for (func::FuncOp f : {micro, eval, logits})
+  func::FuncOp stateInit = besideStep(tx::kStateInitAttrName);
+  for (func::FuncOp f : {micro, eval, logits, stateInit})
     if (f && f.getFunctionType().getInputs() != step.getFunctionType().getInputs())
       return f == micro ? f.emitError("expected the micro-step to take the step's arguments")
                         : f.emitError("expected '")
@@ -588,7 +650,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   // sum's kernel (RecomputeScheduling.cpp).
   // Transposes around GEMMs into the GEMMs' flags first, so that what
   // follows sees (and pairs up) the ops that stay.
-  for (func::FuncOp f : {step, micro, eval, logits})
+  for (func::FuncOp f : {step, micro, eval, logits, stateInit})
     if (f) {
       castGemmOperandsBeforeTransposes(f);
       transposeGemmResults(f);
@@ -607,12 +669,14 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
 
   LoweringContext ctx(program, gpuModule, options);
   ctx.recomputedBySum = std::move(recomputedBySum);
-  groupKernels(ctx, step);
+  groupKernels(ctx, step, /*isStep=*/true);
   packSumsOfSquares(ctx, step);
+  packCachedWeightAmaxes(ctx, step);
   if (failed(bindArguments(ctx, module, step)))
     return failure();
   if (micro)
     accumulateInPlace(ctx, step, /*isStep=*/true);
+  castCachedWeightsInPlace(ctx, step);
 
   if (failed(lowerBody(ctx, module, step)))
     return failure();
@@ -623,10 +687,11 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   // commands follow the step's in the plan's timeline (it never runs at
   // the same time), so its temporaries reuse the step's memory. The
   // micro-step adds into its accumulators in place; @eval and @logits
-  // write nothing but their one result.
+  // write nothing but their one result; the state-init function's results
+  // are copied over the arguments they initialize.
   auto lowerBeside = [&](func::FuncOp f, std::optional<FunctionProgram> &out,
-                         bool accumulates) -> LogicalResult {
-    groupKernels(ctx, f);
+                         bool accumulates, bool writesState = false) -> LogicalResult {
+    groupKernels(ctx, f, /*isStep=*/false);
     for (auto [stepArg, arg] : llvm::zip(step.getArguments(), f.getArguments()))
       ctx.bufferOfValue[arg] = ctx.bufferFor(stepArg);
     if (accumulates)
@@ -636,7 +701,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     out.emplace();
     out->name = f.getName().str();
     bindResults(ctx, f, out->results, /*isStep=*/false);
-    if (!accumulates)
+    if (!accumulates && !writesState)
       for (const ResultBinding &r : out->results)
         if (r.next >= 0)
           return f.emitError("expected '")
@@ -658,12 +723,20 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   if (logits && failed(lowerBeside(logits, program.logits, /*accumulates=*/false)))
     return failure();
 
+  size_t stateInitBegin = program.commands.size();
+  if (stateInit && failed(lowerBeside(stateInit, program.stateInit, /*accumulates=*/false,
+                                      /*writesState=*/true)))
+    return failure();
+
   planMemory(ctx);
   ctx.resolveOffsetTables();
-  // The timeline is step, micro-step, evaluation, logits: split it back.
+  // The timeline is step, micro-step, evaluation, logits, state init:
+  // split it back.
   auto at = [&](size_t i) { return program.commands.begin() + i; };
+  if (program.stateInit)
+    program.stateInit->commands.assign(at(stateInitBegin), program.commands.end());
   if (program.logits)
-    program.logits->commands.assign(at(logitsBegin), program.commands.end());
+    program.logits->commands.assign(at(logitsBegin), at(stateInitBegin));
   if (program.evaluation)
     program.evaluation->commands.assign(at(evalBegin), at(logitsBegin));
   if (program.microStep)

@@ -130,4 +130,13 @@ void StepProgram::print(llvm::raw_ostream &os) const {
     printForward("evaluation", *evaluation);
   if (logits)
     printForward("logits", *logits);
+  if (stateInit) {
+    // FP8 weight caching: once, before the first step.
+    os << "state-init '" << stateInit->name << "' (once, before step 1): "
+       << stateInit->commands.size() << " commands\n";
+    for (const ResultBinding &r : stateInit->results)
+      os << "state-init-result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
+    for (const Command &c : stateInit->commands)
+      printCommand(c);
+  }
 }

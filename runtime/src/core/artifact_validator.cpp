@@ -50,6 +50,7 @@ public:
     TXRT_RETURN_IF_ERROR(checkResults(a_.results(), ""));
     TXRT_RETURN_IF_ERROR(checkCommands(a_.commands(), ""));
     TXRT_RETURN_IF_ERROR(checkMicroStep());
+    TXRT_RETURN_IF_ERROR(checkStateInit());
     TXRT_RETURN_IF_ERROR(checkEvaluation());
     return checkLogits();
   }
@@ -221,6 +222,22 @@ private:
     std::string prefix = "micro-step '" + str(micro->name()) + "': ";
     TXRT_RETURN_IF_ERROR(checkResults(micro->results(), prefix));
     return checkCommands(micro->commands(), prefix);
+  }
+
+  /// FP8 weight caching: the state-init function's commands and results
+  /// pass the step's checks, and every result initializes an argument.
+  Status checkStateInit() {
+    const fb::Function *init = a_.state_init();
+    if (!init)
+      return Status();
+    std::string prefix = "state-init '" + str(init->name()) + "': ";
+    TXRT_RETURN_IF_ERROR(checkResults(init->results(), prefix));
+    if (init->results())
+      for (const fb::Result *r : *init->results())
+        if (r->next() < 0)
+          return Status::invalid(prefix + "result '" + str(r->name()) +
+                                 "' initializes no argument (next < 0)");
+    return checkCommands(init->commands(), prefix);
   }
 
   /// Validation: the evaluation function returns one float value (the

@@ -106,7 +106,8 @@ Status Session::readResult(unsigned index, void *data, size_t bytes) {
 
 std::string Session::describeCommand(unsigned index) const {
   std::string which =
-      index >= logitsBegin_ ? "logits command " + std::to_string(index - logitsBegin_)
+      index >= stateInitBegin_ ? "state-init command " + std::to_string(index - stateInitBegin_)
+      : index >= logitsBegin_ ? "logits command " + std::to_string(index - logitsBegin_)
       : index >= evalBegin_ ? "evaluation command " + std::to_string(index - evalBegin_)
       : index >= microBegin_ ? "micro-step command " + std::to_string(index - microBegin_)
                              : "command " + std::to_string(index);
@@ -199,7 +200,7 @@ Status Session::runLogits(float *ms) {
   if (!hasLogits())
     return Status::invalid("the artifact has no logits function (compile with txopt "
                            "--train --eval, and a softmax cross-entropy loss)");
-  TXRT_RETURN_IF_ERROR(runFunction(logitsBegin_, commands_.size(), logitsRun_,
+  TXRT_RETURN_IF_ERROR(runFunction(logitsBegin_, stateInitBegin_, logitsRun_,
                                      logitsGraph_,
                                      "logits " + std::to_string(logitsRun_ + 1), ms));
   return sampleMemory();

@@ -92,7 +92,7 @@ public:
   /// token (row |row| of the result flattened to [rows, vocabulary]).
   Status runLogits(float *ms);
   Status readLogitsRow(uint64_t row, std::vector<double> &scores);
-  bool hasLogits() const { return logitsBegin_ < commands_.size(); }
+  bool hasLogits() const { return logitsBegin_ < stateInitBegin_; }
   /// Runs the step command by command (no graph), with an event between
   /// every two commands: |msPerCommand| receives each command's device time
   /// (launch gaps included), for a where-the-time-goes table;
@@ -171,9 +171,10 @@ private:
   std::unique_ptr<hal::Graph> graph_, microGraph_, evalGraph_, logitsGraph_;
   /// The step's commands, then (from microBegin_) the micro-step's, then
   /// (from evalBegin_) the evaluation's, then (from logitsBegin_) the
-  /// logits function's; the per-command plans above are indexed alike.
+  /// logits function's, then (from stateInitBegin_) the state-init's, run
+  /// once at load; the per-command plans above are indexed alike.
   std::vector<const fb::Command *> commands_;
-  size_t microBegin_ = 0, evalBegin_ = 0, logitsBegin_ = 0;
+  size_t microBegin_ = 0, evalBegin_ = 0, logitsBegin_ = 0, stateInitBegin_ = 0;
   uint64_t microStepsRun_ = 0, evalsRun_ = 0, logitsRun_ = 0;
   /// Runs commands [begin, end) of one function (the step, or one beside
   /// it; the first run directly, then from |graph|), waits, and counts it

@@ -99,7 +99,16 @@ Status Session::load(const SessionOptions &options) {
     TXRT_RETURN_IF_ERROR(planCommands());
     return tune ? tuneGemms() : Status();
   }));
-  TXRT_RETURN_IF_ERROR(timed(loadTimes_.arguments, [&] { return initializeArguments(options); }));
+  TXRT_RETURN_IF_ERROR(timed(loadTimes_.arguments, [&] {
+    TXRT_RETURN_IF_ERROR(initializeArguments(options));
+    // FP8 weight caching: the cache's first values from the weights just
+    // loaded (a checkpoint restored later overwrites them with its own).
+    if (stateInitBegin_ == commands_.size())
+      return Status();
+    TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+    return enqueueCommands(stateInitBegin_, commands_.size(), syncEach_)
+        .withContext("the state-init function (FP8 weight cache)");
+  }));
   return sampleMemory();
 }
 
@@ -223,6 +232,10 @@ Status Session::planCommands() {
   logitsBegin_ = commands_.size();
   if (a.logits() && a.logits()->commands())
     for (const fb::Command *c : *a.logits()->commands())
+      commands_.push_back(c);
+  stateInitBegin_ = commands_.size();
+  if (a.state_init() && a.state_init()->commands())
+    for (const fb::Command *c : *a.state_init()->commands())
       commands_.push_back(c);
   size_t numCommands = commands_.size();
   gemms_.resize(numCommands);

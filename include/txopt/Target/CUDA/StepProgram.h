@@ -204,6 +204,9 @@ struct StepProgram {
   /// Sampling (txopt --eval, a cross-entropy loss): the scores of the batch
   /// in the arguments, one row per token; changes no argument.
   std::optional<FunctionProgram> logits;
+  /// FP8 weight caching (tx.state_init): run once before the first step;
+  /// its results with `next` are the first values of those arguments.
+  std::optional<FunctionProgram> stateInit;
 
   /// A readable listing of slots and commands (`txopt --emit=gpu-plan`).
   void print(llvm::raw_ostream &os) const;

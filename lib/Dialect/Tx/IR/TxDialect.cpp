@@ -53,10 +53,10 @@ enum class RoleType { FloatTensor, F32Scalar, I64Scalar, IntTensor, Any };
 std::optional<RoleType> roleType(StringRef role) {
   return llvm::StringSwitch<std::optional<RoleType>>(role)
       .Cases({"param", "exp_avg", "exp_avg_sq", "momentum_buffer",
-              "fp8_amax_history", "grad_acc"},
+              "fp8_amax_history", "fp8_weight_codes", "grad_acc"},
              RoleType::FloatTensor)
       .Cases({"lr", "step", "loss_scale", "growth_tracker", "fp8_scale",
-              "fp8_scale_inv", "loss_acc"},
+              "fp8_scale_inv", "fp8_weight_amax", "loss_acc"},
              RoleType::F32Scalar)
       .Case("rng", RoleType::I64Scalar)
       .Case("labels", RoleType::IntTensor)
@@ -140,9 +140,10 @@ LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
       return verifyStepFunction(cast<FunctionOpInterface>(op));
     return success();
   }
-  if (name == kMicroStepAttrName || name == kEvalAttrName || name == kLogitsAttrName) {
-    // Gradient accumulation's micro-step, the validation and the logits
-    // functions: the step function each belongs to.
+  if (name == kMicroStepAttrName || name == kEvalAttrName || name == kLogitsAttrName ||
+      name == kStateInitAttrName) {
+    // Gradient accumulation's micro-step, the validation, the logits and
+    // the state-init functions: the step function each belongs to.
     if (!isa<FunctionOpInterface>(op) || !isa<FlatSymbolRefAttr>(value))
       return op->emitError() << "expected " << name << " to be a function's "
                                 "symbol reference to its step, but got "
@@ -224,6 +225,7 @@ LogicalResult TxDialect::verifyRegionArgAttribute(Operation *op,
              << "unknown tx.role " << value << " (expected param, exp_avg, "
                 "exp_avg_sq, momentum_buffer, lr, step, rng, loss_scale, "
                 "growth_tracker, fp8_amax_history, fp8_scale, fp8_scale_inv, "
+                "fp8_weight_codes, fp8_weight_amax, "
                 "grad_acc, loss_acc, data or labels)";
     return checkRoleType(op, role.getValue(), *kind, type);
   }

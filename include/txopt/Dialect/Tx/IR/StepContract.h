@@ -30,6 +30,10 @@ inline constexpr llvm::StringLiteral kNextAttrName = "tx.next";
 /// On the micro-step function of a step built with grad-accum N > 1: the
 /// step function it feeds (a FlatSymbolRefAttr).
 inline constexpr llvm::StringLiteral kMicroStepAttrName = "tx.micro_step";
+/// On the state-init function of a step (tx-cache-fp8-weights): the step
+/// whose arguments it takes and whose state it gives first values
+/// (results with tx.next). Drivers run it once before the first step.
+inline constexpr llvm::StringLiteral kStateInitAttrName = "tx.state_init";
 /// On the evaluation function emitted with `eval`: the step it evaluates.
 inline constexpr llvm::StringLiteral kEvalAttrName = "tx.eval";
 /// On the logits function emitted with `eval` when the loss is a softmax

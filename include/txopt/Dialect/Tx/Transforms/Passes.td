@@ -794,6 +794,43 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
   ];
 }
 
+def CacheFP8WeightsPass : Pass<"tx-cache-fp8-weights", "::mlir::ModuleOp"> {
+  let summary = "Keep the FP8 codes of updated weights as step state, cast by the step that updates them";
+  let description = [{
+    Runs after `tx-insert-fp8` on a delayed-scaling step. A weight's cast
+    `tx.quantize(tx.cast(param), scale)` depends only on the weight and on
+    its scale state, and both are known at the end of the previous step
+    (the optimizer's result and the scale update's result). So the codes
+    are made state: for each such cast whose amax feeds the scale state's
+    `tx.fp8_scale_update`, the step gains arguments `<param>.fp8_codes`
+    (the codes as they are, for the dgrad and any lhs reader) and/or
+    `<param>.fp8_codes_t` (transposed `[N, K]`, for the forward GEMM's rhs,
+    read through a `tx.transpose`: the FP8 GEMMs' TN form), and
+    `<param>.fp8_amax`, with `tx.role` `fp8_weight_codes` /
+    `fp8_weight_amax`. The forward reads them instead of casting; the scale
+    update takes the kept amax; at the end of the step the updated weight
+    is cast with the updated scale and its codes and amax are returned with
+    `tx.next`.
+
+    The first step's values come from `@<step>_state_init` (attribute
+    `tx.state_init = @<step>`): the step's arguments in, the cache's values
+    out (`tx.next`), computed from the weights and scales the arguments
+    hold. Drivers run it once after initializing the state; it is also
+    exact after restoring a checkpoint. Every step's results are
+    bit-identical to the step without the pass.
+
+    Not cached (with `explain=true`, a remark `not cached: fp8 weight:
+    <reason>`): current scaling (no scale state), a frozen parameter (no
+    next value), a cast whose amax feeds no scale update.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Emit a remark for every delayed-scaling cast that is not cached, with the reason">,
+  ];
+}
+
 def RematerializePass : Pass<"tx-rematerialize", "::mlir::func::FuncOp"> {
   let summary = "Recompute cheap stored values where the backward reads them, instead of keeping them";
   let description = [{
