@@ -67,12 +67,16 @@ add_case nanogpt_op18_loss_fp16 "$models/nanogpt_op18_loss.onnx" "$steps" --prec
 # updates are bit-exact, its GEMMs sum in f64; compared by loss (compare.py).
 add_case nanogpt_op18_loss_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp8
 add_case llama_op18_loss_fp8 "$models/llama_op18_loss.onnx" "$steps" --precision=fp8
+# The same with the weights' codes kept as state (tx-cache-fp8-weights):
+# the state-init function at load, the casts into the state slots.
+add_case nanogpt_op18_loss_cached_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp8 --fp8-weight-cache=on
 # The benchmark's GPT (erf GELU, fused QKV, external weights, which stay
 # beside the artifact), small, in FP8: its amax kernels quantize tensors of
 # 128 tiles and more, as the benchmark's do.
 "$root/.venv/bin/python" "$root/scripts/export_gpt_external.py" "$out/gpt_bench.onnx" \
   --layers 1 --d-model 256 --vocab 512 --seq 512 --batch 4 > /dev/null
 add_case gpt_bench_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8
+add_case gpt_bench_cached_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8 --fp8-weight-cache=on
 rm -f "$out/gpt_bench.onnx"
 # One small model per kernel family (elementwise math, data movement,
 # reductions, softmax over two axes, gathers and cum-sum, matmul/gemm forms,

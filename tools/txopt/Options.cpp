@@ -109,7 +109,9 @@ OPTIONS:
   --fp8-weight-cache=on|off
                           Delayed scaling: keep the weights' FP8 codes as
                           step state, cast by the step that updates the
-                          weights (default on; bit-identical results).
+                          weights (bit-identical results; default off: on
+                          the GPU it saves no time yet and keeps the codes
+                          between steps, docs/Precision.md).
   --target=sm_XY          GPU architecture (default sm_90); below sm_89 no
                           GEMM can use FP8 (reported).
   -o step.txa             With --train: compile the step for the GPU (CUDA

@@ -72,7 +72,7 @@ struct Options {
   std::string fp8Amax = "max";
   int64_t fp8Margin = 0;
   std::string fp8Exclude;
-  std::string fp8WeightCache = "on";
+  std::string fp8WeightCache = "off";
   std::string target = "sm_90";
   std::vector<std::string> fp8Flags;
   /// GPU backend: `-o step.txa` compiles the training step for txrun;

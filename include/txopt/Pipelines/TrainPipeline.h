@@ -121,7 +121,7 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
   Option<bool> fp8WeightCache{
       *this, "fp8-weight-cache",
       llvm::cl::desc("Delayed scaling: FP8 weight codes as step state (tx-cache-fp8-weights)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(false)};
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("GPU architecture (FP8: sm_89+)"),
                              llvm::cl::init("sm_90")};
