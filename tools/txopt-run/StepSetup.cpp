@@ -100,6 +100,17 @@ Tensor splat(RankedTensorType type, double value) {
   return tensor;
 }
 
+/// The function of |step|'s module that names |step| in attribute
+/// |link| (tx.micro_step, tx.eval, tx.state_init), or null.
+func::FuncOp besideStep(func::FuncOp step, llvm::StringRef link) {
+  auto module = step->getParentOfType<ModuleOp>();
+  for (auto candidate : module.getOps<func::FuncOp>())
+    if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(link))
+      if (ref.getValue() == step.getName() && !candidate.isExternal())
+        return candidate;
+  return {};
+}
+
 } // namespace
 
 /// Gradient accumulation (recipe `grad_accum` N > 1): the micro-step
@@ -111,11 +122,7 @@ llvm::Error StepRunner::findMicroStep() {
     gradAccum = accum.getInt();
   if (gradAccum <= 1)
     return llvm::Error::success();
-  auto module = func->getParentOfType<ModuleOp>();
-  for (auto candidate : module.getOps<func::FuncOp>())
-    if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(tx::kMicroStepAttrName))
-      if (ref.getValue() == func.getName() && !candidate.isExternal())
-        micro = candidate;
+  micro = besideStep(func, tx::kMicroStepAttrName);
   if (!micro)
     return error("'" + func.getName() + "' accumulates " + llvm::Twine(gradAccum) +
                  " micro-batches (grad_accum), but the module has no function "
@@ -191,24 +198,24 @@ llvm::Error StepRunner::bindArguments() {
 }
 
 llvm::Error StepRunner::runStateInit() {
-  auto module = func->getParentOfType<ModuleOp>();
-  func::FuncOp init;
-  for (auto candidate : module.getOps<func::FuncOp>())
-    if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(tx::kStateInitAttrName))
-      if (ref.getValue() == func.getName() && !candidate.isExternal())
-        init = candidate;
+  func::FuncOp init = besideStep(func, tx::kStateInitAttrName);
   if (!init)
     return llvm::Error::success();
   if (init.getFunctionType().getInputs() != func.getFunctionType().getInputs())
     return error("'" + init.getName() + "' must take the arguments of '" +
                  func.getName() + "'");
   // It reads the state and the parameters; a batch argument --data fills
-  // before each step is not bound yet: zeros of its type stand in.
-  std::vector<Tensor> initArgs(args);
-  for (unsigned i = 0; i < initArgs.size(); ++i)
-    if (!initArgs[i].getElementType())
-      initArgs[i] = Tensor(cast<RankedTensorType>(func.getArgument(i).getType()));
-  auto results = executor.run(init, initArgs);
+  // before each step is not bound yet: zeros of its type stand in for the
+  // call (in place, not a copy of every argument), then it is unbound again.
+  llvm::SmallVector<unsigned> unbound;
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (!args[i].getElementType()) {
+      unbound.push_back(i);
+      args[i] = Tensor(cast<RankedTensorType>(func.getArgument(i).getType()));
+    }
+  auto results = executor.run(init, args);
+  for (unsigned i : unbound)
+    args[i] = Tensor();
   if (!results)
     return error("'" + init.getName() + "': " + llvm::toString(results.takeError()));
   for (unsigned r = 0; r < init.getNumResults(); ++r) {
@@ -342,11 +349,7 @@ llvm::Error StepRunner::loadTokens() {
 llvm::Error StepRunner::loadValidation() {
   if (!run.valDataPath)
     return llvm::Error::success();
-  auto module = func->getParentOfType<ModuleOp>();
-  for (auto candidate : module.getOps<func::FuncOp>())
-    if (auto ref = candidate->getAttrOfType<FlatSymbolRefAttr>(tx::kEvalAttrName))
-      if (ref.getValue() == func.getName() && !candidate.isExternal())
-        evalFunc = candidate;
+  evalFunc = besideStep(func, tx::kEvalAttrName);
   if (!evalFunc)
     return error("--val-data: '" + func.getName() + "' has no evaluation function "
                  "(compile with txopt --train --eval)");

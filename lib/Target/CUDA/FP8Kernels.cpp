@@ -162,13 +162,20 @@ static constexpr int64_t kAmaxPerBlock = kBlockSize * 16;
 /// step argument or an earlier value: under current scaling the scale
 /// comes from this very amax, so that quantize runs on its own), and in
 /// memory (a quantize fused into a consumer is recomputed there anyway).
+/// Whether |v| already has a buffer of someone else's choosing (a view, an
+/// attention layout): a quantizing kernel then leaves it alone. The cached
+/// weights' next codes (castCachedWeightsInPlace) are whole state slots,
+/// which it may write.
+static bool placedElsewhere(LoweringContext &ctx, Value v) {
+  return ctx.bufferOfValue.count(v) && !ctx.cachedWeightCodes.contains(v);
+}
+
 static tx::QuantizeOp fusableQuantize(LoweringContext &ctx, tx::AmaxOp amax) {
   for (Operation *user : amax.getInput().getUsers()) {
     auto q = dyn_cast<tx::QuantizeOp>(user);
     if (!q || q.getInput() != amax.getInput() || q->getBlock() != amax->getBlock() ||
         !amax->isBeforeInBlock(q) || ctx.loweredElsewhere.contains(q) ||
-        !ctx.plan.isMaterialized(q.getResult()) ||
-        (ctx.bufferOfValue.count(q.getResult()) && !ctx.cachedWeightCodes.contains(q.getResult())))
+        !ctx.plan.isMaterialized(q.getResult()) || placedElsewhere(ctx, q.getResult()))
       continue;
     Value scale = q.getScale();
     Operation *def = scale.getDefiningOp();
@@ -214,8 +221,7 @@ static tx::TransposeOp transposeOfCodes(LoweringContext &ctx, Operation *user) {
   auto transpose = dyn_cast<tx::TransposeOp>(user);
   if (!transpose || !isLastTwoDimsSwap(transpose) ||
       !ctx.plan.isMaterialized(transpose.getResult()) ||
-      (ctx.bufferOfValue.count(transpose.getResult()) &&
-       !ctx.cachedWeightCodes.contains(transpose.getResult())) ||
+      placedElsewhere(ctx, transpose.getResult()) ||
       ctx.loweredElsewhere.contains(transpose) ||
       !isTileable(typeOf(transpose.getInput()).getShape()))
     return {};

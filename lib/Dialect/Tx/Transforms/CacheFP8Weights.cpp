@@ -136,12 +136,11 @@ public:
     }
     if (casts.empty())
       return success();
-    unsigned firstNewArg = step.getNumArguments();
     for (CachedCast &c : casts)
       if (failed(cacheInStep(c)))
         return failure();
     finishStep(ret);
-    return buildStateInit(firstNewArg);
+    return buildStateInit();
   }
 
 private:
@@ -228,6 +227,24 @@ private:
     return success();
   }
 
+  /// Appends |values| as results that become |s|'s state arguments
+  /// (tx.name and tx.next), skipping a layout no reader wants.
+  void carryInto(const Slot &s, const Computed &values, SmallVectorImpl<Value> &results,
+                 SmallVectorImpl<DictionaryAttr> &attrs) {
+    for (auto [v, arg] : {std::pair{values.plain, s.plain},
+                          {values.transposed, s.transposed},
+                          {values.amax, s.amax}}) {
+      if (!arg)
+        continue;
+      results.push_back(v);
+      attrs.push_back(builder.getDictionaryAttr(
+          {builder.getNamedAttr(kNameAttrName,
+                                step.getArgAttr(arg.getArgNumber(), kNameAttrName)),
+           builder.getNamedAttr(kNextAttrName,
+                                builder.getI64IntegerAttr(arg.getArgNumber()))}));
+    }
+  }
+
   /// The next values: the updated weights cast with the updated scales.
   void finishStep(func::ReturnOp ret) {
     builder.setInsertionPoint(ret);
@@ -238,20 +255,7 @@ private:
                                                 : builder.getDictionaryAttr({}));
     for (Slot &s : slots) {
       CachedCast &c = *s.cast;
-      Computed next = castAgain(c, c.nextParam, c.update.getNewScale());
-      auto carry = [&](Value v, BlockArgument arg) {
-        if (!arg)
-          return;
-        results.push_back(v);
-        attrs.push_back(builder.getDictionaryAttr(
-            {builder.getNamedAttr(kNameAttrName,
-                                  step.getArgAttr(arg.getArgNumber(), kNameAttrName)),
-             builder.getNamedAttr(kNextAttrName,
-                                  builder.getI64IntegerAttr(arg.getArgNumber()))}));
-      };
-      carry(next.plain, s.plain);
-      carry(next.transposed, s.transposed);
-      carry(next.amax, s.amax);
+      carryInto(s, castAgain(c, c.nextParam, c.update.getNewScale()), results, attrs);
     }
     func::ReturnOp::create(builder, ret.getLoc(), results);
     ret.erase();
@@ -265,7 +269,7 @@ private:
   /// every cache state out (tx.next): the weights cast with the scales
   /// they hold. Run once before the first step (and harmless after a
   /// checkpoint is restored: it derives the same values the step keeps).
-  LogicalResult buildStateInit(unsigned firstNewArg) {
+  LogicalResult buildStateInit() {
     ModuleOp module = step->getParentOfType<ModuleOp>();
     builder.setInsertionPointAfter(step);
     auto init = func::FuncOp::create(
@@ -283,20 +287,8 @@ private:
       CachedCast &c = *s.cast;
       Value scale = entry->getArgument(
           cast<BlockArgument>(c.update.getScale()).getArgNumber());
-      Computed first = castAgain(c, entry->getArgument(c.param.getArgNumber()), scale);
-      for (auto [v, arg] : {std::pair{first.plain, s.plain},
-                            {first.transposed, s.transposed},
-                            {first.amax, s.amax}}) {
-        if (!arg)
-          continue;
-        assert(arg.getArgNumber() >= firstNewArg && "cache state is new");
-        results.push_back(v);
-        attrs.push_back(builder.getDictionaryAttr(
-            {builder.getNamedAttr(kNameAttrName,
-                                  step.getArgAttr(arg.getArgNumber(), kNameAttrName)),
-             builder.getNamedAttr(kNextAttrName,
-                                  builder.getI64IntegerAttr(arg.getArgNumber()))}));
-      }
+      carryInto(s, castAgain(c, entry->getArgument(c.param.getArgNumber()), scale), results,
+                attrs);
     }
     func::ReturnOp::create(builder, step.getLoc(), results);
     init.setFunctionType(FunctionType::get(step.getContext(), step.getArgumentTypes(),
