@@ -333,7 +333,10 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
 
 /// tx.adam. Parameters updated in place are packed into one launch per
 /// gradient storage type (lowerPackedAdam); any other parameter (its old
-/// value read after the update) gets a loop kernel of its own.
+/// value read after the update) gets a loop kernel of its own. Cached FP8
+/// weights whose next codes the kernel writes (planAdamWritingCodes) get a
+/// packed launch of their own, after the held-back scale updates (the
+/// codes take the new scales) and the memset of their amaxes.
 static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
   Operation *op = adam;
   unsigned n = adam.getNumParams();
