@@ -78,6 +78,14 @@ add_case nanogpt_op18_loss_cached_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" 
 add_case gpt_bench_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8
 add_case gpt_bench_cached_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8 --fp8-weight-cache=on
 rm -f "$out/gpt_bench.onnx"
+# A GPT whose weights end in partial blocks of the packed Adam kernel
+# (d_model 96): the kernel writes the cached weights' codes and amax on its
+# way, so its tail path must write them too. Its weights are small enough to
+# travel beside the artifact.
+"$root/.venv/bin/python" "$root/scripts/export_gpt_external.py" "$out/gpt_small.onnx" \
+  --layers 1 --d-model 96 --heads 3 --vocab 512 --seq 256 --batch 4 > /dev/null
+add_case gpt_small_cached_fp8 "$out/gpt_small.onnx" "$steps" --precision=fp8 --fp8-weight-cache=on
+rm -f "$out/gpt_small.onnx"
 # One small model per kernel family (elementwise math, data movement,
 # reductions, softmax over two axes, gathers and cum-sum, matmul/gemm forms,
 # ONNX-level norms, cross-entropy): each family's forward and backward

@@ -297,7 +297,7 @@ static Value transposedLinear(KernelBuilder &kb, llvm::ArrayRef<Value> index,
 /// and every positive NaN lies above +inf, so this is the executor's
 /// NaN-propagating max; NaN is canonicalized first so the result does not
 /// depend on which block wins.
-static void emitAtomicAmax(KernelBuilder &kb, Value total, Value amaxArg) {
+void cuda::emitAtomicAmax(KernelBuilder &kb, Value total, Value amaxArg) {
   auto &b = kb.builder();
   Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
   kb.ifThen(isFirst, [&] {
@@ -397,7 +397,7 @@ Value addTileMemory(KernelBuilder &kb) {
 /// Whether the kernels' target has the FP8 conversion instructions
 /// (sm_89 and newer: every target an FP8 step runs on, since its GEMMs need
 /// them too).
-static bool hasFP8Conversions(LoweringContext &ctx) {
+bool cuda::hasFP8Conversions(LoweringContext &ctx) {
   llvm::StringRef target = ctx.program.target;
   unsigned sm = 0;
   return target.consume_front("sm_") && !target.getAsInteger(10, sm) && sm >= 89;
@@ -527,6 +527,53 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   }
   ctx.launch(kb, op, static_cast<unsigned>(grid), outputs, ctx.buffersOf(inputs.getArrayRef()));
   return success();
+}
+
+void cuda::planAdamWritingCodes(LoweringContext &ctx, func::FuncOp step) {
+  for (auto amax : step.getBody().front().getOps<tx::AmaxOp>()) {
+    if (!ctx.cachedWeightCodes.contains(amax.getResult()))
+      continue;
+    Value x = amax.getInput(), root = x;
+    auto castOp = x.getDefiningOp<tx::CastOp>();
+    if (castOp) {
+      // The Adam kernel rounds the updated weight itself: the cast must be
+      // one its readers recompute, not a stored value.
+      if (ctx.plan.isMaterialized(x))
+        continue;
+      root = castOp.getInput();
+    }
+    auto adam = root.getDefiningOp<tx::AdamOp>();
+    if (!adam)
+      continue;
+    Operation *op = adam;
+    unsigned n = adam.getNumParams();
+    unsigned t = cast<OpResult>(root).getResultNumber();
+    if (t >= n || !typeOf(root).getElementType().isF32())
+      continue;
+    // The packed Adam kernel's conditions: in place, an f32 gradient
+    // stored as f32, bf16 or f16.
+    Value g = op->getOperand(n + t);
+    Type gradStorage = typeOf(KernelBuilder::storageOf(g, ctx.plan)).getElementType();
+    bool packable = updatableInPlace(op, op->getOperand(t)) &&
+                    updatableInPlace(op, op->getOperand(2 * n + t)) &&
+                    updatableInPlace(op, op->getOperand(3 * n + t)) &&
+                    typeOf(g).getElementType().isF32() &&
+                    (gradStorage.isF32() || gradStorage.isBF16() || gradStorage.isF16());
+    tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
+    // Nothing but the cast reads the updated weight (the step returns it).
+    auto castOnly = [&](Value v) {
+      return llvm::all_of(v.getUsers(), [&](Operation *user) {
+        return isa<func::ReturnOp>(user) || user == castOp || user == amax ||
+               user == quantize.getOperation();
+      });
+    };
+    if (!packable || !quantize || !ctx.cachedWeightCodes.contains(quantize.getResult()) ||
+        !castOnly(root) || (castOp && !castOnly(x)))
+      continue;
+    ctx.adamWritesCodes[root] = {amax, quantize};
+    ctx.loweredElsewhere.insert(amax);
+    ctx.loweredElsewhere.insert(quantize);
+  }
 }
 
 void cuda::packAmaxes(LoweringContext &ctx, func::FuncOp func) {
@@ -709,7 +756,8 @@ FailureOr<bool> cuda::lowerFP8Transpose(LoweringContext &ctx, Operation *op) {
   auto transpose = dyn_cast<tx::TransposeOp>(op);
   if (!transpose || !isFP8(typeOf(transpose.getResult()).getElementType()) ||
       !ctx.plan.isMaterialized(transpose.getResult()) ||
-      ctx.bufferOfValue.count(transpose.getResult()))
+      (ctx.bufferOfValue.count(transpose.getResult()) &&
+       !ctx.cachedWeightCodes.contains(transpose.getResult())))
     return false;
   if (!isLastTwoDimsSwap(transpose))
     return false;

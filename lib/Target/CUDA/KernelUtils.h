@@ -67,6 +67,17 @@ LogicalResult lowerPartialColumnSums(
 /// safe in place, and the next-step copy of the result disappears.
 void updateInPlace(LoweringContext &ctx, Operation *op, Value state, Value result);
 
+/// Whether |state| (a parameter or moment of optimizer |op|) can be
+/// updated in place: an argument that nothing after |op| reads.
+bool updatableInPlace(Operation *op, Value state);
+
+/// Thread 0 folds the block's max |x| |total| into the f32 amax at
+/// |amaxArg| (an i32 view): an unsigned atomic max of its bits, NaN
+/// canonicalized first (FP8Kernels.cpp).
+void emitAtomicAmax(KernelBuilder &kb, Value total, Value amaxArg);
+/// Whether the kernels' target has sm_89's FP8 conversion instructions.
+bool hasFP8Conversions(LoweringContext &ctx);
+
 /// The offset table of a packed kernel (PackedKernels.cpp): words
 /// [0, count] hold each tensor's first block (word count: the grid size);
 /// then per tensor `wordsPerTensor` words: its element count and the byte

@@ -97,6 +97,10 @@ struct LoweringContext {
   /// their state arguments' slots (castCachedWeightsInPlace): whole
   /// buffers, which the quantizing kernel may write in any layout.
   llvm::DenseSet<Value> cachedWeightCodes;
+  /// Updated weights (a tx.adam parameter result) whose next-step codes
+  /// and amax the packed Adam kernel writes on its way (planAdamWritingCodes):
+  /// the amax op and its fused quantize.
+  llvm::DenseMap<Value, std::pair<Operation *, Operation *>> adamWritesCodes;
   /// The block each packed tx.amax result is a part of (packAmaxes), and
   /// the blocks already zeroed by their one memset.
   llvm::DenseMap<Value, unsigned> amaxBlockOf;
@@ -236,6 +240,12 @@ LogicalResult lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op);
 /// of the function, or, |before| a reader of one's new scale, those whose
 /// old state nothing from |before| on reads.
 LogicalResult flushFP8ScaleUpdates(LoweringContext &ctx, Operation *before = nullptr);
+/// FP8 weight caching: for each cached weight whose next codes and amax
+/// come from the optimizer's in-place result through a cast, lets the
+/// packed Adam kernel write the plain codes and the amax as it updates the
+/// weight (ctx.adamWritesCodes): the separate cast, which read the f32
+/// weight again, goes; the transposed codes are a tiled byte transpose.
+void planAdamWritingCodes(LoweringContext &ctx, func::FuncOp step);
 /// Whether |op| (or the quantize its amax kernel computes) reads the new
 /// scale of a held-back scale update.
 bool readsDeferredScaleUpdates(LoweringContext &ctx, Operation &op);

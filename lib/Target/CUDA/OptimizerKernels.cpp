@@ -24,13 +24,18 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
-void cuda::updateInPlace(LoweringContext &ctx, Operation *op, Value state, Value result) {
-  if (!isa<BlockArgument>(state) || ctx.bufferOfValue.count(result))
-    return;
+bool cuda::updatableInPlace(Operation *op, Value state) {
+  if (!isa<BlockArgument>(state))
+    return false;
   for (Operation *user : state.getUsers())
     if (user != op && !user->isBeforeInBlock(op))
-      return;
-  ctx.bufferOfValue[result] = ctx.bufferFor(state);
+      return false;
+  return true;
+}
+
+void cuda::updateInPlace(LoweringContext &ctx, Operation *op, Value state, Value result) {
+  if (!ctx.bufferOfValue.count(result) && updatableInPlace(op, state))
+    ctx.bufferOfValue[result] = ctx.bufferFor(state);
 }
 
 /// f32 rounding of a double, as the executor's r32().
@@ -136,8 +141,19 @@ static AdamElement adamElement(KernelBuilder &kb, const AdamConfig &c, const Ada
 /// (all loaded before the math), or element by element in a tensor's last,
 /// partial block. The same arithmetic as the per-tensor kernel, so the
 /// result is bit-identical to it and to the executor.
+///
+/// With |codes| (FP8 weight caching, planAdamWritingCodes) every member is a
+/// cached weight: the kernel also rounds each new weight to |codes->cast|
+/// (when set), writes its FP8 codes (|codes->fp8|, scaled by the weight's
+/// new scale) and folds the block's max |x| into the weight's amax: the
+/// next step's plain codes and amax, which the weight's own cast kernel
+/// wrote before from a second read of the f32 weight.
+struct PackedCodes {
+  Type fp8, cast; ///< cast: the type the weight is rounded to first, or null
+};
 static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, const AdamConfig &c,
-                                     llvm::ArrayRef<unsigned> members, Type gradStorage) {
+                                     llvm::ArrayRef<unsigned> members, Type gradStorage,
+                                     std::optional<PackedCodes> codes = std::nullopt) {
   Operation *op = adam;
   unsigned n = adam.getNumParams();
   Value lr = op->getOperand(4 * n);
@@ -150,13 +166,22 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
     buffers.emplace_back();
     for (unsigned k = 0; k < 4; ++k)
       buffers.back().push_back(ctx.bufferFor(op->getOperand(k * n + t)));
+    if (codes) {
+      // The codes, the amax and the (new) scale, after p, g, m and v.
+      auto [amax, quantize] = ctx.adamWritesCodes.lookup(op->getResult(t));
+      buffers.back().push_back(ctx.bufferFor(quantize->getResult(0)));
+      buffers.back().push_back(ctx.bufferFor(amax->getResult(0)));
+      buffers.back().push_back(ctx.bufferFor(quantize->getOperand(1)));
+    }
   }
   PackedTable packed = buildPackedTable(ctx, elementCounts, buffers, perBlock, "adam offset table");
 
   llvm::SmallVector<Value> inputs{lr};
   if (step)
     inputs.push_back(step);
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs, ctx.plan);
+  // The amax's block reduction needs 32 floats of workgroup memory.
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs, ctx.plan,
+                   /*workgroupFloats=*/codes ? 32 : 0);
   auto &b = kb.builder();
   PackedBlock block = emitPackedBlock(kb, packed);
   Value elements = block.elements, blockStart = block.start;
@@ -165,6 +190,30 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   Value p = tensorView(0, f32), g = tensorView(1, gradStorage);
   Value m = tensorView(2, f32), v = tensorView(3, f32);
   AdamScalars s = adamScalars(kb, c, lr, step);
+  Value codesView, amaxView, scale;
+  if (codes) {
+    codesView = tensorView(4, b.getI8Type());
+    amaxView = tensorView(5, b.getI32Type());
+    scale = memref::LoadOp::create(b, tensorView(6, f32), ValueRange{kb.idx(0)});
+  }
+  // The new weight as its cast rounds it (what the codes and amax are of).
+  auto castValue = [&](Value newP) {
+    return codes->cast ? kb.roundTo(newP, codes->cast) : newP;
+  };
+  auto encode = [&](llvm::ArrayRef<Value> values) {
+    llvm::SmallVector<Value> scaled;
+    for (Value x : values)
+      scaled.push_back(arith::MulFOp::create(b, x, scale));
+    if (hasFP8Conversions(ctx))
+      return emitFP8EncodeHardware(b, scaled, codes->fp8);
+    llvm::SmallVector<Value> out;
+    for (Value x : scaled)
+      out.push_back(emitFP8Encode(b, x, codes->fp8));
+    return out;
+  };
+  auto absMax = [&](Value acc, Value x) {
+    return Value(arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, x)));
+  };
   Value full = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
                                      arith::AddIOp::create(b, blockStart, kb.idx(perBlock)),
                                      elements);
@@ -195,6 +244,7 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
           };
           groups.push_back({at, load(p, f32), load(g, gradStorage), load(m, f32), load(v, f32)});
         }
+        Value acc = kb.f32(0.0);
         for (Group &group : groups) {
           llvm::SmallVector<Value> newP, newM, newV;
           for (int64_t lane = 0; lane < kPackedVectorWidth; ++lane) {
@@ -211,9 +261,54 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             vector::StoreOp::create(b, vector::FromElementsOp::create(b, vectorOf(f32), *lanes),
                                     view, ValueRange{group.at}, /*nontemporal=*/false,
                                     llvm::MaybeAlign(kPackedVectorWidth * 4));
+          if (codes) {
+            llvm::SmallVector<Value> rounded;
+            for (Value x : newP) {
+              rounded.push_back(castValue(x));
+              acc = absMax(acc, rounded.back());
+            }
+            llvm::SmallVector<Value> laneCodes = encode(rounded);
+            vector::StoreOp::create(
+                b, vector::FromElementsOp::create(b, vectorOf(b.getI8Type()), laneCodes),
+                codesView, ValueRange{group.at}, /*nontemporal=*/false,
+                llvm::MaybeAlign(kPackedVectorWidth));
+          }
         }
+        // Every thread of the block takes this branch (|full| is the
+        // block's): the block reduction's barriers are safe here.
+        if (codes)
+          emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxView);
       },
       [&] {
+        if (codes) {
+          // A tensor's last, partial block: every thread computes a clamped
+          // element (the amax's block reduction needs them all), only those
+          // in range store, and only they count in the amax.
+          Value acc = kb.f32(0.0);
+          Value last = arith::SubIOp::create(b, elements, kb.idx(1));
+          for (int64_t k = 0; k < kOptimizerElementsPerThread; ++k) {
+            Value at = arith::AddIOp::create(
+                b, blockStart, arith::AddIOp::create(b, kb.idx(k * kBlockSize), kb.threadIndex()));
+            Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, elements);
+            Value i = arith::MinUIOp::create(b, at, last);
+            auto load = [&](Value view) {
+              return Value(memref::LoadOp::create(b, view, ValueRange{i}));
+            };
+            AdamElement e = adamElement(kb, c, s, load(p), kb.fromStorage(load(g), gradStorage),
+                                        load(m), load(v));
+            Value rounded = castValue(e.p);
+            Value code = encode({rounded}).front();
+            acc = arith::SelectOp::create(b, inRange, absMax(acc, rounded), acc);
+            kb.ifThen(inRange, [&] {
+              memref::StoreOp::create(b, e.p, p, ValueRange{at});
+              memref::StoreOp::create(b, e.m, m, ValueRange{at});
+              memref::StoreOp::create(b, e.v, v, ValueRange{at});
+              memref::StoreOp::create(b, code, codesView, ValueRange{at});
+            });
+          }
+          emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxView);
+          return;
+        }
         for (int64_t k = 0; k < kOptimizerElementsPerThread; ++k) {
           Value at = arith::AddIOp::create(
               b, blockStart, arith::AddIOp::create(b, kb.idx(k * kBlockSize), kb.threadIndex()));
@@ -238,7 +333,10 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
 
 /// tx.adam. Parameters updated in place are packed into one launch per
 /// gradient storage type (lowerPackedAdam); any other parameter (its old
-/// value read after the update) gets a loop kernel of its own.
+/// value read after the update) gets a loop kernel of its own. Cached FP8
+/// weights whose next codes the kernel writes (planAdamWritingCodes) get a
+/// packed launch of their own, after the held-back scale updates (the
+/// codes take the new scales) and the memset of their amaxes.
 static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
   Operation *op = adam;
   unsigned n = adam.getNumParams();
@@ -247,6 +345,9 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
   Value step = c.correct ? op->getOperand(4 * n + 1) : Value();
   llvm::SmallVector<unsigned> alone;
   llvm::MapVector<Type, llvm::SmallVector<unsigned>> packed;
+  // Cached FP8 weights whose codes this kernel writes, by (gradient
+  // storage, FP8 type, cast type): one launch each.
+  llvm::MapVector<std::tuple<Type, Type, Type>, llvm::SmallVector<unsigned>> withCodes;
   for (unsigned t = 0; t < n; ++t) {
     Value p = op->getOperand(t), g = op->getOperand(n + t);
     if (!typeOf(p).getElementType().isF32())
@@ -259,14 +360,44 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
     }
     Type gradStorage = typeOf(KernelBuilder::storageOf(g, ctx.plan)).getElementType();
     bool widens = gradStorage.isF32() || gradStorage.isBF16() || gradStorage.isF16();
-    if (inPlace && widens && typeOf(g).getElementType().isF32())
+    if (auto it = ctx.adamWritesCodes.find(op->getResult(t)); it != ctx.adamWritesCodes.end()) {
+      if (!inPlace || !widens)
+        return op->emitError("an FP8 weight planned for codes from the optimizer is not "
+                             "updated in place by the packed kernel");
+      auto quantize = cast<tx::QuantizeOp>(it->second.second);
+      Value input = quantize.getInput();
+      Type castType = input == op->getResult(t) ? Type() : typeOf(input).getElementType();
+      withCodes[{gradStorage, typeOf(quantize.getResult()).getElementType(), castType}].push_back(t);
+    } else if (inPlace && widens && typeOf(g).getElementType().isF32()) {
       packed[gradStorage].push_back(t);
-    else
+    } else {
       alone.push_back(t);
+    }
   }
   for (auto &[gradStorage, members] : packed)
     if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage)))
       return failure();
+  if (!withCodes.empty()) {
+    // The codes take the new scales: the held-back scale updates go out
+    // first (those whose old state nothing later reads: all but none
+    // here). Then the weights' amaxes are zeroed for the kernels' atomics.
+    if (failed(flushFP8ScaleUpdates(ctx, op)))
+      return failure();
+    for (auto &[key, members] : withCodes)
+      for (unsigned t : members) {
+        Value amax = ctx.adamWritesCodes.lookup(op->getResult(t)).first->getResult(0);
+        auto block = ctx.amaxBlockOf.find(amax);
+        if (block == ctx.amaxBlockOf.end())
+          ctx.memset(ctx.bufferFor(amax), 0, op);
+        else if (ctx.zeroedAmaxBlocks.insert(block->second).second)
+          ctx.memset(block->second, 0, op);
+      }
+  }
+  for (auto &[key, members] : withCodes) {
+    auto [gradStorage, fp8, castType] = key;
+    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, PackedCodes{fp8, castType})))
+      return failure();
+  }
   for (unsigned t : alone) {
     Value p = op->getOperand(t), g = op->getOperand(n + t);
     Value m = op->getOperand(2 * n + t), v = op->getOperand(3 * n + t);

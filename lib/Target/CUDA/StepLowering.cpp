@@ -677,6 +677,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   if (micro)
     accumulateInPlace(ctx, step, /*isStep=*/true);
   castCachedWeightsInPlace(ctx, step);
+  planAdamWritingCodes(ctx, step);
 
   if (failed(lowerBody(ctx, module, step)))
     return failure();
