@@ -193,10 +193,14 @@ static bool isFP8Rhs(OpOperand &use) {
 
 /// The tile a block of the transposing amax kernel quantizes: 64 x 64
 /// elements, each of its 256 threads a run of 16 in one row; the codes go
-/// through workgroup memory (rows padded by 4 bytes against bank
-/// conflicts) so the transposed layout is written in runs of 16 too.
-constexpr int64_t kTile = 64, kTileRowBytes = kTile + 4, kRun = 16;
+/// through workgroup memory as 32-bit words (rows padded by one word
+/// against bank conflicts), and each thread writes the transposed layout
+/// from a 4 x 4 block of codes: four word loads from workgroup memory
+/// instead of sixteen byte loads, which is what bounded these kernels.
+constexpr int64_t kTile = 64, kTileRowWords = kTile / 4 + 1, kRun = 16;
 static_assert(kTile * kTile == kBlockSize * kRun, "one run per thread per tile");
+/// Tiles a block of the plain code transpose moves (a power of two).
+constexpr int64_t kTilesPerTranspose = 4;
 
 /// Whether |view| (the layout a transposed copy is written for) is whole
 /// tiles: its last two dims multiples of kTile.
@@ -311,17 +315,18 @@ void cuda::emitAtomicAmax(KernelBuilder &kb, Value total, Value amaxArg) {
 }
 
 namespace {
-/// The 64 x 64 tile of a [..., R, C] view block |blockIndex| covers, and
-/// the run of kRun elements thread t owns in it (row t / 4, columns
+/// The 64 x 64 tile of a [..., R, C] view that tile index |tileIndex|
+/// (the block index, unless a block does several tiles) covers, and the
+/// run of kRun elements thread t owns in it (row t / 4, columns
 /// (t % 4) * 16 ...).
 struct Tile {
   int64_t rows, cols;
   Value batch, tileR, tileC, localRow, localCol;
 
-  Tile(KernelBuilder &kb, llvm::ArrayRef<int64_t> view)
+  Tile(KernelBuilder &kb, llvm::ArrayRef<int64_t> view, Value tileIndex = Value())
       : rows(view[view.size() - 2]), cols(view.back()) {
     auto &b = kb.builder();
-    Value block = kb.blockIndex(), t = kb.threadIndex();
+    Value block = tileIndex ? tileIndex : kb.blockIndex(), t = kb.threadIndex();
     int64_t tilesC = cols / kTile, tilesR = rows / kTile;
     tileC = arith::RemUIOp::create(b, block, kb.idx(tilesC));
     tileR = arith::RemUIOp::create(b, arith::DivUIOp::create(b, block, kb.idx(tilesC)),
@@ -355,40 +360,87 @@ struct Tile {
     return index;
   }
 
-  /// Where element |e| of this thread's run sits in the workgroup tile.
-  Value inWorkgroup(KernelBuilder &kb, int64_t e) const {
+  /// Stores this thread's run of kRun codes (i8) into the workgroup tile
+  /// |words| (of tile |slot| when it holds several), four codes a word,
+  /// the first in the low byte (memory order).
+  void storeRun(KernelBuilder &kb, Value words, llvm::ArrayRef<Value> codes,
+                int64_t slot = 0) const {
     auto &b = kb.builder();
-    return arith::AddIOp::create(b, arith::MulIOp::create(b, localRow, kb.idx(kTileRowBytes)),
-                                 arith::AddIOp::create(b, localCol, kb.idx(e)));
+    llvm::SmallVector<Value, kRun / 4> packed;
+    for (int64_t w = 0; w < kRun / 4; ++w) {
+      Value word = arith::ConstantIntOp::create(b, 0, 32);
+      for (int64_t e = 0; e < 4; ++e) {
+        Value byte = arith::ExtUIOp::create(b, b.getI32Type(), codes[4 * w + e]);
+        word = arith::OrIOp::create(
+            b, word, arith::ShLIOp::create(b, byte, arith::ConstantIntOp::create(b, 8 * e, 32)));
+      }
+      packed.push_back(word);
+    }
+    storeRunWords(kb, words, packed, slot);
   }
 
-  /// After a barrier, writes the workgroup tile |codes| transposed into
-  /// |dst| ([..., C, R]): thread t a run of 16 bytes of transposed row
-  /// (tile column) t / 4, tile rows (t % 4) * 16 ...
-  void storeTransposed(KernelBuilder &kb, Value codes, Value dst) const {
+  /// The same with the run already packed into kRun / 4 words.
+  void storeRunWords(KernelBuilder &kb, Value words, llvm::ArrayRef<Value> packed,
+                     int64_t slot = 0) const {
     auto &b = kb.builder();
-    gpu::BarrierOp::create(b);
-    Value tileCol = localRow, tileRow = localCol;
-    Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, tileC, kb.idx(kTile)), tileCol);
-    Value row = arith::AddIOp::create(b, arith::MulIOp::create(b, tileR, kb.idx(kTile)), tileRow);
-    Value batchCol = arith::AddIOp::create(b, arith::MulIOp::create(b, batch, kb.idx(cols)), col);
-    Value out = arith::AddIOp::create(b, arith::MulIOp::create(b, batchCol, kb.idx(rows)), row);
-    for (int64_t e = 0; e < kRun; ++e) {
+    Value rowStart = arith::AddIOp::create(
+        b, kb.idx(slot * kTile * kTileRowWords),
+        arith::MulIOp::create(b, localRow, kb.idx(kTileRowWords)));
+    Value firstWord = arith::AddIOp::create(
+        b, rowStart, arith::DivUIOp::create(b, localCol, kb.idx(4)));
+    for (auto [w, word] : llvm::enumerate(packed))
+      memref::StoreOp::create(b, word, words,
+                              ValueRange{arith::AddIOp::create(b, firstWord, kb.idx(w))});
+  }
+
+  /// Writes the workgroup tile |words| (tile |slot|) transposed into |dst|
+  /// ([..., C, R]); the caller has put a barrier after every storeRun.
+  /// Thread t takes the 4 x 4 block of codes at tile rows 4 (t % 16) ...
+  /// and tile columns 4 (t / 16) ...: one word from each of the four rows,
+  /// then byte k of the four words is transposed row 4 (t / 16) + k's four
+  /// codes, stored together (sixteen threads write 64 consecutive bytes of
+  /// a transposed row).
+  void storeTransposed(KernelBuilder &kb, Value words, Value dst, int64_t slot = 0) const {
+    auto &b = kb.builder();
+    Value t = kb.threadIndex();
+    Value rowGroup = arith::RemUIOp::create(b, t, kb.idx(kTile / 4));
+    Value colWord = arith::DivUIOp::create(b, t, kb.idx(kTile / 4));
+    Value firstRow = arith::MulIOp::create(b, rowGroup, kb.idx(4));
+    llvm::SmallVector<Value, 4> in;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value row = arith::AddIOp::create(b, firstRow, kb.idx(i));
       Value at = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, arith::AddIOp::create(b, tileRow, kb.idx(e)),
-                                   kb.idx(kTileRowBytes)),
-          tileCol);
-      Value code = memref::LoadOp::create(b, codes, ValueRange{at});
-      memref::StoreOp::create(b, code, dst, ValueRange{arith::AddIOp::create(b, out, kb.idx(e))});
+          b, kb.idx(slot * kTile * kTileRowWords),
+          arith::AddIOp::create(b, arith::MulIOp::create(b, row, kb.idx(kTileRowWords)),
+                                colWord));
+      in.push_back(memref::LoadOp::create(b, words, ValueRange{at}));
+    }
+    Value outRowBase = arith::AddIOp::create(b, arith::MulIOp::create(b, tileC, kb.idx(kTile)),
+                                             arith::MulIOp::create(b, colWord, kb.idx(4)));
+    Value outCol = arith::AddIOp::create(b, arith::MulIOp::create(b, tileR, kb.idx(kTile)),
+                                         firstRow);
+    for (int64_t k = 0; k < 4; ++k) {
+      Value outRow = arith::AddIOp::create(
+          b, arith::AddIOp::create(b, arith::MulIOp::create(b, batch, kb.idx(cols)), outRowBase),
+          kb.idx(k));
+      Value out = arith::AddIOp::create(b, arith::MulIOp::create(b, outRow, kb.idx(rows)), outCol);
+      for (int64_t e = 0; e < 4; ++e) {
+        Value code = arith::TruncIOp::create(
+            b, b.getI8Type(),
+            arith::ShRUIOp::create(b, in[e], arith::ConstantIntOp::create(b, 8 * k, 32)));
+        memref::StoreOp::create(b, code, dst, ValueRange{arith::AddIOp::create(b, out, kb.idx(e))});
+      }
     }
   }
 };
 
-/// Workgroup memory for one tile of codes, added to |kb|'s kernel.
-Value addTileMemory(KernelBuilder &kb) {
+/// Workgroup memory for |tiles| tiles of codes as words, added to |kb|'s
+/// kernel.
+Value addTileMemory(KernelBuilder &kb, int64_t tiles = 1) {
   auto &b = kb.builder();
   return kb.func().addWorkgroupAttribution(
-      MemRefType::get({kTile * kTileRowBytes}, b.getI8Type(), MemRefLayoutAttrInterface(),
+      MemRefType::get({tiles * kTile * kTileRowWords}, b.getI32Type(),
+                      MemRefLayoutAttrInterface(),
                       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup)),
       b.getLoc());
 }
@@ -499,11 +551,11 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     else
       storeRun(plainArg);
   }
-  if (tile)
-    for (auto [e, code] : llvm::enumerate(codes))
-      memref::StoreOp::create(b, code, tile, ValueRange{coords->inWorkgroup(kb, e)});
-  if (transposedArg)
+  if (transposedArg) {
+    coords->storeRun(kb, tile, codes);
+    gpu::BarrierOp::create(b);
     coords->storeTransposed(kb, tile, transposedArg);
+  }
   emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxArg);
   kb.finish();
   kb.groupMemoryAccesses();
@@ -748,10 +800,13 @@ LogicalResult cuda::lowerQuantize(LoweringContext &ctx, Operation *op) {
 
 /// An FP8 tx.transpose swapping the last two dims of codes in memory (the
 /// weight gradient's transposed input codes, read by its GEMM as lhs, where
-/// the kernel quantizing them did not write them: transposeOfCodes), when
-/// they are whole tiles: the tiled byte transpose of lowerAmaxByThreadRuns,
-/// 16-byte runs read and written through workgroup memory. False when it
-/// does not apply (the generic loop kernel then copies it).
+/// the kernel quantizing them did not write them: transposeOfCodes; a
+/// cached weight's [N, K] codes), when they are whole tiles: the tiled
+/// transpose of lowerAmaxByThreadRuns, 16-byte runs read and 4-byte runs
+/// written through workgroup memory. A block transposes up to
+/// kTilesPerTranspose tiles, their loads issued together: with one tile
+/// (16 bytes a thread) too few bytes are in flight to reach copy bandwidth.
+/// False when it does not apply (the generic loop kernel then copies it).
 FailureOr<bool> cuda::lowerFP8Transpose(LoweringContext &ctx, Operation *op) {
   auto transpose = dyn_cast<tx::TransposeOp>(op);
   if (!transpose || !isFP8(typeOf(transpose.getResult()).getElementType()) ||
@@ -769,23 +824,36 @@ FailureOr<bool> cuda::lowerFP8Transpose(LoweringContext &ctx, Operation *op) {
   if (!ctx.plan.isMaterialized(source) || !isTileable(view))
     return false;
   int64_t n = typeOf(source).getNumElements();
+  int64_t tiles = n / (kTile * kTile), perBlock = kTilesPerTranspose;
+  while (tiles % perBlock != 0)
+    perBlock /= 2;
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan);
   auto &b = kb.builder();
-  auto bytes = MemRefType::get({n}, b.getI8Type());
-  Value dst = kb.insertBufferArgument(0, bytes);
-  Value src = kb.insertBufferArgument(1, bytes);
-  Value tile = addTileMemory(kb);
-  Tile coords(kb, view);
-  Value first = coords.firstOfRun(kb);
-  for (int64_t e = 0; e < kRun; ++e) {
-    Value code = memref::LoadOp::create(b, src, ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
-    memref::StoreOp::create(b, code, tile, ValueRange{coords.inWorkgroup(kb, e)});
+  Value dst = kb.insertBufferArgument(0, MemRefType::get({n}, b.getI8Type()));
+  // The source read as words (the same bytes): its runs go into the
+  // workgroup tile as they are, four codes a word.
+  Value src = kb.insertBufferArgument(1, MemRefType::get({n / 4}, b.getI32Type()));
+  Value words = addTileMemory(kb, perBlock);
+  Value firstTile = arith::MulIOp::create(b, kb.blockIndex(), kb.idx(perBlock));
+  llvm::SmallVector<Tile> coords;
+  llvm::SmallVector<llvm::SmallVector<Value>> runs;
+  for (int64_t g = 0; g < perBlock; ++g) {
+    coords.emplace_back(kb, view, arith::AddIOp::create(b, firstTile, kb.idx(g)));
+    Value firstWord = arith::DivUIOp::create(b, coords.back().firstOfRun(kb), kb.idx(4));
+    runs.emplace_back();
+    for (int64_t w = 0; w < kRun / 4; ++w)
+      runs.back().push_back(memref::LoadOp::create(
+          b, src, ValueRange{arith::AddIOp::create(b, firstWord, kb.idx(w))}));
   }
-  coords.storeTransposed(kb, tile, dst);
+  for (int64_t g = 0; g < perBlock; ++g)
+    coords[g].storeRunWords(kb, words, runs[g], g);
+  gpu::BarrierOp::create(b);
+  for (int64_t g = 0; g < perBlock; ++g)
+    coords[g].storeTransposed(kb, words, dst, g);
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, static_cast<unsigned>(n / (kTile * kTile)),
+  ctx.launch(kb, op, static_cast<unsigned>(tiles / perBlock),
              {ctx.bufferFor(transpose.getResult())}, {ctx.bufferFor(source)});
   return true;
 }
