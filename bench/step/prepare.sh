@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Compile side of the whole-step benchmark (this machine, no GPU): exports
 # the GPT (scripts/export_gpt_external.py, seeded), compiles it with txopt in
-# fp32, bf16 and fp8, and writes into DIR what the GPU machine needs: the
-# artifacts (weights stay by reference; the GPU machine regenerates them with
+# fp32, bf16, fp8 and fp8 with cached weight codes, and writes into DIR what
+# the GPU machine needs: the artifacts (weights stay by reference; the GPU machine regenerates them with
 # the same seed and checks this checksum), the --report files (kernel
 # launches, planned memory) and the compile times.
 # Usage: bench/step/prepare.sh DIR [gpt2|gpt1.3b]
@@ -22,9 +22,14 @@ trap 'rm -rf "$work"' EXIT
 sha256sum "$work/$model.onnx.data" | cut -d' ' -f1 > "$dir/$model.sha256"
 echo "${shape[*]}" > "$dir/$model.shape"
 : > "$dir/$model.compile.jsonl"
-for precision in fp32 bf16 fp8; do
+# fp8-cached: the FP8 step with the weights' codes kept as state and
+# written by the optimizer (--fp8-weight-cache=on, off by default; it keeps
+# two bytes a weight element between steps).
+for precision in fp32 bf16 fp8 fp8-cached; do
+  flags=(--precision="$precision")
+  [ "$precision" = fp8-cached ] && flags=(--precision=fp8 --fp8-weight-cache=on)
   start=$(date +%s.%N)
-  "$root/build/bin/txopt" "$work/$model.onnx" --train --precision="$precision" \
+  "$root/build/bin/txopt" "$work/$model.onnx" --train "${flags[@]}" \
     -o "$dir/${model}_$precision.txa" --report="$dir/${model}_$precision.report.json" -q
   end=$(date +%s.%N)
   python3 -c "import json,sys; print(json.dumps({'model': sys.argv[1], 'precision': sys.argv[2], 'compile_s': float(sys.argv[4]) - float(sys.argv[3])}))" \

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # GPU side of the whole-step benchmark: txopt's compiled steps (fp32, bf16,
-# fp8; from bench/step/prepare.sh) and PyTorch (eager fp32, eager AMP bf16,
-# torch.compile AMP bf16) train the same GPT with the same weights on the
-# same token windows, in one run. Prints a table with ratios; writes
+# fp8, fp8-cached; from bench/step/prepare.sh) and PyTorch (eager fp32,
+# eager AMP bf16, torch.compile AMP bf16) train the same GPT with the same
+# weights on the same token windows, in one run. Prints a table with ratios; writes
 # OUT/bench.json, OUT/bench.md, the per-command profile of txopt's bf16 step,
 # for GPT-2 OUT/adamw.md (the packed AdamW beside torch.optim.AdamW),
 # and the logs. Exits 1 if a run failed or if txopt's losses leave
 # PyTorch's (the comparison is also a check that both trained one model).
 # Usage: bench/step/run.sh DIR OUT [gpt2|gpt1.3b] [STEPS=30]
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
-#   PRECISIONS="fp32 bf16 fp8" and TORCH_MODES="eager-fp32 eager-bf16
+#   PRECISIONS="fp32 bf16 fp8 fp8-cached" and TORCH_MODES="eager-fp32 eager-bf16
 #   compile-bf16" (the defaults) choose the configurations; TXRUN_FLAGS
 #   adds flags to every txrun (e.g. --tune-gemms, for a comparison);
 #   PROFILES="bf16" (the default) names the txopt steps profiled per
@@ -43,7 +43,7 @@ PY
 python3 "$root/bench/copy_bandwidth.py" > "$out/copy_bandwidth.json"
 cat "$out/copy_bandwidth.json"
 
-for precision in ${PRECISIONS:-fp32 bf16 fp8}; do
+for precision in ${PRECISIONS:-fp32 bf16 fp8 fp8-cached}; do
   artifact="$dir/${model}_$precision.txa"
   echo "== txopt $precision"
   start=$(date +%s.%N)

@@ -25,7 +25,8 @@ WARMUP = 5
 # rounding points, so looser; FP8 quantizes the GEMM operands).
 TOLERANCE = {"fp32": ("eager-fp32", 1e-3, 1e-5),
              "bf16": ("eager-bf16", 2e-2, 5e-3),
-             "fp8": ("eager-bf16", 5e-2, 2e-2)}
+             "fp8": ("eager-bf16", 5e-2, 2e-2),
+             "fp8-cached": ("eager-bf16", 5e-2, 2e-2)}
 
 
 def read_jsonl(path):
@@ -83,7 +84,7 @@ def main():
     directory, out, model = sys.argv[1:4]
     words = open(os.path.join(directory, f"{model}.shape")).read().split()
     shape = {k: int(v) for k, v in zip(words[::2], words[1::2])}
-    rows = [r for r in [txopt_row(directory, out, model, p, shape) for p in ("fp32", "bf16", "fp8")] +
+    rows = [r for r in [txopt_row(directory, out, model, p, shape) for p in ("fp32", "bf16", "fp8", "fp8-cached")] +
             [torch_row(out, m, shape) for m in ("eager-fp32", "eager-bf16", "compile-bf16")] if r]
     peers = {r["precision"]: r for r in rows if r["system"] == "pytorch"}
     status = 0
