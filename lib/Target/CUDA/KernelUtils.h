@@ -70,6 +70,10 @@ void updateInPlace(LoweringContext &ctx, Operation *op, Value state, Value resul
 /// Whether |state| (a parameter or moment of optimizer |op|) can be
 /// updated in place: an argument that nothing after |op| reads.
 bool updatableInPlace(Operation *op, Value state);
+/// Whether parameter |t| of |adam| meets the packed Adam kernel's
+/// conditions: its parameter and moments updatable in place, an f32
+/// gradient stored as f32, bf16 or f16.
+bool adamUpdatesPacked(LoweringContext &ctx, tx::AdamOp adam, unsigned t);
 
 /// Thread 0 folds the block's max |x| |total| into the f32 amax at
 /// |amaxArg| (an i32 view): an unsigned atomic max of its bits, NaN

@@ -80,6 +80,20 @@ struct LoweringContext {
   /// Roots of add trees summing the squares of many tensors (the global
   /// gradient norm), by root op: the tensors, lowered as one packed kernel.
   llvm::DenseMap<Operation *, llvm::SmallVector<Value>> packedSumsOfSquares;
+  /// Of those, the sums whose tensors are exactly the gradients tx.adam ops
+  /// read (no clipping reads the sum first): by root, those Adam ops, whose
+  /// packed kernels add up the squares on their way (planSumsOfSquaresInAdam).
+  llvm::DenseMap<Operation *, llvm::SmallVector<Operation *, 2>> sumsInAdam;
+  /// By root: the partial sums written so far, one buffer of |blocks| f32
+  /// per launch, which the root's final block adds up in this order.
+  struct SumStage {
+    unsigned partials = 0;
+    int64_t blocks = 0;
+  };
+  llvm::DenseMap<Operation *, llvm::SmallVector<SumStage>> sumStages;
+  /// Ops lowered right after another op instead of in block order: such a
+  /// sum and its readers, after the last of its Adam ops.
+  llvm::DenseMap<Operation *, Operation *> deferredAfter;
   /// Column-sum second stages waiting for their first reader
   /// (deferColumnSums, PackedKernels.cpp), and their outputs.
   struct DeferredColumnSum {
@@ -204,6 +218,16 @@ LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
 /// root with one partial-sum launch per storage type and one final block.
 void packSumsOfSquares(LoweringContext &ctx, func::FuncOp func);
 LogicalResult lowerPackedSumOfSquares(LoweringContext &ctx, Operation *root);
+/// The partial-sum launches of |root|'s sum over |tensors| (a subset of its
+/// tensors), appended to ctx.sumStages[root].
+LogicalResult lowerSumOfSquaresStages(LoweringContext &ctx, Operation *root,
+                                      llvm::ArrayRef<Value> tensors);
+/// Marks the packed sums whose tensors are all gradients that tx.adam ops
+/// read as they are (ctx.sumsInAdam): without clipping, the gradient norm
+/// is only reported, so the Adam kernels, which read every gradient anyway,
+/// add up the squares, and the sum and its readers are lowered after them
+/// (ctx.deferredAfter). Saves a full pass over the gradients.
+void planSumsOfSquaresInAdam(LoweringContext &ctx, func::FuncOp step);
 
 /// Fused attention (AttentionLowering.cpp): one cuDNN SDPA call each.
 /// prepareAttentionMasks runs before the grouping: it rewrites masks into

@@ -33,6 +33,17 @@ bool cuda::updatableInPlace(Operation *op, Value state) {
   return true;
 }
 
+bool cuda::adamUpdatesPacked(LoweringContext &ctx, tx::AdamOp adam, unsigned t) {
+  Operation *op = adam;
+  unsigned n = adam.getNumParams();
+  Value g = op->getOperand(n + t);
+  Type gradStorage = typeOf(KernelBuilder::storageOf(g, ctx.plan)).getElementType();
+  return updatableInPlace(op, op->getOperand(t)) &&
+         updatableInPlace(op, op->getOperand(2 * n + t)) &&
+         updatableInPlace(op, op->getOperand(3 * n + t)) && typeOf(g).getElementType().isF32() &&
+         (gradStorage.isF32() || gradStorage.isBF16() || gradStorage.isF16());
+}
+
 void cuda::updateInPlace(LoweringContext &ctx, Operation *op, Value state, Value result) {
   if (!ctx.bufferOfValue.count(result) && updatableInPlace(op, state))
     ctx.bufferOfValue[result] = ctx.bufferFor(state);
@@ -151,9 +162,14 @@ static AdamElement adamElement(KernelBuilder &kb, const AdamConfig &c, const Ada
 struct PackedCodes {
   Type fp8, cast; ///< cast: the type the weight is rounded to first, or null
 };
+///
+/// With |sumRoot| (planSumsOfSquaresInAdam) the kernel also adds up the
+/// squares of the gradients it reads, one partial sum a block, for the
+/// gradient norm that |sumRoot| computes.
 static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, const AdamConfig &c,
                                      llvm::ArrayRef<unsigned> members, Type gradStorage,
-                                     std::optional<PackedCodes> codes = std::nullopt) {
+                                     std::optional<PackedCodes> codes = std::nullopt,
+                                     Operation *sumRoot = nullptr) {
   Operation *op = adam;
   unsigned n = adam.getNumParams();
   Value lr = op->getOperand(4 * n);
@@ -179,11 +195,31 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   llvm::SmallVector<Value> inputs{lr};
   if (step)
     inputs.push_back(step);
-  // The amax's block reduction needs 32 floats of workgroup memory.
+  // The amax's and the squares' block reductions need 32 floats of
+  // workgroup memory.
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs, ctx.plan,
-                   /*workgroupFloats=*/codes ? 32 : 0);
+                   /*workgroupFloats=*/codes || sumRoot ? 32 : 0);
   auto &b = kb.builder();
   PackedBlock block = emitPackedBlock(kb, packed);
+  unsigned partials = 0;
+  Value partialArg, squares;
+  if (sumRoot) {
+    partials = ctx.scratch(packed.blocks * 4, "sum of squares partials");
+    partialArg = kb.insertBufferArgument(1, MemRefType::get({packed.blocks}, b.getF32Type()));
+    squares = memref::AllocaOp::create(b, MemRefType::get({1}, b.getF32Type()));
+    memref::StoreOp::create(b, kb.f32(0.0), squares, ValueRange{kb.idx(0)});
+  }
+  // Adds g^2 to the thread's sum of squares (where |inRange|, if given).
+  auto addSquare = [&](Value gk, Value inRange = Value()) {
+    if (!sumRoot)
+      return;
+    Value square = arith::MulFOp::create(b, gk, gk);
+    if (inRange)
+      square = arith::SelectOp::create(b, inRange, square, kb.f32(0.0));
+    Value sum = memref::LoadOp::create(b, squares, ValueRange{kb.idx(0)});
+    memref::StoreOp::create(b, arith::AddFOp::create(b, sum, square), squares,
+                            ValueRange{kb.idx(0)});
+  };
   Value elements = block.elements, blockStart = block.start;
   auto tensorView = [&](unsigned k, Type element) { return packedView(kb, block, k, element); };
   Type f32 = b.getF32Type();
@@ -251,8 +287,10 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             auto extract = [&](Value vec) {
               return Value(vector::ExtractOp::create(b, vec, lane));
             };
-            AdamElement e = adamElement(kb, c, s, extract(group.p), kb.fromStorage(extract(group.g), gradStorage),
-                                        extract(group.m), extract(group.v));
+            Value gk = kb.fromStorage(extract(group.g), gradStorage);
+            addSquare(gk);
+            AdamElement e = adamElement(kb, c, s, extract(group.p), gk, extract(group.m),
+                                        extract(group.v));
             newP.push_back(e.p);
             newM.push_back(e.m);
             newV.push_back(e.v);
@@ -294,8 +332,9 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             auto load = [&](Value view) {
               return Value(memref::LoadOp::create(b, view, ValueRange{i}));
             };
-            AdamElement e = adamElement(kb, c, s, load(p), kb.fromStorage(load(g), gradStorage),
-                                        load(m), load(v));
+            Value gk = kb.fromStorage(load(g), gradStorage);
+            addSquare(gk, inRange);
+            AdamElement e = adamElement(kb, c, s, load(p), gk, load(m), load(v));
             Value rounded = castValue(e.p);
             Value code = encode({rounded}).front();
             acc = arith::SelectOp::create(b, inRange, absMax(acc, rounded), acc);
@@ -317,17 +356,36 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             auto load = [&](Value view) {
               return Value(memref::LoadOp::create(b, view, ValueRange{at}));
             };
-            AdamElement e = adamElement(kb, c, s, load(p), kb.fromStorage(load(g), gradStorage), load(m), load(v));
+            Value gk = kb.fromStorage(load(g), gradStorage);
+            addSquare(gk);
+            AdamElement e = adamElement(kb, c, s, load(p), gk, load(m), load(v));
             memref::StoreOp::create(b, e.p, p, ValueRange{at});
             memref::StoreOp::create(b, e.m, m, ValueRange{at});
             memref::StoreOp::create(b, e.v, v, ValueRange{at});
           });
         }
       });
+  if (sumRoot) {
+    // Every thread reaches this (after both branches): the block's sum.
+    Value total = kb.blockReduce(memref::LoadOp::create(b, squares, ValueRange{kb.idx(0)}),
+                                 /*isMax=*/false);
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] {
+      memref::StoreOp::create(b, total, partialArg, ValueRange{kb.blockIndex()});
+    });
+  }
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  launchPacked(ctx, kb, op, packed, ctx.buffersOf(inputs));
+  // The arguments after the table: the partial sums (inserted at 1), then
+  // the inputs.
+  llvm::SmallVector<unsigned> args;
+  if (sumRoot) {
+    args.push_back(partials);
+    ctx.sumStages[sumRoot].push_back({partials, packed.blocks});
+  }
+  llvm::append_range(args, ctx.buffersOf(inputs));
+  launchPacked(ctx, kb, op, packed, args);
   return success();
 }
 
@@ -374,8 +432,33 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
       alone.push_back(t);
     }
   }
+  // The gradient norm's sum of squares over this op's gradients, when its
+  // kernels add it up (planSumsOfSquaresInAdam): a packed launch adds the
+  // squares of its members when all of them are in the sum; the sum's
+  // other gradients of this op get the sum's own partial-sum launches.
+  Operation *sumRoot = nullptr;
+  llvm::DenseSet<Value> summed, leftover;
+  for (auto &[root, adams] : ctx.sumsInAdam)
+    if (llvm::is_contained(adams, op)) {
+      sumRoot = root;
+      for (Value x : ctx.packedSumsOfSquares.lookup(root))
+        summed.insert(x);
+    }
+  for (unsigned t = 0; t < n; ++t)
+    if (summed.contains(op->getOperand(n + t)))
+      leftover.insert(op->getOperand(n + t));
+  auto sumFor = [&](llvm::ArrayRef<unsigned> members) -> Operation * {
+    if (!sumRoot || !llvm::all_of(members, [&](unsigned t) {
+          return summed.contains(op->getOperand(n + t));
+        }))
+      return nullptr;
+    for (unsigned t : members)
+      leftover.erase(op->getOperand(n + t));
+    return sumRoot;
+  };
   for (auto &[gradStorage, members] : packed)
-    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage)))
+    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, std::nullopt,
+                               sumFor(members))))
       return failure();
   if (!withCodes.empty()) {
     // The codes take the new scales: the held-back scale updates go out
@@ -395,7 +478,17 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
   }
   for (auto &[key, members] : withCodes) {
     auto [gradStorage, fp8, castType] = key;
-    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, PackedCodes{fp8, castType})))
+    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, PackedCodes{fp8, castType},
+                               sumFor(members))))
+      return failure();
+  }
+  if (!leftover.empty()) {
+    // In this op's operand order, so the plan does not depend on pointers.
+    llvm::SmallVector<Value> rest;
+    for (unsigned t = 0; t < n; ++t)
+      if (leftover.erase(op->getOperand(n + t)))
+        rest.push_back(op->getOperand(n + t));
+    if (failed(lowerSumOfSquaresStages(ctx, sumRoot, rest)))
       return failure();
   }
   for (unsigned t : alone) {

@@ -20,8 +20,11 @@
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -193,16 +196,14 @@ static std::string sumKernelName(LoweringContext &ctx) {
   return "k" + std::to_string(ctx.builtKernels++) + "_sum_of_squares";
 }
 
-LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *root) {
-  llvm::SmallVector<Value> tensors = ctx.packedSumsOfSquares.lookup(root);
-  Value result = root->getResult(0);
+LogicalResult cuda::lowerSumOfSquaresStages(LoweringContext &ctx, Operation *root,
+                                            llvm::ArrayRef<Value> tensors) {
   // Group by storage type: one table and one launch of partial sums each,
   // then one block adds all partials in a fixed order.
   llvm::MapVector<Type, llvm::SmallVector<Value>> byStorage;
   for (Value x : tensors)
     byStorage[typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType()].push_back(x);
-  struct Stage { unsigned partials; int64_t blocks; };
-  llvm::SmallVector<Stage> stages;
+  auto &stages = ctx.sumStages[root];
   for (auto &[stored, members] : byStorage) {
     llvm::SmallVector<int64_t> elements;
     llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
@@ -277,6 +278,17 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
     launchPacked(ctx, kb, root, packed, {partials});
     stages.push_back({partials, packed.blocks});
   }
+  return success();
+}
+
+LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *root) {
+  Value result = root->getResult(0);
+  // Summed by the Adam kernels (planSumsOfSquaresInAdam), which ran before
+  // this, or here.
+  if (!ctx.sumsInAdam.count(root) &&
+      failed(lowerSumOfSquaresStages(ctx, root, ctx.packedSumsOfSquares.lookup(root))))
+    return failure();
+  llvm::SmallVector<LoweringContext::SumStage> stages = ctx.sumStages.lookup(root);
   // One block over every stage's partials, in order.
   KernelBuilder fin(ctx.gpuModule, sumKernelName(ctx), {result}, {}, ctx.plan, 32);
   auto &b = fin.builder();
@@ -298,10 +310,61 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
   if (failed(fin.status()))
     return failure();
   llvm::SmallVector<unsigned> inputs;
-  for (const Stage &stage : stages)
+  for (const LoweringContext::SumStage &stage : stages)
     inputs.push_back(stage.partials);
   ctx.launch(fin, root, 1, ctx.buffersOf({result}), inputs);
   return success();
+}
+
+void cuda::planSumsOfSquaresInAdam(LoweringContext &ctx, func::FuncOp step) {
+  Block &body = step.getBody().front();
+  for (auto &[root, tensors] : ctx.packedSumsOfSquares) {
+    if (root->getBlock() != &body)
+      continue;
+    // Every tensor is the gradient of a parameter that a packed Adam kernel
+    // updates, once.
+    llvm::SmallVector<Operation *, 2> adams;
+    llvm::DenseSet<Value> seen;
+    bool gradients = true;
+    for (Value x : tensors) {
+      Operation *reader = nullptr;
+      for (OpOperand &use : x.getUses())
+        if (auto adam = dyn_cast<tx::AdamOp>(use.getOwner())) {
+          unsigned n = adam.getNumParams();
+          if (use.getOperandNumber() >= n && use.getOperandNumber() < 2 * n &&
+              adamUpdatesPacked(ctx, adam, use.getOperandNumber() - n))
+            reader = adam;
+        }
+      // (A gradient the packed kernel does not read is left to the sum's
+      // own launch: its partial sums over all tensors at once.)
+      if (!reader || reader->getBlock() != &body || !seen.insert(x).second) {
+        gradients = false;
+        break;
+      }
+      if (!llvm::is_contained(adams, reader))
+        adams.push_back(reader);
+    }
+    if (!gradients || adams.empty())
+      continue;
+    // Nothing an Adam op reads may come from the sum (clipping does).
+    llvm::SetVector<Operation *> readers;
+    readers.insert(root);
+    for (size_t i = 0; i < readers.size(); ++i)
+      for (Value r : readers[i]->getResults())
+        for (Operation *user : r.getUsers())
+          if (!isa<func::ReturnOp>(user))
+            readers.insert(user);
+    if (llvm::any_of(adams, [&](Operation *adam) { return readers.contains(adam); }))
+      continue;
+    Operation *last = adams.front();
+    for (Operation *adam : adams)
+      if (last->isBeforeInBlock(adam))
+        last = adam;
+    for (Operation *reader : readers)
+      if (reader->isBeforeInBlock(last))
+        ctx.deferredAfter[reader] = last;
+    ctx.sumsInAdam[root] = std::move(adams);
+  }
 }
 
 //===----------------------------------------------------------------------===//

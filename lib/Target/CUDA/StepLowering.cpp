@@ -410,7 +410,11 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
   StepProgram &program = ctx.program;
   Block &body = func.getBody().front();
   packAmaxes(ctx, func);
-  for (Operation &op : body) {
+  // The ops lowered right after an op (planSumsOfSquaresInAdam: the
+  // gradient norm's sum and its readers wait for the Adam kernels that add
+  // up the squares), in block order.
+  llvm::DenseMap<Operation *, llvm::SmallVector<Operation *>> waiting;
+  auto lowerOne = [&](Operation &op) -> LogicalResult {
     LogicalResult result = success();
     // Held-back column sums go out before their first reader (and before
     // the function ends: its results are read back or copied).
@@ -423,17 +427,17 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       return failure();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       (void)ret;
-      continue;
+      return success();
     }
     if (auto constant = dyn_cast<tx::ConstantOp>(op)) {
       if (!ctx.plan.isMaterialized(constant.getResult()) ||
           isCarriedZero(constant.getResult()))
-        continue;
+        return success();
       unsigned id = ctx.bufferFor(constant.getResult());
       ctx.buffers[id].persistent = true;
       ctx.buffers[id].what = "constant";
       program.constants.push_back({id, rawBytes(cast<ElementsAttr>(constant.getValue()))});
-      continue;
+      return success();
     }
     if (auto load = dyn_cast<tx::LoadParameterOp>(op)) {
       auto param = SymbolTable::lookupNearestSymbolFrom<tx::ParameterOp>(module, load.getNameAttr());
@@ -447,26 +451,26 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       if (!bytes)
         return load.emitError(llvm::toString(bytes.takeError()));
       program.constants.push_back({id, std::vector<uint8_t>(bytes->begin(), bytes->end())});
-      continue;
+      return success();
     }
     if (ctx.loweredElsewhere.contains(&op) || ctx.plan.absorbedCasts.contains(&op))
-      continue;
+      return success();
     if (isa<tx::QuantizeOp>(op)) {
       if (failed(lowerQuantize(ctx, &op)))
         return failure();
-      continue;
+      return success();
     }
     if (isa<tx::TransposeOp>(op)) {
       FailureOr<bool> lowered = lowerFP8Transpose(ctx, &op);
       if (failed(lowered))
         return failure();
       if (*lowered)
-        continue;
+        return success();
     }
     if (ctx.packedSumsOfSquares.count(&op)) {
       if (failed(lowerPackedSumOfSquares(ctx, &op)))
         return failure();
-      continue;
+      return success();
     }
     if (isElementalOp(&op)) {
       for (Value r : op.getResults()) {
@@ -481,7 +485,7 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
         if (failed(lowerElementalValue(ctx, r)))
           return failure();
       }
-      continue;
+      return success();
     }
     if (isReduction(&op))
       result = lowerReduction(ctx, &op);
@@ -519,8 +523,18 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
     else
       return op.emitError("'") << op.getName()
                                << "' has no GPU lowering yet; txopt-run runs this step on the CPU";
-    if (failed(result))
+    return result;
+  };
+  for (Operation &op : body) {
+    if (auto after = ctx.deferredAfter.find(&op); after != ctx.deferredAfter.end()) {
+      waiting[after->second].push_back(&op);
+      continue;
+    }
+    if (failed(lowerOne(op)))
       return failure();
+    for (Operation *deferred : waiting.lookup(&op))
+      if (failed(lowerOne(*deferred)))
+        return failure();
   }
 
   return success();
@@ -678,6 +692,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     accumulateInPlace(ctx, step, /*isStep=*/true);
   castCachedWeightsInPlace(ctx, step);
   planAdamWritingCodes(ctx, step);
+  planSumsOfSquaresInAdam(ctx, step);
 
   if (failed(lowerBody(ctx, module, step)))
     return failure();
