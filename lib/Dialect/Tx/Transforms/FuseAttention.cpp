@@ -1,9 +1,10 @@
 //===- FuseAttention.cpp - fuse scaled-dot-product attention --------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// tx-fuse-attention: matmul(q, kT) [* scale] [+ mask] -> softmax(-1)
-// [-> Where(IsNaN(p), 0, p) | Where(max(mask) == -inf, 0, p)] -> matmul(p, v)
-// becomes tx.attention (see Passes.td for the contract).
+// tx-fuse-attention: matmul(q, kT) [* scale] [Where(cond, ., fill)]
+// [+ mask] -> softmax(-1) [-> Where(IsNaN(p), 0, p) |
+// Where(max(mask) == -inf, 0, p)] -> matmul(p, v) becomes tx.attention (see
+// Passes.td for the contract).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +73,9 @@ struct AttentionMatch {
   Status status = NotACandidate;
   std::string reason;
   Value q, mask;
+  /// A mask made from a Where's constant condition, materialized as a
+  /// tx.constant operand (set only when |mask| is not).
+  ElementsAttr maskConstant;
   HeadsRef k, v;
   double scale = 1.0;
   bool causal = false;
@@ -300,22 +304,98 @@ MaskKind classifyMask(ElementsAttr value, int64_t tq, int64_t tk) {
   return result;
 }
 
-/// Classified masks of one pass run: every layer of a model usually adds
-/// the same constant (GPT-2's 1024 x 1024 causal buffer), read once here.
-using MaskCache = llvm::DenseMap<std::tuple<Attribute, int64_t, int64_t>, MaskKind>;
+/// A constant Where condition on the scores read as the additive mask it
+/// amounts to: f32 0 where the scores are kept, -inf where the fill replaces
+/// them, in the condition's shape. |emptyRow| is set when some query row
+/// keeps no key at all (the softmax then sees only the fill).
+struct ConditionMask {
+  ElementsAttr additive;
+  bool emptyRow = false;
+};
+
+/// |condition| (i1) as a mask that keeps the scores where it equals |keep|;
+/// a null |additive| when its values cannot be read.
+ConditionMask conditionAsMask(ElementsAttr condition, bool keep) {
+  ConditionMask result;
+  auto dense = dyn_cast<DenseElementsAttr>(condition);
+  if (!dense || !dense.getElementType().isInteger(1))
+    return result;
+  auto type = cast<RankedTensorType>(condition.getType());
+  // The last dim is the keys (or 1, broadcast over them): each run of it is
+  // one query row.
+  int64_t keys = type.getRank() ? type.getShape().back() : 1;
+  SmallVector<float> values;
+  values.reserve(type.getNumElements());
+  int64_t kept = 0;
+  for (bool bit : dense.getValues<bool>()) {
+    kept += bit == keep;
+    values.push_back(bit == keep ? 0.0f : -INFINITY);
+    if (static_cast<int64_t>(values.size()) % keys == 0) {
+      result.emptyRow |= kept == 0;
+      kept = 0;
+    }
+  }
+  auto f32 = RankedTensorType::get(type.getShape(),
+                                   Float32Type::get(type.getContext()));
+  result.additive = DenseElementsAttr::get(f32, llvm::ArrayRef<float>(values));
+  return result;
+}
+
+/// Masks read in one pass run: every layer of a model usually adds the same
+/// constant (GPT-2's 1024 x 1024 causal buffer) or selects with the same
+/// condition, read and classified once here.
+struct MaskCache {
+  llvm::DenseMap<std::tuple<Attribute, int64_t, int64_t>, MaskKind> kinds;
+  llvm::DenseMap<std::pair<Attribute, unsigned>, ConditionMask> conditions;
+
+  MaskKind classify(ElementsAttr value, int64_t tq, int64_t tk) {
+    auto key = std::make_tuple(Attribute(value), tq, tk);
+    auto cached = kinds.find(key);
+    if (cached == kinds.end())
+      cached = kinds.try_emplace(key, classifyMask(value, tq, tk)).first;
+    return cached->second;
+  }
+
+  const ConditionMask &condition(ElementsAttr value, bool keep) {
+    auto key = std::make_pair(Attribute(value), unsigned(keep));
+    auto cached = conditions.find(key);
+    if (cached == conditions.end())
+      cached = conditions.try_emplace(key, conditionAsMask(value, keep)).first;
+    return cached->second;
+  }
+};
+
+/// True when |value| is matmul(q, kT), maybe times scalar constants.
+bool isScaledProduct(Value value) {
+  double ignored = 1.0;
+  SmallVector<Operation *> ignoredOps;
+  std::string ignoredWhy;
+  Value product = stripScale(value, ignored, ignoredOps, ignoredWhy);
+  return static_cast<bool>(product.getDefiningOp<MatMulOp>());
+}
+
+/// True when |value| is a scaled product or a tx.where that selects one.
+bool isScores(Value value) {
+  if (isScaledProduct(value))
+    return true;
+  auto select = value.getDefiningOp<WhereOp>();
+  return select && (isScaledProduct(select.getLhs()) ||
+                    isScaledProduct(select.getRhs()));
+}
 
 /// Matches the attention around |softmax|: downstream, the matmul with v the
 /// probabilities feed (maybe through a row guard); upstream,
-/// [scale] [+ mask] over matmul(q, kT); then q, k and v's shapes and head
-/// layouts, the mask, and that no intermediate escapes. Each phase returns
-/// false when it has settled the match as no candidate or a near miss.
+/// [scale] [Where] [+ mask] over matmul(q, kT); then q, k and v's shapes
+/// and head layouts, the masks, and that no intermediate escapes. Each phase
+/// returns false when it has settled the match as no candidate or a near
+/// miss.
 class AttentionMatcher {
 public:
   AttentionMatcher(SoftmaxOp softmax, MaskCache &masks) : softmax(softmax), masks(masks) {}
 
   AttentionMatch run() {
     if (!matchConsumer() || !matchScores() || !matchOperands() || !matchMask() ||
-        !checkContained())
+        !matchCondition() || !checkContained())
       return match;
     match.q = q;
     match.k = *k;
@@ -398,27 +478,29 @@ private:
     return true;
   }
 
-  /// Upstream: [scale] [+ mask] over matmul(q, kT), rank-4 scores and a
-  /// softmax over the keys.
+  /// Upstream: [scale] [Where(cond, ., fill)] [+ mask] over matmul(q, kT),
+  /// rank-4 scores and a softmax over the keys.
   bool matchScores() {
     Value scores = softmax.getInput();
     std::string scaleWhy;
     if (auto add = scores.getDefiningOp<AddOp>()) {
       Value lhs = add.getLhs(), rhs = add.getRhs();
-      bool lhsScores = false;
-      for (Value candidate : {lhs, rhs}) {
-        double ignored = 1.0;
-        SmallVector<Operation *> ignoredOps;
-        std::string ignoredWhy;
-        if (stripScale(candidate, ignored, ignoredOps, ignoredWhy)
-                .getDefiningOp<MatMulOp>()) {
-          lhsScores = candidate == lhs;
-          break;
-        }
-      }
+      bool lhsScores = isScores(lhs);
       mask = lhsScores ? rhs : lhs;
       scores = lhsScores ? lhs : rhs;
       head.push_back(add);
+    }
+    // Hugging Face's eager attention masks with torch.where(cond, scores,
+    // fill) (cond marks the kept keys), masked_fill with Where(cond, fill,
+    // scores) (cond marks the masked ones); matchCondition checks the rest.
+    if (auto found = scores.getDefiningOp<WhereOp>()) {
+      bool lhsScores = isScaledProduct(found.getLhs());
+      if (lhsScores || isScaledProduct(found.getRhs())) {
+        select = found;
+        keepWhen = lhsScores;
+        fill = lhsScores ? found.getRhs() : found.getLhs();
+        scores = lhsScores ? found.getLhs() : found.getRhs();
+      }
     }
     scores = stripScale(scores, scale, scaleOps, scaleWhy);
     if (!scaleWhy.empty())
@@ -505,11 +587,7 @@ private:
     if (maskType.getElementType() != element && !maskType.getElementType().isF32())
       return nearMiss("expected a mask of the scores' element type or f32");
     if (ElementsAttr value = constantMaskValue(mask)) {
-      auto key = std::make_tuple(Attribute(value), tq, tk);
-      auto cached = masks.find(key);
-      if (cached == masks.end())
-        cached = masks.try_emplace(key, classifyMask(value, tq, tk)).first;
-      MaskKind kind = cached->second;
+      MaskKind kind = masks.classify(value, tq, tk);
       if (kind.kind == MaskKind::Zero) {
         mask = Value();
       } else if (kind.kind == MaskKind::Causal) {
@@ -524,12 +602,97 @@ private:
     return true;
   }
 
+  /// The Where on the scores: a constant i1 condition and a scalar fill that
+  /// exp flushes to exactly 0, read as the additive mask it amounts to
+  /// (causal/window, nothing, or a constant 0 / -inf operand) and combined
+  /// with the mask added after it (matchMask's result) only where that is
+  /// exact.
+  bool matchCondition() {
+    if (!select)
+      return true;
+    if (tensorType(select) != tensorType(qk))
+      return nearMiss("expected 'tx.where' on the scores to keep their shape " +
+                      formatShape(tensorType(qk).getShape()) + ", but got " +
+                      formatShape(tensorType(select).getShape()));
+    std::optional<double> value = getScalarConstant(fill);
+    if (!value)
+      return nearMiss(
+          getNumElements(fill) == 1
+              ? std::string("expected a constant fill in 'tx.where' on the "
+                            "scores, but it is computed at run time")
+              : "expected a scalar fill in 'tx.where' on the scores, but got " +
+                    quoteType(fill.getType()));
+    // The fill replaces a score, so it must lose every softmax to a real
+    // score by more than exp's range: -inf, or a finite value at most -1e30
+    // (finfo(f32).min and finfo(bf16).min, about -3.4e38) next to scores far
+    // smaller in magnitude, the bound classifyMask puts on additive masks.
+    // f16 scores have no such value: finfo(f16).min = -65504 is within their
+    // own range (a row of scores near -65504 would give the masked keys real
+    // weight), so f16 takes -inf only.
+    bool negInf = std::isinf(*value) && *value < 0;
+    bool f16 = tensorType(select).getElementType().isF16();
+    if (!negInf && (f16 || !(*value <= -1e30)))
+      return nearMiss(Twine("expected the fill of 'tx.where' on ") +
+                      (f16 ? "f16 scores to be -inf"
+                           : "the scores to be -inf or at most -1e30") +
+                      " (exp flushes it to exactly 0), but got " +
+                      formatNumber(*value));
+    ElementsAttr condition = constantMaskValue(select.getCondition());
+    const ConditionMask *read =
+        condition ? &masks.condition(condition, keepWhen) : nullptr;
+    if (!read || !read->additive)
+      return nearMiss("expected a constant condition in 'tx.where' on the "
+                      "scores, but it is computed at run time");
+    // A row without a kept key sees only the fill: softmax makes it uniform
+    // (finite fill) or NaN (-inf), where tx.attention gives zeros. Only
+    // Where(IsNaN(p), 0, p) after it makes the -inf case agree.
+    bool nanGuard = !tail.empty() && isa<IsNaNOp>(tail.front());
+    if (read->emptyRow && !(negInf && nanGuard))
+      return nearMiss(Twine("expected the condition of 'tx.where' to keep a "
+                            "key in every query row, but a row keeps none (the "
+                            "softmax gives it ") +
+                      (negInf ? "NaN" : "uniform probabilities") +
+                      ", tx.attention zeros)");
+    // With a mask added after the Where, a finite fill stays finite at the
+    // keys the condition masks: a row the added mask hides completely then
+    // spreads its probabilities over them, which no tx.attention mask gives.
+    bool added = mask || match.causal;
+    if (added && !negInf)
+      return nearMiss("expected a fill of -inf in 'tx.where' when a mask is "
+                      "added after it, but got " + formatNumber(*value));
+    MaskKind kind = masks.classify(read->additive, tq, tk);
+    switch (kind.kind) {
+    case MaskKind::Zero:
+      break; // the condition keeps every score
+    case MaskKind::Causal:
+      // A key must pass both triangles (the added mask's, made `causal` by
+      // matchMask, and this one): the narrower window.
+      if (!match.causal || !match.window)
+        match.window = kind.window;
+      else if (kind.window)
+        match.window = std::min(*match.window, *kind.window);
+      match.causal = true;
+      break;
+    case MaskKind::Other:
+      // tx.attention takes one mask: the sum of two would be a new op, and
+      // a causal triangle on top could leave a row with no key.
+      if (added)
+        return nearMiss("expected a causal condition in 'tx.where' when a "
+                        "mask is added after it too, but got another pattern");
+      match.maskConstant = read->additive;
+      break;
+    }
+    return true;
+  }
+
   /// No intermediate may escape: the fused op exposes none of them.
   bool checkContained() {
     llvm::append_range(ops, qOps);
     llvm::append_range(ops, kOps);
     ops.push_back(qk);
     llvm::append_range(ops, llvm::reverse(scaleOps));
+    if (select)
+      ops.push_back(select);
     llvm::append_range(ops, head);
     ops.push_back(softmax);
     llvm::append_range(ops, tail);
@@ -555,6 +718,9 @@ private:
   MatMulOp pv;
   SmallVector<Operation *> head; // the mask's add
   Value mask;
+  WhereOp select;       // the Where on the scores
+  Value fill;           // what it puts at the masked keys
+  bool keepWhen = true; // the condition value that keeps a score
   double scale = 1.0;
   SmallVector<Operation *> scaleOps, qOps, kOps;
   MatMulOp qk;
@@ -578,8 +744,11 @@ void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
   rewriter.setInsertionPoint(match.root);
   Value k = match.k.materialize(rewriter, loc);
   Value v = match.v.materialize(rewriter, loc);
+  Value mask = match.mask;
+  if (match.maskConstant)
+    mask = ConstantOp::create(rewriter, loc, match.maskConstant);
   auto fused = AttentionOp::create(
-      rewriter, loc, match.q, k, v, match.mask,
+      rewriter, loc, match.q, k, v, mask,
       rewriter.getF64FloatAttr(match.scale),
       match.causal ? rewriter.getUnitAttr() : nullptr,
       match.window ? rewriter.getI64IntegerAttr(*match.window) : nullptr);

@@ -421,13 +421,14 @@ def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
 
     Recognized: `softmax(scores, axis = -1)` whose probabilities (optionally
     through `Where(IsNaN(p), 0, p)`) are the lhs of one rank-4 `matmul` with
-    v, where `scores = matmul(q', kT') [*|/ c] [+ mask]` and `q'`, `kT'` are
-    q and kT times scalar constants; the product of all those constants is
-    `scale`. kT is a transpose whose last two output dims are (D, Tk),
-    possibly between reshapes that keep those dims (`k.transpose(-2, -1)`,
-    the dynamo exporter's `[B*H, T, D]` transpose, TorchScript's
-    `permute(0, 2, 3, 1)` of `[B, T, H, D]`); the swap is undone into k's
-    `[B, H, Tk, D]` layout (a new transpose/reshape where needed). A
+    v, where `scores = matmul(q', kT') [*|/ c] [Where] [+ mask]` and `q'`,
+    `kT'` are q and kT times scalar constants; the product of all those
+    constants is `scale`. kT is a transpose whose last two output dims are
+    (D, Tk), possibly between reshapes that keep those dims
+    (`k.transpose(-2, -1)`, the dynamo exporter's `[B*H, T, D]` transpose,
+    TorchScript's `permute(0, 2, 3, 1)` of `[B, T, H, D]`); the swap is
+    undone into k's `[B, H, Tk, D]` layout (a new transpose/reshape where
+    needed). A
     grouped-query repeat `reshape(expand(unsqueeze(x, 2)))` of k and v folds
     into their `Hkv` heads. A mask that is a constant (or a frozen
     parameter with an inline value) is classified: all zeros disappears;
@@ -435,6 +436,19 @@ def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
     `-inf` or `<= -1e30` elsewhere) becomes `causal`, and a band of width
     `w < Tq` in it `window(w)`; any other mask stays an additive `mask`
     operand.
+
+    A `Where` on the scores, `Where(cond, scores, fill)` (Hugging Face's
+    eager GPT-2: `torch.where(causal_mask, scores, finfo.min)`) or
+    `Where(cond, fill, scores)` (`masked_fill`: cond marks the masked keys),
+    is read as the 0 / -inf additive mask it amounts to when `cond` is a
+    constant i1 (a folded slice of the causal buffer, say) and `fill` a
+    scalar constant that exp flushes to exactly 0: -inf, or at most -1e30
+    (finfo.min of f32 and bf16). f16 scores take -inf only: finfo(f16).min
+    = -65504 is within their own range. That mask is classified as above
+    (a condition that keeps everything disappears; a triangle or band
+    becomes `causal`/`window`; any other pattern becomes a constant f32
+    mask operand). A mask added after the Where becomes the `mask` operand
+    next to the Where's `causal`.
 
     Preconditions, each reported as a near miss under `explain=true`: the
     softmax is over the last axis of rank-4 scores; every scale factor is a
@@ -444,12 +458,22 @@ def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
     broadcasts to the scores without widening them and needs no gradient
     (reads no trainable parameter); no intermediate (scaled q or kT, scores,
     masked scores, probabilities) has a user outside the attention; no
-    dropout on the probabilities (not part of tx.attention yet).
+    dropout on the probabilities (not part of tx.attention yet). A Where on
+    the scores has a constant condition and a scalar constant fill as above.
+    Its condition keeps a key in every query row: for a row it masks
+    completely the unfused softmax gives uniform probabilities (finite fill)
+    or NaN (-inf), and tx.attention zeros. With -inf, a
+    `Where(IsNaN(p), 0, p)` after the softmax makes both zeros, so that
+    case fuses. With a mask added after the Where, the fill is -inf and the
+    condition causal. A finite fill stays finite after the add, so a row the
+    added mask hides completely (left padding) spreads its probabilities
+    over keys the condition masked; two non-causal masks would need a
+    new add.
 
     Left as they are: the head-split transposes and reshapes around q, v
-    and the output (the op's layout is `[B, H, T, D]`), a mask applied with
-    `Where(cond, scores, -inf)` instead of an Add, and rank-3 (`bmm`)
-    attention.
+    and the output (the op's layout is `[B, H, T, D]`), a Where that the
+    scale follows (`Where` then `Mul`) or that follows the mask's add, and
+    rank-3 (`bmm`) attention.
 
     With `explain=true`, every candidate that was not fused gets a remark
     `not fused: attention: <reason>` at its softmax.
