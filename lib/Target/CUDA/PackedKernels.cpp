@@ -318,9 +318,16 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
 
 void cuda::planSumsOfSquaresInAdam(LoweringContext &ctx, func::FuncOp step) {
   Block &body = step.getBody().front();
-  for (auto &[root, tensors] : ctx.packedSumsOfSquares) {
-    if (root->getBlock() != &body)
-      continue;
+  // In block order, so which of two sums over one Adam op's gradients gets
+  // it does not depend on pointers; an Adam op adds up one sum at most.
+  llvm::SmallVector<Operation *> roots;
+  for (auto &entry : ctx.packedSumsOfSquares)
+    if (entry.first->getBlock() == &body)
+      roots.push_back(entry.first);
+  llvm::sort(roots, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  llvm::DenseSet<Operation *> claimed;
+  for (Operation *root : roots) {
+    llvm::ArrayRef<Value> tensors = ctx.packedSumsOfSquares.find(root)->second;
     // Every tensor is the gradient of a parameter that a packed Adam kernel
     // updates, once.
     llvm::SmallVector<Operation *, 2> adams;
@@ -344,7 +351,8 @@ void cuda::planSumsOfSquaresInAdam(LoweringContext &ctx, func::FuncOp step) {
       if (!llvm::is_contained(adams, reader))
         adams.push_back(reader);
     }
-    if (!gradients || adams.empty())
+    if (!gradients || adams.empty() ||
+        llvm::any_of(adams, [&](Operation *adam) { return claimed.contains(adam); }))
       continue;
     // Nothing an Adam op reads may come from the sum (clipping does).
     llvm::SetVector<Operation *> readers;
@@ -363,6 +371,7 @@ void cuda::planSumsOfSquaresInAdam(LoweringContext &ctx, func::FuncOp step) {
     for (Operation *reader : readers)
       if (reader->isBeforeInBlock(last))
         ctx.deferredAfter[reader] = last;
+    claimed.insert(adams.begin(), adams.end());
     ctx.sumsInAdam[root] = std::move(adams);
   }
 }
