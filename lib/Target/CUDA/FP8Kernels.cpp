@@ -455,6 +455,16 @@ bool cuda::hasFP8Conversions(LoweringContext &ctx) {
   return target.consume_front("sm_") && !target.getAsInteger(10, sm) && sm >= 89;
 }
 
+llvm::SmallVector<Value> cuda::emitFP8Codes(LoweringContext &ctx, ImplicitLocOpBuilder &b,
+                                            llvm::ArrayRef<Value> scaled, Type fp8Type) {
+  if (hasFP8Conversions(ctx))
+    return emitFP8EncodeHardware(b, scaled, fp8Type);
+  llvm::SmallVector<Value> codes;
+  for (Value v : scaled)
+    codes.push_back(emitFP8Encode(b, v, fp8Type));
+  return codes;
+}
+
 /// tx.amax with its fused quantize, each thread reading and quantizing a
 /// run of kRun consecutive elements (so its loads and stores become 16-byte
 /// vector accesses): block b covers elements [b * 4096, (b + 1) * 4096).
@@ -534,12 +544,8 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     if (quantize)
       scaled.push_back(arith::MulFOp::create(b, v, scale));
   }
-  if (quantize && hasFP8Conversions(ctx)) {
-    codes = emitFP8EncodeHardware(b, scaled, fp8Type);
-  } else {
-    for (Value v : scaled)
-      codes.push_back(emitFP8Encode(b, v, fp8Type));
-  }
+  if (quantize)
+    codes = emitFP8Codes(ctx, b, scaled, fp8Type);
   auto storeRun = [&](Value dst) {
     for (auto [e, code] : llvm::enumerate(codes))
       memref::StoreOp::create(b, code, dst,
@@ -597,20 +603,11 @@ void cuda::planAdamWritingCodes(LoweringContext &ctx, func::FuncOp step) {
     auto adam = root.getDefiningOp<tx::AdamOp>();
     if (!adam)
       continue;
-    Operation *op = adam;
     unsigned n = adam.getNumParams();
     unsigned t = cast<OpResult>(root).getResultNumber();
     if (t >= n || !typeOf(root).getElementType().isF32())
       continue;
-    // The packed Adam kernel's conditions: in place, an f32 gradient
-    // stored as f32, bf16 or f16.
-    Value g = op->getOperand(n + t);
-    Type gradStorage = typeOf(KernelBuilder::storageOf(g, ctx.plan)).getElementType();
-    bool packable = updatableInPlace(op, op->getOperand(t)) &&
-                    updatableInPlace(op, op->getOperand(2 * n + t)) &&
-                    updatableInPlace(op, op->getOperand(3 * n + t)) &&
-                    typeOf(g).getElementType().isF32() &&
-                    (gradStorage.isF32() || gradStorage.isBF16() || gradStorage.isF16());
+    bool packable = adamUpdatesPacked(ctx, adam, t);
     tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
     // Nothing but the cast reads the updated weight (the step returns it).
     auto castOnly = [&](Value v) {

@@ -81,6 +81,11 @@ bool adamUpdatesPacked(LoweringContext &ctx, tx::AdamOp adam, unsigned t);
 void emitAtomicAmax(KernelBuilder &kb, Value total, Value amaxArg);
 /// Whether the kernels' target has sm_89's FP8 conversion instructions.
 bool hasFP8Conversions(LoweringContext &ctx);
+/// The FP8 codes of |scaled| (f32 values already multiplied by the scale):
+/// the hardware conversions where the target has them, else the integer
+/// encode (the same codes either way).
+llvm::SmallVector<Value> emitFP8Codes(LoweringContext &ctx, ImplicitLocOpBuilder &b,
+                                      llvm::ArrayRef<Value> scaled, Type fp8Type);
 
 /// The offset table of a packed kernel (PackedKernels.cpp): words
 /// [0, count] hold each tensor's first block (word count: the grid size);

@@ -240,12 +240,7 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
     llvm::SmallVector<Value> scaled;
     for (Value x : values)
       scaled.push_back(arith::MulFOp::create(b, x, scale));
-    if (hasFP8Conversions(ctx))
-      return emitFP8EncodeHardware(b, scaled, codes->fp8);
-    llvm::SmallVector<Value> out;
-    for (Value x : scaled)
-      out.push_back(emitFP8Encode(b, x, codes->fp8));
-    return out;
+    return emitFP8Codes(ctx, b, scaled, codes->fp8);
   };
   auto absMax = [&](Value acc, Value x) {
     return Value(arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, x)));
