@@ -280,6 +280,49 @@ static bool isQuantizedWithItsAmax(Operation &op, const Materialization &plan) {
                           /*maxOps=*/24, /*maxReads=*/1, cost, /*throughViews=*/true);
 }
 
+/// `mul(x, s)`, `mul(s, x)` or `div(x, s)` of an f32 tensor x in memory
+/// (as f32, bf16 or f16) by an f32 scalar s (in memory, or computed by the
+/// kernel from values that are), read only as the
+/// gradients of tx.adam ops: global-norm clipping's coefficient, which
+/// multiplies every gradient. The Adam kernels read x and scale each
+/// element as they load it (the f32 rounding of the op itself), so the
+/// scaled gradients are never stored: without this every gradient was
+/// read and written once more, in a kernel of its own, and the norm's sum
+/// of squares could not be packed (its tensors were not in memory).
+ScaledGradient cuda::scaledGradient(Operation *op, const Materialization &plan) {
+  if (!op || op->getNumResults() != 1 || !isa<tx::MulOp, tx::DivOp>(op))
+    return {};
+  Value result = op->getResult(0);
+  auto type = typeOf(result);
+  if (!type.getElementType().isF32() || result.use_empty())
+    return {};
+  auto isScalar = [&](Value v) {
+    return typeOf(v).getRank() == 0 && typeOf(v).getElementType().isF32();
+  };
+  auto inMemory = [&](Value v) {
+    if (typeOf(v) != type)
+      return false;
+    Value storage = KernelBuilder::storageOf(v, plan);
+    Type stored = typeOf(storage).getElementType();
+    return plan.isMaterialized(storage) && (stored.isF32() || stored.isBF16() || stored.isF16());
+  };
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  ScaledGradient scaled;
+  if (inMemory(lhs) && isScalar(rhs))
+    scaled = {lhs, rhs, isa<tx::DivOp>(op)};
+  else if (isa<tx::MulOp>(op) && inMemory(rhs) && isScalar(lhs))
+    scaled = {rhs, lhs, false};
+  else
+    return {};
+  for (OpOperand &use : result.getUses()) {
+    auto adam = dyn_cast<tx::AdamOp>(use.getOwner());
+    unsigned n = adam ? adam.getNumParams() : 0;
+    if (!adam || use.getOperandNumber() < n || use.getOperandNumber() >= 2 * n)
+      return {};
+  }
+  return scaled;
+}
+
 void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
                                   unsigned &fusedOps) {
   Block &body = step.getBody().front();
@@ -296,7 +339,8 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
       continue;
     }
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
-        isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan))
+        isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan) ||
+        scaledGradient(&op, plan))
       continue;
     for (Value result : op.getResults()) {
       bool needed = !isElementalOp(&op);

@@ -80,6 +80,10 @@ struct LoweringContext {
   /// Roots of add trees summing the squares of many tensors (the global
   /// gradient norm), by root op: the tensors, lowered as one packed kernel.
   llvm::DenseMap<Operation *, llvm::SmallVector<Value>> packedSumsOfSquares;
+  /// By root: the tree's other leaves, whole-tensor sums that are lowered
+  /// as they are (a square of a gradient not in memory) and that the final
+  /// block adds, in this order, after the packed partials.
+  llvm::DenseMap<Operation *, llvm::SmallVector<Value>> packedSumExtras;
   /// Of those, the sums whose tensors are exactly the gradients tx.adam ops
   /// read (no clipping reads the sum first): by root, those Adam ops, whose
   /// packed kernels add up the squares on their way (planSumsOfSquaresInAdam).
@@ -175,6 +179,15 @@ void transposeGemmResults(func::FuncOp func);
 /// |step| that live in memory; |fusedOps| counts the ops computed inside
 /// their readers' kernels.
 void decideMaterialization(func::FuncOp step, Materialization &plan, unsigned &fusedOps);
+/// A gradient tx.adam reads as |tensor| (in memory) times or divided by
+/// |scale| (a scalar in memory), computed as the kernel loads it and never
+/// stored (Grouping.cpp says when). Empty when |op| is not one.
+struct ScaledGradient {
+  Value tensor, scale;
+  bool divide = false;
+  explicit operator bool() const { return static_cast<bool>(tensor); }
+};
+ScaledGradient scaledGradient(Operation *op, const Materialization &plan);
 /// reduce_sum / reduce_mean / reduce_max.
 bool isReduction(Operation *op);
 /// Before |func| is lowered (FP8Kernels.cpp): its tx.amax results, when
@@ -216,6 +229,8 @@ LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
 /// tensors in memory (the global norm), marks their ops lowered elsewhere
 /// and their root materialized; lowerPackedSumOfSquares then writes the
 /// root with one partial-sum launch per storage type and one final block.
+/// A leaf that is another whole-tensor reduce_sum (the square of a value
+/// its readers recompute) keeps its own kernels; the final block adds it.
 void packSumsOfSquares(LoweringContext &ctx, func::FuncOp func);
 LogicalResult lowerPackedSumOfSquares(LoweringContext &ctx, Operation *root);
 /// The partial-sum launches of |root|'s sum over |tensors| (a subset of its

@@ -33,11 +33,48 @@ bool cuda::updatableInPlace(Operation *op, Value state) {
   return true;
 }
 
+/// Gradient |t| of |adam| as its kernel reads it: the tensor in memory and,
+/// for a gradient scaled on the way (scaledGradient: the clipping
+/// coefficient), the scalar and whether it divides.
+static ScaledGradient gradientRead(LoweringContext &ctx, tx::AdamOp adam, unsigned t) {
+  Value g = adam->getOperand(adam.getNumParams() + t);
+  if (!ctx.plan.isMaterialized(g))
+    if (ScaledGradient scaled = scaledGradient(g.getDefiningOp(), ctx.plan))
+      return scaled;
+  return {g, Value(), false};
+}
+
+/// The scalar a gradient is scaled by in the kernel: the arithmetic of
+/// the mul or div the kernel stands in for (same f32 rounding).
+static Value applyGradientScale(KernelBuilder &kb, Value gk, Value scale, bool divide) {
+  if (!scale)
+    return gk;
+  auto &b = kb.builder();
+  return divide ? Value(arith::DivFOp::create(b, gk, scale))
+                : Value(arith::MulFOp::create(b, gk, scale));
+}
+
+/// Appends to |inputs| what the kernel reads to form |scale|: the scale
+/// itself when it is in memory, else the values in memory it is computed
+/// from (the kernel emits it, KernelBuilder::emit), each once.
+static void addScaleInputs(LoweringContext &ctx, Value scale, llvm::SmallVectorImpl<Value> &inputs) {
+  llvm::SetVector<Value> leaves;
+  if (ctx.plan.isMaterialized(scale))
+    leaves.insert(scale);
+  else
+    KernelBuilder::collectInputs(scale, ctx.plan, leaves);
+  for (Value v : leaves)
+    if (!llvm::is_contained(inputs, v))
+      inputs.push_back(v);
+}
+
 bool cuda::adamUpdatesPacked(LoweringContext &ctx, tx::AdamOp adam, unsigned t) {
   Operation *op = adam;
   unsigned n = adam.getNumParams();
   Value g = op->getOperand(n + t);
-  Type gradStorage = typeOf(KernelBuilder::storageOf(g, ctx.plan)).getElementType();
+  Type gradStorage =
+      typeOf(KernelBuilder::storageOf(gradientRead(ctx, adam, t).tensor, ctx.plan))
+          .getElementType();
   return updatableInPlace(op, op->getOperand(t)) &&
          updatableInPlace(op, op->getOperand(2 * n + t)) &&
          updatableInPlace(op, op->getOperand(3 * n + t)) && typeOf(g).getElementType().isF32() &&
@@ -162,12 +199,19 @@ static AdamElement adamElement(KernelBuilder &kb, const AdamConfig &c, const Ada
 struct PackedCodes {
   Type fp8, cast; ///< cast: the type the weight is rounded to first, or null
 };
+/// The scalar all members' gradients are multiplied (or divided) by as
+/// they are read (scaledGradient), when set.
+struct GradientScale {
+  Value scale;
+  bool divide = false;
+};
 ///
 /// With |sumRoot| (planSumsOfSquaresInAdam) the kernel also adds up the
 /// squares of the gradients it reads, one partial sum a block, for the
 /// gradient norm that |sumRoot| computes.
 static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, const AdamConfig &c,
                                      llvm::ArrayRef<unsigned> members, Type gradStorage,
+                                     GradientScale gradScale,
                                      std::optional<PackedCodes> codes = std::nullopt,
                                      Operation *sumRoot = nullptr) {
   Operation *op = adam;
@@ -181,7 +225,8 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
     elementCounts.push_back(typeOf(op->getOperand(t)).getNumElements());
     buffers.emplace_back();
     for (unsigned k = 0; k < 4; ++k)
-      buffers.back().push_back(ctx.bufferFor(op->getOperand(k * n + t)));
+      buffers.back().push_back(ctx.bufferFor(
+          k == 1 ? gradientRead(ctx, adam, t).tensor : op->getOperand(k * n + t)));
     if (codes) {
       // The codes, the amax and the (new) scale, after p, g, m and v.
       auto [amax, quantize] = ctx.adamWritesCodes.lookup(op->getResult(t));
@@ -195,6 +240,8 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   llvm::SmallVector<Value> inputs{lr};
   if (step)
     inputs.push_back(step);
+  if (gradScale.scale)
+    addScaleInputs(ctx, gradScale.scale, inputs);
   // The amax's and the squares' block reductions need 32 floats of
   // workgroup memory.
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs, ctx.plan,
@@ -226,6 +273,11 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   Value p = tensorView(0, f32), g = tensorView(1, gradStorage);
   Value m = tensorView(2, f32), v = tensorView(3, f32);
   AdamScalars s = adamScalars(kb, c, lr, step);
+  Value gradScaleValue = gradScale.scale ? kb.emit(gradScale.scale, {}) : Value();
+  auto readGradient = [&](Value stored) {
+    return applyGradientScale(kb, kb.fromStorage(stored, gradStorage), gradScaleValue,
+                              gradScale.divide);
+  };
   Value codesView, amaxView, scale;
   if (codes) {
     codesView = tensorView(4, b.getI8Type());
@@ -282,7 +334,7 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             auto extract = [&](Value vec) {
               return Value(vector::ExtractOp::create(b, vec, lane));
             };
-            Value gk = kb.fromStorage(extract(group.g), gradStorage);
+            Value gk = readGradient(extract(group.g));
             addSquare(gk);
             AdamElement e = adamElement(kb, c, s, extract(group.p), gk, extract(group.m),
                                         extract(group.v));
@@ -327,7 +379,7 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             auto load = [&](Value view) {
               return Value(memref::LoadOp::create(b, view, ValueRange{i}));
             };
-            Value gk = kb.fromStorage(load(g), gradStorage);
+            Value gk = readGradient(load(g));
             addSquare(gk, inRange);
             AdamElement e = adamElement(kb, c, s, load(p), gk, load(m), load(v));
             Value rounded = castValue(e.p);
@@ -351,7 +403,7 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
             auto load = [&](Value view) {
               return Value(memref::LoadOp::create(b, view, ValueRange{at}));
             };
-            Value gk = kb.fromStorage(load(g), gradStorage);
+            Value gk = readGradient(load(g));
             addSquare(gk);
             AdamElement e = adamElement(kb, c, s, load(p), gk, load(m), load(v));
             memref::StoreOp::create(b, e.p, p, ValueRange{at});
@@ -397,10 +449,12 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
   Value lr = op->getOperand(4 * n);
   Value step = c.correct ? op->getOperand(4 * n + 1) : Value();
   llvm::SmallVector<unsigned> alone;
-  llvm::MapVector<Type, llvm::SmallVector<unsigned>> packed;
+  // By gradient storage and scale (scaledGradient): one launch each.
+  using PackKey = std::tuple<Type, Value, unsigned>; // storage, scale, divides
+  llvm::MapVector<PackKey, llvm::SmallVector<unsigned>> packed;
   // Cached FP8 weights whose codes this kernel writes, by (gradient
-  // storage, FP8 type, cast type): one launch each.
-  llvm::MapVector<std::tuple<Type, Type, Type>, llvm::SmallVector<unsigned>> withCodes;
+  // storage and scale, FP8 type, cast type): one launch each.
+  llvm::MapVector<std::tuple<PackKey, Type, Type>, llvm::SmallVector<unsigned>> withCodes;
   for (unsigned t = 0; t < n; ++t) {
     Value p = op->getOperand(t), g = op->getOperand(n + t);
     if (!typeOf(p).getElementType().isF32())
@@ -411,8 +465,10 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
       updateInPlace(ctx, op, state, result);
       inPlace &= ctx.bufferFor(state) == ctx.bufferFor(result);
     }
-    Type gradStorage = typeOf(KernelBuilder::storageOf(g, ctx.plan)).getElementType();
+    ScaledGradient read = gradientRead(ctx, adam, t);
+    Type gradStorage = typeOf(KernelBuilder::storageOf(read.tensor, ctx.plan)).getElementType();
     bool widens = gradStorage.isF32() || gradStorage.isBF16() || gradStorage.isF16();
+    PackKey key{gradStorage, read.scale, read.divide ? 1u : 0u};
     if (auto it = ctx.adamWritesCodes.find(op->getResult(t)); it != ctx.adamWritesCodes.end()) {
       if (!inPlace || !widens)
         return op->emitError("an FP8 weight planned for codes from the optimizer is not "
@@ -420,9 +476,9 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
       auto quantize = cast<tx::QuantizeOp>(it->second.second);
       Value input = quantize.getInput();
       Type castType = input == op->getResult(t) ? Type() : typeOf(input).getElementType();
-      withCodes[{gradStorage, typeOf(quantize.getResult()).getElementType(), castType}].push_back(t);
+      withCodes[{key, typeOf(quantize.getResult()).getElementType(), castType}].push_back(t);
     } else if (inPlace && widens && typeOf(g).getElementType().isF32()) {
-      packed[gradStorage].push_back(t);
+      packed[key].push_back(t);
     } else {
       alone.push_back(t);
     }
@@ -451,10 +507,12 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
       leftover.erase(op->getOperand(n + t));
     return sumRoot;
   };
-  for (auto &[gradStorage, members] : packed)
-    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, std::nullopt,
+  for (auto &[key, members] : packed) {
+    auto [gradStorage, scale, divide] = key;
+    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, {scale, divide != 0}, std::nullopt,
                                sumFor(members))))
       return failure();
+  }
   if (!withCodes.empty()) {
     // The codes take the new scales: the held-back scale updates go out
     // first (those whose old state nothing later reads: all but none
@@ -472,9 +530,10 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
       }
   }
   for (auto &[key, members] : withCodes) {
-    auto [gradStorage, fp8, castType] = key;
-    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, PackedCodes{fp8, castType},
-                               sumFor(members))))
+    auto [packKey, fp8, castType] = key;
+    auto [gradStorage, scale, divide] = packKey;
+    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, {scale, divide != 0},
+                               PackedCodes{fp8, castType}, sumFor(members))))
       return failure();
   }
   if (!leftover.empty()) {
@@ -487,16 +546,20 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
       return failure();
   }
   for (unsigned t : alone) {
-    Value p = op->getOperand(t), g = op->getOperand(n + t);
+    ScaledGradient read = gradientRead(ctx, adam, t);
+    Value p = op->getOperand(t), g = read.tensor;
     Value m = op->getOperand(2 * n + t), v = op->getOperand(3 * n + t);
     Value np = op->getResult(t), nm = op->getResult(n + t), nv = op->getResult(2 * n + t);
     llvm::SmallVector<Value> inputs{p, g, m, v, lr};
     if (step)
       inputs.push_back(step);
+    if (read.scale)
+      addScaleInputs(ctx, read.scale, inputs);
     KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {np, nm, nv}, inputs, ctx.plan);
     auto &b = kb.builder();
     int64_t count = typeOf(p).getNumElements();
     AdamScalars s = adamScalars(kb, c, lr, step);
+    Value gradScale = read.scale ? kb.emit(read.scale, {}) : Value();
     // Each thread updates up to kOptimizerElementsPerThread elements (as
     // the loop kernels do, lowerElementalValue): every element's loads are
     // issued before the first store.
@@ -509,7 +572,9 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
     for (int64_t e = 0; e < perThread; ++e) {
       Value at = arith::AddIOp::create(b, base, kb.idx(e * kBlockSize));
       Value i = arith::MinUIOp::create(b, at, kb.idx(std::max<int64_t>(count - 1, 0)));
-      elements.push_back({at, kb.load(p, i), kb.load(g, i), kb.load(m, i), kb.load(v, i)});
+      elements.push_back({at, kb.load(p, i),
+                          applyGradientScale(kb, kb.load(g, i), gradScale, read.divide),
+                          kb.load(m, i), kb.load(v, i)});
     }
     for (Element &e : elements) {
       AdamElement next = adamElement(kb, c, s, e.pk, e.gk, e.mk, e.vk);

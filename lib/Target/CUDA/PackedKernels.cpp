@@ -144,24 +144,32 @@ static Value squaredTensor(const Materialization &plan, Operation *leaf) {
 }
 
 /// The leaves of the add tree under |root| that are sums of squares, with
-/// the tree's ops; false when anything else is in it.
+/// the tree's ops, and its other whole-tensor sums (|extras|); false when
+/// anything else is in it.
 static bool collectSquareSums(const Materialization &plan, Value value,
                               llvm::SmallVectorImpl<Value> &tensors,
+                              llvm::SmallVectorImpl<Value> &extras,
                               llvm::SmallVectorImpl<Operation *> &tree) {
   Operation *def = value.getDefiningOp();
   if (!def || !def->hasOneUse())
     return false;
   if (auto add = dyn_cast<tx::AddOp>(def)) {
     if (plan.isMaterialized(add.getResult()) || typeOf(add.getResult()).getRank() != 0 ||
-        !collectSquareSums(plan, add.getLhs(), tensors, tree) ||
-        !collectSquareSums(plan, add.getRhs(), tensors, tree))
+        !collectSquareSums(plan, add.getLhs(), tensors, extras, tree) ||
+        !collectSquareSums(plan, add.getRhs(), tensors, extras, tree))
       return false;
     tree.push_back(def);
     return true;
   }
   Value x = squaredTensor(plan, def);
-  if (!x)
-    return false;
+  if (!x) {
+    auto sum = dyn_cast<tx::ReduceSumOp>(def);
+    if (!sum || !sum.getAxes().empty() || typeOf(sum.getResult()).getRank() != 0 ||
+        !typeOf(sum.getResult()).getElementType().isF32())
+      return false;
+    extras.push_back(sum.getResult());
+    return true;
+  }
   tensors.push_back(x);
   tree.push_back(def);
   tree.push_back(def->getOperand(0).getDefiningOp());
@@ -177,17 +185,23 @@ void cuda::packSumsOfSquares(LoweringContext &ctx, func::FuncOp func) {
     if (taken.contains(root) || typeOf(root.getResult()).getRank() != 0 ||
         !typeOf(root.getResult()).getElementType().isF32())
       continue;
-    llvm::SmallVector<Value> tensors;
+    llvm::SmallVector<Value> tensors, extras;
     llvm::SmallVector<Operation *> tree;
-    if (!collectSquareSums(ctx.plan, root.getLhs(), tensors, tree) ||
-        !collectSquareSums(ctx.plan, root.getRhs(), tensors, tree))
+    if (!collectSquareSums(ctx.plan, root.getLhs(), tensors, extras, tree) ||
+        !collectSquareSums(ctx.plan, root.getRhs(), tensors, extras, tree) ||
+        tensors.empty())
       continue;
     taken.insert(tree.begin(), tree.end());
     for (Operation *op : tree)
       ctx.loweredElsewhere.insert(op);
-    // The root is written by the packed kernels and read from memory.
+    // The root is written by the packed kernels and read from memory, and
+    // so are the other sums it adds.
     ctx.plan.materialized.insert(root.getResult());
+    for (Value extra : extras)
+      ctx.plan.materialized.insert(extra);
     ctx.packedSumsOfSquares[root] = std::move(tensors);
+    if (!extras.empty())
+      ctx.packedSumExtras[root] = std::move(extras);
   }
 }
 
@@ -289,8 +303,9 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
       failed(lowerSumOfSquaresStages(ctx, root, ctx.packedSumsOfSquares.lookup(root))))
     return failure();
   llvm::SmallVector<LoweringContext::SumStage> stages = ctx.sumStages.lookup(root);
-  // One block over every stage's partials, in order.
-  KernelBuilder fin(ctx.gpuModule, sumKernelName(ctx), {result}, {}, ctx.plan, 32);
+  llvm::SmallVector<Value> extras = ctx.packedSumExtras.lookup(root);
+  // One block over every stage's partials, in order, then the other sums.
+  KernelBuilder fin(ctx.gpuModule, sumKernelName(ctx), {result}, extras, ctx.plan, 32);
   auto &b = fin.builder();
   Value sum = fin.f32(0.0);
   for (auto [i, stage] : llvm::enumerate(stages)) {
@@ -305,13 +320,19 @@ LogicalResult cuda::lowerPackedSumOfSquares(LoweringContext &ctx, Operation *roo
   }
   Value total = fin.blockReduce(sum, /*isMax=*/false);
   Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, fin.threadIndex(), fin.idx(0));
-  fin.ifThen(first, [&] { storeReduced(fin, result, fin.idx(0), total); });
+  fin.ifThen(first, [&] {
+    Value all = total;
+    for (Value extra : extras)
+      all = arith::AddFOp::create(b, all, fin.load(extra, fin.idx(0)));
+    storeReduced(fin, result, fin.idx(0), all);
+  });
   fin.finish();
   if (failed(fin.status()))
     return failure();
   llvm::SmallVector<unsigned> inputs;
   for (const LoweringContext::SumStage &stage : stages)
     inputs.push_back(stage.partials);
+  llvm::append_range(inputs, ctx.buffersOf(extras));
   ctx.launch(fin, root, 1, ctx.buffersOf({result}), inputs);
   return success();
 }
