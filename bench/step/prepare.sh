@@ -24,10 +24,15 @@ echo "${shape[*]}" > "$dir/$model.shape"
 : > "$dir/$model.compile.jsonl"
 # fp8-cached: the FP8 step with the weights' codes kept as state and
 # written by the optimizer (--fp8-weight-cache=on, off by default; it keeps
-# two bytes a weight element between steps).
-for precision in fp32 bf16 fp8 fp8-cached; do
-  flags=(--precision="$precision")
-  [ "$precision" = fp8-cached ] && flags=(--precision=fp8 --fp8-weight-cache=on)
+# two bytes a weight element between steps). bf16-clip and fp8-clip: the
+# same steps clipping the gradients to a global norm of 1.0 (as nanoGPT
+# and Hugging Face's Trainer do), compared with PyTorch's clipped steps.
+for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip; do
+  case "$precision" in
+    fp8-cached) flags=(--precision=fp8 --fp8-weight-cache=on) ;;
+    *-clip) flags=(--precision="${precision%-clip}" --grad-clip=1.0) ;;
+    *) flags=(--precision="$precision") ;;
+  esac
   start=$(date +%s.%N)
   "$root/build/bin/txopt" "$work/$model.onnx" --train "${flags[@]}" \
     -o "$dir/${model}_$precision.txa" --report="$dir/${model}_$precision.report.json" -q

@@ -26,7 +26,9 @@ WARMUP = 5
 TOLERANCE = {"fp32": ("eager-fp32", 1e-3, 1e-5),
              "bf16": ("eager-bf16", 2e-2, 5e-3),
              "fp8": ("eager-bf16", 5e-2, 2e-2),
-             "fp8-cached": ("eager-bf16", 5e-2, 2e-2)}
+             "fp8-cached": ("eager-bf16", 5e-2, 2e-2),
+             "bf16-clip": ("eager-bf16-clip", 2e-2, 5e-3),
+             "fp8-clip": ("eager-bf16-clip", 5e-2, 2e-2)}
 
 
 def read_jsonl(path):
@@ -84,8 +86,10 @@ def main():
     directory, out, model = sys.argv[1:4]
     words = open(os.path.join(directory, f"{model}.shape")).read().split()
     shape = {k: int(v) for k, v in zip(words[::2], words[1::2])}
-    rows = [r for r in [txopt_row(directory, out, model, p, shape) for p in ("fp32", "bf16", "fp8", "fp8-cached")] +
-            [torch_row(out, m, shape) for m in ("eager-fp32", "eager-bf16", "compile-bf16")] if r]
+    rows = [r for r in [txopt_row(directory, out, model, p, shape) for p in ("fp32", "bf16", "fp8", "fp8-cached",
+                                                                           "bf16-clip", "fp8-clip")] +
+            [torch_row(out, m, shape) for m in ("eager-fp32", "eager-bf16", "compile-bf16",
+                                                "eager-bf16-clip", "compile-bf16-clip")] if r]
     peers = {r["precision"]: r for r in rows if r["system"] == "pytorch"}
     status = 0
     checks = []
@@ -106,14 +110,17 @@ def main():
                       f"{first_tol:g}), worst rel {max(rel):.2e} (tol {worst_tol:g}): "
                       f"{'PASS' if ok else 'FAIL'}")
         status |= 0 if ok else 1
-    compiled = peers.get("compile-bf16")
     lines = [f"### {model} (B{shape['--batch']}, T{shape['--seq']}, {shape['--layers']} layers, "
              f"d{shape['--d-model']}) — one run, one H200", "",
              "| configuration | ms/step | tok/s | model TFLOP/s | peak memory GiB | launches/step "
-             "| first step s | vs torch.compile bf16 | vs eager (same precision) |",
+             "| first step s | vs torch.compile bf16 (clipped: clipped) | vs eager (same precision) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        eager = peers.get("eager-fp32" if r["precision"] in ("fp32", "eager-fp32") else "eager-bf16")
+        # A clipped step is compared with the clipped peers.
+        clipped = "-clip" if r["precision"].endswith("-clip") else ""
+        compiled = peers.get("compile-bf16" + clipped)
+        eager = peers.get("eager-fp32" if r["precision"] in ("fp32", "eager-fp32")
+                          else "eager-bf16" + clipped)
         ratio = f"{r['tok_per_s'] / compiled['tok_per_s']:.2f}x" if compiled else "-"
         vs_eager = f"{r['tok_per_s'] / eager['tok_per_s']:.2f}x" if eager else "-"
         peak = f"{r['peak_bytes'] / 2**30:.1f}" if r.get("peak_bytes") else "-"

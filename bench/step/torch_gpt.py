@@ -101,7 +101,8 @@ def main():
     parser.add_argument("model")
     parser.add_argument("tokens")
     parser.add_argument("--mode", required=True,
-                        choices=["eager-fp32", "eager-bf16", "compile-bf16"])
+                        choices=["eager-fp32", "eager-bf16", "compile-bf16",
+                                 "eager-bf16-clip", "compile-bf16-clip"])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--out")
@@ -129,13 +130,19 @@ def main():
                 tokens[offset + 1:offset + 1 + window].view(b, t))
 
     bf16 = args.mode != "eager-fp32"
-    forward = torch.compile(model) if args.mode == "compile-bf16" else model
+    forward = torch.compile(model) if args.mode.startswith("compile-") else model
+    # "-clip": the gradients clipped to a global norm of 1.0 before the
+    # update (nanoGPT's and Hugging Face Trainer's default), eagerly with
+    # the foreach kernels, as those training loops do.
+    clip = args.mode.endswith("-clip")
 
     def step(k):
         ids, labels = batch(k)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
             loss = forward(ids, labels)
         loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
         opt.step()
         opt.zero_grad(set_to_none=True)
         return loss
