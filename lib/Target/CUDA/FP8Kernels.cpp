@@ -465,6 +465,121 @@ llvm::SmallVector<Value> cuda::emitFP8Codes(LoweringContext &ctx, ImplicitLocOpB
   return codes;
 }
 
+/// The value whose columns the amax kernel of |x| can sum for a
+/// reduce_sum: x itself, or the f32 value x is a recomputed cast of (the
+/// FP8 step quantizes bf16(v) while the bias gradient sums v in f32; a
+/// stored cast would be a second tensor to read).
+static Value summableSource(LoweringContext &ctx, Value x) {
+  auto castOp = x.getDefiningOp<tx::CastOp>();
+  if (!castOp || ctx.plan.isMaterialized(x))
+    return x;
+  return castOp.getInput();
+}
+
+/// Whether every element of |v| (f32) is an element of a |narrow| tensor
+/// widened exactly: casts from |narrow| moved around by transposes,
+/// reshapes and concats (the attention's q/k/v gradients, written in bf16
+/// and joined for the fused projection). Summing the stored narrow tensor
+/// is then summing v.
+static bool widensExactly(Value v, Type narrow) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  // bf16 and f16 widen exactly to f32.
+  if (auto c = dyn_cast<tx::CastOp>(def))
+    return typeOf(c.getInput()).getElementType() == narrow && (narrow.isBF16() || narrow.isF16()) &&
+           typeOf(v).getElementType().isF32();
+  if (!isViewOp(def) && !isa<tx::TransposeOp, tx::ConcatOp>(def))
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value in) { return widensExactly(in, narrow); });
+}
+
+/// A reduce_sum of |v| over every axis but the last (a bias gradient),
+/// f32, in |amax|'s block before it, that nothing reads before |amax| and
+/// whose kernel does nothing else (no companion cast, no value recomputed
+/// alongside, not part of a packed sum).
+static tx::ReduceSumOp columnSumOf(LoweringContext &ctx, Value v, tx::AmaxOp amax) {
+  auto shape = typeOf(v).getShape();
+  int64_t rank = shape.size();
+  if (rank < 2 || !typeOf(v).getElementType().isF32())
+    return {};
+  // A stored cast of v is a companion the sum's kernel would have written
+  // (unless it is how v itself is stored).
+  for (Operation *user : v.getUsers())
+    if (auto c = dyn_cast<tx::CastOp>(user); c && ctx.plan.isMaterialized(c.getResult()) &&
+                                              ctx.plan.storedAs.lookup(v) != c.getResult())
+      return {};
+  for (Operation *user : v.getUsers()) {
+    auto sum = dyn_cast<tx::ReduceSumOp>(user);
+    if (!sum || sum->getBlock() != amax->getBlock() || !sum->isBeforeInBlock(amax))
+      continue;
+    Value result = sum.getResult();
+    llvm::SmallVector<int64_t> axes;
+    for (int64_t a : sum.getAxes())
+      axes.push_back(a < 0 ? a + rank : a);
+    llvm::sort(axes);
+    bool leading = static_cast<int64_t>(axes.size()) == rank - 1;
+    for (int64_t i = 0; leading && i < rank - 1; ++i)
+      leading = axes[i] == i;
+    if (!leading || !typeOf(result).getElementType().isF32() ||
+        typeOf(result).getNumElements() != shape.back() || !ctx.plan.isMaterialized(result) ||
+        ctx.plan.storedAs.count(result) || ctx.bufferOfValue.count(result) ||
+        ctx.loweredElsewhere.contains(sum) || ctx.recomputedBySum.count(sum) ||
+        ctx.packedSumsOfSquares.count(sum) || ctx.deferredAfter.count(sum))
+      continue;
+    if (llvm::any_of(result.getUsers(), [&](Operation *reader) {
+          return reader->getBlock() == amax->getBlock() && reader->isBeforeInBlock(amax);
+        }))
+      continue;
+    return sum;
+  }
+  return {};
+}
+
+/// What the amax kernel of |x| adds up for |sum|: its input, when that is
+/// x or what x is a recomputed cast of; else x itself, stored narrow and
+/// widened exactly by the sum's input (planColumnSumsInAmax checked it).
+static Value summedByAmax(LoweringContext &ctx, Value x, tx::ReduceSumOp sum) {
+  Value input = sum.getInput();
+  return input == x || input == summableSource(ctx, x) ? input : x;
+}
+
+void cuda::planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step) {
+  for (auto amax : step.getBody().front().getOps<tx::AmaxOp>()) {
+    if (ctx.loweredElsewhere.contains(amax))
+      continue;
+    Value x = amax.getInput();
+    auto shape = typeOf(x).getShape();
+    tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
+    if (!quantize || shape.empty() || shape.back() % kRun != 0)
+      continue;
+    // Only the tiled kernel (codes also wanted transposed) has whole
+    // 64-row tiles to sum; its rows must be x's rows.
+    CodeLayouts layouts = layoutsOf(quantize.getResult(), &ctx);
+    if (!layouts.writesTransposed() || !isTileable(layouts.transposedView()) ||
+        layouts.transposedView().back() != shape.back())
+      continue;
+    tx::ReduceSumOp sum = columnSumOf(ctx, summableSource(ctx, x), amax);
+    // A stored narrow x whose f32 source widens it exactly, or that a sum
+    // reads widened: the kernel sums x as it loads it (summedByAmax).
+    auto castOp = x.getDefiningOp<tx::CastOp>();
+    Type narrow = typeOf(x).getElementType();
+    if (!sum && castOp && ctx.plan.isMaterialized(x) && widensExactly(castOp.getInput(), narrow))
+      sum = columnSumOf(ctx, castOp.getInput(), amax);
+    for (Operation *user : x.getUsers()) {
+      auto widened = dyn_cast<tx::CastOp>(user);
+      if (sum || !widened || ctx.plan.isMaterialized(widened.getResult()) ||
+          !widensExactly(widened.getResult(), narrow))
+        continue;
+      sum = columnSumOf(ctx, widened.getResult(), amax);
+    }
+    if (sum) {
+      ctx.columnSumInAmax[amax] = sum;
+      ctx.loweredElsewhere.insert(sum);
+    }
+  }
+}
+
 /// tx.amax with its fused quantize, each thread reading and quantizing a
 /// run of kRun consecutive elements (so its loads and stores become 16-byte
 /// vector accesses): block b covers elements [b * 4096, (b + 1) * 4096).
@@ -473,7 +588,8 @@ llvm::SmallVector<Value> cuda::emitFP8Codes(LoweringContext &ctx, ImplicitLocOpB
 /// writes a run of 16 codes of one transposed row. The amax reduction and
 /// the atomic are lowerAmax's.
 static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
-                                           tx::QuantizeOp quantize, CodeLayouts layouts) {
+                                           tx::QuantizeOp quantize, CodeLayouts layouts,
+                                           tx::ReduceSumOp columnSum = {}) {
   auto amax = cast<tx::AmaxOp>(op);
   Value x = amax.getInput(), result = amax.getResult();
   auto shape = typeOf(x).getShape();
@@ -482,12 +598,21 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
   if (quantize)
     KernelBuilder::collectInputs(quantize.getResult(), ctx.plan, inputs);
+  Value summed = columnSum ? summedByAmax(ctx, x, columnSum) : Value();
+  if (summed) {
+    if (ctx.plan.isMaterialized(summed) || !summed.getDefiningOp())
+      inputs.insert(summed);
+    else
+      KernelBuilder::collectInputs(summed, ctx.plan, inputs);
+  }
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs.getArrayRef(), ctx.plan,
                    /*workgroupFloats=*/32);
   auto &b = kb.builder();
   Value amaxArg = kb.insertBufferArgument(0, MemRefType::get({1}, b.getI32Type()));
-  Value plainArg, transposedArg;
+  Value plainArg, transposedArg, partialsArg;
   Type fp8Type;
+  // The column sum's partial rows: one per 64-row tile, [parts, cols].
+  int64_t sumCols = shape.empty() ? 0 : shape.back(), parts = summed ? n / sumCols / kTile : 0;
   if (quantize) {
     auto codes = MemRefType::get({n}, b.getI8Type());
     unsigned position = 1;
@@ -495,9 +620,20 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
       plainArg = kb.insertBufferArgument(position++, codes);
     if (layouts.writesTransposed())
       transposedArg = kb.insertBufferArgument(position++, codes);
+    if (summed)
+      partialsArg = kb.insertBufferArgument(
+          position++, MemRefType::get({parts * sumCols}, b.getF32Type()));
     fp8Type = typeOf(quantize.getResult()).getElementType();
   }
   Value tile = transposedArg ? addTileMemory(kb) : Value();
+  // Each warp's column sums of its 8 rows, [warp, 64 columns].
+  Value warpSums = summed ? kb.func().addWorkgroupAttribution(
+                                MemRefType::get({(kBlockSize / 32) * kTile}, b.getF32Type(),
+                                                MemRefLayoutAttrInterface(),
+                                                gpu::AddressSpaceAttr::get(
+                                                    b.getContext(), gpu::AddressSpace::Workgroup)),
+                                b.getLoc())
+                          : Value();
   Value scale = quantize ? kb.emit(quantize.getScale(), {}) : Value();
   Value t = kb.threadIndex();
   // The thread's run: its first element's linear index, and its index in
@@ -533,9 +669,12 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     column = arith::MulIOp::create(b, index.back(), kb.idx(kRun));
   }
   Value acc = kb.f32(0.0);
-  llvm::SmallVector<Value> scaled, codes;
+  llvm::SmallVector<Value> scaled, codes, summands;
   for (int64_t e = 0; e < kRun; ++e) {
     index.back() = arith::AddIOp::create(b, column, kb.idx(e));
+    // The summed value first: x, a recomputed cast of it, then reuses it.
+    if (summed)
+      summands.push_back(kb.emit(summed, index));
     Value v = kb.emit(x, index);
     if (v.getType().isF64())
       v = arith::TruncFOp::create(b, b.getF32Type(), v);
@@ -562,6 +701,38 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     gpu::BarrierOp::create(b);
     coords->storeTransposed(kb, tile, transposedArg);
   }
+  if (summed) {
+    // The tile's 64 column sums, in a fixed order: within a warp (8 rows,
+    // lanes 4 apart share columns) by shuffles, then the 8 warps in order.
+    Value lane = arith::RemUIOp::create(b, t, kb.idx(32));
+    Value warp = arith::DivUIOp::create(b, t, kb.idx(32));
+    for (Value &s : summands)
+      for (int32_t offset : {4, 8, 16})
+        s = arith::AddFOp::create(
+            b, s, gpu::ShuffleOp::create(b, s, offset, 32, gpu::ShuffleMode::XOR).getShuffleResult());
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane, kb.idx(kTile / kRun)), [&] {
+      Value first = arith::AddIOp::create(b, arith::MulIOp::create(b, warp, kb.idx(kTile)),
+                                          coords->localCol);
+      for (auto [e, s] : llvm::enumerate(summands))
+        memref::StoreOp::create(b, s, warpSums,
+                                ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
+    });
+    gpu::BarrierOp::create(b);
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, t, kb.idx(kTile)), [&] {
+      Value total = kb.f32(0.0);
+      for (int64_t w = 0; w < kBlockSize / 32; ++w)
+        total = arith::AddFOp::create(
+            b, total,
+            memref::LoadOp::create(b, warpSums,
+                                   ValueRange{arith::AddIOp::create(b, kb.idx(w * kTile), t)}));
+      Value part = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, coords->batch, kb.idx(coords->rows / kTile)), coords->tileR);
+      Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, coords->tileC, kb.idx(kTile)), t);
+      memref::StoreOp::create(
+          b, total, partialsArg,
+          ValueRange{arith::AddIOp::create(b, arith::MulIOp::create(b, part, kb.idx(sumCols)), col)});
+    });
+  }
   emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxArg);
   kb.finish();
   kb.groupMemoryAccesses();
@@ -583,8 +754,23 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     }
     ctx.loweredElsewhere.insert(quantize);
   }
+  unsigned partials = 0;
+  if (summed) {
+    partials = ctx.scratch(parts * sumCols * 4, "column sum partials (amax kernel)");
+    outputs.push_back(partials);
+  }
   ctx.launch(kb, op, static_cast<unsigned>(grid), outputs, ctx.buffersOf(inputs.getArrayRef()));
-  return success();
+  if (!summed)
+    return success();
+  // The second stage, as a column reduction's: each column adds its
+  // partial rows in order, waiting to share a launch with the others.
+  Value sum = columnSum.getResult();
+  if (deferColumnSums(ctx, columnSum, partials, parts, sumCols, {sum}, sumCols))
+    return success();
+  return lowerPartialColumnSums(ctx, columnSum, {sum}, partials, parts, sumCols, /*isMax=*/false,
+                                [&](KernelBuilder &k, Value col, Value total) {
+                                  storeReduced(k, sum, col, total);
+                                });
 }
 
 void cuda::planAdamWritingCodes(LoweringContext &ctx, func::FuncOp step) {
@@ -668,9 +854,24 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
     return success();
   tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
   CodeLayouts layouts = quantize ? layoutsOf(quantize.getResult(), &ctx) : CodeLayouts();
+  // A bias gradient planned into this kernel (planColumnSumsInAmax), when
+  // the kernel is the tiled one over x's rows as planned; otherwise the
+  // sum gets its own kernels here, before anything reads it.
+  tx::ReduceSumOp columnSum;
+  if (Operation *planned = ctx.columnSumInAmax.lookup(op)) {
+    columnSum = cast<tx::ReduceSumOp>(planned);
+    if (!quantize || shape.empty() || shape.back() % kRun != 0 ||
+        !layouts.writesTransposed() || !isTileable(layouts.transposedView()) ||
+        layouts.transposedView().back() != shape.back()) {
+      ctx.loweredElsewhere.erase(planned);
+      if (failed(lowerReduction(ctx, planned)))
+        return failure();
+      columnSum = {};
+    }
+  }
   if (shape.size() >= 1 && shape.back() % kRun == 0 &&
       (!layouts.writesTransposed() || isTileable(layouts.transposedView())))
-    return lowerAmaxByThreadRuns(ctx, op, quantize, layouts);
+    return lowerAmaxByThreadRuns(ctx, op, quantize, layouts, columnSum);
   // The element-at-a-time path below writes an rhs's transposed layout but
   // leaves a transpose of the codes to its own kernel.
   if (layouts.transposeOp) {

@@ -119,6 +119,9 @@ struct LoweringContext {
   /// and amax the packed Adam kernel writes on its way (planAdamWritingCodes):
   /// the amax op and its fused quantize.
   llvm::DenseMap<Value, std::pair<Operation *, Operation *>> adamWritesCodes;
+  /// tx.amax ops whose tiled kernel also sums the columns of their input
+  /// for a tx.reduce_sum (planColumnSumsInAmax): amax -> the sum.
+  llvm::DenseMap<Operation *, Operation *> columnSumInAmax;
   /// The block each packed tx.amax result is a part of (packAmaxes), and
   /// the blocks already zeroed by their one memset.
   llvm::DenseMap<Value, unsigned> amaxBlockOf;
@@ -285,6 +288,12 @@ LogicalResult flushFP8ScaleUpdates(LoweringContext &ctx, Operation *before = nul
 /// weight (ctx.adamWritesCodes): the separate cast, which read the f32
 /// weight again, goes; the transposed codes are a tiled byte transpose.
 void planAdamWritingCodes(LoweringContext &ctx, func::FuncOp step);
+/// A bias gradient `reduce_sum(v)` over every axis but the last, where v
+/// (or its cast) is what a tiled amax kernel quantizes: that kernel also
+/// adds up each tile's columns of v into per-tile partial rows, and the
+/// column sums' second stage adds them (Transformer Engine's
+/// cast-transpose-dbias). One full read of v less per bias gradient.
+void planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step);
 /// Whether |op| (or the quantize its amax kernel computes) reads the new
 /// scale of a held-back scale update.
 bool readsDeferredScaleUpdates(LoweringContext &ctx, Operation &op);

@@ -692,6 +692,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     accumulateInPlace(ctx, step, /*isStep=*/true);
   castCachedWeightsInPlace(ctx, step);
   planAdamWritingCodes(ctx, step);
+  planColumnSumsInAmax(ctx, step);
   planSumsOfSquaresInAdam(ctx, step);
 
   if (failed(lowerBody(ctx, module, step)))
