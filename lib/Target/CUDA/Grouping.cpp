@@ -260,24 +260,61 @@ static bool isNarrowedAndReduced(Operation &op) {
 /// cannot join the amax's kernel (current scaling: its scale is this
 /// amax's result) it computes the value again on its own, one more read
 /// of the one large input instead of a store and two reads.
+///
+/// Two large reads are fine when the value is the narrowing cast of an f32
+/// value whose bias gradient (a reduce_sum over every axis but the last)
+/// the amax kernel adds up as well (planColumnSumsInAmax): the GELU
+/// gradient then is computed once, in the amax kernel, which sums it,
+/// quantizes it and writes both layouts of its codes; the column sum's own
+/// kernel, which read the same two inputs and wrote the stored copy, goes.
+/// That needs the tiled kernel: a delayed-scaling quantize (its scale a
+/// step argument) and whole 64 x 64 tiles.
+static bool isSummedByTiledAmax(Value result, tx::QuantizeOp quantize) {
+  auto castOp = result.getDefiningOp<tx::CastOp>();
+  if (!castOp || !isa<BlockArgument>(quantize.getScale()))
+    return false;
+  Value source = castOp.getInput();
+  auto shape = typeOf(source).getShape();
+  int64_t rank = shape.size();
+  if (rank < 2 || !typeOf(source).getElementType().isF32() || shape.back() % 64 != 0 ||
+      (typeOf(source).getNumElements() / shape.back()) % 64 != 0)
+    return false;
+  return llvm::any_of(source.getUsers(), [&](Operation *user) {
+    auto sum = dyn_cast<tx::ReduceSumOp>(user);
+    if (!sum || static_cast<int64_t>(sum.getAxes().size()) != rank - 1)
+      return false;
+    for (int64_t a : sum.getAxes())
+      if ((a < 0 ? a + rank : a) == rank - 1)
+        return false;
+    return typeOf(sum.getResult()).getElementType().isF32();
+  });
+}
+
 static bool isQuantizedWithItsAmax(Operation &op, const Materialization &plan) {
   if (op.getNumResults() != 1 || (!isArithmetic(&op) && !isViewOp(&op)))
     return false;
   Value result = op.getResult(0);
-  unsigned amaxes = 0, quantizes = 0;
+  unsigned amaxes = 0;
+  tx::QuantizeOp quantize;
   for (OpOperand &use : result.getUses()) {
     Operation *user = use.getOwner();
     if (isa<tx::AmaxOp>(user))
       ++amaxes;
-    else if (isa<tx::QuantizeOp>(user) && use.getOperandNumber() == 0)
-      ++quantizes;
+    else if (isa<tx::QuantizeOp>(user) && use.getOperandNumber() == 0 && !quantize)
+      quantize = cast<tx::QuantizeOp>(user);
     else
       return false;
   }
+  if (amaxes != 1 || !quantize)
+    return false;
   RecomputeCost cost;
-  return amaxes == 1 && quantizes == 1 &&
-         addRecomputeCost(result, plan, typeOf(result).getNumElements(),
-                          /*maxOps=*/24, /*maxReads=*/1, cost, /*throughViews=*/true);
+  // Summed in the same kernel, the value is computed once either way (in
+  // the amax kernel instead of the column sum's): no op limit of a
+  // recompute applies, only the expression the column sum would compute.
+  bool summed = isSummedByTiledAmax(result, quantize);
+  return addRecomputeCost(result, plan, typeOf(result).getNumElements(),
+                          /*maxOps=*/summed ? 48 : 24, /*maxReads=*/summed ? 2 : 1, cost,
+                          /*throughViews=*/true);
 }
 
 /// `mul(x, s)`, `mul(s, x)` or `div(x, s)` of an f32 tensor x in memory
