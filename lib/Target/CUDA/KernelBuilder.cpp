@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -104,7 +105,87 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   scopes.emplace_back();
 }
 
-void KernelBuilder::finish() { gpu::ReturnOp::create(b); }
+void KernelBuilder::finish() {
+  gpu::ReturnOp::create(b);
+  annotateAlignment();
+}
+
+/// The largest power of two (at most 2^12) that |v|, an index or integer
+/// value, is a multiple of for certain: constants, and sums, differences,
+/// products, remainders by a constant, selects, min/max and casts of such
+/// values (arithmetic modulo 2^64 keeps divisibility by powers of two).
+/// Anything else (thread ids, quotients, loads) counts as 1.
+static int64_t knownPowerOfTwoMultiple(Value v, llvm::DenseMap<Value, int64_t> &memo,
+                                       unsigned depth = 0) {
+  constexpr int64_t kCap = int64_t(1) << 12;
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  auto lowBit = [&](int64_t c) {
+    return c == 0 ? kCap : std::min<int64_t>(kCap, c & -c);
+  };
+  int64_t result = 1;
+  Operation *def = v.getDefiningOp();
+  if (std::optional<int64_t> c = getConstantIntValue(v)) {
+    result = lowBit(*c);
+  } else if (auto arg = dyn_cast<BlockArgument>(v); arg && depth < 64) {
+    // A loop's induction variable: lb + i * step.
+    auto loop = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (loop && loop.getInductionVar() == arg)
+      result = std::min(knownPowerOfTwoMultiple(loop.getLowerBound(), memo, depth + 1),
+                        knownPowerOfTwoMultiple(loop.getStep(), memo, depth + 1));
+  } else if (def && depth < 64) {
+    auto of = [&](Value operand) { return knownPowerOfTwoMultiple(operand, memo, depth + 1); };
+    if (isa<arith::AddIOp, arith::SubIOp, arith::SelectOp, arith::MinUIOp, arith::MinSIOp,
+            arith::MaxUIOp, arith::MaxSIOp>(def)) {
+      // (select's condition is not a value of the result.)
+      unsigned first = isa<arith::SelectOp>(def) ? 1 : 0;
+      result = std::min(of(def->getOperand(first)), of(def->getOperand(first + 1)));
+    } else if (isa<arith::MulIOp>(def)) {
+      result = std::min(kCap, of(def->getOperand(0)) * of(def->getOperand(1)));
+    } else if (auto rem = dyn_cast<arith::RemUIOp>(def)) {
+      // a - floor(a / c) * c, with c a constant.
+      if (std::optional<int64_t> c = getConstantIntValue(rem.getRhs()))
+        result = std::min(of(rem.getLhs()), lowBit(*c));
+    } else if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtUIOp, arith::ExtSIOp>(def)) {
+      result = of(def->getOperand(0));
+    }
+  }
+  memo[v] = result;
+  return result;
+}
+
+/// Gives every scalar load and store of a kernel argument (a buffer whose
+/// start is kArgAlign-aligned) the alignment its index proves. LLVM's
+/// load/store vectorizer merges a thread's consecutive accesses into
+/// 16-byte ones only where it can prove their alignment, and its own proof
+/// gives up on long address chains: the amax kernels' 16-element runs were
+/// one 16-byte load and then scalar loads for the rest.
+void KernelBuilder::annotateAlignment() {
+  llvm::DenseMap<Value, int64_t> memo;
+  auto alignmentOf = [&](Value memref, ValueRange indices) -> int64_t {
+    auto arg = dyn_cast<BlockArgument>(memref);
+    auto type = dyn_cast<MemRefType>(memref.getType());
+    // Function arguments only: the entry block's workgroup buffers follow
+    // them.
+    if (!arg || arg.getOwner() != &kernel.getBody().front() ||
+        arg.getArgNumber() >= kernel.getNumArguments() || !type || indices.size() != 1 ||
+        !type.getElementType().isIntOrFloat() ||
+        !kernel.getArgAttr(arg.getArgNumber(), kArgAlignAttr))
+      return 0;
+    int64_t bytes = std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+    int64_t align = std::min<int64_t>(kArgAlign, bytes * knownPowerOfTwoMultiple(indices[0], memo));
+    return align > bytes ? align : 0;
+  };
+  kernel.walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (int64_t align = alignmentOf(load.getMemref(), load.getIndices()); align && !load.getAlignment())
+        load.setAlignment(static_cast<uint64_t>(align));
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (int64_t align = alignmentOf(store.getMemref(), store.getIndices()); align && !store.getAlignment())
+        store.setAlignment(static_cast<uint64_t>(align));
+    }
+  });
+}
 
 /// Whether |op| may write memory or order memory accesses (a barrier, a
 /// call, anything with regions): a load is never moved above one.

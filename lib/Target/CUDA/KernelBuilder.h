@@ -204,6 +204,9 @@ public:
                   llvm::function_ref<void()> elseBody);
 
   void finish();
+  /// Sets the alignment that each load and store index proves (finish
+  /// calls it; see KernelBuilder.cpp).
+  void annotateAlignment();
   /// Reorders each block of the finished kernel so that a thread's memory
   /// accesses sit together: float math sinks to its first reader, each
   /// store moves down to the next op that touches memory, and each load
