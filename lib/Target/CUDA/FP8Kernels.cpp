@@ -465,6 +465,15 @@ llvm::SmallVector<Value> cuda::emitFP8Codes(LoweringContext &ctx, ImplicitLocOpB
   return codes;
 }
 
+/// Whether the amax of |x| is lowered as the tiled kernel over x's own rows
+/// (lowerAmaxByThreadRuns with whole 64 x 64 tiles of a transposed layout
+/// whose last dim is x's): the kernel that can also sum x's columns.
+static bool quantizesByRowTiles(llvm::ArrayRef<int64_t> shape, tx::QuantizeOp quantize,
+                                const CodeLayouts &layouts) {
+  return quantize && !shape.empty() && shape.back() % kRun == 0 && layouts.writesTransposed() &&
+         isTileable(layouts.transposedView()) && layouts.transposedView().back() == shape.back();
+}
+
 /// The value whose columns the amax kernel of |x| can sum for a
 /// reduce_sum: x itself, or the f32 value x is a recomputed cast of (the
 /// FP8 step quantizes bf16(v) while the bias gradient sums v in f32; a
@@ -514,14 +523,7 @@ static tx::ReduceSumOp columnSumOf(LoweringContext &ctx, Value v, tx::AmaxOp ama
     if (!sum || sum->getBlock() != amax->getBlock() || !sum->isBeforeInBlock(amax))
       continue;
     Value result = sum.getResult();
-    llvm::SmallVector<int64_t> axes;
-    for (int64_t a : sum.getAxes())
-      axes.push_back(a < 0 ? a + rank : a);
-    llvm::sort(axes);
-    bool leading = static_cast<int64_t>(axes.size()) == rank - 1;
-    for (int64_t i = 0; leading && i < rank - 1; ++i)
-      leading = axes[i] == i;
-    if (!leading || !typeOf(result).getElementType().isF32() ||
+    if (!sumsLeadingAxes(sum) || !typeOf(result).getElementType().isF32() ||
         typeOf(result).getNumElements() != shape.back() || !ctx.plan.isMaterialized(result) ||
         ctx.plan.storedAs.count(result) || ctx.bufferOfValue.count(result) ||
         ctx.loweredElsewhere.contains(sum) || ctx.recomputedBySum.count(sum) ||
@@ -549,15 +551,10 @@ void cuda::planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step) {
     if (ctx.loweredElsewhere.contains(amax))
       continue;
     Value x = amax.getInput();
-    auto shape = typeOf(x).getShape();
     tx::QuantizeOp quantize = fusableQuantize(ctx, amax);
-    if (!quantize || shape.empty() || shape.back() % kRun != 0)
-      continue;
-    // Only the tiled kernel (codes also wanted transposed) has whole
-    // 64-row tiles to sum; its rows must be x's rows.
-    CodeLayouts layouts = layoutsOf(quantize.getResult(), &ctx);
-    if (!layouts.writesTransposed() || !isTileable(layouts.transposedView()) ||
-        layouts.transposedView().back() != shape.back())
+    // Only the tiled kernel has whole 64-row tiles to sum.
+    if (!quantize ||
+        !quantizesByRowTiles(typeOf(x).getShape(), quantize, layoutsOf(quantize.getResult(), &ctx)))
       continue;
     tx::ReduceSumOp sum = columnSumOf(ctx, summableSource(ctx, x), amax);
     // A stored narrow x whose f32 source widens it exactly, or that a sum
@@ -567,11 +564,12 @@ void cuda::planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step) {
     if (!sum && castOp && ctx.plan.isMaterialized(x) && widensExactly(castOp.getInput(), narrow))
       sum = columnSumOf(ctx, castOp.getInput(), amax);
     for (Operation *user : x.getUsers()) {
+      if (sum)
+        break;
       auto widened = dyn_cast<tx::CastOp>(user);
-      if (sum || !widened || ctx.plan.isMaterialized(widened.getResult()) ||
-          !widensExactly(widened.getResult(), narrow))
-        continue;
-      sum = columnSumOf(ctx, widened.getResult(), amax);
+      if (widened && !ctx.plan.isMaterialized(widened.getResult()) &&
+          widensExactly(widened.getResult(), narrow))
+        sum = columnSumOf(ctx, widened.getResult(), amax);
     }
     if (sum) {
       ctx.columnSumInAmax[amax] = sum;
@@ -860,9 +858,7 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
   tx::ReduceSumOp columnSum;
   if (Operation *planned = ctx.columnSumInAmax.lookup(op)) {
     columnSum = cast<tx::ReduceSumOp>(planned);
-    if (!quantize || shape.empty() || shape.back() % kRun != 0 ||
-        !layouts.writesTransposed() || !isTileable(layouts.transposedView()) ||
-        layouts.transposedView().back() != shape.back()) {
+    if (!quantizesByRowTiles(shape, quantize, layouts)) {
       ctx.loweredElsewhere.erase(planned);
       if (failed(lowerReduction(ctx, planned)))
         return failure();

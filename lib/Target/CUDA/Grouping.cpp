@@ -23,6 +23,19 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
+bool cuda::sumsLeadingAxes(tx::ReduceSumOp sum) {
+  int64_t rank = typeOf(sum.getInput()).getRank();
+  llvm::SmallDenseSet<int64_t, 4> axes;
+  for (int64_t a : sum.getAxes())
+    axes.insert(a < 0 ? a + rank : a);
+  if (rank < 2 || static_cast<int64_t>(axes.size()) != rank - 1)
+    return false;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    if (!axes.contains(i))
+      return false;
+  return true;
+}
+
 bool cuda::isReduction(Operation *op) {
   return isa<tx::ReduceSumOp, tx::ReduceMeanOp, tx::ReduceMaxOp>(op);
 }
@@ -281,12 +294,7 @@ static bool isSummedByTiledAmax(Value result, tx::QuantizeOp quantize) {
     return false;
   return llvm::any_of(source.getUsers(), [&](Operation *user) {
     auto sum = dyn_cast<tx::ReduceSumOp>(user);
-    if (!sum || static_cast<int64_t>(sum.getAxes().size()) != rank - 1)
-      return false;
-    for (int64_t a : sum.getAxes())
-      if ((a < 0 ? a + rank : a) == rank - 1)
-        return false;
-    return typeOf(sum.getResult()).getElementType().isF32();
+    return sum && sumsLeadingAxes(sum) && typeOf(sum.getResult()).getElementType().isF32();
   });
 }
 

@@ -193,6 +193,8 @@ struct ScaledGradient {
 ScaledGradient scaledGradient(Operation *op, const Materialization &plan);
 /// reduce_sum / reduce_mean / reduce_max.
 bool isReduction(Operation *op);
+/// A reduce_sum over every axis but the last (a bias gradient's shape).
+bool sumsLeadingAxes(tx::ReduceSumOp sum);
 /// Before |func| is lowered (FP8Kernels.cpp): its tx.amax results, when
 /// there are two or more, each become a part of one block that a single
 /// memset zeroes before the first amax kernel (not one memset per amax:
