@@ -11,7 +11,10 @@
 # Usage: bench/step/run.sh DIR OUT [gpt2|gpt1.3b] [STEPS=30]
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
 #   PRECISIONS="fp32 bf16 fp8 fp8-cached" and TORCH_MODES="eager-fp32 eager-bf16
-#   compile-bf16" (the defaults) choose the configurations; TXRUN_FLAGS
+#   compile-bf16" (the defaults) choose the configurations; the clipped
+#   steps (gradients clipped to a global norm of 1.0) are PRECISIONS
+#   bf16-clip and fp8-clip beside TORCH_MODES eager-bf16-clip and
+#   compile-bf16-clip, which summarize.py compares with each other; TXRUN_FLAGS
 #   adds flags to every txrun (e.g. --tune-gemms, for a comparison);
 #   PROFILES="bf16" (the default) names the txopt steps profiled per
 #   command (OUT/profile_PRECISION.txt and .json).
