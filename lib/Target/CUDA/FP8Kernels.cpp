@@ -538,14 +538,6 @@ static tx::ReduceSumOp columnSumOf(LoweringContext &ctx, Value v, tx::AmaxOp ama
   return {};
 }
 
-/// What the amax kernel of |x| adds up for |sum|: its input, when that is
-/// x or what x is a recomputed cast of; else x itself, stored narrow and
-/// widened exactly by the sum's input (planColumnSumsInAmax checked it).
-static Value summedByAmax(LoweringContext &ctx, Value x, tx::ReduceSumOp sum) {
-  Value input = sum.getInput();
-  return input == x || input == summableSource(ctx, x) ? input : x;
-}
-
 void cuda::planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step) {
   for (auto amax : step.getBody().front().getOps<tx::AmaxOp>()) {
     if (ctx.loweredElsewhere.contains(amax))
@@ -556,9 +548,12 @@ void cuda::planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step) {
     if (!quantize ||
         !quantizesByRowTiles(typeOf(x).getShape(), quantize, layoutsOf(quantize.getResult(), &ctx)))
       continue;
-    tx::ReduceSumOp sum = columnSumOf(ctx, summableSource(ctx, x), amax);
+    Value source = summableSource(ctx, x);
+    tx::ReduceSumOp sum = columnSumOf(ctx, source, amax);
     // A stored narrow x whose f32 source widens it exactly, or that a sum
-    // reads widened: the kernel sums x as it loads it (summedByAmax).
+    // reads widened: the kernel sums x as it loads it.
+    if (!sum)
+      source = x;
     auto castOp = x.getDefiningOp<tx::CastOp>();
     Type narrow = typeOf(x).getElementType();
     if (!sum && castOp && ctx.plan.isMaterialized(x) && widensExactly(castOp.getInput(), narrow))
@@ -572,7 +567,7 @@ void cuda::planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step) {
         sum = columnSumOf(ctx, widened.getResult(), amax);
     }
     if (sum) {
-      ctx.columnSumInAmax[amax] = sum;
+      ctx.columnSumInAmax[amax] = {sum, source};
       ctx.loweredElsewhere.insert(sum);
     }
   }
@@ -587,7 +582,7 @@ void cuda::planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step) {
 /// the atomic are lowerAmax's.
 static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
                                            tx::QuantizeOp quantize, CodeLayouts layouts,
-                                           tx::ReduceSumOp columnSum = {}) {
+                                           LoweringContext::ColumnSumInAmax columnSum = {}) {
   auto amax = cast<tx::AmaxOp>(op);
   Value x = amax.getInput(), result = amax.getResult();
   auto shape = typeOf(x).getShape();
@@ -596,13 +591,9 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
   if (quantize)
     KernelBuilder::collectInputs(quantize.getResult(), ctx.plan, inputs);
-  Value summed = columnSum ? summedByAmax(ctx, x, columnSum) : Value();
-  if (summed) {
-    if (ctx.plan.isMaterialized(summed) || !summed.getDefiningOp())
-      inputs.insert(summed);
-    else
-      KernelBuilder::collectInputs(summed, ctx.plan, inputs);
-  }
+  Value summed = columnSum.summed;
+  if (summed)
+    KernelBuilder::collectReadsOf(summed, ctx.plan, inputs);
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, inputs.getArrayRef(), ctx.plan,
                    /*workgroupFloats=*/32);
   auto &b = kb.builder();
@@ -762,10 +753,10 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     return success();
   // The second stage, as a column reduction's: each column adds its
   // partial rows in order, waiting to share a launch with the others.
-  Value sum = columnSum.getResult();
-  if (deferColumnSums(ctx, columnSum, partials, parts, sumCols, {sum}, sumCols))
+  Value sum = columnSum.sum->getResult(0);
+  if (deferColumnSums(ctx, columnSum.sum, partials, parts, sumCols, {sum}, sumCols))
     return success();
-  return lowerPartialColumnSums(ctx, columnSum, {sum}, partials, parts, sumCols, /*isMax=*/false,
+  return lowerPartialColumnSums(ctx, columnSum.sum, {sum}, partials, parts, sumCols, /*isMax=*/false,
                                 [&](KernelBuilder &k, Value col, Value total) {
                                   storeReduced(k, sum, col, total);
                                 });
@@ -855,15 +846,12 @@ LogicalResult cuda::lowerAmax(LoweringContext &ctx, Operation *op) {
   // A bias gradient planned into this kernel (planColumnSumsInAmax), when
   // the kernel is the tiled one over x's rows as planned; otherwise the
   // sum gets its own kernels here, before anything reads it.
-  tx::ReduceSumOp columnSum;
-  if (Operation *planned = ctx.columnSumInAmax.lookup(op)) {
-    columnSum = cast<tx::ReduceSumOp>(planned);
-    if (!quantizesByRowTiles(shape, quantize, layouts)) {
-      ctx.loweredElsewhere.erase(planned);
-      if (failed(lowerReduction(ctx, planned)))
-        return failure();
-      columnSum = {};
-    }
+  LoweringContext::ColumnSumInAmax columnSum = ctx.columnSumInAmax.lookup(op);
+  if (columnSum.sum && !quantizesByRowTiles(shape, quantize, layouts)) {
+    ctx.loweredElsewhere.erase(columnSum.sum);
+    if (failed(lowerReduction(ctx, columnSum.sum)))
+      return failure();
+    columnSum = {};
   }
   if (shape.size() >= 1 && shape.back() % kRun == 0 &&
       (!layouts.writesTransposed() || isTileable(layouts.transposedView())))

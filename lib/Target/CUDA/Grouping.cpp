@@ -345,11 +345,7 @@ ScaledGradient cuda::scaledGradient(Operation *op, const Materialization &plan) 
     return typeOf(v).getRank() == 0 && typeOf(v).getElementType().isF32();
   };
   auto inMemory = [&](Value v) {
-    if (typeOf(v) != type)
-      return false;
-    Value storage = KernelBuilder::storageOf(v, plan);
-    Type stored = typeOf(storage).getElementType();
-    return plan.isMaterialized(storage) && (stored.isF32() || stored.isBF16() || stored.isF16());
+    return typeOf(v) == type && KernelBuilder::isStoredAsFloat(v, plan);
   };
   Value lhs = op->getOperand(0), rhs = op->getOperand(1);
   ScaledGradient scaled;

@@ -299,6 +299,20 @@ void KernelBuilder::collectInputs(Value root, const Materialization &plan,
   }
 }
 
+void KernelBuilder::collectReadsOf(Value v, const Materialization &plan,
+                                   llvm::SetVector<Value> &inputs) {
+  if (plan.isMaterialized(v) || !v.getDefiningOp())
+    inputs.insert(v);
+  else
+    collectInputs(v, plan, inputs);
+}
+
+bool KernelBuilder::isStoredAsFloat(Value v, const Materialization &plan) {
+  Value storage = storageOf(v, plan);
+  Type stored = tensorType(storage).getElementType();
+  return plan.isMaterialized(storage) && (stored.isF32() || stored.isBF16() || stored.isF16());
+}
+
 //===----------------------------------------------------------------------===//
 // Indices
 //===----------------------------------------------------------------------===//

@@ -105,6 +105,14 @@ public:
   /// reads (|root| itself is computed, not read).
   static void collectInputs(Value root, const Materialization &plan,
                             llvm::SetVector<Value> &inputs);
+  /// The same for a value |v| a kernel may read from memory or compute:
+  /// |v| itself when it is in memory (or a block argument), else what
+  /// computing it reads.
+  static void collectReadsOf(Value v, const Materialization &plan,
+                             llvm::SetVector<Value> &inputs);
+  /// Whether |v| is in memory as f32, bf16 or f16 (itself or the value a
+  /// recomputed cast of it converts), so a kernel can load it widened.
+  static bool isStoredAsFloat(Value v, const Materialization &plan);
 
   ImplicitLocOpBuilder &builder() { return b; }
   gpu::GPUFuncOp func() { return kernel; }

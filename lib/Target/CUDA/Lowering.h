@@ -119,9 +119,14 @@ struct LoweringContext {
   /// and amax the packed Adam kernel writes on its way (planAdamWritingCodes):
   /// the amax op and its fused quantize.
   llvm::DenseMap<Value, std::pair<Operation *, Operation *>> adamWritesCodes;
-  /// tx.amax ops whose tiled kernel also sums the columns of their input
-  /// for a tx.reduce_sum (planColumnSumsInAmax): amax -> the sum.
-  llvm::DenseMap<Operation *, Operation *> columnSumInAmax;
+  /// tx.amax ops whose tiled kernel also sums columns for a tx.reduce_sum
+  /// (planColumnSumsInAmax): amax -> the sum, and the value the kernel
+  /// adds up (the sum's input, or the stored narrow tensor it widens).
+  struct ColumnSumInAmax {
+    Operation *sum = nullptr;
+    Value summed;
+  };
+  llvm::DenseMap<Operation *, ColumnSumInAmax> columnSumInAmax;
   /// The block each packed tx.amax result is a part of (packAmaxes), and
   /// the blocks already zeroed by their one memset.
   llvm::DenseMap<Value, unsigned> amaxBlockOf;
@@ -183,8 +188,9 @@ void transposeGemmResults(func::FuncOp func);
 /// their readers' kernels.
 void decideMaterialization(func::FuncOp step, Materialization &plan, unsigned &fusedOps);
 /// A gradient tx.adam reads as |tensor| (in memory) times or divided by
-/// |scale| (a scalar in memory), computed as the kernel loads it and never
-/// stored (Grouping.cpp says when). Empty when |op| is not one.
+/// |scale| (a scalar the kernel loads or computes), applied as the kernel
+/// loads the tensor and never stored (Grouping.cpp says when). Empty when
+/// |op| is not one.
 struct ScaledGradient {
   Value tensor, scale;
   bool divide = false;

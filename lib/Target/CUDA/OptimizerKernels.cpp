@@ -59,10 +59,7 @@ static Value applyGradientScale(KernelBuilder &kb, Value gk, Value scale, bool d
 /// from (the kernel emits it, KernelBuilder::emit), each once.
 static void addScaleInputs(LoweringContext &ctx, Value scale, llvm::SmallVectorImpl<Value> &inputs) {
   llvm::SetVector<Value> leaves;
-  if (ctx.plan.isMaterialized(scale))
-    leaves.insert(scale);
-  else
-    KernelBuilder::collectInputs(scale, ctx.plan, leaves);
+  KernelBuilder::collectReadsOf(scale, ctx.plan, leaves);
   for (Value v : leaves)
     if (!llvm::is_contained(inputs, v))
       inputs.push_back(v);

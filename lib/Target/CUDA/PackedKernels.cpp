@@ -136,11 +136,7 @@ static Value squaredTensor(const Materialization &plan, Operation *leaf) {
   Value x = square.getLhs();
   if (!typeOf(x).getElementType().isF32() || !typeOf(square.getResult()).getElementType().isF32())
     return {};
-  Value storage = KernelBuilder::storageOf(x, plan);
-  Type stored = typeOf(storage).getElementType();
-  if (!plan.isMaterialized(storage) || !(stored.isF32() || stored.isBF16() || stored.isF16()))
-    return {};
-  return x;
+  return KernelBuilder::isStoredAsFloat(x, plan) ? x : Value();
 }
 
 /// The leaves of the add tree under |root| that are sums of squares, with
