@@ -67,7 +67,7 @@ void txopt::buildTrainPipeline(
     pm.addPass(tx::createInsertFP8Pass(*fp8));
   // Before the cleanup, which could reshape the norm computation the pass
   // finds the gradients by.
-  if (dataParallelRanks > 1)
+  if (dataParallelRanks >= 1)
     pm.addPass(tx::createDataParallelPass({dataParallelRanks}));
   // After data parallelism, which adds arguments to the step (a state-init
   // function made before would not take them) and all-reduces the amaxes

@@ -331,3 +331,76 @@ TEST(Artifact, EvaluationChangesNoArgument) {
   expectRejected(t, "evaluation 'eval': its result names argument 0 as next, but "
                     "validation changes no argument");
 }
+
+// Data parallelism (format 5): collectives and per-rank copies are checked
+// against the artifact's rank count and their slots.
+TEST(Artifact, DataParallelCommandsLoad) {
+  TestArtifact t;
+  t.ranks = 2;
+  t.withCollective = true; // reduce-scatter of 64 f32 (slot 0) into 32 (slot 1)
+  t.copyBytes = 128;
+  t.copyRankStride = 128; // rank 1's shard ends at slot 2's 256 bytes
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::fromBytes(t.build(), "/weights", artifact);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(artifact->root().ranks(), 2u);
+  EXPECT_EQ(artifact->root().commands()->Get(4)->op_type(), fb::Op::Collective);
+}
+
+TEST(Artifact, CollectiveNeedsADataParallelStep) {
+  TestArtifact t;
+  t.withCollective = true;
+  expectRejected(t, "command 4 (origin '/reduce_scatter'): a collective in a step that "
+                    "is not data-parallel");
+}
+
+TEST(Artifact, CollectiveCountsMatchTheRanks) {
+  TestArtifact t;
+  t.ranks = 2;
+  t.withCollective = true;
+  t.recvCount = 64;
+  expectRejected(t, "collective receives 64 elements, expected 32 over 2 ranks");
+  t.ranks = 3;
+  expectRejected(t, "reduce-scatter of 64 elements, not a multiple of 3 ranks");
+  t.ranks = 2;
+  t.collectiveKind = fb::CollectiveKind::ALL_GATHER;
+  t.sendCount = 32;
+  t.recvCount = 32;
+  expectRejected(t, "collective receives 32 elements, expected 64 over 2 ranks");
+}
+
+TEST(Artifact, CollectiveBuffersFitTheirSlots) {
+  TestArtifact t;
+  t.ranks = 2;
+  t.withCollective = true;
+  t.sendCount = 512; // 2048 bytes in slot 0 of 1024
+  t.recvCount = 256;
+  expectRejected(t, "collective source of 512 elements exceeds slot 0 (1024 bytes)");
+  t.sendCount = 64;
+  t.recvCount = 32;
+  t.collectiveDst = 2; // 128 bytes fit in 256
+  std::unique_ptr<Artifact> artifact;
+  EXPECT_TRUE(Artifact::fromBytes(t.build(), "/weights", artifact).ok());
+  t.collectiveDst = 9;
+  expectRejected(t, "collective destination names slot 9, but the artifact has 4 slots");
+}
+
+TEST(Artifact, CollectiveOverFP8IsRejected) {
+  TestArtifact t;
+  t.ranks = 2;
+  t.withCollective = true;
+  t.collectiveType = fb::DType::F8E4M3FN;
+  expectRejected(t, "collective over f8e4m3fn elements");
+}
+
+TEST(Artifact, RankStrideStaysInsideTheSource) {
+  TestArtifact t;
+  t.ranks = 2;
+  t.copyBytes = 128;
+  t.copyRankStride = 192; // rank 1 would read bytes 192..320 of 256
+  expectRejected(t, "rank 1's shard (stride 192, 128 bytes) lies outside source slot 2 "
+                    "(256 bytes)");
+  t.ranks = 0;
+  t.copyRankStride = 128;
+  expectRejected(t, "a per-rank copy (rank stride 128) in a step that is not data-parallel");
+}

@@ -66,6 +66,16 @@ struct TestArtifact {
   fb::DType evalLossType = fb::DType::F32;
   std::vector<int64_t> evalLossShape = {};
   int32_t evalNext = -1;
+  // Data parallelism (format 5): the artifact's rank count, the copy's rank
+  // stride, and an optional collective (command 4, or 5 after attention)
+  // from collectiveSrc to collectiveDst.
+  uint32_t ranks = 0;
+  uint64_t copyRankStride = 0;
+  bool withCollective = false;
+  fb::CollectiveKind collectiveKind = fb::CollectiveKind::REDUCE_SCATTER;
+  fb::DType collectiveType = fb::DType::F32;
+  uint64_t sendCount = 64, recvCount = 32;
+  uint32_t collectiveSrc = 0, collectiveDst = 1;
 
   std::vector<uint8_t> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -83,7 +93,7 @@ struct TestArtifact {
     gb.add_a(gemmA), gb.add_b(gemmB), gb.add_d(gemmD);
     auto gemm = gb.Finish();
     auto memset = fb::CreateMemset(b, memsetSlot, 0);
-    auto copy = fb::CreateCopy(b, 3, 2, copyBytes);
+    auto copy = fb::CreateCopy(b, 3, 2, copyBytes, copyRankStride);
     std::vector<flatbuffers::Offset<fb::Command>> commands = {
         fb::CreateCommand(b, fb::Op::Launch, launch.Union(), b.CreateString("x")),
         fb::CreateCommand(b, fb::Op::Gemm, gemm.Union(), b.CreateString("/MatMul")),
@@ -111,6 +121,13 @@ struct TestArtifact {
       auto attention = ab.Finish();
       commands.push_back(fb::CreateCommand(b, fb::Op::Attention, attention.Union(),
                                            b.CreateString("/attention")));
+    }
+    if (withCollective) {
+      auto collective = fb::CreateCollective(b, collectiveKind, fb::Reduction::MEAN,
+                                             collectiveType, sendCount, recvCount,
+                                             collectiveSrc, collectiveDst);
+      commands.push_back(fb::CreateCommand(b, fb::Op::Collective, collective.Union(),
+                                           b.CreateString("/reduce_scatter")));
     }
     std::vector<int64_t> tokenShape = {2, 4};
     std::vector<flatbuffers::Offset<fb::Argument>> args = {
@@ -155,7 +172,8 @@ struct TestArtifact {
         b.CreateString("{\"optimizer\": \"sgd\"}"), arena,
         b.CreateVectorOfStructs(slots), b.CreateVector(&image, 1),
         b.CreateVector(&kernel, 1), 0, b.CreateVector(args), b.CreateVector(results),
-        b.CreateVector(commands), arena, 0, gradAccum, micro, eval);
+        b.CreateVector(commands), arena, 0, gradAccum, micro, eval, /*logits=*/0,
+        /*model_flops=*/0.0, /*state_init=*/0, ranks);
     fb::FinishArtifactBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }

@@ -83,8 +83,10 @@ OPTIONS:
                           and updates with their mean (docs/Training.md).
   --data-parallel=N       A ZeRO-1 step for N data-parallel ranks: gradients
                           reduce-scattered, optimizer state sharded, params
-                          all-gathered (docs/DataParallel.md). CPU only
-                          for now: txopt-run --ranks=N.
+                          all-gathered (docs/DataParallel.md). Runs on
+                          txopt-run --ranks=N, or on the GPU under a
+                          launcher (txrun: NCCL) or as txrun --ranks=N
+                          threads. N=1 keeps the collectives.
   --eval                  Also emit @eval: the loss of a batch under the
                           step's parameters, forward only (no update, no
                           state change, dropout off), for txopt-run

@@ -55,7 +55,7 @@ struct Options {
   /// --grad-accum N: micro-batches per optimizer step (1: none).
   int64_t gradAccum = 1;
   /// --data-parallel N: a ZeRO-1 step for N ranks (1: a plain step).
-  int64_t dataParallel = 1;
+  int64_t dataParallel = 0; ///< 0: a plain step (no --data-parallel)
   /// --eval: also emit @eval (the validation loss, forward only).
   bool eval = false;
   std::string freeze;

@@ -332,6 +332,10 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
         "; {0} fused attention calls (cuDNN SDPA), {1:F1} MB of attention "
         "scores and probabilities never materialized",
         st.attentions, st.attentionScoreBytesAvoided / 1e6);
+  if (gpuProgram.ranks)
+    summary.gpu += llvm::formatv(
+        "; data-parallel over {0} ranks: {1} collectives (NCCL)",
+        gpuProgram.ranks, st.collectives);
   // The functions beside the step run on their own; their sizes say what
   // validation and sampling cost per call.
   for (const auto *f : {&gpuProgram.microStep, &gpuProgram.evaluation, &gpuProgram.logits})
@@ -339,7 +343,7 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
       summary.gpu += llvm::formatv("; @{0} {1} commands", (*f)->name, (*f)->commands.size());
   summary.gpu += llvm::formatv("; {0:F3} model TFLOP per step", st.modelFlops / 1e12);
   summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies +
-                        st.attentions;
+                        st.attentions + st.collectives;
   summary.gpuModelFlops = st.modelFlops;
   summary.gpuAttentionCalls = st.attentions;
   summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;

@@ -66,12 +66,12 @@ void buildDefaultPipeline(OpPassManager &pm,
 /// tx-build-train-step with |step|'s options, tx-insert-fp8 when |fp8| is
 /// set (right after, as it needs the seed marker), and a final cleanup that
 /// merges the forward and recomputed norm statistics. |dataParallelRanks|
-/// > 1 adds tx-data-parallel before the cleanup.
+/// >= 1 adds tx-data-parallel before the cleanup (0: a plain step).
 void buildTrainPipeline(
     OpPassManager &pm, const DefaultPipelineOptions &fusion,
     const tx::BuildTrainStepPassOptions &step,
     const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt,
-    int64_t dataParallelRanks = 1,
+    int64_t dataParallelRanks = 0,
     const std::optional<tx::UntieParametersPassOptions> &untie = std::nullopt,
     const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights = std::nullopt);
 

@@ -86,8 +86,9 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
   Option<int64_t> dataParallel{
       *this, "data-parallel",
       llvm::cl::desc("Build a ZeRO-1 step for N data-parallel ranks "
-                     "(tx-data-parallel; 1: a plain step)"),
-      llvm::cl::init(1)};
+                     "(tx-data-parallel; 0: a plain step; 1 keeps the "
+                     "collectives, for a one-rank launch)"),
+      llvm::cl::init(0)};
   Option<bool> eval{*this, "eval",
                     llvm::cl::desc("Also emit @eval (validation loss)"),
                     llvm::cl::init(false)};

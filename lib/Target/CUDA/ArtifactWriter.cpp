@@ -23,6 +23,7 @@ namespace fb = txrt::fb;
 /// oldest that holds what the step uses: 3 adds attention tensors at an
 /// offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersionDataParallel = 5;
 static constexpr uint32_t kFormatVersionStateInit = 4;
 static constexpr uint32_t kFormatVersionAttentionOffsets = 3;
 static constexpr uint32_t kFormatVersionMicroStep = 2;
@@ -165,8 +166,15 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
       auto memset = fb::CreateMemset(fbb, m->slot, m->value);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Memset, memset.Union(), origin));
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {
-      auto copy = fb::CreateCopy(fbb, cp->dst, cp->src, cp->bytes);
+      auto copy = fb::CreateCopy(fbb, cp->dst, cp->src, cp->bytes, cp->srcRankStride);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Copy, copy.Union(), origin));
+    } else if (auto *col = std::get_if<CollectiveCmd>(&c.op)) {
+      auto collective = fb::CreateCollective(
+          fbb, static_cast<fb::CollectiveKind>(col->kind),
+          static_cast<fb::Reduction>(col->reduction), toFb(col->dtype),
+          col->sendCount, col->recvCount, col->src, col->dst);
+      commands.push_back(
+          fb::CreateCommand(fbb, fb::Op::Collective, collective.Union(), origin));
     } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
       auto attention = writeAttention(fbb, at, usesOffsets);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Attention, attention.Union(), origin));
@@ -234,7 +242,10 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
 
   auto artifact = fb::CreateArtifact(
       fbb,
-      program.stateInit  ? kFormatVersionStateInit
+      // An older runtime would skip the collectives and copy rank 0's
+      // shard on every rank.
+      program.ranks > 0    ? kFormatVersionDataParallel
+      : program.stateInit  ? kFormatVersionStateInit
       : usesOffsets        ? kFormatVersionAttentionOffsets
       : program.microStep ? kFormatVersionMicroStep
                           : kFormatVersionBase,
@@ -246,7 +257,7 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb.CreateVector(arguments), results, commands, program.arenaBytes,
       program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir),
       static_cast<uint32_t>(program.gradAccum), microStep, evaluation, logits,
-      program.stats.modelFlops, stateInit);
+      program.stats.modelFlops, stateInit, static_cast<uint32_t>(program.ranks));
   fbb.Finish(artifact, fb::ArtifactIdentifier());
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (bytes.empty()) {

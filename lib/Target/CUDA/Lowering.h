@@ -156,8 +156,10 @@ struct LoweringContext {
               llvm::ArrayRef<unsigned> outputs, llvm::ArrayRef<unsigned> inputs);
   void memset(unsigned buffer, uint32_t value, Operation *origin);
   void gemm(GemmCmd gemm, Operation *origin);
-  void copy(unsigned dst, unsigned src, uint64_t bytes, llvm::StringRef origin);
+  void copy(unsigned dst, unsigned src, uint64_t bytes, llvm::StringRef origin,
+            uint64_t srcRankStride = 0);
   void attention(AttentionCmd cmd, Operation *origin);
+  void collective(CollectiveCmd cmd, Operation *origin);
   void touch(unsigned buffer);
 
   /// Buffers of a list of values.
@@ -273,6 +275,9 @@ void findAttentionInputViews(func::FuncOp step, Materialization &plan,
 void placeAttentionResults(LoweringContext &ctx, func::FuncOp step);
 LogicalResult lowerAttention(LoweringContext &ctx, Operation *op);
 LogicalResult lowerAttentionGrad(LoweringContext &ctx, Operation *op);
+/// tx.all_reduce / reduce_scatter / all_gather / rank_shard
+/// (CollectiveLowering.cpp).
+LogicalResult lowerCollective(LoweringContext &ctx, Operation *op);
 
 /// FP8 (FP8Kernels.cpp): tx.amax (with a tx.quantize of the same input
 /// fused in when the scale is known before it), a materialized tx.quantize

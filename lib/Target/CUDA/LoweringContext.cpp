@@ -209,10 +209,16 @@ void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
 }
 
 void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
-                           llvm::StringRef origin) {
+                           llvm::StringRef origin, uint64_t srcRankStride) {
   touch(dst);
   touch(src);
-  program.commands.push_back({CopyCmd{dst, src, bytes}, origin.str()});
+  program.commands.push_back({CopyCmd{dst, src, bytes, srcRankStride}, origin.str()});
+}
+
+void LoweringContext::collective(CollectiveCmd cmd, Operation *origin) {
+  touch(cmd.src);
+  touch(cmd.dst);
+  program.commands.push_back({cmd, describeOrigin(origin)});
 }
 
 void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {

@@ -520,6 +520,9 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       result = lowerAttention(ctx, &op);
     else if (isa<tx::AttentionGradOp>(op))
       result = lowerAttentionGrad(ctx, &op);
+    else if (isa<tx::AllReduceOp, tx::ReduceScatterOp, tx::AllGatherOp,
+                 tx::RankShardOp>(op))
+      result = lowerCollective(ctx, &op);
     else
       return op.emitError("'") << op.getName()
                                << "' has no GPU lowering yet; txopt-run runs this step on the CPU";
@@ -640,15 +643,15 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       return f == micro ? f.emitError("expected the micro-step to take the step's arguments")
                         : f.emitError("expected '")
                               << f.getName() << "' to take the step's arguments";
-  if (auto recipe = step->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName);
-      recipe && recipe.get("data_parallel"))
-    return step.emitError("the GPU backend does not run data-parallel steps "
-                          "yet (no NCCL collectives): run them with "
-                          "txopt-run --ranks=N");
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
                        vector::VectorDialect, NVVM::NVVMDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
   program.target = options.target;
+  // A data-parallel step: its collectives must all run over this many
+  // ranks (lowerCollective checks), the communicator's size at load.
+  if (auto recipe = step->getAttrOfType<DictionaryAttr>(tx::kTrainStepAttrName))
+    if (auto ranks = recipe.getAs<IntegerAttr>("data_parallel"))
+      program.ranks = ranks.getInt();
   OpBuilder builder(context);
   program.kernels = ModuleOp::create(step.getLoc());
   program.kernels.get()->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -773,6 +776,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     }
     else if (std::holds_alternative<MemsetCmd>(c.op)) ++program.stats.memsets;
     else if (std::holds_alternative<AttentionCmd>(c.op)) ++program.stats.attentions;
+    else if (std::holds_alternative<CollectiveCmd>(c.op)) ++program.stats.collectives;
     else ++program.stats.copies;
   }
   return success();

@@ -22,6 +22,9 @@ void StepProgram::print(llvm::raw_ostream &os) const {
      << (stats.fp8Gemms ? std::to_string(stats.fp8Gemms) + " of them fp8, " : "")
      << stats.memsets << " memsets, " << stats.copies << " copies"
      << (stats.attentions ? ", " + std::to_string(stats.attentions) + " fused attention" : "")
+     << (stats.collectives ? ", " + std::to_string(stats.collectives) + " collectives over " +
+                                 std::to_string(ranks) + " ranks"
+                           : "")
      << "), " << stats.fusedOps << " ops fused into their users\n";
   os << "arena " << arenaBytes << " bytes: arguments+constants "
      << stats.argumentBytes << ", scratch " << stats.scratchBytes
@@ -69,6 +72,16 @@ void StepProgram::print(llvm::raw_ostream &os) const {
       os << "memset slot=" << m->slot << " value=" << m->value;
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {
       os << "copy dst=" << cp->dst << " src=" << cp->src << " bytes=" << cp->bytes;
+      if (cp->srcRankStride)
+        os << " src+=rank*" << cp->srcRankStride;
+    } else if (auto *col = std::get_if<CollectiveCmd>(&c.op)) {
+      static const char *kinds[] = {"all_reduce", "reduce_scatter", "all_gather"};
+      static const char *reductions[] = {"sum", "max", "mean"};
+      os << kinds[static_cast<int>(col->kind)];
+      if (col->kind != CollectiveCmd::Kind::AllGather)
+        os << " " << reductions[static_cast<int>(col->reduction)];
+      os << " " << dtypeName(col->dtype) << " send=" << col->sendCount
+         << " recv=" << col->recvCount << " src=" << col->src << " dst=" << col->dst;
     } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
       os << (at->backward ? "attention_grad" : "attention") << " b=" << at->q.dims[0]
          << " h=" << at->q.dims[1] << " hkv=" << at->k.dims[1]

@@ -14,13 +14,15 @@
 #ifdef __cplusplus
 namespace txrt {
 /// Artifact.format_version written by the compiler and accepted (or older)
-/// by the runtime. 4: the state-init function (an older runtime would start
+/// by the runtime. 5: data parallelism (Collective commands, Copy's rank
+/// stride, Artifact.ranks; an older runtime would skip the collectives and
+/// copy rank 0's shard everywhere). 4: the state-init function (an older runtime would start
 /// the FP8 weight codes at zero). 3: attention tensors at an element offset inside their
 /// slot (Attention.offsets; an older runtime would read the slot's start).
 /// 2: the micro-step of gradient accumulation (an older runtime would run
 /// the step alone). The compiler writes the oldest version that holds
 /// what the step uses (1 for a plain step).
-constexpr unsigned kFormatVersion = 4;
+constexpr unsigned kFormatVersion = 5;
 /// The FlatBuffers file identifier at bytes 4..7 of every step.txa.
 constexpr const char kFileIdentifier[] = "TXA1";
 /// Arena slot offsets are multiples of this many bytes.
@@ -28,6 +30,6 @@ constexpr unsigned long long kSlotAlignment = 256;
 } // namespace txrt
 #endif
 
-#define TXRT_ARTIFACT_FORMAT_VERSION 4
+#define TXRT_ARTIFACT_FORMAT_VERSION 5
 
 #endif /* TXRT_ARTIFACT_FORMAT_H */

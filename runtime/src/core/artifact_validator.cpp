@@ -486,6 +486,59 @@ private:
     return Status();
   }
 
+  /// A collective's counts agree with the step's rank count and fit its
+  /// slots.
+  Status checkCollective(const std::string &where, const fb::Collective &c) {
+    uint64_t ranks = a_.ranks();
+    if (ranks == 0)
+      return Status::invalid(where + ": a collective in a step that is not "
+                             "data-parallel (the artifact's ranks is 0)");
+    if (!isFloatDType(c.dtype()) || c.dtype() == fb::DType::F8E4M3FN || c.dtype() == fb::DType::F8E5M2)
+      return Status::invalid(where + ": collective over " +
+                             std::string(dtypeName(c.dtype())) +
+                             " elements (expected f32, f16, bf16 or f64)");
+    uint64_t expectedRecv = 0;
+    switch (c.kind()) {
+    case fb::CollectiveKind::ALL_REDUCE:
+      expectedRecv = c.send_count();
+      break;
+    case fb::CollectiveKind::REDUCE_SCATTER:
+      if (c.send_count() % ranks != 0)
+        return Status::invalid(where + ": reduce-scatter of " +
+                               std::to_string(c.send_count()) +
+                               " elements, not a multiple of " + std::to_string(ranks) +
+                               " ranks");
+      expectedRecv = c.send_count() / ranks;
+      break;
+    case fb::CollectiveKind::ALL_GATHER:
+      if (!mulChecked(c.send_count(), ranks, expectedRecv))
+        return Status::invalid(where + ": all-gather count overflows");
+      break;
+    default:
+      return Status::invalid(where + ": unknown collective kind " +
+                             std::to_string(int(c.kind())));
+    }
+    if (c.recv_count() != expectedRecv)
+      return Status::invalid(where + ": collective receives " +
+                             std::to_string(c.recv_count()) + " elements, expected " +
+                             std::to_string(expectedRecv) + " over " +
+                             std::to_string(ranks) + " ranks");
+    if (c.reduction() > fb::Reduction::MAX && c.kind() != fb::CollectiveKind::ALL_GATHER)
+      return Status::invalid(where + ": unknown reduction " +
+                             std::to_string(int(c.reduction())));
+    for (auto [slot, count, name] : {std::tuple{c.src(), c.send_count(), "source"},
+                                     std::tuple{c.dst(), c.recv_count(), "destination"}}) {
+      TXRT_RETURN_IF_ERROR(checkSlotIndex(where, std::string("collective ") + name, slot));
+      uint64_t bytes = 0;
+      if (!mulChecked(count, dtypeSize(c.dtype()), bytes) || bytes > slotBytes(slot))
+        return Status::invalid(where + ": collective " + name + " of " +
+                               std::to_string(count) + " elements exceeds slot " +
+                               std::to_string(slot) + " (" +
+                               std::to_string(slotBytes(slot)) + " bytes)");
+    }
+    return Status();
+  }
+
   Status checkCommands(const Commands *commands, const std::string &prefix) {
     size_t numKernels = sizeOf(a_.kernels());
     for (size_t i = 0; i < sizeOf(commands); ++i) {
@@ -545,8 +598,29 @@ private:
                                  " bytes) or slot " + std::to_string(cp->dst()) +
                                  " (" + std::to_string(slotBytes(cp->dst())) +
                                  " bytes)");
+        if (cp->src_rank_stride()) {
+          // The last rank's shard must lie inside the source slot.
+          uint64_t lastShardEnd = 0;
+          if (a_.ranks() == 0)
+            return Status::invalid(where + ": a per-rank copy (rank stride " +
+                                   std::to_string(cp->src_rank_stride()) +
+                                   ") in a step that is not data-parallel");
+          if (!mulChecked(cp->src_rank_stride(), a_.ranks() - 1, lastShardEnd) ||
+              lastShardEnd + cp->bytes() < lastShardEnd ||
+              lastShardEnd + cp->bytes() > slotBytes(cp->src()))
+            return Status::invalid(where + ": rank " + std::to_string(a_.ranks() - 1) +
+                                   "'s shard (stride " +
+                                   std::to_string(cp->src_rank_stride()) + ", " +
+                                   std::to_string(cp->bytes()) +
+                                   " bytes) lies outside source slot " +
+                                   std::to_string(cp->src()) + " (" +
+                                   std::to_string(slotBytes(cp->src())) + " bytes)");
+        }
         break;
       }
+      case fb::Op::Collective:
+        TXRT_RETURN_IF_ERROR(checkCollective(where, *c->op_as_Collective()));
+        break;
       default:
         return Status::invalid(where + ": unknown or missing op (type " +
                                std::to_string(int(c->op_type())) + ")");

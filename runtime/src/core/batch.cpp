@@ -93,7 +93,8 @@ Status readTokens(const std::string &path, std::vector<int64_t> &out) {
 
 Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
                            const std::optional<std::string> &dataPath,
-                           std::unique_ptr<BatchFeeder> &out, bool shuffle) {
+                           std::unique_ptr<BatchFeeder> &out, bool shuffle,
+                           unsigned rank, unsigned ranks) {
   auto feeder = std::make_unique<BatchFeeder>();
   feeder->seed_ = seed;
   const fb::Artifact &a = artifact.root();
@@ -164,8 +165,16 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
         bound = bound > 0 ? std::min(bound, labels) : labels;
     }
     feeder->vocabulary_ = bound;
+    // Data parallelism: the ranks' windows side by side make one window
+    // of the global batch; the stream advances by it.
+    if (ranks > 1 && static_cast<int64_t>(tokens.size()) < feeder->window_ * ranks + 1)
+      return Status::invalid("--data: '" + *dataPath + "' holds " +
+                             std::to_string(tokens.size()) + " tokens; one batch of " +
+                             std::to_string(ranks) + " ranks needs " +
+                             std::to_string(feeder->window_ * ranks + 1));
     TXRT_RETURN_IF_ERROR(feeder->checkTokens("--data", *dataPath, tokens));
-    feeder->windows_.emplace(static_cast<int64_t>(tokens.size()), feeder->window_, shuffle, seed);
+    feeder->windows_.emplace(static_cast<int64_t>(tokens.size()),
+                             feeder->window_ * static_cast<int64_t>(ranks), shuffle, seed);
     size_t bytes = static_cast<size_t>(feeder->window_) * dtypeSize(tokensArg->dtype());
     feeder->tokensArg_ = Fed{tokenArgs[0], tokensArg->dtype(), std::vector<uint8_t>(bytes)};
     if (labelArg) {
@@ -177,7 +186,8 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
   }
   // Gradient accumulation: a step consumes grad_accum micro-batches.
   feeder->gradAccum_ = a.grad_accum() > 1 ? a.grad_accum() : 1;
-  feeder->tokensPerStep_ *= feeder->gradAccum_;
+  feeder->tokensPerStep_ *= feeder->gradAccum_ * ranks;
+  feeder->rank_ = rank;
   out = std::move(feeder);
   return Status();
 }
@@ -204,7 +214,7 @@ void BatchFeeder::writesForStep(int64_t step, std::vector<Write> &out, unsigned 
   }
   if (tokens_.empty() || !tokensArg_ || !windows_)
     return;
-  writeWindow(tokens_, windows_->next(), out);
+  writeWindow(tokens_, windows_->next() + static_cast<int64_t>(rank_) * window_, out);
 }
 
 void BatchFeeder::writeWindow(const std::vector<int64_t> &tokens, int64_t offset,

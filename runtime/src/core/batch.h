@@ -65,9 +65,15 @@ public:
   };
 
   /// |shuffle|: token windows in a seeded order per epoch (TokenWindows).
+  /// Data parallelism (|ranks| > 1): a step reads one window of |ranks|
+  /// batches, the one a plain step on |ranks| x the batch would read, and
+  /// rank |rank| takes batch |rank| of it (rows rank*B .. (rank+1)*B - 1,
+  /// labels one token on), as txopt-run --ranks does; random arguments and
+  /// the dropout key are the same on every rank.
   static Status create(const Artifact &artifact, uint64_t seed,
                        const std::optional<std::string> &dataPath,
-                       std::unique_ptr<BatchFeeder> &out, bool shuffle = false);
+                       std::unique_ptr<BatchFeeder> &out, bool shuffle = false,
+                       unsigned rank = 0, unsigned ranks = 1);
 
   /// The argument values to upload before step |step| (1-based): every
   /// BATCH argument before the first step fed (step 1, or the first step
@@ -110,7 +116,8 @@ public:
   bool hasValidation() const { return valWindows_ > 0; }
 
   /// Elements of the argument whose role is "data" (else of the token
-  /// argument with --data) times grad_accum; 0 when there is none.
+  /// argument with --data) times grad_accum and the rank count (the global
+  /// batch); 0 when there is none.
   uint64_t tokensPerStep() const { return tokensPerStep_; }
 
 private:
@@ -136,6 +143,7 @@ private:
   uint64_t seed_ = 0;
   std::vector<int64_t> tokens_;
   int64_t window_ = 0;
+  unsigned rank_ = 0; ///< this rank's batch in the global window
   int64_t vocabulary_ = 0; ///< tokens must be below it (0: unknown)
   std::vector<int64_t> valTokens_;
   int64_t valWindows_ = 0;

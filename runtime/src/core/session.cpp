@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 namespace txrt {
 
@@ -144,9 +145,35 @@ Status Session::enqueueCommand(unsigned index) {
     const fb::Copy *cp = c->op_as_Copy();
     if (cp->bytes() == 0)
       return Status();
-    return stream_->copyDeviceToDevice(slotAddress(cp->dst()), slotAddress(cp->src()),
-                                       cp->bytes())
+    // A rank's own shard (tx.rank_shard): the validator checked that the
+    // last rank's lies inside the slot.
+    hal::DevicePtr src = slotAddress(cp->src());
+    if (cp->src_rank_stride())
+      src += cp->src_rank_stride() * static_cast<uint64_t>(communicator_->rank());
+    return stream_->copyDeviceToDevice(slotAddress(cp->dst()), src, cp->bytes())
         .withContext(where() + ": copy");
+  }
+  case fb::Op::Collective: {
+    const fb::Collective *col = c->op_as_Collective();
+    hal::DevicePtr src = slotAddress(col->src()), dst = slotAddress(col->dst());
+    auto op = col->reduction() == fb::Reduction::SUM       ? hal::Communicator::Reduction::Sum
+              : col->reduction() == fb::Reduction::MAXIMUM ? hal::Communicator::Reduction::Max
+                                                           : hal::Communicator::Reduction::Mean;
+    std::string what = where() + ": " + communicator_->kind() + " ";
+    switch (col->kind()) {
+    case fb::CollectiveKind::ALL_REDUCE:
+      return communicator_
+          ->allReduce(src, dst, col->send_count(), col->dtype(), op, *stream_)
+          .withContext(what + "all-reduce");
+    case fb::CollectiveKind::REDUCE_SCATTER:
+      return communicator_
+          ->reduceScatter(src, dst, col->recv_count(), col->dtype(), op, *stream_)
+          .withContext(what + "reduce-scatter");
+    case fb::CollectiveKind::ALL_GATHER:
+      return communicator_->allGather(src, dst, col->send_count(), col->dtype(), *stream_)
+          .withContext(what + "all-gather");
+    }
+    return Status::internal(where() + ": unknown collective");
   }
   default:
     return Status::internal(where() + ": unknown op");
@@ -184,7 +211,7 @@ Status Session::runFunction(size_t begin, size_t end, uint64_t &runs,
   TXRT_RETURN_IF_ERROR(device_->makeCurrent());
   TXRT_RETURN_IF_ERROR(runCommands(begin, end, runs, graph, what));
   TXRT_RETURN_IF_ERROR(stream_->record(*end_));
-  Status synced = stream_->synchronize();
+  Status synced = communicator_ ? waitForRanks() : stream_->synchronize();
   if (!synced.ok())
     return synced.withContext(what + " (a command failed on the device; rerun with "
                                      "--no-graph --sync-each to name it)");
@@ -194,6 +221,21 @@ Status Session::runFunction(size_t begin, size_t end, uint64_t &runs,
     *ms = elapsed;
   ++runs;
   return Status();
+}
+
+Status Session::waitForRanks() {
+  // A collective waits on the device for every other rank: a rank that
+  // died, or a network that failed, would hold this stream forever. So
+  // poll it, asking the communicator for such failures in between (NCCL
+  // reports them asynchronously and, aborted, lets its kernels end).
+  for (;;) {
+    bool done = false;
+    TXRT_RETURN_IF_ERROR(stream_->query(done));
+    TXRT_RETURN_IF_ERROR(communicator_->check());
+    if (done)
+      return Status();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 Status Session::runLogits(float *ms) {

@@ -53,6 +53,11 @@ struct SessionOptions {
   /// run to run, and so would the bits. Off by default: on GPT-2 (H200) it
   /// gained nothing measurable and cost ~0.3 s of load.
   bool tuneGemms = false;
+  /// The ranks a data-parallel artifact (Artifact.ranks > 0) runs its
+  /// collectives with: NCCL under a launcher, or threads sharing a device.
+  /// Its size must equal the artifact's rank count; a plain step takes
+  /// none. Shared by the session (it outlives no session that uses it).
+  std::shared_ptr<hal::Communicator> communicator;
 };
 
 class Session {
@@ -122,6 +127,9 @@ private:
   /// (launch parameters, GEMM and attention descriptors).
   Status load(const SessionOptions &options);
   Status checkDevice(const std::string &deviceName) const;
+  /// A data-parallel artifact has a communicator of its rank count; a
+  /// plain one none of more than one rank.
+  Status checkCommunicator(const SessionOptions &options);
   Status loadKernels(const SessionOptions &options, const std::string &deviceName);
   Status allocateArena();
   Status initializeArguments(const SessionOptions &options);
@@ -146,6 +154,9 @@ private:
   /// "evaluation command 3 ..." or "logits command 3 ...".
   std::string describeCommand(unsigned index) const;
   Status sampleMemory();
+  /// Waits for the stream of a data-parallel step, polling the
+  /// communicator for a failed rank meanwhile.
+  Status waitForRanks();
   hal::DevicePtr slotAddress(unsigned slot) const;
   uint64_t slotBytes(unsigned slot) const;
   Status copySlot(unsigned slot, uint64_t bytes, void *data, size_t size,
@@ -163,6 +174,7 @@ private:
   std::unique_ptr<hal::Blas> blas_;
   std::vector<std::unique_ptr<hal::GemmPlan>> gemms_; // per command, or null
   std::unique_ptr<hal::Attention> attention_;
+  std::shared_ptr<hal::Communicator> communicator_; // data-parallel steps only
   std::vector<std::unique_ptr<hal::AttentionPlan>> attentions_; // per command, or null
   /// Scratch of the attention calls: they run in order on one stream, so
   /// one buffer of the largest workspace serves all.

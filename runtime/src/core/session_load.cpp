@@ -64,7 +64,11 @@ bool parseSmTarget(const std::string &target, int &major, int &minor) {
 
 Status Session::load(const SessionOptions &options) {
   const hal::DeviceInfo &info = device_->info();
-  useGraphs_ = options.useGraphs && !options.syncEachCommand;
+  TXRT_RETURN_IF_ERROR(checkCommunicator(options));
+  // Collectives through host memory (threads sharing a device) cannot be
+  // captured; NCCL's can.
+  useGraphs_ = options.useGraphs && !options.syncEachCommand &&
+               (!communicator_ || communicator_->capturable());
   syncEach_ = options.syncEachCommand;
   deterministic_ = options.deterministic;
   std::string deviceName = "device " + std::to_string(options.device) + " (" +
@@ -110,6 +114,33 @@ Status Session::load(const SessionOptions &options) {
         .withContext("the state-init function (FP8 weight cache)");
   }));
   return sampleMemory();
+}
+
+Status Session::checkCommunicator(const SessionOptions &options) {
+  unsigned ranks = artifact_->root().ranks();
+  const hal::Communicator *comm = options.communicator.get();
+  if (ranks == 0) {
+    if (comm && comm->size() > 1)
+      return Status::invalid("this step is not data-parallel, but " +
+                             std::to_string(comm->size()) + " ranks (" + comm->kind() +
+                             ") were started: compile it with txopt --train "
+                             "--data-parallel=" + std::to_string(comm->size()));
+    return Status();
+  }
+  if (!comm)
+    return Status::invalid(
+        "this step is data-parallel over " + std::to_string(ranks) +
+        " ranks (txopt --data-parallel=" + std::to_string(ranks) +
+        "): start it under a launcher (torchrun-style RANK/WORLD_SIZE/"
+        "MASTER_ADDR/MASTER_PORT, or mpirun) with " + std::to_string(ranks) +
+        " processes, or as threads on one GPU with txrun --ranks " +
+        std::to_string(ranks));
+  if (static_cast<unsigned>(comm->size()) != ranks)
+    return Status::invalid("this step is data-parallel over " + std::to_string(ranks) +
+                           " ranks, but " + std::to_string(comm->size()) + " ranks (" +
+                           comm->kind() + ") were started");
+  communicator_ = options.communicator;
+  return Status();
 }
 
 Status Session::checkDevice(const std::string &deviceName) const {

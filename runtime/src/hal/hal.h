@@ -84,6 +84,8 @@ public:
                         const uint32_t block[3], uint32_t sharedBytes,
                         void **params) = 0;
   virtual Status synchronize() = 0;
+  /// Whether the stream's work has completed, without waiting.
+  virtual Status query(bool &done) = 0;
   virtual Status record(Event &event) = 0;
   /// Everything enqueued between begin and end becomes |out| instead of
   /// running.
@@ -173,6 +175,37 @@ public:
   /// this shape/type on this GPU.
   virtual Status prepare(const AttentionSpec &spec, std::unique_ptr<AttentionPlan> &out) = 0;
   virtual Status run(AttentionPlan &plan, DevicePtr workspace, Stream &stream) = 0;
+};
+
+/// A group of data-parallel ranks exchanging device buffers (the step's
+/// Collective commands). Calls are enqueued on |stream| in the same order on
+/// every rank; counts are in elements of |type|. NCCL on CUDA
+/// (cuda_hal.h); threads sharing one device in tests (thread_communicator.h).
+class Communicator {
+public:
+  enum class Reduction { Sum, Max, Mean };
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "nccl", "threads": for messages and the run's header line.
+  virtual const char *kind() const = 0;
+  /// Whether its calls may be captured into a CUDA graph (NCCL's may; an
+  /// exchange through host memory may not).
+  virtual bool capturable() const = 0;
+  /// recv = the reduction over ranks of send, |count| elements each.
+  virtual Status allReduce(DevicePtr send, DevicePtr recv, size_t count,
+                           fb::DType type, Reduction op, Stream &stream) = 0;
+  /// recv (|recvCount| elements) = shard rank() of the reduction over ranks
+  /// of send (|recvCount| * size() elements each).
+  virtual Status reduceScatter(DevicePtr send, DevicePtr recv, size_t recvCount,
+                               fb::DType type, Reduction op, Stream &stream) = 0;
+  /// recv (|sendCount| * size() elements) = every rank's send in rank order.
+  virtual Status allGather(DevicePtr send, DevicePtr recv, size_t sendCount,
+                           fb::DType type, Stream &stream) = 0;
+  /// After the stream's work has completed, or while waiting for it: a
+  /// failure of the group that happened asynchronously (a dead rank, a
+  /// network error), or OK.
+  virtual Status check() = 0;
 };
 
 class Device {

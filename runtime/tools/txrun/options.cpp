@@ -110,8 +110,25 @@ OPTIONS:
                        a CUDA graph captured at step 2.
   --sync-each          Debugging: synchronize after every command (implies
                        --no-graph) so that a faulting command is named.
-  --device I           CUDA device ordinal (default 0).
+  --device I           CUDA device ordinal (default 0; under a launcher,
+                       LOCAL_RANK).
+  --ranks N            Run a data-parallel step (txopt --data-parallel=N)
+                       as N ranks, threads of this process sharing the
+                       device, exchanging through host memory in rank
+                       order (a check of the sharded step on one GPU; no
+                       CUDA graph). Rank 0 prints and writes outputs.
+  --rank-timeout S     How long a rank waits for the others (NCCL setup,
+                       the id's rendezvous, a threads' exchange) before it
+                       stops with a message naming who is missing
+                       (default 300 s).
   --help               Print this help.
+
+DATA PARALLELISM: under a launcher, one process per GPU: torchrun-style
+  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (or mpirun's
+  OMPI_COMM_WORLD_* with MASTER_ADDR/MASTER_PORT) select NCCL: rank 0
+  hands out NCCL's id over TCP, each rank runs on device LOCAL_RANK and
+  reads its batch of the global window; rank 0 prints and writes outputs.
+  WORLD_SIZE must equal the rank count the step was compiled for.
 
 OUTPUT: the recipe and the model FLOPs per step once, then per step
   step N  loss L  grad_norm G  lr X  ms T  tok/s R  TFLOP/s F  MFU U%  mem M GiB
@@ -162,7 +179,7 @@ bool parseUnsigned(const std::string &text, uint64_t &out) {
 /// The options that take a value.
 const char *const kValued[] = {"--steps", "--data", "--seed",
                                       "--weights-dir", "--output-dir",
-                                      "--dump-results", "--log-every", "--device",
+                                      "--dump-results", "--log-every", "--device", "--ranks", "--rank-timeout",
                                       "--lr", "--schedule", "--warmup",
                                       "--decay-steps", "--min-lr", "--save",
                                       "--save-every", "--resume", "--log",
@@ -218,6 +235,18 @@ bool parseValue(const std::string &name, const std::string &value, Options &o,
       return false;
     }
     o.device = static_cast<int>(d);
+  } else if (name == "--ranks") {
+    if (!parseInt(value, o.ranks) || o.ranks < 1 || o.ranks > 64) {
+      error = "expected --ranks N with N in 1..64, but got '" + value + "'";
+      return false;
+    }
+  } else if (name == "--rank-timeout") {
+    int64_t seconds = 0;
+    if (!parseInt(value, seconds) || seconds < 1 || seconds > 86400) {
+      error = "expected --rank-timeout S with S in 1..86400 seconds, but got '" + value + "'";
+      return false;
+    }
+    o.rankTimeoutSeconds = static_cast<double>(seconds);
   } else if (name == "--seed") {
     if (!parseUnsigned(value, o.seed)) {
       error = "expected a non-negative integer --seed, but got '" + value + "'";

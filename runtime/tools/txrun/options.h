@@ -44,6 +44,11 @@ struct Options {
   int64_t profileStep = 0;
   std::optional<std::string> profileOut;
   int device = 0;
+  /// --ranks N: N data-parallel ranks as threads sharing the device (0:
+  /// not given).
+  int64_t ranks = 0;
+  /// --rank-timeout S: how long a rank waits for the others.
+  double rankTimeoutSeconds = 300;
 };
 
 /// Prints `txrun: error: MESSAGE` (on one line) and returns |code|.

@@ -19,14 +19,19 @@
 #include "core/loss_plot.h"
 #include "core/session.h"
 #include "core/training.h"
+#include "core/launch_env.h"
+#include "hal/cuda/cuda_hal.h"
+#include "hal/thread_communicator.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdarg>
 #include <cstring>
 #include <optional>
+#include <thread>
 #include <unistd.h>
 
 using namespace txrt;
@@ -34,11 +39,19 @@ using namespace txrun;
 
 namespace {
 
+/// Which data-parallel rank a TrainingRun is (a plain run: rank 0 of 1,
+/// no communicator). Only rank 0 prints and writes files.
+struct RankContext {
+  int rank = 0, size = 1;
+  std::shared_ptr<hal::Communicator> communicator;
+};
+
 /// One txrun run. Each phase returns the exit code when the run ends there
 /// (an error, or nothing left to run), nothing when it goes on.
 class TrainingRun {
 public:
-  explicit TrainingRun(const Options &o) : o(o), seed(o.seed) {}
+  TrainingRun(const Options &o, RankContext ranks = {})
+      : o(o), ranks(std::move(ranks)), seed(o.seed) {}
   ~TrainingRun() {
     if (log)
       std::fclose(log);
@@ -77,7 +90,10 @@ private:
   Status save(int64_t step);
   int finish();
 
+  /// printf for rank 0 only (the other ranks run the same step quietly).
+  void say(const char *format, ...) __attribute__((format(printf, 2, 3)));
   const Options &o;
+  RankContext ranks;
   std::shared_ptr<const Artifact> artifact;
   const fb::Artifact *root = nullptr;
   std::optional<Checkpoint> checkpoint;
@@ -109,12 +125,41 @@ private:
   void findPeak();
 };
 
+void TrainingRun::say(const char *format, ...) {
+  if (ranks.rank != 0)
+    return;
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+}
+
 std::optional<int> TrainingRun::loadArtifact() {
   std::unique_ptr<Artifact> loaded;
   if (Status s = Artifact::loadFile(o.artifact, loaded); !s.ok())
     return fail(kRunError, s.message());
   artifact = std::move(loaded);
   root = &artifact->root();
+  // The rank count, before any device is touched (every rank finds the
+  // same; rank 0 says it).
+  unsigned stepRanks = root->ranks();
+  std::string mismatch;
+  if (stepRanks == 0 && ranks.size > 1)
+    mismatch = "this step is not data-parallel, but " + std::to_string(ranks.size) +
+               " ranks were started: compile it with txopt --train --data-parallel=" +
+               std::to_string(ranks.size);
+  else if (stepRanks > 0 && !ranks.communicator)
+    mismatch = "this step is data-parallel over " + std::to_string(stepRanks) +
+               " ranks (txopt --data-parallel=" + std::to_string(stepRanks) +
+               "): start " + std::to_string(stepRanks) +
+               " processes under a launcher (torchrun-style RANK, WORLD_SIZE, "
+               "LOCAL_RANK, MASTER_ADDR, MASTER_PORT, or mpirun), or run them as "
+               "threads on one GPU with txrun --ranks " + std::to_string(stepRanks);
+  else if (stepRanks > 0 && static_cast<unsigned>(ranks.size) != stepRanks)
+    mismatch = "this step is data-parallel over " + std::to_string(stepRanks) +
+               " ranks, but " + std::to_string(ranks.size) + " were started";
+  if (!mismatch.empty())
+    return ranks.rank == 0 ? fail(kRunError, mismatch) : kRunError;
   return std::nullopt;
 }
 
@@ -137,7 +182,10 @@ std::optional<int> TrainingRun::loadResume() {
 }
 
 std::optional<int> TrainingRun::createFeeder() {
-  if (Status s = BatchFeeder::create(*artifact, seed, o.dataPath, feeder, o.shuffle); !s.ok())
+  if (Status s = BatchFeeder::create(*artifact, seed, o.dataPath, feeder, o.shuffle,
+                                     static_cast<unsigned>(ranks.rank),
+                                     static_cast<unsigned>(ranks.size));
+      !s.ok())
     return fail(kRunError, s.message());
   if (o.valDataPath) {
     if (!root->eval())
@@ -216,7 +264,7 @@ void TrainingRun::findPeak() {
     consider(root->commands()->Get(i));
   peakTflopsOfGpu = peakTflops(session->deviceInfo().name, kind);
   if (modelFlops > 0)
-    std::printf("model %.3f TFLOP per step; MFU against %s\n", modelFlops / 1e12,
+    say("model %.3f TFLOP per step; MFU against %s\n", modelFlops / 1e12,
                 peakTflopsOfGpu > 0
                     ? (std::string(peakKindName(kind)) + " dense peak " +
                        std::to_string(static_cast<int>(peakTflopsOfGpu)) + " TFLOP/s")
@@ -278,34 +326,39 @@ std::optional<int> TrainingRun::createSession() {
   sessionOptions.syncEachCommand = o.syncEach;
   sessionOptions.deterministic = o.deterministic;
   sessionOptions.tuneGemms = o.tuneGemms;
+  sessionOptions.communicator = ranks.communicator;
   if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
     return fail(kRunError, s.message());
 
   const hal::DeviceInfo &info = session->deviceInfo();
-  std::printf("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
+  say("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
               info.ccMinor);
   // Where the time to the first step goes, beside the compile: issue 11
   // tracks ONNX -> first step.
   const LoadTimes &t = session->loadTimes();
-  std::printf("loaded in %.2f s: device %.2f, kernels %.2f, arena %.2f, plans %.2f, "
+  say("loaded in %.2f s: device %.2f, kernels %.2f, arena %.2f, plans %.2f, "
               "arguments %.2f\n",
               t.device + t.kernels + t.arena + t.arguments + t.plans, t.device, t.kernels,
               t.arena, t.plans, t.arguments);
   const hal::GemmTuning &tuning = session->gemmTuning();
   if (!o.tuneGemms || o.deterministic)
-    std::printf("gemm algorithms: cuBLASLt's first choice%s\n",
+    say("gemm algorithms: cuBLASLt's first choice%s\n",
                 o.tuneGemms ? " (--tune-gemms is off under --deterministic)" : "");
   else
-    std::printf("gemm algorithms: %u distinct GEMMs timed over %u candidates, the fastest "
+    say("gemm algorithms: %u distinct GEMMs timed over %u candidates, the fastest "
                 "kept; %u differ from cuBLASLt's first choice\n",
                 tuning.shapes, tuning.candidates, tuning.changed);
   if (session->usesJit())
-    std::printf("kernels: the artifact's PTX, compiled by the driver at load%s\n",
+    say("kernels: the artifact's PTX, compiled by the driver at load%s\n",
                 o.forceJit ? " (--jit)" : " (its cubins are for another architecture)");
-  std::printf("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
+  say("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
+  if (ranks.communicator)
+    say("data-parallel: %d ranks (%s), rank 0 of them printing; each reads its batch of "
+        "the global window\n",
+        ranks.size, ranks.communicator->kind());
   findPeak();
   if (session->gradAccum() > 1)
-    std::printf("accumulating %u micro-batches per step (%s), %llu tokens per step\n",
+    say("accumulating %u micro-batches per step (%s), %llu tokens per step\n",
                 session->gradAccum(),
                 root->micro_step()->name() ? root->micro_step()->name()->c_str() : "micro-step",
                 static_cast<unsigned long long>(feeder->tokensPerStep()));
@@ -321,7 +374,7 @@ std::optional<int> TrainingRun::restoreState() {
           !s.ok())
         return fail(kRunError, "--resume: " + s.message());
     }
-    std::printf("resumed from '%s' at step %lld\n", o.resumeDir->c_str(),
+    say("resumed from '%s' at step %lld\n", o.resumeDir->c_str(),
                 static_cast<long long>(checkpoint->info.step));
   }
   std::fflush(stdout);
@@ -370,7 +423,7 @@ std::optional<int> TrainingRun::runSteps() {
   outputs = outputSetOf(*artifact);
   tokens = feeder->tokensPerStep();
   accum = session->gradAccum() > 1 ? session->gradAccum() : 1;
-  bool showBar = isatty(fileno(stdout)) != 0, barShown = false;
+  bool showBar = ranks.rank == 0 && isatty(fileno(stdout)) != 0, barShown = false;
   auto runStarted = std::chrono::steady_clock::now();
   auto lastDrawn = runStarted - std::chrono::seconds(1);
   if (feeder->hasValidation() && firstStep == 1)
@@ -511,7 +564,7 @@ std::optional<int> TrainingRun::evaluate(int64_t step) {
   if (!std::isfinite(loss))
     return fail(kRunError, "validation after step " + std::to_string(step) +
                                ": the loss is " + (std::isnan(loss) ? "NaN" : "infinite"));
-  std::printf("step %lld  val_loss %.6f\n", static_cast<long long>(step), loss);
+  say("step %lld  val_loss %.6f\n", static_cast<long long>(step), loss);
   std::fflush(stdout);
   if (log) {
     std::fprintf(log, "%s\n", valLogLine(step, loss, count).c_str());
@@ -523,29 +576,29 @@ std::optional<int> TrainingRun::evaluate(int64_t step) {
 /// The step line: step, loss, grad_norm, lr, ms, tok/s[, skipped].
 void TrainingRun::printStep(int64_t step, double loss, double norm, double skipped,
                             double scale, double lr, double ms) {
-  std::printf("step %lld", static_cast<long long>(step));
+  say("step %lld", static_cast<long long>(step));
   if (lossIndex >= 0)
-    std::printf("  loss %.9g", loss);
+    say("  loss %.9g", loss);
   if (normIndex >= 0)
-    std::printf("  grad_norm %.9g", norm);
+    say("  grad_norm %.9g", norm);
   if (feeder->lrArgument() >= 0)
-    std::printf("  lr %.9g", lr);
-  std::printf("  ms %.3f", ms);
+    say("  lr %.9g", lr);
+  say("  ms %.3f", ms);
   if (tokens)
-    std::printf("  tok/s %.0f", ms > 0 ? tokens / (ms / 1000.0) : 0.0);
+    say("  tok/s %.0f", ms > 0 ? tokens / (ms / 1000.0) : 0.0);
   if (modelFlops > 0 && ms > 0) {
     double tflops = modelFlops / (ms / 1000.0) / 1e12;
-    std::printf("  TFLOP/s %.1f", tflops);
+    say("  TFLOP/s %.1f", tflops);
     if (peakTflopsOfGpu > 0)
-      std::printf("  MFU %.1f%%", 100.0 * tflops / peakTflopsOfGpu);
+      say("  MFU %.1f%%", 100.0 * tflops / peakTflopsOfGpu);
   }
-  std::printf("  mem %.2f GiB", memGib);
+  say("  mem %.2f GiB", memGib);
   if (skippedIndex >= 0 && skipped != 0) {
-    std::printf("  skipped");
+    say("  skipped");
     if (scaleIndex >= 0)
-      std::printf(" (loss scale -> %g)", scale);
+      say(" (loss scale -> %g)", scale);
   }
-  std::printf("\n");
+  say("\n");
   std::fflush(stdout);
 }
 
@@ -577,22 +630,22 @@ int TrainingRun::finish() {
   uint64_t peakBytes = 0;
   if (Status s = session->peakMemory(peakBytes); !s.ok())
     return fail(kRunError, s.message());
-  std::printf("peak device memory %.1f MiB (%llu bytes; the plan says %llu)\n",
+  say("peak device memory %.1f MiB (%llu bytes; the plan says %llu)\n",
               peakBytes / (1024.0 * 1024.0), static_cast<unsigned long long>(peakBytes),
               static_cast<unsigned long long>(artifact->root().peak_bytes()));
   if (timedSteps > 0) {
     double meanMs = sumMs / timedSteps;
-    std::printf("mean over steps %lld..%lld: ms %.3f", static_cast<long long>(firstStep + 1),
+    say("mean over steps %lld..%lld: ms %.3f", static_cast<long long>(firstStep + 1),
                 static_cast<long long>(o.steps), meanMs);
     if (tokens)
-      std::printf("  tok/s %.0f", tokens / (meanMs / 1000.0));
+      say("  tok/s %.0f", tokens / (meanMs / 1000.0));
     if (modelFlops > 0) {
       double tflops = modelFlops / (meanMs / 1000.0) / 1e12;
-      std::printf("  TFLOP/s %.1f", tflops);
+      say("  TFLOP/s %.1f", tflops);
       if (peakTflopsOfGpu > 0)
-        std::printf("  MFU %.1f%%", 100.0 * tflops / peakTflopsOfGpu);
+        say("  MFU %.1f%%", 100.0 * tflops / peakTflopsOfGpu);
     }
-    std::printf("\n");
+    say("\n");
   }
   if (o.plotPath) {
     std::fflush(log);
@@ -602,7 +655,7 @@ int TrainingRun::finish() {
       s = writeLossPlot(curves, *o.plotPath);
     if (!s.ok())
       return fail(kRunError, "--plot: " + s.message());
-    std::printf("wrote the loss curves to %s\n", o.plotPath->c_str());
+    say("wrote the loss curves to %s\n", o.plotPath->c_str());
   }
   if (o.outputDir) {
     std::vector<HostTensor> final;
@@ -627,4 +680,83 @@ int TrainingRun::finish() {
 
 } // namespace
 
-int txrun::run(const Options &o) { return TrainingRun(o).run(); }
+/// The options of a rank other than 0: it runs the same steps but writes
+/// nothing (no log, plot, outputs or profile).
+static Options quietRankOptions(const Options &o) {
+  Options quiet = o;
+  quiet.outputDir.reset();
+  quiet.dumpDir.reset();
+  quiet.logPath.reset();
+  quiet.plotPath.reset();
+  quiet.profileStep = 0;
+  quiet.profileOut.reset();
+  return quiet;
+}
+
+/// Refusals common to both ways of running ranks.
+static std::optional<int> checkRankOptions(const Options &o) {
+  if (o.saveDir || o.resumeDir)
+    return fail(kUsageError, "--save and --resume do not support data-parallel runs yet "
+                             "(sharded checkpoints are not built)");
+  return std::nullopt;
+}
+
+/// --ranks N: N threads, each a rank with its own session on the device,
+/// meeting in a ThreadGroup. A rank that stops ends the others' waits.
+static int runThreads(const Options &o) {
+  if (std::optional<int> exit = checkRankOptions(o))
+    return *exit;
+  int size = static_cast<int>(o.ranks);
+  auto group = std::make_shared<hal::ThreadGroup>(size, o.rankTimeoutSeconds);
+  std::vector<int> codes(size, kSuccess);
+  Options quiet = quietRankOptions(o);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] {
+      RankContext context{r, size, hal::createThreadCommunicator(group, r)};
+      codes[r] = TrainingRun(r == 0 ? o : quiet, std::move(context)).run();
+      if (codes[r] != kSuccess)
+        group->fail(r, "rank " + std::to_string(r) + " stopped");
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int code : codes)
+    if (code != kSuccess)
+      return code;
+  return kSuccess;
+}
+
+/// Under a launcher: this process is one rank, on device LOCAL_RANK, with
+/// NCCL over the ranks the environment names.
+static int runLaunched(const Options &o, const LaunchEnvironment &env) {
+  if (o.ranks)
+    return fail(kUsageError, "--ranks runs ranks as threads of one process, but this "
+                             "process was started as rank " + std::to_string(env.rank) +
+                             " of " + std::to_string(env.worldSize) + " (" + env.source +
+                             "): drop --ranks");
+  if (std::optional<int> exit = checkRankOptions(o))
+    return *exit;
+  std::unique_ptr<hal::Device> device;
+  if (Status s = cuda::createCudaDevice(env.localRank, device); !s.ok())
+    return fail(kRunError, "rank " + std::to_string(env.rank) + ": " + s.message());
+  std::unique_ptr<hal::Communicator> nccl;
+  if (Status s = cuda::createNcclCommunicator(*device, env, o.rankTimeoutSeconds, nccl);
+      !s.ok())
+    return fail(kRunError, "rank " + std::to_string(env.rank) + ": " + s.message());
+  Options options = env.rank == 0 ? o : quietRankOptions(o);
+  options.device = env.localRank;
+  int code = TrainingRun(options, RankContext{env.rank, env.worldSize, std::move(nccl)}).run();
+  return code;
+}
+
+int txrun::run(const Options &o) {
+  std::optional<LaunchEnvironment> env;
+  if (Status s = readLaunchEnvironment([](const char *name) { return std::getenv(name); }, env);
+      !s.ok())
+    return fail(kUsageError, s.message());
+  if (env)
+    return runLaunched(o, *env);
+  if (o.ranks)
+    return runThreads(o);
+  return TrainingRun(o).run();
+}

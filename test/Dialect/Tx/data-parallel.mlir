@@ -1,11 +1,10 @@
 // RUN: txopt-opt %s --split-input-file --verify-diagnostics --tx-data-parallel=ranks=2 | FileCheck %s
 // RUN: txopt-opt %s --split-input-file --verify-diagnostics --tx-data-parallel=ranks=4 | FileCheck %s --check-prefix=PAD
-// RUN: txopt-opt %s --split-input-file > %t.before
-// RUN: txopt-opt %s --split-input-file --tx-data-parallel=ranks=1 > %t.after
-// RUN: diff %t.before %t.after
+// RUN: txopt-opt %s --split-input-file --verify-diagnostics --tx-data-parallel=ranks=1 | FileCheck %s --check-prefix=ONE
 
-// tx-data-parallel (ZeRO-1). ranks=1 must leave everything unchanged (the
-// diff above); the error cases fire for every rank count above 1.
+// tx-data-parallel (ZeRO-1). ranks=1 keeps its collectives (each the
+// identity): the step of a one-rank launch, which exercises NCCL on one
+// GPU (ONE below); the error cases fire for every rank count.
 
 // The step tx-build-train-step builds for test/Training/Inputs/linear-loss.mlir
 // (AdamW, grad-clip=1.0). Gradients %14 (w, 3x2) and %12 (b, 2) are
@@ -55,6 +54,19 @@
 // PAD:         %[[FULL:.+]] = tx.all_gather %{{.+}} ranks(4) : tensor<2xf32> -> tensor<8xf32>
 // PAD:         %[[CUT:.+]] = tx.slice %[[FULL]] starts [0] ends [6] axes [0] steps [1]
 // PAD:         tx.reshape %[[CUT]] : tensor<6xf32> -> tensor<3x2xf32>
+
+// One rank: the same rewrite with unpadded whole-size shards (6 and 2
+// elements), every collective ranks(1).
+// ONE-LABEL: func.func @train_step(
+// ONE-SAME:    tensor<6xf32> {{[^}]*}}tx.name = "w.exp_avg"
+// ONE-SAME:    tensor<2xf32> {{[^}]*}}tx.name = "b.exp_avg"
+// ONE-SAME:    tx.train_step = {{.*}}data_parallel = 1 : i64
+// ONE:         tx.reduce_scatter mean %{{.+}} ranks(1) : tensor<6xf32> -> tensor<6xf32>
+// ONE:         tx.reduce_scatter mean %{{.+}} ranks(1) : tensor<2xf32> -> tensor<2xf32>
+// ONE:         tx.all_reduce sum %{{.+}} ranks(1) : tensor<f32>
+// ONE:         tx.rank_shard %{{.+}} ranks(1) : tensor<6xf32> -> tensor<6xf32>
+// ONE:         tx.all_gather %{{.+}} ranks(1) : tensor<6xf32> -> tensor<6xf32>
+// ONE:         tx.all_reduce mean %{{.+}} ranks(1) : tensor<f32>
 tx.parameter @w = dense<[[5.000000e-01, -2.500000e-01], [1.250000e-01, 1.000000e+00], [-1.000000e+00, 7.500000e-01]]> : tensor<3x2xf32>
 tx.parameter @b = dense<[1.000000e-01, -2.000000e-01]> : tensor<2xf32>
 func.func @train_step(%arg0: tensor<3x2xf32> {tx.name = "w", tx.parameter = @w, tx.role = "param"}, %arg1: tensor<2xf32> {tx.name = "b", tx.parameter = @b, tx.role = "param"}, %arg2: tensor<3x2xf32> {tx.init = 0.000000e+00 : f32, tx.name = "w.exp_avg", tx.role = "exp_avg"}, %arg3: tensor<2xf32> {tx.init = 0.000000e+00 : f32, tx.name = "b.exp_avg", tx.role = "exp_avg"}, %arg4: tensor<3x2xf32> {tx.init = 0.000000e+00 : f32, tx.name = "w.exp_avg_sq", tx.role = "exp_avg_sq"}, %arg5: tensor<2xf32> {tx.init = 0.000000e+00 : f32, tx.name = "b.exp_avg_sq", tx.role = "exp_avg_sq"}, %arg6: tensor<f32> {tx.init = 1.000000e-03 : f32, tx.name = "lr", tx.role = "lr"}, %arg7: tensor<f32> {tx.init = 0.000000e+00 : f32, tx.name = "step", tx.role = "step"}, %arg8: tensor<i64> {tx.name = "rng_key", tx.role = "rng"}, %arg9: tensor<4x3xf32> {tx.name = "x", tx.role = "data"})

@@ -73,6 +73,22 @@ struct MemsetCmd {
 struct CopyCmd {
   unsigned dst, src;
   uint64_t bytes;
+  /// Bytes added to src's address per rank (tx.rank_shard: rank r copies
+  /// its own shard); 0: the same bytes on every rank.
+  uint64_t srcRankStride = 0;
+};
+
+/// A collective over the step's data-parallel ranks (tx.all_reduce,
+/// tx.reduce_scatter, tx.all_gather; NCCL at run time). Each rank sends
+/// `sendCount` elements from `src` and receives `recvCount` into `dst`.
+struct CollectiveCmd {
+  enum class Kind : uint8_t { AllReduce = 0, ReduceScatter = 1, AllGather = 2 };
+  enum class Reduction : uint8_t { Sum = 0, Max = 1, Mean = 2 };
+  Kind kind = Kind::AllReduce;
+  Reduction reduction = Reduction::Sum;
+  DType dtype = DType::F32;
+  uint64_t sendCount = 0, recvCount = 0;
+  unsigned src = 0, dst = 0;
 };
 
 /// A [B, H, T, D] tensor of an attention call: a slot read with element
@@ -101,7 +117,7 @@ struct AttentionCmd {
 };
 
 struct Command {
-  std::variant<LaunchCmd, GemmCmd, MemsetCmd, CopyCmd, AttentionCmd> op;
+  std::variant<LaunchCmd, GemmCmd, MemsetCmd, CopyCmd, AttentionCmd, CollectiveCmd> op;
   std::string origin; ///< the op and ONNX node it came from
 };
 
@@ -139,6 +155,7 @@ struct StepStatistics {
   unsigned launches = 0, gemms = 0, memsets = 0, copies = 0;
   unsigned fp8Gemms = 0;      ///< of the gemms, those with FP8 operands
   unsigned attentions = 0;    ///< fused attention calls, forward + backward
+  unsigned collectives = 0;   ///< data-parallel collectives (NCCL calls)
   /// Bytes of the B·H·Tq·Tk scores and probabilities the unfused
   /// attention would have written (forward and backward, before reuse).
   uint64_t attentionScoreBytesAvoided = 0;
@@ -207,6 +224,9 @@ struct StepProgram {
   /// FP8 weight caching (tx.state_init): run once before the first step;
   /// its results with `next` are the first values of those arguments.
   std::optional<FunctionProgram> stateInit;
+  /// Data parallelism (tx.train_step's data_parallel): the rank count the
+  /// collectives are compiled for; 0: a plain step.
+  int64_t ranks = 0;
 
   /// A readable listing of slots and commands (`txopt --emit=gpu-plan`).
   void print(llvm::raw_ostream &os) const;

@@ -398,9 +398,9 @@ struct DataParallelPass : tx::impl::DataParallelPassBase<DataParallelPass> {
           << ranks;
       return signalPassFailure();
     }
-    // One rank needs no collectives: the plain step is that rank's step.
-    if (ranks == 1)
-      return;
+    // One rank keeps its collectives (each the identity, or a copy): that
+    // is the step a launcher starts with WORLD_SIZE=1, and the one run
+    // that exercises NCCL on a single GPU (docs/DataParallel.md).
     SmallVector<func::FuncOp> steps;
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (func->hasAttr(kTrainStepAttrName))

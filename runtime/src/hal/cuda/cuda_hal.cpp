@@ -149,6 +149,13 @@ public:
     TXRT_CU(cuStreamSynchronize, stream_);
     return Status();
   }
+  Status query(bool &done) override {
+    CUresult result = driver_.cuStreamQuery(stream_);
+    done = result != CUDA_ERROR_NOT_READY;
+    if (done && result != CUDA_SUCCESS)
+      return driverFailure(driver_, "cuStreamQuery", result);
+    return Status();
+  }
   Status record(hal::Event &event) override {
     TXRT_CU(cuEventRecord, static_cast<CudaEvent &>(event).handle(), stream_);
     return Status();

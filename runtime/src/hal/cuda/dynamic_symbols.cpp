@@ -72,6 +72,7 @@ LoadedDriver load() {
       resolve(library, {"cuStreamCreate"}, s.cuStreamCreate, e) &&
       resolve(library, {"cuStreamDestroy_v2"}, s.cuStreamDestroy, e) &&
       resolve(library, {"cuStreamSynchronize"}, s.cuStreamSynchronize, e) &&
+      resolve(library, {"cuStreamQuery"}, s.cuStreamQuery, e) &&
       resolve(library, {"cuStreamBeginCapture_v2"}, s.cuStreamBeginCapture, e) &&
       resolve(library, {"cuStreamEndCapture"}, s.cuStreamEndCapture, e) &&
       resolve(library, {"cuGraphInstantiateWithFlags"},

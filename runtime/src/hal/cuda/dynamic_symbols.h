@@ -29,6 +29,7 @@ using CUgraphExec = struct CUgraphExec_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
@@ -77,6 +78,7 @@ struct DriverSymbols {
   CUresult (*cuStreamCreate)(CUstream *, unsigned int) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuStreamQuery)(CUstream) = nullptr;
   CUresult (*cuStreamBeginCapture)(CUstream, int /*CUstreamCaptureMode*/) = nullptr;
   CUresult (*cuStreamEndCapture)(CUstream, CUgraph *) = nullptr;
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph,

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Data parallelism on one GPU (issue 15; docs/DataParallel.md), in two phases:
+#   scripts/gpu/data_parallel_check.sh prepare [DIR]   any machine with build/bin/txopt
+#   scripts/gpu/data_parallel_check.sh run [DIR]       the GPU machine (txrun)
+# prepare compiles the shipped nanoGPT export (batch 2x32) as a ZeRO-1 step
+# for 2 ranks and for 1 rank, and, as references, the plain step on the
+# same export (2x32) and rebatched to 4x32 (f32, clipping that fires; bf16
+# and fp8 for 2 ranks too); writes a token stream; and runs the 2-rank step
+# on the CPU executor's simulated ranks (txopt-run --ranks 2).
+# run trains each artifact with txrun on the same tokens and compares
+# (test/Training/compare_accum.py), one verdict per check:
+#  1. 2 ranks as threads on the GPU (txrun --ranks 2) vs the plain step on
+#     4x32: loss and grad_norm within 1e-5 relative (f32);
+#  2. the same against the CPU executor's 2 simulated ranks, within 1e-5;
+#  3. one rank under the launcher environment, through NCCL (its
+#     collectives are NCCL calls over one rank, captured in the CUDA graph)
+#     vs the plain 2x32 step, within 1e-5; and vs --ranks 1 (threads);
+#  4. bf16 and fp8 2 ranks vs their plain 4x32 steps within 1e-2; a
+#     negative control (2 ranks vs the plain 2x32 step) that must fail;
+#  5. errors end with one line and no hang: two NCCL ranks on one GPU
+#     (NCCL refuses a duplicate device), a rank whose peer never starts
+#     (the rendezvous times out after --rank-timeout).
+# Exits non-zero if any failed.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+mode="${1:-}"
+dir="${2:-${OUT:-/tmp/txopt-data-parallel}}"
+py="${PYTHON:-python3}"
+[ -x "$root/.venv/bin/python" ] && py="$root/.venv/bin/python"
+mkdir -p "$dir"
+flags=(--steps 12 --data "$dir/tokens.npy" --lr 3e-3)
+case "$mode" in
+prepare)
+  txopt="$root/build/bin/txopt"
+  model="$root/test/Inputs/models/nanogpt_op18_loss.onnx"
+  set -e
+  "$py" "$root/test/Training/rebatch_model.py" "$model" "$dir/batch4.onnx" 4
+  "$py" "$root/test/Training/make_markov_tokens.py" "$dir/tokens.npy" 20000 512
+  clip=(--grad-clip=0.5)
+  "$txopt" "$model" --train "${clip[@]}" --data-parallel=2 -q -o "$dir/dp2.txa"
+  "$txopt" "$model" --train "${clip[@]}" --data-parallel=1 -q -o "$dir/dp1.txa"
+  "$txopt" "$model" --train "${clip[@]}" -q -o "$dir/plain2.txa"
+  "$txopt" "$dir/batch4.onnx" --train "${clip[@]}" -q -o "$dir/plain4.txa"
+  for p in bf16 fp8; do
+    "$txopt" "$model" --train "${clip[@]}" --precision=$p --data-parallel=2 -q -o "$dir/dp2-$p.txa"
+    "$txopt" "$dir/batch4.onnx" --train "${clip[@]}" --precision=$p -q -o "$dir/plain4-$p.txa"
+  done
+  "$txopt" "$model" --train "${clip[@]}" --precision=bf16 -q -o "$dir/plain2-bf16.txa"
+  # The f32 GPU step keeps attention unfused: so does its CPU reference.
+  "$txopt" "$model" --train "${clip[@]}" --data-parallel=2 --no-fuse=attention -q -o "$dir/dp2.mlir"
+  "$root/build/bin/txopt-run" "$dir/dp2.mlir" --ranks 2 "${flags[@]}" --log "$dir/cpu-dp2.jsonl" > /dev/null
+  rm -f "$dir/dp2.mlir" "$dir/batch4.onnx"
+  echo "prepared $dir; copy it to the GPU machine and run: $0 run $dir"
+  ;;
+run)
+  txrun="$root/build/runtime/bin/txrun"
+  compare="$root/test/Training/compare_accum.py"
+  status=0
+  verdict() { # name, command...
+    local name="$1"; shift
+    if out="$("$@" 2>&1)"; then echo "PASS $name: $out" | tr '\n' ' '; echo
+    else echo "FAIL $name: $out" | tr '\n' ' '; echo; status=1; fi
+  }
+  train() { # name, txrun arguments... (the log goes to DIR/gpu-NAME.jsonl)
+    local name="$1"; shift
+    if ! "$@" "${flags[@]}" --log "$dir/gpu-$name.jsonl" > "$dir/gpu-$name.txt" 2>&1; then
+      echo "FAIL txrun $name: $(tail -2 "$dir/gpu-$name.txt" | tr '\n' ' ')"; status=1
+    fi
+  }
+  launched() { # one rank of a launcher's job: RANK WORLD_SIZE PORT, command...
+    local rank="$1" size="$2" port="$3"; shift 3
+    env RANK="$rank" WORLD_SIZE="$size" LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT="$port" "$@"
+  }
+  train plain4 "$txrun" "$dir/plain4.txa"
+  train plain2 "$txrun" "$dir/plain2.txa"
+  train dp2-threads "$txrun" "$dir/dp2.txa" --ranks 2
+  train dp1-nccl launched 0 1 29517 "$txrun" "$dir/dp1.txa"
+  train dp1-threads "$txrun" "$dir/dp1.txa" --ranks 1
+  verdict "2 ranks (threads, GPU) vs plain 4x32 (GPU), f32" \
+    "$py" "$compare" "$dir/gpu-dp2-threads.jsonl" "$dir/gpu-plain4.jsonl" 1e-5
+  verdict "2 ranks (threads, GPU) vs 2 simulated ranks (CPU executor), f32" \
+    "$py" "$compare" "$dir/gpu-dp2-threads.jsonl" "$dir/cpu-dp2.jsonl" 1e-5
+  verdict "1 rank through NCCL vs plain 2x32, f32" \
+    "$py" "$compare" "$dir/gpu-dp1-nccl.jsonl" "$dir/gpu-plain2.jsonl" 1e-5
+  verdict "1 rank through NCCL vs 1 rank (threads), f32" \
+    "$py" "$compare" "$dir/gpu-dp1-nccl.jsonl" "$dir/gpu-dp1-threads.jsonl" 1e-5
+  grep -m1 "data-parallel:" "$dir/gpu-dp1-nccl.txt"
+  for p in bf16 fp8; do
+    train "dp2-$p" "$txrun" "$dir/dp2-$p.txa" --ranks 2
+    train "plain4-$p" "$txrun" "$dir/plain4-$p.txa"
+    verdict "$p: 2 ranks (threads) vs plain 4x32" \
+      "$py" "$compare" "$dir/gpu-dp2-$p.jsonl" "$dir/gpu-plain4-$p.jsonl" 1e-2
+  done
+  # Must be able to fail: 2 ranks of 2x32 against one plain 2x32 step
+  # (half the global batch) differ by far more than the tolerance.
+  train plain2-bf16 "$txrun" "$dir/plain2-bf16.txa"
+  if "$py" "$compare" "$dir/gpu-dp2-bf16.jsonl" "$dir/gpu-plain2-bf16.jsonl" 1e-2 > /dev/null 2>&1; then
+    echo "FAIL negative control: 2 ranks indistinguishable from half the batch"; status=1
+  else
+    echo "PASS negative control: 2 ranks differ from half the global batch"
+  fi
+  # Errors: one line each, and no hang (the outer timeout would say so).
+  launched 0 2 29531 timeout 120 "$txrun" "$dir/dp2.txa" --steps 2 --rank-timeout 60 > "$dir/dup0.txt" 2>&1 &
+  dup0=$!
+  launched 1 2 29531 timeout 120 "$txrun" "$dir/dp2.txa" --steps 2 --rank-timeout 60 > "$dir/dup1.txt" 2>&1
+  dup1=$?
+  wait $dup0; dup0=$?
+  if [ $dup0 -ne 0 ] && [ $dup0 -ne 124 ] && [ $dup1 -ne 0 ] && [ $dup1 -ne 124 ]; then
+    echo "PASS two NCCL ranks on one GPU end with an error: $(grep -h 'error' "$dir/dup0.txt" "$dir/dup1.txt" | head -2 | tr '\n' ' ')"
+  else
+    echo "FAIL two NCCL ranks on one GPU: exit $dup0/$dup1: $(tail -2 "$dir/dup0.txt" "$dir/dup1.txt" | tr '\n' ' ')"; status=1
+  fi
+  started=$(date +%s)
+  launched 0 2 29547 timeout 120 "$txrun" "$dir/dp2.txa" --steps 2 --rank-timeout 5 > "$dir/alone.txt" 2>&1
+  alone=$?
+  waited=$(( $(date +%s) - started ))
+  if [ $alone -eq 1 ] && [ "$(grep -c 'txrun: error' "$dir/alone.txt")" = 1 ]; then
+    echo "PASS a rank whose peer never starts stops after ${waited} s: $(grep 'txrun: error' "$dir/alone.txt")"
+  else
+    echo "FAIL a rank alone: exit $alone after ${waited} s: $(tail -2 "$dir/alone.txt" | tr '\n' ' ')"; status=1
+  fi
+  exit $status
+  ;;
+*)
+  echo "usage: $0 prepare|run [DIR]"; exit 2 ;;
+esac
