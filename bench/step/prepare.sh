@@ -27,8 +27,10 @@ echo "${shape[*]}" > "$dir/$model.shape"
 # two bytes a weight element between steps). bf16-clip and fp8-clip: the
 # same steps clipping the gradients to a global norm of 1.0 (as nanoGPT
 # and Hugging Face's Trainer do), compared with PyTorch's clipped steps.
-for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip; do
+for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1; do
   case "$precision" in
+    # The ZeRO-1 step for one rank (run.sh starts it as rank 0 of 1, NCCL).
+    *-dp1) flags=(--precision="${precision%-dp1}" --data-parallel=1) ;;
     fp8-cached) flags=(--precision=fp8 --fp8-weight-cache=on) ;;
     *-clip) flags=(--precision="${precision%-clip}" --grad-clip=1.0) ;;
     *) flags=(--precision="$precision") ;;

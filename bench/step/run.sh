@@ -14,7 +14,10 @@
 #   compile-bf16" (the defaults) choose the configurations; the clipped
 #   steps (gradients clipped to a global norm of 1.0) are PRECISIONS
 #   bf16-clip and fp8-clip beside TORCH_MODES eager-bf16-clip and
-#   compile-bf16-clip, which summarize.py compares with each other; TXRUN_FLAGS
+#   compile-bf16-clip, which summarize.py compares with each other;
+#   bf16-dp1 is the ZeRO-1 step for one rank (txopt --data-parallel=1), run
+#   as rank 0 of 1 through NCCL: the cost of its collectives and copies;
+#   TXRUN_FLAGS
 #   adds flags to every txrun (e.g. --tune-gemms, for a comparison);
 #   PROFILES="bf16" (the default) names the txopt steps profiled per
 #   command (OUT/profile_PRECISION.txt and .json).
@@ -46,22 +49,29 @@ PY
 python3 "$root/bench/copy_bandwidth.py" > "$out/copy_bandwidth.json"
 cat "$out/copy_bandwidth.json"
 
+# A data-parallel step (*-dp1) runs as rank 0 of 1 under the launcher
+# environment txrun reads, so its collectives are NCCL calls.
+launcher() {
+  case "$1" in
+    *-dp1) echo "env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611" ;;
+  esac
+}
 for precision in ${PRECISIONS:-fp32 bf16 fp8 fp8-cached}; do
   artifact="$dir/${model}_$precision.txa"
   echo "== txopt $precision"
   start=$(date +%s.%N)
-  "$txrun" "$artifact" --weights-dir "$work" --data "$work/tokens.npy" --steps 1 \
+  $(launcher "$precision") "$txrun" "$artifact" --weights-dir "$work" --data "$work/tokens.npy" --steps 1 \
     ${TXRUN_FLAGS:-} > "$out/txopt_${precision}_first.txt" 2>&1 || status=1
   end=$(date +%s.%N)
   echo "{\"first_step_run_s\": $(python3 -c "print($end - $start)")}" > "$out/txopt_${precision}_first.json"
   rm -f "$out/txopt_$precision.jsonl"
-  "$txrun" "$artifact" --weights-dir "$work" --data "$work/tokens.npy" --steps "$steps" \
+  $(launcher "$precision") "$txrun" "$artifact" --weights-dir "$work" --data "$work/tokens.npy" --steps "$steps" \
     ${TXRUN_FLAGS:-} --log-every 10 --log "$out/txopt_$precision.jsonl" 2>&1 | tee "$out/txopt_$precision.txt" \
     || status=1
 done
 for precision in ${PROFILES:-bf16}; do
   echo "== txopt $precision profile"
-  "$txrun" "$dir/${model}_$precision.txa" --weights-dir "$work" --data "$work/tokens.npy" --steps 3 \
+  $(launcher "$precision") "$txrun" "$dir/${model}_$precision.txa" --weights-dir "$work" --data "$work/tokens.npy" --steps 3 \
     ${TXRUN_FLAGS:-} --profile 3 --profile-out "$out/profile_$precision.json" > "$out/profile_$precision.txt" 2>&1 || status=1
   sed -n '/^profile/,$p' "$out/profile_$precision.txt" | head -30
 done

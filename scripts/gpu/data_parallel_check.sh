@@ -16,7 +16,8 @@
 #  3. one rank under the launcher environment, through NCCL (its
 #     collectives are NCCL calls over one rank, captured in the CUDA graph)
 #     vs the plain 2x32 step, within 1e-5; and vs --ranks 1 (threads);
-#  4. bf16 and fp8 2 ranks vs their plain 4x32 steps within 1e-2; a
+#  4. bf16 and fp8 2 ranks vs their plain 4x32 steps (bf16 within 1e-2,
+#     fp8 step 1 within 1e-5 and every step within 3e-2), each with a
 #     negative control (2 ranks vs the plain 2x32 step) that must fail;
 #  5. errors end with one line and no hang: two NCCL ranks on one GPU
 #     (NCCL refuses a duplicate device), a rank whose peer never starts
@@ -46,7 +47,9 @@ prepare)
     "$txopt" "$model" --train "${clip[@]}" --precision=$p --data-parallel=2 -q -o "$dir/dp2-$p.txa"
     "$txopt" "$dir/batch4.onnx" --train "${clip[@]}" --precision=$p -q -o "$dir/plain4-$p.txa"
   done
-  "$txopt" "$model" --train "${clip[@]}" --precision=bf16 -q -o "$dir/plain2-bf16.txa"
+  for p in bf16 fp8; do
+    "$txopt" "$model" --train "${clip[@]}" --precision=$p -q -o "$dir/plain2-$p.txa"
+  done
   # The f32 GPU step keeps attention unfused: so does its CPU reference.
   "$txopt" "$model" --train "${clip[@]}" --data-parallel=2 --no-fuse=attention -q -o "$dir/dp2.mlir"
   "$root/build/bin/txopt-run" "$dir/dp2.mlir" --ranks 2 "${flags[@]}" --log "$dir/cpu-dp2.jsonl" > /dev/null
@@ -87,20 +90,33 @@ run)
   verdict "1 rank through NCCL vs 1 rank (threads), f32" \
     "$py" "$compare" "$dir/gpu-dp1-nccl.jsonl" "$dir/gpu-dp1-threads.jsonl" 1e-5
   grep -m1 "data-parallel:" "$dir/gpu-dp1-nccl.txt"
+  # bf16 within 1e-2. FP8 (delayed scaling): the ranks' all-reduced amaxes
+  # are the global batch's, so step 1 quantizes the same values with the
+  # same scales (loss within f32 noise); later steps diverge faster than
+  # bf16, as an f32-rounding difference that moves a value across an E5M2
+  # rounding boundary moves it by up to 1/8, so the steps after it are
+  # compared within 3e-2.
   for p in bf16 fp8; do
     train "dp2-$p" "$txrun" "$dir/dp2-$p.txa" --ranks 2
     train "plain4-$p" "$txrun" "$dir/plain4-$p.txa"
+    train "plain2-$p" "$txrun" "$dir/plain2-$p.txa"
+    tol=1e-2; [ $p = fp8 ] && tol=3e-2
     verdict "$p: 2 ranks (threads) vs plain 4x32" \
-      "$py" "$compare" "$dir/gpu-dp2-$p.jsonl" "$dir/gpu-plain4-$p.jsonl" 1e-2
+      "$py" "$compare" "$dir/gpu-dp2-$p.jsonl" "$dir/gpu-plain4-$p.jsonl" $tol
+    verdict "$p: step 1 loss, 2 ranks vs plain 4x32, within 1e-5" "$py" -c "
+import json, sys
+a, b = (json.loads(open(f).readline())['loss'] for f in sys.argv[1:])
+rel = abs(a - b) / abs(b)
+print(f'{a:.9g} vs {b:.9g}: {rel:.2e}')
+sys.exit(0 if rel <= 1e-5 else 1)" "$dir/gpu-dp2-$p.jsonl" "$dir/gpu-plain4-$p.jsonl"
+    # Must be able to fail: 2 ranks of 2x32 against one plain 2x32 step
+    # (half the global batch) differ by far more than the tolerance.
+    if "$py" "$compare" "$dir/gpu-dp2-$p.jsonl" "$dir/gpu-plain2-$p.jsonl" $tol > /dev/null 2>&1; then
+      echo "FAIL $p negative control: 2 ranks indistinguishable from half the batch"; status=1
+    else
+      echo "PASS $p negative control: 2 ranks differ from half the global batch beyond $tol"
+    fi
   done
-  # Must be able to fail: 2 ranks of 2x32 against one plain 2x32 step
-  # (half the global batch) differ by far more than the tolerance.
-  train plain2-bf16 "$txrun" "$dir/plain2-bf16.txa"
-  if "$py" "$compare" "$dir/gpu-dp2-bf16.jsonl" "$dir/gpu-plain2-bf16.jsonl" 1e-2 > /dev/null 2>&1; then
-    echo "FAIL negative control: 2 ranks indistinguishable from half the batch"; status=1
-  else
-    echo "PASS negative control: 2 ranks differ from half the global batch"
-  fi
   # Errors: one line each, and no hang (the outer timeout would say so).
   launched 0 2 29531 timeout 120 "$txrun" "$dir/dp2.txa" --steps 2 --rank-timeout 60 > "$dir/dup0.txt" 2>&1 &
   dup0=$!
