@@ -13,9 +13,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelBuilder.h"
 #include "Lowering.h"
 
+#include "txopt/Dialect/Tx/IR/StepContract.h"
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -43,6 +47,58 @@ static LogicalResult checkRanks(LoweringContext &ctx, Operation *op, int64_t ran
   return success();
 }
 
+/// The step argument whose next value |gather| is, when the gather can
+/// write it in place: its result reaches the return only through reshapes
+/// (views), fills the argument exactly (no padding to cut off), and nothing
+/// reads the argument's old value after the gather. Then the gather's
+/// buffer is the argument's, and the copy of the next-step value and a
+/// parameter-sized temporary go away (ZeRO-1's parameters are all-gathered
+/// straight into place).
+static std::optional<BlockArgument> gatheredInPlace(LoweringContext &ctx,
+                                                    tx::AllGatherOp gather) {
+  Value value = gather.getResult();
+  while (value.hasOneUse() && isa<tx::ReshapeOp>(*value.getUsers().begin()))
+    value = value.getUsers().begin()->getResult(0);
+  if (!value.hasOneUse())
+    return std::nullopt;
+  OpOperand &use = *value.getUses().begin();
+  auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
+  if (!ret)
+    return std::nullopt;
+  auto func = cast<func::FuncOp>(ret->getParentOp());
+  auto next = func.getResultAttrOfType<IntegerAttr>(use.getOperandNumber(), tx::kNextAttrName);
+  if (!next || next.getInt() < 0 ||
+      next.getInt() >= static_cast<int64_t>(func.getNumArguments()))
+    return std::nullopt;
+  BlockArgument arg = func.getArgument(next.getInt());
+  if (cast<RankedTensorType>(arg.getType()).getNumElements() !=
+          gather.getType().getNumElements() ||
+      cast<RankedTensorType>(arg.getType()).getElementType() !=
+          gather.getType().getElementType())
+    return std::nullopt;
+  // Every reader of the old value, through views and values computed
+  // inside their readers' kernels, is lowered before the gather.
+  llvm::SmallVector<Value> work{arg};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (Operation *reader : v.getUsers()) {
+      if (reader == ret.getOperation())
+        continue;
+      if (!reader->isBeforeInBlock(gather) || ctx.deferredAfter.count(reader))
+        return std::nullopt;
+      for (Value r : reader->getResults())
+        if (isViewOp(reader) || !ctx.plan.isMaterialized(r))
+          work.push_back(r);
+    }
+  }
+  if (ctx.bufferOfValue.count(gather.getResult()))
+    return std::nullopt;
+  return arg;
+}
+
 LogicalResult cuda::lowerCollective(LoweringContext &ctx, Operation *op) {
   Value input = op->getOperand(0), result = op->getResult(0);
   auto inputType = cast<RankedTensorType>(input.getType());
@@ -51,6 +107,9 @@ LogicalResult cuda::lowerCollective(LoweringContext &ctx, Operation *op) {
   if (!dtype || *dtype == DType::F8E4M3FN || *dtype == DType::F8E5M2)
     return op->emitError("the GPU backend has no collective over ")
            << inputType.getElementType() << " tensors";
+  if (auto gather = dyn_cast<tx::AllGatherOp>(op))
+    if (std::optional<BlockArgument> arg = gatheredInPlace(ctx, gather))
+      ctx.bufferOfValue[result] = ctx.bufferFor(*arg);
   unsigned src = ctx.bufferFor(input);
   unsigned dst = ctx.bufferFor(result);
   uint64_t elementBytes = dtypeBytes(*dtype);

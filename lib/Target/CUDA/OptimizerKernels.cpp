@@ -25,7 +25,9 @@ using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
 bool cuda::updatableInPlace(Operation *op, Value state) {
-  if (!isa<BlockArgument>(state))
+  // A step argument (state the step carries), or a data-parallel rank's
+  // copy of its parameter shard (tx.rank_shard: a buffer of its own).
+  if (!isa<BlockArgument>(state) && !state.getDefiningOp<tx::RankShardOp>())
     return false;
   for (Operation *user : state.getUsers())
     if (user != op && !user->isBeforeInBlock(op))

@@ -181,8 +181,21 @@ Status Session::enqueueCommand(unsigned index) {
 }
 
 Status Session::enqueueCommands(size_t begin, size_t end, bool syncEach) {
+  // Consecutive collectives (the reduce-scatters of the gradients, the
+  // all-gathers of the parameters) read and write disjoint buffers: one
+  // group each, which NCCL launches as one kernel instead of one per call.
+  auto isCollective = [&](size_t i) {
+    return i >= begin && i < end && commands_[i]->op_type() == fb::Op::Collective;
+  };
+  bool grouping = communicator_ && !syncEach;
   for (size_t i = begin; i < end; ++i) {
+    if (grouping && isCollective(i) && !isCollective(i - 1))
+      TXRT_RETURN_IF_ERROR(communicator_->beginGroup().withContext(describeCommand(
+          static_cast<unsigned>(i))));
     TXRT_RETURN_IF_ERROR(enqueueCommand(static_cast<unsigned>(i)));
+    if (grouping && isCollective(i) && !isCollective(i + 1))
+      TXRT_RETURN_IF_ERROR(communicator_->endGroup().withContext(describeCommand(
+          static_cast<unsigned>(i))));
     if (syncEach)
       TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext(
           describeCommand(static_cast<unsigned>(i))));

@@ -192,6 +192,11 @@ public:
   /// Whether its calls may be captured into a CUDA graph (NCCL's may; an
   /// exchange through host memory may not).
   virtual bool capturable() const = 0;
+  /// Collectives enqueued between beginGroup and endGroup may be launched
+  /// together (NCCL aggregates them into one kernel); they must not depend
+  /// on each other. No-ops where grouping gains nothing.
+  virtual Status beginGroup() { return Status(); }
+  virtual Status endGroup() { return Status(); }
   /// recv = the reduction over ranks of send, |count| elements each.
   virtual Status allReduce(DevicePtr send, DevicePtr recv, size_t count,
                            fb::DType type, Reduction op, Stream &stream) = 0;

@@ -173,6 +173,15 @@ public:
                                           streamHandle(stream)));
   }
 
+  Status beginGroup() override {
+    TXRT_RETURN_IF_ERROR(failure_);
+    return finishCall("ncclGroupStart", nccl_.ncclGroupStart());
+  }
+  Status endGroup() override {
+    TXRT_RETURN_IF_ERROR(failure_);
+    return finishCall("ncclGroupEnd", nccl_.ncclGroupEnd());
+  }
+
   Status check() override {
     TXRT_RETURN_IF_ERROR(failure_);
     ncclResult_t state = ncclSuccess;

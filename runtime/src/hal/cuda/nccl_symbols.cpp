@@ -50,6 +50,8 @@ LoadedNccl load() {
       resolve(library, "ncclAllReduce", s.ncclAllReduce, e) &&
       resolve(library, "ncclReduceScatter", s.ncclReduceScatter, e) &&
       resolve(library, "ncclAllGather", s.ncclAllGather, e) &&
+      resolve(library, "ncclGroupStart", s.ncclGroupStart, e) &&
+      resolve(library, "ncclGroupEnd", s.ncclGroupEnd, e) &&
       resolve(library, "ncclGetErrorString", s.ncclGetErrorString, e) &&
       resolve(library, "ncclGetLastError", s.ncclGetLastError, e);
   return loaded;

@@ -109,6 +109,8 @@ struct NcclSymbols {
                                     ncclRedOp_t, ncclComm_t, CUstream) = nullptr;
   ncclResult_t (*ncclAllGather)(const void *, void *, size_t, ncclDataType_t,
                                 ncclComm_t, CUstream) = nullptr;
+  ncclResult_t (*ncclGroupStart)() = nullptr;
+  ncclResult_t (*ncclGroupEnd)() = nullptr;
   const char *(*ncclGetErrorString)(ncclResult_t) = nullptr;
   const char *(*ncclGetLastError)(ncclComm_t) = nullptr;
 };
