@@ -27,8 +27,15 @@ echo "${shape[*]}" > "$dir/$model.shape"
 # two bytes a weight element between steps). bf16-clip and fp8-clip: the
 # same steps clipping the gradients to a global norm of 1.0 (as nanoGPT
 # and Hugging Face's Trainer do), compared with PyTorch's clipped steps.
-for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1; do
+for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead bf16-unfused; do
   case "$precision" in
+    # Attention left unfused (the B*H*T*T scores and probabilities in
+    # memory): what the fused attention saves in time and peak memory.
+    bf16-unfused) flags=(--precision=bf16 --no-fuse=attention) ;;
+    # The LM head's three GEMMs in FP8 too (the default keeps the first
+    # and last forward GEMMs in bf16, as Transformer Engine's users do):
+    # only the first layer's QKV GEMM (n3_MatMul in this export) excluded.
+    fp8-lmhead) flags=(--precision=fp8 '--fp8-exclude=^n3_MatMul$') ;;
     # The ZeRO-1 step for one rank (run.sh starts it as rank 0 of 1, NCCL).
     *-dp1) flags=(--precision="${precision%-dp1}" --data-parallel=1) ;;
     fp8-cached) flags=(--precision=fp8 --fp8-weight-cache=on) ;;

@@ -17,6 +17,9 @@
 #   compile-bf16-clip, which summarize.py compares with each other;
 #   bf16-dp1 is the ZeRO-1 step for one rank (txopt --data-parallel=1), run
 #   as rank 0 of 1 through NCCL: the cost of its collectives and copies;
+#   fp8-lmhead puts the LM head's GEMMs in FP8 too; bf16-unfused leaves
+#   attention unfused (its scores in memory), for the time and peak memory
+#   the fused attention saves;
 #   TXRUN_FLAGS
 #   adds flags to every txrun (e.g. --tune-gemms, for a comparison);
 #   PROFILES="bf16" (the default) names the txopt steps profiled per
