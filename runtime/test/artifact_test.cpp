@@ -383,6 +383,8 @@ TEST(Artifact, CollectiveBuffersFitTheirSlots) {
   EXPECT_TRUE(Artifact::fromBytes(t.build(), "/weights", artifact).ok());
   t.collectiveDst = 9;
   expectRejected(t, "collective destination names slot 9, but the artifact has 4 slots");
+  t.collectiveDst = 0;
+  expectRejected(t, "collective source (slot 0) and destination (slot 0) overlap in the arena");
 }
 
 TEST(Artifact, CollectiveOverFP8IsRejected) {

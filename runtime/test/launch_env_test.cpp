@@ -149,6 +149,26 @@ TEST(LaunchEnv, PortMustBeATcpPort) {
   EXPECT_EQ(refusal(text), "launch environment: MASTER_PORT=http is not a non-negative integer");
 }
 
+// torchrun's agent serves its own store on MASTER_PORT (and says so):
+// the rendezvous takes the next port; TXRT_RENDEZVOUS_PORT overrides both.
+TEST(LaunchEnv, RendezvousPortBesideTorchrunsStore) {
+  Variables variables = kTorchrun;
+  variables["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  std::optional<LaunchEnvironment> env;
+  txrt::Status status = readFrom(variables, env);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(env->masterPort, 29501);
+  variables["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  ASSERT_TRUE(readFrom(variables, env).ok());
+  EXPECT_EQ(env->masterPort, 29500);
+  variables["TXRT_RENDEZVOUS_PORT"] = "31000";
+  ASSERT_TRUE(readFrom(variables, env).ok());
+  EXPECT_EQ(env->masterPort, 31000);
+  variables["TXRT_RENDEZVOUS_PORT"] = "0";
+  EXPECT_EQ(refusal(variables),
+            "launch environment: TXRT_RENDEZVOUS_PORT=0 is not a TCP port (1..65535)");
+}
+
 TEST(LaunchEnv, MasterIsRequiredForSeveralRanks) {
   Variables noAddr = kTorchrun;
   noAddr.erase("MASTER_ADDR");

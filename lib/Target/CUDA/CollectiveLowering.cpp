@@ -77,7 +77,10 @@ static std::optional<BlockArgument> gatheredInPlace(LoweringContext &ctx,
           gather.getType().getElementType())
     return std::nullopt;
   // Every reader of the old value, through views and values computed
-  // inside their readers' kernels, is lowered before the gather.
+  // inside their readers' kernels, is lowered before the gather: it comes
+  // before it in the block, and no plan moves it later (ops held back to
+  // run after another, lowered inside another op's kernel, scale updates
+  // flushed at the end) or returns the old value.
   llvm::SmallVector<Value> work{arg};
   llvm::DenseSet<Value> seen;
   while (!work.empty()) {
@@ -85,9 +88,10 @@ static std::optional<BlockArgument> gatheredInPlace(LoweringContext &ctx,
     if (!seen.insert(v).second)
       continue;
     for (Operation *reader : v.getUsers()) {
-      if (reader == ret.getOperation())
-        continue;
-      if (!reader->isBeforeInBlock(gather) || ctx.deferredAfter.count(reader))
+      if (reader == ret.getOperation() || !reader->isBeforeInBlock(gather) ||
+          ctx.deferredAfter.count(reader) || ctx.loweredElsewhere.contains(reader) ||
+          ctx.recomputedBySum.count(reader) ||
+          isa<tx::FP8ScaleUpdateOp>(reader))
         return std::nullopt;
       for (Value r : reader->getResults())
         if (isViewOp(reader) || !ctx.plan.isMaterialized(r))

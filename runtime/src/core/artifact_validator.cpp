@@ -536,6 +536,17 @@ private:
                                std::to_string(slot) + " (" +
                                std::to_string(slotBytes(slot)) + " bytes)");
     }
+    // Source and destination apart in the arena (the compiler never
+    // aliases them; NCCL's reduce-scatter and all-gather are undefined on
+    // overlapping buffers other than its exact in-place layouts).
+    uint64_t srcBegin = a_.slots()->Get(c.src())->offset(),
+             dstBegin = a_.slots()->Get(c.dst())->offset();
+    uint64_t srcEnd = srcBegin + c.send_count() * dtypeSize(c.dtype()),
+             dstEnd = dstBegin + c.recv_count() * dtypeSize(c.dtype());
+    if (srcBegin < dstEnd && dstBegin < srcEnd)
+      return Status::invalid(where + ": collective source (slot " + std::to_string(c.src()) +
+                             ") and destination (slot " + std::to_string(c.dst()) +
+                             ") overlap in the arena");
     return Status();
   }
 

@@ -118,6 +118,18 @@ Status readLaunchEnvironment(const std::function<const char *(const char *)> &ge
     if (env.masterPort < 1 || env.masterPort > 65535)
       return invalid(std::string("MASTER_PORT=") + portText +
                      " is not a TCP port (1..65535)");
+    // torchrun's agent serves its own store on MASTER_PORT and says so in
+    // TORCHELASTIC_USE_AGENT_STORE: rank 0 cannot listen there, so the
+    // rendezvous takes the next port.
+    const char *agentStore = lookup(getenv, "TORCHELASTIC_USE_AGENT_STORE");
+    if (agentStore && std::string(agentStore) == "True")
+      env.masterPort = env.masterPort == 65535 ? 65534 : env.masterPort + 1;
+  }
+  if (const char *override = lookup(getenv, "TXRT_RENDEZVOUS_PORT")) {
+    TXRT_RETURN_IF_ERROR(parseInteger("TXRT_RENDEZVOUS_PORT", override, 0, env.masterPort));
+    if (env.masterPort < 1 || env.masterPort > 65535)
+      return invalid(std::string("TXRT_RENDEZVOUS_PORT=") + override +
+                     " is not a TCP port (1..65535)");
   }
   out = std::move(env);
   return Status();

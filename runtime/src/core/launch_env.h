@@ -26,7 +26,10 @@ struct LaunchEnvironment {
   int worldSize = 1;
   /// This process's index among the ranks on its node (picks the GPU).
   int localRank = 0;
-  /// Where rank 0 listens for the rendezvous (exchangeRendezvousBlob).
+  /// Where rank 0 listens for the rendezvous (exchangeRendezvousBlob):
+  /// MASTER_ADDR, and MASTER_PORT, or MASTER_PORT + 1 under torchrun
+  /// (TORCHELASTIC_USE_AGENT_STORE=True: its agent's store listens on
+  /// MASTER_PORT), or TXRT_RENDEZVOUS_PORT when set.
   std::string masterAddr;
   int masterPort = 0;
   /// Which names were read: "torchrun" (RANK, WORLD_SIZE, LOCAL_RANK) or

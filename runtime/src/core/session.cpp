@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "hal/cuda/cuda_hal.h"
 
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cerrno>
@@ -184,18 +185,36 @@ Status Session::enqueueCommands(size_t begin, size_t end, bool syncEach) {
   // Consecutive collectives (the reduce-scatters of the gradients, the
   // all-gathers of the parameters) read and write disjoint buffers: one
   // group each, which NCCL launches as one kernel instead of one per call.
+  // A group's calls run concurrently, so one whose bytes another of the
+  // group touches starts a new group (the memory plan reuses a buffer as
+  // soon as its last reader has run).
   auto isCollective = [&](size_t i) {
-    return i >= begin && i < end && commands_[i]->op_type() == fb::Op::Collective;
+    return i < end && commands_[i]->op_type() == fb::Op::Collective;
   };
   bool grouping = communicator_ && !syncEach;
+  bool inGroup = false;
+  size_t groupBegin = begin;
+  auto where = [&](size_t i) { return describeCommand(static_cast<unsigned>(i)); };
   for (size_t i = begin; i < end; ++i) {
-    if (grouping && isCollective(i) && !isCollective(i - 1))
-      TXRT_RETURN_IF_ERROR(communicator_->beginGroup().withContext(describeCommand(
-          static_cast<unsigned>(i))));
-    TXRT_RETURN_IF_ERROR(enqueueCommand(static_cast<unsigned>(i)));
-    if (grouping && isCollective(i) && !isCollective(i + 1))
-      TXRT_RETURN_IF_ERROR(communicator_->endGroup().withContext(describeCommand(
-          static_cast<unsigned>(i))));
+    if (grouping && isCollective(i) && inGroup && !joinsCollectiveGroup(groupBegin, i)) {
+      TXRT_RETURN_IF_ERROR(communicator_->endGroup().withContext(where(i)));
+      inGroup = false;
+    }
+    if (grouping && isCollective(i) && !inGroup) {
+      TXRT_RETURN_IF_ERROR(communicator_->beginGroup().withContext(where(i)));
+      inGroup = true;
+      groupBegin = i;
+    }
+    Status enqueued = enqueueCommand(static_cast<unsigned>(i));
+    if (!enqueued.ok()) {
+      if (inGroup)
+        (void)communicator_->endGroup(); // leave NCCL's group closed
+      return enqueued;
+    }
+    if (inGroup && !isCollective(i + 1)) {
+      TXRT_RETURN_IF_ERROR(communicator_->endGroup().withContext(where(i)));
+      inGroup = false;
+    }
     if (syncEach)
       TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext(
           describeCommand(static_cast<unsigned>(i))));
@@ -236,17 +255,50 @@ Status Session::runFunction(size_t begin, size_t end, uint64_t &runs,
   return Status();
 }
 
+bool Session::joinsCollectiveGroup(size_t groupBegin, size_t i) const {
+  struct Range {
+    uint64_t begin, end;
+  };
+  auto ranges = [&](size_t k) {
+    const fb::Collective *c = commands_[k]->op_as_Collective();
+    uint64_t size = dtypeSize(c->dtype());
+    uint64_t src = slotAddress(c->src()), dst = slotAddress(c->dst());
+    return std::array<Range, 2>{Range{src, src + c->send_count() * size},
+                                Range{dst, dst + c->recv_count() * size}};
+  };
+  auto overlap = [](Range a, Range b) { return a.begin < b.end && b.begin < a.end; };
+  std::array<Range, 2> mine = ranges(i);
+  for (size_t k = groupBegin; k < i; ++k)
+    for (Range theirs : ranges(k))
+      for (Range r : mine)
+        if (overlap(r, theirs))
+          return false;
+  return true;
+}
+
 Status Session::waitForRanks() {
   // A collective waits on the device for every other rank: a rank that
   // died, or a network that failed, would hold this stream forever. So
   // poll it, asking the communicator for such failures in between (NCCL
-  // reports them asynchronously and, aborted, lets its kernels end).
+  // reports them asynchronously and, aborted, lets its kernels end). A
+  // peer that simply stopped (or never got this far) is not always
+  // reported: past the rank timeout, this rank aborts the group.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(rankTimeoutSeconds_);
   for (;;) {
     bool done = false;
     TXRT_RETURN_IF_ERROR(stream_->query(done));
     TXRT_RETURN_IF_ERROR(communicator_->check());
     if (done)
       return Status();
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string why = "the step did not complete within " +
+                        std::to_string(static_cast<long long>(rankTimeoutSeconds_)) +
+                        " s (a rank stopped or is stuck; --rank-timeout sets the wait)";
+      communicator_->abort(why);
+      return Status::unavailable(communicator_->kind() + std::string(" rank ") +
+                                 std::to_string(communicator_->rank()) + ": " + why);
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
@@ -344,7 +396,8 @@ Status Session::runStepProfiled(std::vector<float> &msPerCommand, float *ms,
                                    .count();
   }
   TXRT_RETURN_IF_ERROR(stream_->record(*events[n]).withContext(step));
-  TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext(step));
+  TXRT_RETURN_IF_ERROR(
+      (communicator_ ? waitForRanks() : stream_->synchronize()).withContext(step));
   msPerCommand.assign(n, 0.0f);
   float total = 0;
   for (size_t i = 0; i < n; ++i) {

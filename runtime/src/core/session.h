@@ -58,6 +58,10 @@ struct SessionOptions {
   /// Its size must equal the artifact's rank count; a plain step takes
   /// none. Shared by the session (it outlives no session that uses it).
   std::shared_ptr<hal::Communicator> communicator;
+  /// How long a data-parallel step may wait for the other ranks before
+  /// this rank aborts the group (a peer that stopped, or never started,
+  /// would otherwise hold its collectives forever).
+  double rankTimeoutSeconds = 300;
 };
 
 class Session {
@@ -155,8 +159,13 @@ private:
   std::string describeCommand(unsigned index) const;
   Status sampleMemory();
   /// Waits for the stream of a data-parallel step, polling the
-  /// communicator for a failed rank meanwhile.
+  /// communicator for a failed rank meanwhile; past the rank timeout it
+  /// aborts the group and fails.
   Status waitForRanks();
+  /// Whether collective command |i| can join a group that runs commands
+  /// [groupBegin, i) as one launch: it touches none of their bytes (the
+  /// memory plan may reuse one command's input for the next one's output).
+  bool joinsCollectiveGroup(size_t groupBegin, size_t i) const;
   hal::DevicePtr slotAddress(unsigned slot) const;
   uint64_t slotBytes(unsigned slot) const;
   Status copySlot(unsigned slot, uint64_t bytes, void *data, size_t size,
@@ -175,6 +184,7 @@ private:
   std::vector<std::unique_ptr<hal::GemmPlan>> gemms_; // per command, or null
   std::unique_ptr<hal::Attention> attention_;
   std::shared_ptr<hal::Communicator> communicator_; // data-parallel steps only
+  double rankTimeoutSeconds_ = 300;
   std::vector<std::unique_ptr<hal::AttentionPlan>> attentions_; // per command, or null
   /// Scratch of the attention calls: they run in order on one stream, so
   /// one buffer of the largest workspace serves all.

@@ -140,6 +140,7 @@ Status Session::checkCommunicator(const SessionOptions &options) {
                            " ranks, but " + std::to_string(comm->size()) + " ranks (" +
                            comm->kind() + ") were started");
   communicator_ = options.communicator;
+  rankTimeoutSeconds_ = options.rankTimeoutSeconds;
   return Status();
 }
 

@@ -207,6 +207,10 @@ public:
   /// recv (|sendCount| * size() elements) = every rank's send in rank order.
   virtual Status allGather(DevicePtr send, DevicePtr recv, size_t sendCount,
                            fb::DType type, Stream &stream) = 0;
+  /// Ends the group's collectives in flight (the kernels of a collective
+  /// waiting for a peer that will not come), after which every call fails.
+  /// For a rank that gives up waiting.
+  virtual void abort(const std::string &why) = 0;
   /// After the stream's work has completed, or while waiting for it: a
   /// failure of the group that happened asynchronously (a dead rank, a
   /// network error), or OK.

@@ -314,6 +314,7 @@ public:
   }
 
   Status check() override { return group_->status(); }
+  void abort(const std::string &why) override { group_->fail(rank_, why); }
 
 private:
   static const char *typeName(fb::DType type) {

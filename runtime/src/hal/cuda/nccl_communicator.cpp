@@ -189,17 +189,16 @@ public:
     if (result != ncclSuccess)
       return fail(ncclFailure(result, who_ + ": ncclCommGetAsyncError failed: " +
                                           describeNccl(nccl_, result, comm_)));
-    if (state != ncclSuccess && state != ncclInProgress) {
-      Status failure = fail(ncclFailure(state, who_ + ": the communicator failed: " +
-                                                   describeNccl(nccl_, state, comm_)));
-      // Abort now: NCCL's kernels on the stream wait for a peer that is
-      // gone, and only an abort lets them end (and the session's stream
-      // be synchronized and destroyed after this error).
-      nccl_.ncclCommAbort(comm_);
-      comm_ = nullptr;
-      return failure;
-    }
+    if (state != ncclSuccess && state != ncclInProgress)
+      return fail(ncclFailure(state, who_ + ": the communicator failed: " +
+                                          describeNccl(nccl_, state, comm_)));
     return Status();
+  }
+
+  void abort(const std::string &why) override {
+    if (failure_.ok())
+      failure_ = Status::unavailable(who_ + ": aborted: " + why);
+    abortNow();
   }
 
 private:
@@ -207,7 +206,17 @@ private:
   /// undefined except for ncclCommAbort, which the destructor calls.
   Status fail(Status failure) {
     failure_ = failure;
+    // Abort now, not in the destructor: NCCL's kernels already on the
+    // stream may wait for peers that are gone, and only an abort lets them
+    // end, so that the session's stream can be synchronized (~Session)
+    // before this communicator is destroyed.
+    abortNow();
     return failure;
+  }
+  void abortNow() {
+    if (comm_)
+      nccl_.ncclCommAbort(comm_);
+    comm_ = nullptr;
   }
 
   /// A non-blocking call may return ncclInProgress before its work is on
