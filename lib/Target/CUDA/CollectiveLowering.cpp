@@ -78,9 +78,12 @@ static std::optional<BlockArgument> gatheredInPlace(LoweringContext &ctx,
     return std::nullopt;
   // Every reader of the old value, through views and values computed
   // inside their readers' kernels, is lowered before the gather: it comes
-  // before it in the block, and no plan moves it later (ops held back to
-  // run after another, lowered inside another op's kernel, scale updates
-  // flushed at the end) or returns the old value.
+  // before it in the block, no plan moves it later (ops held back to run
+  // after another, scale updates flushed at the end), and it does not
+  // return the old value. An op lowered inside another op's kernel (a
+  // residual add inside its norm) is followed to its users, among which is
+  // that op. (A copy written by a column sum's kernel is lowered earlier,
+  // not later: RecomputeScheduling moves the sum up to it.)
   llvm::SmallVector<Value> work{arg};
   llvm::DenseSet<Value> seen;
   while (!work.empty()) {
@@ -89,12 +92,12 @@ static std::optional<BlockArgument> gatheredInPlace(LoweringContext &ctx,
       continue;
     for (Operation *reader : v.getUsers()) {
       if (reader == ret.getOperation() || !reader->isBeforeInBlock(gather) ||
-          ctx.deferredAfter.count(reader) || ctx.loweredElsewhere.contains(reader) ||
-          ctx.recomputedBySum.count(reader) ||
+          ctx.deferredAfter.count(reader) ||
           isa<tx::FP8ScaleUpdateOp>(reader))
         return std::nullopt;
       for (Value r : reader->getResults())
-        if (isViewOp(reader) || !ctx.plan.isMaterialized(r))
+        if (isViewOp(reader) || !ctx.plan.isMaterialized(r) ||
+            ctx.loweredElsewhere.contains(reader))
           work.push_back(r);
     }
   }
