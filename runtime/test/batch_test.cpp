@@ -175,6 +175,43 @@ TEST(Batch, MicroBatchesTakeConsecutiveWindows) {
   std::remove(path.c_str());
 }
 
+// Data parallelism: a step reads one window of the global batch (ranks x
+// the step's 8 tokens), rank r its r-th part, labels one token on; a
+// stream shorter than one global batch is refused naming the rank count.
+TEST(Batch, EachRankReadsItsPartOfTheGlobalWindow) {
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(txrt::test::TestArtifact().build(), ".", artifact).ok());
+  std::vector<int64_t> tokens(40);
+  for (int i = 0; i < 40; ++i)
+    tokens[i] = i;
+  std::string path = "/tmp/txrt-batch-ranks-" + std::to_string(getpid()) + ".npy";
+  ASSERT_TRUE(writeNpyFile(path, DType::I64, {40}, tokens.data(), 40).ok());
+  std::vector<BatchFeeder::Write> writes;
+  auto first = [&](size_t w) {
+    int64_t v;
+    std::memcpy(&v, writes[w].bytes->data(), 8);
+    return v;
+  };
+  std::unique_ptr<BatchFeeder> rank1;
+  Status s = BatchFeeder::create(*artifact, 0, path, rank1, false, /*rank=*/1, /*ranks=*/2);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(rank1->tokensPerStep(), 16u);
+  rank1->writesForStep(1, writes);
+  ASSERT_EQ(writes.size(), 2u);
+  EXPECT_EQ(first(0), 8);
+  EXPECT_EQ(first(1), 9);
+  rank1->writesForStep(2, writes); // the global window moves by 16
+  EXPECT_EQ(first(0), 24);
+  EXPECT_EQ(first(1), 25);
+  std::unique_ptr<BatchFeeder> ofSix;
+  s = BatchFeeder::create(*artifact, 0, path, ofSix, false, 0, 6);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("holds 40 tokens; one batch of 6 ranks needs 49"),
+            std::string::npos)
+      << s.message();
+  std::remove(path.c_str());
+}
+
 // Validation: windows 0, 1, ... of the --val-data stream from its start,
 // wrapping (as txopt-run's evaluation reads them), the labels one token on;
 // a stream shorter than a batch or with a token outside the vocabulary is

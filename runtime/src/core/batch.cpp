@@ -167,12 +167,7 @@ Status BatchFeeder::create(const Artifact &artifact, uint64_t seed,
     feeder->vocabulary_ = bound;
     // Data parallelism: the ranks' windows side by side make one window
     // of the global batch; the stream advances by it.
-    if (ranks > 1 && static_cast<int64_t>(tokens.size()) < feeder->window_ * ranks + 1)
-      return Status::invalid("--data: '" + *dataPath + "' holds " +
-                             std::to_string(tokens.size()) + " tokens; one batch of " +
-                             std::to_string(ranks) + " ranks needs " +
-                             std::to_string(feeder->window_ * ranks + 1));
-    TXRT_RETURN_IF_ERROR(feeder->checkTokens("--data", *dataPath, tokens));
+    TXRT_RETURN_IF_ERROR(feeder->checkTokens("--data", *dataPath, tokens, ranks));
     feeder->windows_.emplace(static_cast<int64_t>(tokens.size()),
                              feeder->window_ * static_cast<int64_t>(ranks), shuffle, seed);
     size_t bytes = static_cast<size_t>(feeder->window_) * dtypeSize(tokensArg->dtype());
@@ -231,10 +226,13 @@ void BatchFeeder::writeWindow(const std::vector<int64_t> &tokens, int64_t offset
 }
 
 Status BatchFeeder::checkTokens(const std::string &flag, const std::string &path,
-                                const std::vector<int64_t> &tokens) const {
-  if (static_cast<int64_t>(tokens.size()) < window_ + 1)
+                                const std::vector<int64_t> &tokens, unsigned ranks) const {
+  int64_t needed = window_ * static_cast<int64_t>(ranks) + 1;
+  if (static_cast<int64_t>(tokens.size()) < needed)
     return Status::invalid(flag + " '" + path + "' holds " + std::to_string(tokens.size()) +
-                           " tokens; one batch needs " + std::to_string(window_ + 1));
+                           " tokens; one batch " +
+                           (ranks > 1 ? "of " + std::to_string(ranks) + " ranks " : "") +
+                           "needs " + std::to_string(needed));
   if (vocabulary_ > 0)
     for (size_t p = 0; p < tokens.size(); ++p)
       if (tokens[p] < 0 || tokens[p] >= vocabulary_)

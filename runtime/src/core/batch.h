@@ -131,9 +131,10 @@ private:
   void writeWindow(const std::vector<int64_t> &tokens, int64_t offset,
                    std::vector<Write> &out);
   /// Fails when |tokens| (read from |path| for |flag|) is shorter than
-  /// one batch or holds a token outside the vocabulary.
+  /// one batch (of |ranks| ranks' windows side by side) or holds a token
+  /// outside the vocabulary.
   Status checkTokens(const std::string &flag, const std::string &path,
-                     const std::vector<int64_t> &tokens) const;
+                     const std::vector<int64_t> &tokens, unsigned ranks = 1) const;
 
   std::vector<Fed> random_;
   std::optional<Fed> tokensArg_, labelsArg_;

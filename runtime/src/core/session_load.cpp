@@ -116,29 +116,33 @@ Status Session::load(const SessionOptions &options) {
   return sampleMemory();
 }
 
+std::string rankCountMismatch(const fb::Artifact &artifact, int size, bool hasCommunicator) {
+  unsigned stepRanks = artifact.ranks();
+  if (stepRanks == 0 && size > 1)
+    return "this step is not data-parallel, but " + std::to_string(size) +
+           " ranks were started: compile it with txopt --train --data-parallel=" +
+           std::to_string(size);
+  if (stepRanks > 0 && size == 1 && !hasCommunicator)
+    return "this step is data-parallel over " + std::to_string(stepRanks) +
+           " ranks (txopt --data-parallel=" + std::to_string(stepRanks) +
+           "): start " + std::to_string(stepRanks) +
+           " processes under a launcher (torchrun-style RANK, WORLD_SIZE, "
+           "LOCAL_RANK, MASTER_ADDR, MASTER_PORT, or mpirun), or run them as "
+           "threads on one GPU with txrun --ranks " + std::to_string(stepRanks);
+  if (stepRanks > 0 && static_cast<unsigned>(size) != stepRanks)
+    return "this step is data-parallel over " + std::to_string(stepRanks) +
+           " ranks, but " + std::to_string(size) + " were started";
+  return "";
+}
+
 Status Session::checkCommunicator(const SessionOptions &options) {
-  unsigned ranks = artifact_->root().ranks();
   const hal::Communicator *comm = options.communicator.get();
-  if (ranks == 0) {
-    if (comm && comm->size() > 1)
-      return Status::invalid("this step is not data-parallel, but " +
-                             std::to_string(comm->size()) + " ranks (" + comm->kind() +
-                             ") were started: compile it with txopt --train "
-                             "--data-parallel=" + std::to_string(comm->size()));
-    return Status();
-  }
-  if (!comm)
-    return Status::invalid(
-        "this step is data-parallel over " + std::to_string(ranks) +
-        " ranks (txopt --data-parallel=" + std::to_string(ranks) +
-        "): start it under a launcher (torchrun-style RANK/WORLD_SIZE/"
-        "MASTER_ADDR/MASTER_PORT, or mpirun) with " + std::to_string(ranks) +
-        " processes, or as threads on one GPU with txrun --ranks " +
-        std::to_string(ranks));
-  if (static_cast<unsigned>(comm->size()) != ranks)
-    return Status::invalid("this step is data-parallel over " + std::to_string(ranks) +
-                           " ranks, but " + std::to_string(comm->size()) + " ranks (" +
-                           comm->kind() + ") were started");
+  if (std::string mismatch =
+          rankCountMismatch(artifact_->root(), comm ? comm->size() : 1, comm != nullptr);
+      !mismatch.empty())
+    return Status::invalid(mismatch);
+  if (artifact_->root().ranks() == 0)
+    return Status(); // a plain step keeps no communicator
   communicator_ = options.communicator;
   rankTimeoutSeconds_ = options.rankTimeoutSeconds;
   return Status();

@@ -46,28 +46,6 @@ struct RankContext {
   std::shared_ptr<hal::Communicator> communicator;
 };
 
-/// Why |artifact| cannot run as |size| ranks (with a communicator or not),
-/// or "": a data-parallel step needs exactly its rank count, a plain step
-/// one rank.
-std::string rankMismatch(const fb::Artifact &artifact, int size, bool hasCommunicator) {
-  unsigned stepRanks = artifact.ranks();
-  if (stepRanks == 0 && size > 1)
-    return "this step is not data-parallel, but " + std::to_string(size) +
-           " ranks were started: compile it with txopt --train --data-parallel=" +
-           std::to_string(size);
-  if (stepRanks > 0 && size == 1 && !hasCommunicator)
-    return "this step is data-parallel over " + std::to_string(stepRanks) +
-           " ranks (txopt --data-parallel=" + std::to_string(stepRanks) +
-           "): start " + std::to_string(stepRanks) +
-           " processes under a launcher (torchrun-style RANK, WORLD_SIZE, "
-           "LOCAL_RANK, MASTER_ADDR, MASTER_PORT, or mpirun), or run them as "
-           "threads on one GPU with txrun --ranks " + std::to_string(stepRanks);
-  if (stepRanks > 0 && static_cast<unsigned>(size) != stepRanks)
-    return "this step is data-parallel over " + std::to_string(stepRanks) +
-           " ranks, but " + std::to_string(size) + " were started";
-  return "";
-}
-
 /// One txrun run. Each phase returns the exit code when the run ends there
 /// (an error, or nothing left to run), nothing when it goes on.
 class TrainingRun {
@@ -164,7 +142,7 @@ std::optional<int> TrainingRun::loadArtifact() {
   root = &artifact->root();
   // The rank count, before any device is touched (every rank finds the
   // same; rank 0 says it).
-  std::string mismatch = rankMismatch(*root, ranks.size, ranks.communicator != nullptr);
+  std::string mismatch = rankCountMismatch(*root, ranks.size, ranks.communicator != nullptr);
   if (!mismatch.empty())
     return ranks.rank == 0 ? fail(kRunError, mismatch) : kRunError;
   return std::nullopt;
@@ -753,7 +731,7 @@ static int runLaunched(const Options &o, const LaunchEnvironment &env) {
     options.device = env.localRank;
     return TrainingRun(options).run();
   }
-  if (std::string mismatch = rankMismatch(artifact->root(), env.worldSize, true);
+  if (std::string mismatch = rankCountMismatch(artifact->root(), env.worldSize, true);
       !mismatch.empty())
     return env.rank == 0 ? fail(kRunError, mismatch) : kRunError;
   if (std::optional<int> exit = checkRankOptions(o))
