@@ -64,30 +64,27 @@ Tensor evalScaledCast(Operation *op, const Tensor &input, double factor,
   return result;
 }
 
-void evalScaleUpdate(tx::FP8ScaleUpdateOp op, llvm::ArrayRef<const Tensor *> in,
-                     const ExecutorOptions &options,
-                     llvm::SmallVectorImpl<Tensor> &results) {
+/// One row of tx.fp8_scale_update: |history| (L entries) rolled into
+/// |rolled|, the row's new scale and scale inverse returned.
+std::pair<double, double> updateScaleRow(tx::FP8ScaleUpdateOp op, const double *history,
+                                         double scale, double newAmax, double *rolled,
+                                         int64_t length, const ExecutorOptions &options) {
   Type f32 = Float32Type::get(op.getContext());
   auto r32 = [&](double v) { return roundUnlessF64(f32, v, options); };
-  const std::vector<double> &history = in[0]->floats();
-  double scale = in[1]->floats()[0];
-  double newAmax = in[2]->floats()[0];
   tx::FP8RecipeAttr recipe = op.getRecipe();
 
   // Newest first: the new amax enters slot 0, the oldest entry drops.
-  Tensor newHistory = makeResult(op, 0);
-  std::vector<double> &rolled = newHistory.floats();
   rolled[0] = newAmax;
-  for (size_t i = 1; i < rolled.size(); ++i)
+  for (int64_t i = 1; i < length; ++i)
     rolled[i] = history[i - 1];
 
   double amax = newAmax;
   if (recipe.getAmaxCompute() == tx::AmaxCompute::max) {
     // TE's fmaxf reduction from 0: NaN entries are skipped.
     amax = 0.0;
-    for (double v : rolled)
-      if (!std::isnan(v))
-        amax = std::max(amax, v);
+    for (int64_t i = 0; i < length; ++i)
+      if (!std::isnan(rolled[i]))
+        amax = std::max(amax, rolled[i]);
   }
   // fp8_max * 2^-margin in f32. ldexp takes an int; every margin past 4096
   // underflows to 0 just as that one does.
@@ -105,10 +102,27 @@ void evalScaleUpdate(tx::FP8ScaleUpdateOp op, llvm::ArrayRef<const Tensor *> in,
   const double smallestNormal = std::numeric_limits<float>::min();
   if (newScale < smallestNormal && !(scale < smallestNormal))
     newScale = smallestNormal;
+  return {newScale, r32(1.0 / newScale)};
+}
 
+/// tx.fp8_scale_update, one history [L] or N packed rows [N, L]: each row
+/// on its own (updateScaleRow).
+void evalScaleUpdate(tx::FP8ScaleUpdateOp op, llvm::ArrayRef<const Tensor *> in,
+                     const ExecutorOptions &options,
+                     llvm::SmallVectorImpl<Tensor> &results) {
+  const std::vector<double> &history = in[0]->floats();
+  const std::vector<double> &scales = in[1]->floats();
+  const std::vector<double> &amaxes = in[2]->floats();
+  int64_t length = op.getAmaxHistory().getType().getShape().back();
+  Tensor newHistory = makeResult(op, 0);
   Tensor scaleOut = makeResult(op, 1), scaleInvOut = makeResult(op, 2);
-  scaleOut.floats()[0] = newScale;
-  scaleInvOut.floats()[0] = r32(1.0 / newScale);
+  for (size_t row = 0; row < scales.size(); ++row) {
+    auto [scale, scaleInv] =
+        updateScaleRow(op, history.data() + row * length, scales[row], amaxes[row],
+                       newHistory.floats().data() + row * length, length, options);
+    scaleOut.floats()[row] = scale;
+    scaleInvOut.floats()[row] = scaleInv;
+  }
   results.push_back(std::move(newHistory));
   results.push_back(std::move(scaleOut));
   results.push_back(std::move(scaleInvOut));
@@ -176,6 +190,12 @@ llvm::Expected<bool> mlir::txopt::reference::evalPrecisionOp(Operation *op,
   }
   if (auto update = dyn_cast<tx::FP8ScaleUpdateOp>(op)) {
     evalScaleUpdate(update, in, args.options, results);
+    return true;
+  }
+  if (auto site = dyn_cast<tx::FP8SiteOp>(op)) {
+    Tensor result = makeResult(op);
+    result.floats()[0] = in[0]->floats()[static_cast<size_t>(site.getIndex())];
+    results.push_back(std::move(result));
     return true;
   }
   if (auto current = dyn_cast<tx::FP8CurrentScaleOp>(op)) {

@@ -187,6 +187,24 @@ TEST(Artifact, GemmOperandsChecked) {
   expectRejected(t, "operand A spans");
 }
 
+TEST(Artifact, GemmScaleOffsetsChecked) {
+  // A packed FP8 state's entry: slot 2 holds 256 bytes, so 64 f32.
+  TestArtifact t;
+  t.gemmAScale = 2;
+  t.gemmAScaleOffset = 252;
+  Status s = load(t.build());
+  EXPECT_TRUE(s.ok()) << s.message();
+  t.gemmAScaleOffset = 256;
+  expectRejected(t, "command 1 (origin '/MatMul'): scale slot 2 holds no f32 at byte offset 256");
+  t.gemmAScaleOffset = 6;
+  expectRejected(t, "scale slot 2 holds no f32 at byte offset 6");
+  t.gemmAScaleOffset = ~uint64_t(0) - 1;
+  expectRejected(t, "scale slot 2 holds no f32 at byte offset");
+  t = TestArtifact();
+  t.gemmAScaleOffset = 8;
+  expectRejected(t, "a scale offset of 8 bytes without a scale slot");
+}
+
 TEST(Artifact, MemsetAndCopyChecked) {
   TestArtifact t;
   t.memsetSlot = 12;

@@ -216,6 +216,10 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
             ++precision.fp8CachedWeights;
           else if (role.getValue() != "fp8_weight_codes")
             precision.fp8StateTensors += role.getValue().starts_with("fp8_");
+          if (role.getValue() == "fp8_scale")
+            precision.fp8CastSites += mlir::cast<mlir::RankedTensorType>(
+                                          func.getArgumentTypes()[i])
+                                          .getNumElements();
         }
     }
   return precision;
@@ -301,6 +305,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
           {"fp8_gemms", p.fp8Gemms},
           {"bf16_gemms", p.lowPrecisionGemms},
           {"state_tensors", p.fp8StateTensors},
+          {"cast_sites", p.fp8CastSites},
           {"cached_weights", p.fp8CachedWeights},
       };
   }
@@ -462,8 +467,8 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
     const PrecisionSummary &p = summary.precision;
     os << "  precision  " << p.mode << ": ";
     if (p.mode == "fp8")
-      os << p.fp8Gemms << " GEMMs in fp8 (" << p.fp8StateTensors
-         << " scaling state tensors, " << p.fp8CachedWeights
+      os << p.fp8Gemms << " GEMMs in fp8 (" << p.fp8CastSites << " cast tensors' scaling state in "
+         << p.fp8StateTensors << " tensors, " << p.fp8CachedWeights
          << " weights' codes cached), " << p.lowPrecisionGemms
          << " in bf16 (see warnings), ";
     else

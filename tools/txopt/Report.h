@@ -63,6 +63,9 @@ struct PrecisionSummary {
   bool lossScaling = false;
   int64_t fp8Gemms = 0;        ///< tx.fp8_matmul ops
   int64_t fp8StateTensors = 0; ///< amax histories, scales, scale_invs
+  /// Tensors cast to FP8 under delayed scaling: the rows of the packed
+  /// scales (one per cast site).
+  int64_t fp8CastSites = 0;
   /// Weights whose FP8 codes the step keeps (tx-cache-fp8-weights).
   int64_t fp8CachedWeights = 0;
   std::string fp8Recipe;       ///< the #tx.fp8_recipe, printed

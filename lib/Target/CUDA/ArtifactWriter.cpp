@@ -20,9 +20,12 @@ using namespace mlir::txopt::cuda;
 namespace fb = txrt::fb;
 
 /// The artifact format this compiler writes (runtime's kFormatVersion), the
-/// oldest that holds what the step uses: 3 adds attention tensors at an
+/// oldest that holds what the step uses: 6 adds FP8 GEMM scales at an
+/// offset inside their slot (packed FP8 state), 5 data parallelism, 4 the
+/// state-init function, 3 adds attention tensors at an
 /// offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersionScaleOffsets = 6;
 static constexpr uint32_t kFormatVersionDataParallel = 5;
 static constexpr uint32_t kFormatVersionStateInit = 4;
 static constexpr uint32_t kFormatVersionAttentionOffsets = 3;
@@ -138,7 +141,7 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
 /// writes FP8.
 static flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Command>>>
 writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &list,
-              bool &needsFP8, bool &usesOffsets) {
+              bool &needsFP8, bool &usesOffsets, bool &usesScaleOffsets) {
   std::vector<flatbuffers::Offset<fb::Command>> commands;
   for (const Command &c : list) {
     auto origin = fbb.CreateString(c.origin);
@@ -156,7 +159,9 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
           toFb(g->bType), toFb(g->dType),
           g->allowTF32 ? fb::ComputeType::F32_FAST_TF32 : fb::ComputeType::F32,
           g->alpha, g->beta, g->a, g->b, g->d, /*bias=*/-1,
-          fb::Epilogue::NONE, g->aScale, g->bScale, g->dScale, g->dAmax);
+          fb::Epilogue::NONE, g->aScale, g->bScale, g->dScale, g->dAmax,
+          g->aScaleOffset, g->bScaleOffset);
+      usesScaleOffsets |= g->aScaleOffset || g->bScaleOffset;
       // FP8 GEMMs need compute capability 8.9 (the FP8 casts do not: they
       // are integer code in the kernels).
       for (DType t : {g->aType, g->bType, g->dType})
@@ -221,15 +226,17 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       writeArguments(fbb, program.arguments);
   auto results = writeResults(fbb, program.results);
 
-  bool needsFP8 = false, usesOffsets = false;
-  auto commands = writeCommands(fbb, program.commands, needsFP8, usesOffsets);
+  bool needsFP8 = false, usesOffsets = false, usesScaleOffsets = false;
+  auto commands =
+      writeCommands(fbb, program.commands, needsFP8, usesOffsets, usesScaleOffsets);
   // Gradient accumulation: the micro-step's commands and results. An older
   // runtime would run the step alone (1/N of the gradient), so such an
   // artifact is format version 2, which those refuse.
   auto writeFunction = [&](const std::optional<FunctionProgram> &function) {
     if (!function)
       return flatbuffers::Offset<fb::Function>();
-    auto functionCommands = writeCommands(fbb, function->commands, needsFP8, usesOffsets);
+    auto functionCommands = writeCommands(fbb, function->commands, needsFP8, usesOffsets,
+                                          usesScaleOffsets);
     auto functionResults = writeResults(fbb, function->results);
     return fb::CreateFunction(fbb, fbb.CreateString(function->name),
                               functionCommands, functionResults);
@@ -244,7 +251,10 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb,
       // An older runtime would skip the collectives and copy rank 0's
       // shard on every rank.
-      program.ranks > 0    ? kFormatVersionDataParallel
+      // An older runtime would read every site's scale from the packed
+      // state's first entry.
+      usesScaleOffsets     ? kFormatVersionScaleOffsets
+      : program.ranks > 0  ? kFormatVersionDataParallel
       : program.stateInit  ? kFormatVersionStateInit
       : usesOffsets        ? kFormatVersionAttentionOffsets
       : program.microStep ? kFormatVersionMicroStep

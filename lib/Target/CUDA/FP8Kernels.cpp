@@ -1067,22 +1067,54 @@ static double scaledMaxOf(tx::FP8ScaleUpdateOp update) {
   return static_cast<float>(std::ldexp(fp8Max(update.getFp8Type()), -margin));
 }
 
+bool cuda::isCarriedScale(Value scale) {
+  if (auto site = scale.getDefiningOp<tx::FP8SiteOp>())
+    scale = site.getState();
+  return isa<BlockArgument>(scale);
+}
+
+std::pair<unsigned, uint64_t> cuda::scaleSlot(LoweringContext &ctx, Value v) {
+  if (auto site = v.getDefiningOp<tx::FP8SiteOp>())
+    return {ctx.bufferFor(site.getState()), site.getIndex() * sizeof(float)};
+  return {ctx.bufferFor(v), 0};
+}
+
+/// The ops that read |state| (an FP8 scale or history), looking through
+/// the site reads of packed state to the kernels and GEMMs that read them.
+static llvm::SmallVector<Operation *> stateReaders(Value state) {
+  llvm::SmallVector<Operation *> readers;
+  for (Operation *user : state.getUsers()) {
+    if (isa<tx::FP8SiteOp>(user))
+      readers.append(user->getUsers().begin(), user->getUsers().end());
+    else
+      readers.push_back(user);
+  }
+  return readers;
+}
+
 /// An update whose results only the step returns (the next step's state):
 /// it can wait for the end of the step and then update its state in place,
 /// since by then every reader of the old history, scale and scale inverse
 /// (this step's quantizes and GEMMs) has run.
 /// A quantize may read the new scale too (a cached FP8 weight cast for the
-/// next step, tx-cache-fp8-weights): the held-back updates then go out
-/// before it (flushFP8ScaleUpdates' |before|).
+/// next step, tx-cache-fp8-weights, through a site of the packed scales):
+/// the held-back update then goes out before it (flushFP8ScaleUpdates'
+/// |before|).
 static bool deferrable(tx::FP8ScaleUpdateOp update) {
   for (Value state : {update.getAmaxHistory(), update.getScale()})
     if (!isa<BlockArgument>(state))
       return false;
   for (Value result : update->getResults())
-    for (Operation *user : result.getUsers())
-      if (!isa<func::ReturnOp>(user) &&
-          !(result == update.getNewScale() && isa<tx::QuantizeOp>(user)))
+    for (Operation *user : result.getUsers()) {
+      bool quantizeScale = result == update.getNewScale() &&
+                           (isa<tx::QuantizeOp>(user) ||
+                            (isa<tx::FP8SiteOp>(user) &&
+                             llvm::all_of(user->getUsers(), [](Operation *reader) {
+                               return isa<tx::QuantizeOp>(reader);
+                             })));
+      if (!isa<func::ReturnOp>(user) && !quantizeScale)
         return false;
+    }
   return true;
 }
 
@@ -1096,10 +1128,13 @@ bool cuda::readsDeferredScaleUpdates(LoweringContext &ctx, Operation &op) {
       if (isa<tx::QuantizeOp>(user))
         readers.push_back(user);
   for (Operation *reader : readers)
-    for (Value operand : reader->getOperands())
+    for (Value operand : reader->getOperands()) {
+      if (auto site = operand.getDefiningOp<tx::FP8SiteOp>())
+        operand = site.getState();
       if (auto update = operand.getDefiningOp<tx::FP8ScaleUpdateOp>())
         if (llvm::is_contained(ctx.deferredScaleUpdates, update.getOperation()))
           return true;
+    }
   return false;
 }
 
@@ -1116,22 +1151,96 @@ static Value nextStateArgument(Value result) {
   return {};
 }
 
-/// tx.fp8_scale_update: one block rolls the history (newest first) and
-/// takes its NaN-skipping max (maxnum from 0, so max(0, maxNum(...)));
-/// thread 0 derives the scale. Bit-exact: f32 divisions are correctly
-/// rounded (the serializer asks NVPTX for IEEE division). An update whose
-/// results only the step returns waits for the end of the step, where all
-/// of them run as one packed launch (flushFP8ScaleUpdates), in place.
-LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
-  auto update = cast<tx::FP8ScaleUpdateOp>(op);
+/// The kernel of a tx.fp8_scale_update over R rows (R = 1 for a single
+/// history [L]): block r rolls row r's history (newest first) and takes
+/// its NaN-skipping max (maxnum from 0, so max(0, maxNum(...))); thread 0
+/// derives row r's scale and scale inverse. Bit-exact: f32 divisions are
+/// correctly rounded (the serializer asks NVPTX for IEEE division).
+///
+/// |inPlace|: the results share the state arguments' buffers. Each thread
+/// then first reads the entries it will write (entry j takes old entry
+/// j - 1, entry 0 the new amax) into registers, then a barrier, then the
+/// writes, so the history rolls in place. Otherwise the history is read
+/// from |history| and written to the new buffer; the scale may still be
+/// updated in place, since thread 0 reads its row's scale before it writes
+/// it.
+static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp update,
+                                     bool inPlace) {
+  Operation *op = update.getOperation();
   Value history = update.getAmaxHistory(), scale = update.getScale();
   Value amax = update.getAmax();
   Value newHistory = update.getNewAmaxHistory();
   Value newScale = update.getNewScale(), newScaleInv = update.getNewScaleInv();
-  tx::FP8RecipeAttr recipe = update.getRecipe();
-  bool windowMax = recipe.getAmaxCompute() == tx::AmaxCompute::max;
+  bool windowMax = update.getRecipe().getAmaxCompute() == tx::AmaxCompute::max;
   double scaledMax = scaledMaxOf(update);
-  int64_t length = typeOf(history).getNumElements();
+  int64_t length = typeOf(history).getShape().back();
+  int64_t rows = std::max<int64_t>(typeOf(scale).getNumElements(), 1);
+  if (!inPlace)
+    updateInPlace(ctx, op, scale, newScale);
+  llvm::SmallVector<Value> outputs{newHistory, newScale, newScaleInv};
+  // The amaxes: the sites' own, read through their concatenation (computed
+  // here, never stored), or one stored vector (all-reduced across ranks).
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectReadsOf(amax, ctx.plan, inputs);
+  if (!inPlace)
+    for (Value state : {history, scale})
+      inputs.insert(state);
+  KernelBuilder kb(ctx.gpuModule,
+                   "k" + std::to_string(ctx.builtKernels++) + "_fp8_scale_update", outputs,
+                   inputs.getArrayRef(), ctx.plan, /*workgroupFloats=*/32);
+  auto &b = kb.builder();
+  Value historyIn = inPlace ? newHistory : history;
+  Value scaleIn = inPlace ? newScale : scale;
+  Value row = kb.blockIndex();
+  Value rowStart = arith::MulIOp::create(b, row, kb.idx(length));
+  Value latest = kb.emit(amax, {row});
+  llvm::SmallVector<Value> entries, values;
+  Value window = kb.f32(0.0);
+  for (int64_t first = 0; first < length; first += kBlockSize) {
+    Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(first));
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length));
+    Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
+    Value readable = arith::AndIOp::create(
+        b, inRange, arith::XOrIOp::create(b, isFirst, arith::ConstantIntOp::create(b, 1, 1)));
+    Value previous = arith::SelectOp::create(
+        b, readable, arith::SubIOp::create(b, j, kb.idx(1)), kb.idx(0));
+    Value old = kb.load(historyIn, arith::AddIOp::create(b, rowStart, previous));
+    Value v = arith::SelectOp::create(b, isFirst, latest, old);
+    window = arith::SelectOp::create(b, inRange, arith::MaxNumFOp::create(b, window, v), window);
+    entries.push_back(j);
+    values.push_back(v);
+  }
+  if (inPlace)
+    gpu::BarrierOp::create(b);
+  for (auto [j, v] : llvm::zip(entries, values))
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
+              [&, j = j, v = v] {
+                kb.store(newHistory, arith::AddIOp::create(b, rowStart, j), v);
+              });
+  Value windowAmax = windowMax ? kb.blockReduce(window, /*isMax=*/true) : latest;
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(first, [&] {
+    auto [s, inv] = scaleFromAmax(kb, windowAmax, scaledMax, kb.load(scaleIn, row));
+    kb.store(newScale, row, s);
+    kb.store(newScaleInv, row, inv);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(rows), ctx.buffersOf(outputs),
+             ctx.buffersOf(inputs.getArrayRef()));
+  return success();
+}
+
+/// tx.fp8_scale_update: one launch, a block per row (site). An update
+/// whose results only the step returns waits for the end of the step
+/// (flushFP8ScaleUpdates) and updates its state in place; any other runs
+/// here, its history rolled into a new buffer.
+LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
+  auto update = cast<tx::FP8ScaleUpdateOp>(op);
+  Value history = update.getAmaxHistory(), scale = update.getScale();
+  Value newHistory = update.getNewAmaxHistory();
+  Value newScale = update.getNewScale(), newScaleInv = update.getNewScaleInv();
   Value scaleInv = nextStateArgument(newScaleInv);
   if (deferrable(update) && scaleInv && nextStateArgument(newHistory) == history &&
       nextStateArgument(newScale) == scale && !ctx.bufferOfValue.count(newHistory) &&
@@ -1139,131 +1248,34 @@ LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
     ctx.bufferOfValue[newHistory] = ctx.bufferFor(history);
     ctx.bufferOfValue[newScale] = ctx.bufferFor(scale);
     ctx.bufferOfValue[newScaleInv] = ctx.bufferFor(scaleInv);
-    ctx.bufferFor(amax);
     ctx.deferredScaleUpdates.push_back(op);
     return success();
   }
-  // Thread 0 reads the scale before it writes the new one, so the scale
-  // may be updated in place (its quantize ran earlier in the step). The
-  // history may not: thread t reads slot t - 1 while thread t - 1 writes
-  // it. The scale inverse is no operand; the GEMM that reads it comes
-  // after this update anyway.
-  updateInPlace(ctx, op, scale, newScale);
-  llvm::SmallVector<Value> outputs{newHistory, newScale, newScaleInv};
-  llvm::SmallVector<Value> inputs{history, scale, amax};
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan,
-                   /*workgroupFloats=*/32);
-  auto &b = kb.builder();
-  Value latest = kb.load(amax, kb.idx(0));
-  auto acc = kb.blockStridedLoop(length, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-    Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
-    Value previous = arith::SelectOp::create(
-        b, isFirst, kb.idx(0), arith::SubIOp::create(b, j, kb.idx(1)));
-    Value v = arith::SelectOp::create(b, isFirst, latest, kb.load(history, previous));
-    kb.store(newHistory, j, v);
-    return llvm::SmallVector<Value>{arith::MaxNumFOp::create(b, a[0], v)};
-  });
-  Value window = windowMax ? kb.blockReduce(acc[0], /*isMax=*/true) : latest;
-  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
-  kb.ifThen(first, [&] {
-    auto [s, inv] = scaleFromAmax(kb, window, scaledMax, kb.load(scale, kb.idx(0)));
-    kb.store(newScale, kb.idx(0), s);
-    kb.store(newScaleInv, kb.idx(0), inv);
-  });
-  kb.finish();
-  if (failed(kb.status()))
-    return failure();
-  ctx.launch(kb, op, 1, ctx.buffersOf(outputs), ctx.buffersOf(inputs));
-  return success();
+  return emitScaleUpdate(ctx, update, /*inPlace=*/false);
 }
 
-/// One launch per (history length, amax rule, scaled maximum) over the
-/// held-back updates, one block each, finding its history, scale, scale
-/// inverse and amax through an offset table. Each thread first reads the
-/// entries it will write (entry j takes old entry j - 1, entry 0 the new
-/// amax) into registers, then a barrier, then the writes: so the history
-/// is rolled in place, where the single update kernel needs a second
-/// buffer and a copy back. The window max and the scale are the single
-/// kernel's (the same maxnum, blockReduce and scaleFromAmax): bit-exact.
+/// The updates lowerFP8ScaleUpdate held back, each one launch in place.
 LogicalResult cuda::flushFP8ScaleUpdates(LoweringContext &ctx, Operation *before) {
   std::vector<Operation *> pending;
   std::swap(pending, ctx.deferredScaleUpdates);
-  // Before |before| (not the end): an update whose old state something at
-  // or after |before| still reads keeps waiting.
-  if (before) {
-    std::vector<Operation *> ready;
-    for (Operation *op : pending) {
-      auto update = cast<tx::FP8ScaleUpdateOp>(op);
+  for (Operation *op : pending) {
+    auto update = cast<tx::FP8ScaleUpdateOp>(op);
+    // Before |before| (not the end): an update whose old state something at
+    // or after |before| still reads keeps waiting.
+    if (before) {
       Value scaleInv = nextStateArgument(update.getNewScaleInv());
       bool readLater = false;
       for (Value state : {Value(update.getAmaxHistory()), Value(update.getScale()), scaleInv})
-        for (Operation *user : state.getUsers())
-          if (user != op && !user->isBeforeInBlock(before))
+        for (Operation *reader : stateReaders(state))
+          if (reader != op && !reader->isBeforeInBlock(before))
             readLater = true;
-      (readLater ? ctx.deferredScaleUpdates : ready).push_back(op);
+      if (readLater) {
+        ctx.deferredScaleUpdates.push_back(op);
+        continue;
+      }
     }
-    pending = std::move(ready);
-  }
-  std::map<std::tuple<int64_t, bool, double>, llvm::SmallVector<tx::FP8ScaleUpdateOp>> groups;
-  for (Operation *op : pending) {
-    auto update = cast<tx::FP8ScaleUpdateOp>(op);
-    bool windowMax = update.getRecipe().getAmaxCompute() == tx::AmaxCompute::max;
-    groups[{typeOf(update.getAmaxHistory()).getNumElements(), windowMax, scaledMaxOf(update)}]
-        .push_back(update);
-  }
-  for (auto &[key, updates] : groups) {
-    auto [length, windowMax, scaledMax] = key;
-    llvm::SmallVector<int64_t> elements;
-    llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
-    for (tx::FP8ScaleUpdateOp update : updates) {
-      elements.push_back(length);
-      buffers.push_back({ctx.bufferFor(update.getAmaxHistory()), ctx.bufferFor(update.getScale()),
-                         ctx.bufferFor(update.getNewScaleInv()), ctx.bufferFor(update.getAmax())});
-    }
-    PackedTable packed =
-        buildPackedTable(ctx, elements, buffers, length, "fp8 scale-update offset table");
-    KernelBuilder kb(ctx.gpuModule,
-                     "k" + std::to_string(ctx.builtKernels++) + "_fp8_scale_updates", {}, {},
-                     ctx.plan, /*workgroupFloats=*/32);
-    auto &b = kb.builder();
-    PackedBlock block = emitPackedBlock(kb, packed);
-    Value history = packedView(kb, block, 0, b.getF32Type());
-    Value scale = packedView(kb, block, 1, b.getF32Type());
-    Value scaleInv = packedView(kb, block, 2, b.getF32Type());
-    Value amax = packedView(kb, block, 3, b.getF32Type());
-    Value latest = memref::LoadOp::create(b, amax, ValueRange{kb.idx(0)});
-    llvm::SmallVector<Value> entries, values;
-    Value window = kb.f32(0.0);
-    for (int64_t first = 0; first < length; first += kBlockSize) {
-      Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(first));
-      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length));
-      Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
-      Value readable = arith::AndIOp::create(
-          b, inRange, arith::XOrIOp::create(b, isFirst, arith::ConstantIntOp::create(b, 1, 1)));
-      Value previous = arith::SelectOp::create(
-          b, readable, arith::SubIOp::create(b, j, kb.idx(1)), kb.idx(0));
-      Value old = memref::LoadOp::create(b, history, ValueRange{previous});
-      Value v = arith::SelectOp::create(b, isFirst, latest, old);
-      window = arith::SelectOp::create(b, inRange, arith::MaxNumFOp::create(b, window, v), window);
-      entries.push_back(j);
-      values.push_back(v);
-    }
-    gpu::BarrierOp::create(b);
-    for (auto [j, v] : llvm::zip(entries, values))
-      kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
-                [&, j = j, v = v] { memref::StoreOp::create(b, v, history, ValueRange{j}); });
-    Value windowAmax = windowMax ? kb.blockReduce(window, /*isMax=*/true) : latest;
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
-    kb.ifThen(first, [&] {
-      Value old = memref::LoadOp::create(b, scale, ValueRange{kb.idx(0)});
-      auto [s, inv] = scaleFromAmax(kb, windowAmax, scaledMax, old);
-      memref::StoreOp::create(b, s, scale, ValueRange{kb.idx(0)});
-      memref::StoreOp::create(b, inv, scaleInv, ValueRange{kb.idx(0)});
-    });
-    kb.finish();
-    if (failed(kb.status()))
+    if (failed(emitScaleUpdate(ctx, update, /*inPlace=*/true)))
       return failure();
-    launchPacked(ctx, kb, updates.front(), packed, {});
   }
   return success();
 }
@@ -1386,8 +1398,13 @@ LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
   g.a = rhsT;
   g.b = ctx.bufferFor(lhs);
   g.d = ctx.bufferFor(result);
-  g.aScale = static_cast<int>(ctx.bufferFor(mm.getRhsScaleInv()));
-  g.bScale = static_cast<int>(ctx.bufferFor(mm.getLhsScaleInv()));
+  // A site of packed state is its entry: the state's slot at an offset.
+  auto [aScale, aOffset] = scaleSlot(ctx, mm.getRhsScaleInv());
+  auto [bScale, bOffset] = scaleSlot(ctx, mm.getLhsScaleInv());
+  g.aScale = static_cast<int>(aScale);
+  g.bScale = static_cast<int>(bScale);
+  g.aScaleOffset = aOffset;
+  g.bScaleOffset = bOffset;
   ctx.gemm(g, op);
   return success();
 }

@@ -40,9 +40,11 @@ bool cuda::isReduction(Operation *op) {
   return isa<tx::ReduceSumOp, tx::ReduceMeanOp, tx::ReduceMaxOp>(op);
 }
 
-/// Users that compute their operands' elements in their own kernel.
+/// Users that compute their operands' elements in their own kernel. The
+/// FP8 scale update reads its amaxes that way: the concatenation of the
+/// sites' amaxes (tx-insert-fp8) is never stored.
 static bool fusesOperands(Operation *user) {
-  return isElementalOp(user) || isReduction(user);
+  return isElementalOp(user) || isReduction(user) || isa<tx::FP8ScaleUpdateOp>(user);
 }
 
 bool cuda::isLastTwoDimsSwap(Operation *op) {
@@ -284,7 +286,7 @@ static bool isNarrowedAndReduced(Operation &op) {
 /// step argument) and whole 64 x 64 tiles.
 static bool isSummedByTiledAmax(Value result, tx::QuantizeOp quantize) {
   auto castOp = result.getDefiningOp<tx::CastOp>();
-  if (!castOp || !isa<BlockArgument>(quantize.getScale()))
+  if (!castOp || !isCarriedScale(quantize.getScale()))
     return false;
   Value source = castOp.getInput();
   auto shape = typeOf(source).getShape();
@@ -379,6 +381,10 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
       plan.materialized.insert(op.getOperand(0));
       continue;
     }
+    // A site of packed FP8 state is never stored: kernels load its entry,
+    // GEMMs take its address (lowerFP8Matmul).
+    if (isa<tx::FP8SiteOp>(op))
+      continue;
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
         isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan) ||
         scaledGradient(&op, plan))
@@ -413,7 +419,7 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
   fusedOps = 0;
   for (Operation &op : body)
     if (isElementalOp(&op) && op.getNumResults() && !isFoldedIntoGemm(&op) &&
-        !attentionViewOps.contains(&op) &&
+        !attentionViewOps.contains(&op) && !isa<tx::FP8SiteOp>(op) &&
         llvm::none_of(op.getResults(), [&](Value r) { return plan.isMaterialized(r); }))
       ++fusedOps;
 }

@@ -38,7 +38,7 @@ bool cuda::isElementalOp(Operation *op) {
              tx::UnsqueezeOp, tx::IdentityOp, tx::SplitOp, tx::GatherOp,
              tx::GatherElementsOp, tx::GatherNDOp, tx::SliceGradOp,
              tx::CumSumOp, tx::ConstantOfShapeOp, tx::DropoutOp,
-             tx::QuantizeOp, tx::DequantizeOp>(op) ||
+             tx::QuantizeOp, tx::DequantizeOp, tx::FP8SiteOp>(op) ||
          (isa<tx::PadOp>(op) &&
           cast<tx::PadOp>(op).getMode() == tx::PadMode::constant);
 }

@@ -74,7 +74,8 @@ struct LoweringContext {
   struct OffsetTable {
     unsigned buffer = 0;
     std::vector<int64_t> words;
-    std::vector<std::pair<size_t, unsigned>> offsetOf; ///< word -> buffer
+    /// word -> buffer, plus bytes into it (an entry of packed FP8 state).
+    std::vector<std::tuple<size_t, unsigned, uint64_t>> offsetOf;
   };
   std::vector<OffsetTable> offsetTables;
   /// Roots of add trees summing the squares of many tensors (the global

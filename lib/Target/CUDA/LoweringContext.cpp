@@ -129,8 +129,9 @@ unsigned LoweringContext::offsetTable(OffsetTable table, llvm::StringRef what) {
 void LoweringContext::resolveOffsetTables() {
   for (OffsetTable &table : offsetTables) {
     int64_t self = static_cast<int64_t>(program.slots[table.buffer].offset);
-    for (auto [word, buffer] : table.offsetOf)
-      table.words[word] = static_cast<int64_t>(program.slots[buffer].offset) - self;
+    for (auto [word, buffer, bytes] : table.offsetOf)
+      table.words[word] =
+          static_cast<int64_t>(program.slots[buffer].offset + bytes) - self;
     std::vector<uint8_t> bytes(table.words.size() * sizeof(int64_t));
     std::memcpy(bytes.data(), table.words.data(), bytes.size());
     program.constants.push_back({table.buffer, std::move(bytes)});

@@ -14,7 +14,10 @@
 #ifdef __cplusplus
 namespace txrt {
 /// Artifact.format_version written by the compiler and accepted (or older)
-/// by the runtime. 5: data parallelism (Collective commands, Copy's rank
+/// by the runtime. 6: FP8 GEMM scale inverses at a byte offset inside
+/// their slot (Gemm.a_scale_offset/b_scale_offset: packed FP8 state; an
+/// older runtime would read every site's scale from the first entry).
+/// 5: data parallelism (Collective commands, Copy's rank
 /// stride, Artifact.ranks; an older runtime would skip the collectives and
 /// copy rank 0's shard everywhere). 4: the state-init function (an older runtime would start
 /// the FP8 weight codes at zero). 3: attention tensors at an element offset inside their
@@ -22,7 +25,7 @@ namespace txrt {
 /// 2: the micro-step of gradient accumulation (an older runtime would run
 /// the step alone). The compiler writes the oldest version that holds
 /// what the step uses (1 for a plain step).
-constexpr unsigned kFormatVersion = 5;
+constexpr unsigned kFormatVersion = 6;
 /// The FlatBuffers file identifier at bytes 4..7 of every step.txa.
 constexpr const char kFileIdentifier[] = "TXA1";
 /// Arena slot offsets are multiples of this many bytes.
@@ -30,6 +33,6 @@ constexpr unsigned long long kSlotAlignment = 256;
 } // namespace txrt
 #endif
 
-#define TXRT_ARTIFACT_FORMAT_VERSION 5
+#define TXRT_ARTIFACT_FORMAT_VERSION 6
 
 #endif /* TXRT_ARTIFACT_FORMAT_H */

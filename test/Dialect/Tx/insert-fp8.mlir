@@ -32,49 +32,78 @@
 // BADHISTORY: error: expected history >= 1 and margin >= 0, but got 0 and 0
 // NOSEED: error: expected the tx.grad_seed marker of the reverse sweep: run tx-insert-fp8 right after tx-build-train-step, before any cleanup pass
 
-// Delayed scaling, hybrid: weights and activations E4M3, the gradient E5M2;
-// each cast tensor has history, scale and scale_inv state, updated in the
-// step and returned with tx.next. One cast and one state per tensor: the
-// backward GEMMs read the forward's codes transposed (w2^T in dgrad, the
-// activation's transpose in wgrad), with the forward's scale_inv. Three
-// states for the three operand tensors, no fourth.
+// Delayed scaling, hybrid: weights and activations E4M3, the gradient E5M2.
+// The scaling state is packed per FP8 type: an [N, 1024] amax history and
+// [N] scales and scale inverses, one row per cast site (tx.fp8_sites names
+// them), updated by one tx.fp8_scale_update per type at the end of the
+// step from this step's amaxes in site order, and returned with tx.next.
+// One cast and one site per tensor: the backward GEMMs read the forward's
+// codes transposed (w2^T in dgrad, the activation's transpose in wgrad),
+// with the forward's scale_inv. Three sites for the three operand tensors,
+// no fourth.
 // CHECK-LABEL: func.func @train_step(
-// CHECK-SAME:    tensor<1024xf32> {tx.init = 0.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.amax_history", tx.role = "fp8_amax_history"}
-// CHECK-SAME:    tensor<f32> {tx.init = 1.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.scale", tx.role = "fp8_scale"}
-// CHECK-SAME:    tensor<f32> {tx.init = 1.000000e+00 : f32, tx.name = "middle.lhs.fp8_0.scale_inv", tx.role = "fp8_scale_inv"}
-// CHECK-SAME:    "middle.rhs.fp8_1.scale_inv"
-// CHECK-SAME:    "middle.lhs.fp8_2.scale_inv"
-// CHECK-NOT:     fp8_3
-// CHECK-SAME:    tensor<1024xf32> {tx.name = "middle.lhs.fp8_0.amax_history", tx.next = [[H:[0-9]+]] : i64}
+// CHECK-SAME:    %[[H4:arg13]]: tensor<2x1024xf32> {tx.fp8_sites = ["middle.lhs", "middle.rhs"], tx.init = 0.000000e+00 : f32, tx.name = "fp8.e4m3.amax_history", tx.role = "fp8_amax_history"}
+// CHECK-SAME:    %[[S4:arg14]]: tensor<2xf32> {tx.fp8_sites = ["middle.lhs", "middle.rhs"], tx.init = 1.000000e+00 : f32, tx.name = "fp8.e4m3.scale", tx.role = "fp8_scale"}
+// CHECK-SAME:    %[[I4:arg15]]: tensor<2xf32> {tx.fp8_sites = ["middle.lhs", "middle.rhs"], tx.init = 1.000000e+00 : f32, tx.name = "fp8.e4m3.scale_inv", tx.role = "fp8_scale_inv"}
+// CHECK-SAME:    %[[H5:arg16]]: tensor<1x1024xf32> {tx.fp8_sites = ["middle.backward.lhs"], tx.init = 0.000000e+00 : f32, tx.name = "fp8.e5m2.amax_history", tx.role = "fp8_amax_history"}
+// CHECK-SAME:    %[[S5:arg17]]: tensor<1xf32> {{{.*}}tx.name = "fp8.e5m2.scale", tx.role = "fp8_scale"}
+// CHECK-SAME:    %[[I5:arg18]]: tensor<1xf32> {{{.*}}tx.name = "fp8.e5m2.scale_inv", tx.role = "fp8_scale_inv"}
+// CHECK-NOT:     fp8_amax_history
+// CHECK-SAME:    -> (
+// CHECK-SAME:    tensor<2x1024xf32> {tx.name = "fp8.e4m3.amax_history", tx.next = 13 : i64}, tensor<2xf32> {tx.name = "fp8.e4m3.scale", tx.next = 14 : i64}, tensor<2xf32> {tx.name = "fp8.e4m3.scale_inv", tx.next = 15 : i64}
+// CHECK-SAME:    tensor<1x1024xf32> {tx.name = "fp8.e5m2.amax_history", tx.next = 16 : i64}, tensor<1xf32> {tx.name = "fp8.e5m2.scale", tx.next = 17 : i64}, tensor<1xf32> {tx.name = "fp8.e5m2.scale_inv", tx.next = 18 : i64})
 // CHECK-SAME:    fp8 = #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
-// CHECK:         %[[AW:.+]] = tx.amax %[[W2:arg1]] : tensor<16x16xf32>
-// CHECK:         %[[QW:.+]] = tx.quantize %[[W2]], %[[SW:.+]] : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
-// CHECK:         tx.fp8_scale_update %{{.+}}, %[[SW]], %[[AW]] : tensor<1024xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
+// The site reads come before the amax, whose kernel a backend fuses with
+// the quantize that reads the scale.
+// CHECK:         %[[SW:.+]] = tx.fp8_site %[[S4]][1] : tensor<2xf32>
+// CHECK-NEXT:    %[[IW:.+]] = tx.fp8_site %[[I4]][1] : tensor<2xf32>
+// CHECK-NEXT:    %[[AW:.+]] = tx.amax %[[W2:arg1]] : tensor<16x16xf32>
+// CHECK-NEXT:    %[[QW:.+]] = tx.quantize %[[W2]], %[[SW]] : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
 // CHECK:         tx.matmul {{.*}} "first"
-// CHECK:         %[[QX:.+]] = tx.quantize %{{.+}}, %[[SX:.+]] : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
-// CHECK:         tx.fp8_matmul %[[QX]], %[[QW]] scale_inv(%[[IX:.+]], %[[IW:.+]]) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
+// CHECK:         %[[SX:.+]] = tx.fp8_site %[[S4]][0] : tensor<2xf32>
+// CHECK-NEXT:    %[[IX:.+]] = tx.fp8_site %[[I4]][0] : tensor<2xf32>
+// CHECK-NEXT:    %[[AX:.+]] = tx.amax
+// Once the step has every site's amax (here the activation's is the last
+// one), the sites are updated at once: the amaxes in site order (site 0 is
+// the activation, site 1 the weight), one update. Its results are only
+// returned, so it could as well come at the end.
+// CHECK-NEXT:    %[[R0:.+]] = tx.reshape %[[AX]] : tensor<f32> -> tensor<1xf32>
+// CHECK-NEXT:    %[[R1:.+]] = tx.reshape %[[AW]] : tensor<f32> -> tensor<1xf32>
+// CHECK-NEXT:    %[[A4:.+]] = tx.concat %[[R0]], %[[R1]] axis(0) : tensor<1xf32>, tensor<1xf32>
+// CHECK-NEXT:    %[[NH4:.+]], %[[NS4:.+]], %[[NI4:.+]] = tx.fp8_scale_update %[[H4]], %[[S4]], %[[A4]] : tensor<2x1024xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
+// CHECK-NEXT:    %[[QX:.+]] = tx.quantize %{{.+}}, %[[SX]] : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
+// CHECK:         tx.fp8_matmul %[[QX]], %[[QW]] scale_inv(%[[IX]], %[[IW]]) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
 // CHECK:         tx.matmul {{.*}} "last"
-// CHECK:         %[[QG:.+]] = tx.quantize %{{.+}} : tensor<16x16xf32> to tensor<16x16xf8E5M2>
-// CHECK:         tx.fp8_scale_update {{.*}} for f8E5M2
+// CHECK:         %[[SG:.+]] = tx.fp8_site %[[S5]][0] : tensor<1xf32>
+// CHECK-NEXT:    %[[IG:.+]] = tx.fp8_site %[[I5]][0] : tensor<1xf32>
+// CHECK-NEXT:    %[[AG:.+]] = tx.amax
+// One site needs no concat.
+// CHECK-NEXT:    %[[A5:.+]] = tx.reshape %[[AG]] : tensor<f32> -> tensor<1xf32>
+// CHECK-NEXT:    %[[NH5:.+]], %[[NS5:.+]], %[[NI5:.+]] = tx.fp8_scale_update %[[H5]], %[[S5]], %[[A5]] : tensor<1x1024xf32> for f8E5M2
+// CHECK-NEXT:    %[[QG:.+]] = tx.quantize %{{.+}}, %[[SG]] : tensor<16x16xf32> to tensor<16x16xf8E5M2>
 // CHECK-NOT:     tx.amax
 // CHECK:         %[[QWT:.+]] = tx.transpose %[[QW]] perm [1, 0] : tensor<16x16xf8E4M3FN> "middle"
-// CHECK:         tx.fp8_matmul %[[QG]], %[[QWT]] scale_inv(%{{.+}}, %[[IW]]) : tensor<16x16xf8E5M2>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
+// CHECK:         tx.fp8_matmul %[[QG]], %[[QWT]] scale_inv(%[[IG]], %[[IW]]) : tensor<16x16xf8E5M2>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
 // CHECK:         %[[QXT:.+]] = tx.transpose %[[QX]] perm [1, 0] : tensor<16x16xf8E4M3FN> "middle"
-// CHECK:         tx.fp8_matmul %[[QXT]], %[[QG]] scale_inv(%[[IX]], %{{.+}}) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E5M2> -> tensor<16x16xf32> "middle"
+// CHECK:         tx.fp8_matmul %[[QXT]], %[[QG]] scale_inv(%[[IX]], %[[IG]]) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E5M2> -> tensor<16x16xf32> "middle"
 // CHECK-NOT:     tx.fp8_matmul
+// CHECK-NOT:     tx.fp8_scale_update
+// CHECK:         return {{.*}}, %[[NH4]], %[[NS4]], %[[NI4]], %[[NH5]], %[[NS5]], %[[NI5]] :
 // CHECK-NOT:     tx.amax
 // CHECK-NOT:     tx.grad_seed
 
-// e4m3 everywhere, and the recipe's options on every update.
+// e4m3 everywhere: one packed state of three sites, the recipe's options on
+// its one update.
 // E4M3-LABEL: func.func @train_step(
-// E4M3-SAME:    tensor<16xf32> {tx.init = 0.000000e+00 : f32
+// E4M3-SAME:    tensor<3x16xf32> {tx.fp8_sites = ["middle.lhs", "middle.rhs", "middle.backward.lhs"], tx.init = 0.000000e+00 : f32, tx.name = "fp8.e4m3.amax_history"
 // E4M3-NOT:     f8E5M2
-// E4M3:         tx.fp8_scale_update {{.*}} : tensor<16xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = e4m3, history = 16, amax = most_recent, margin = 1>
+// E4M3:         tx.fp8_scale_update {{.*}} : tensor<3x16xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = e4m3, history = 16, amax = most_recent, margin = 1>
 // E4M3-NOT:     f8E5M2
 
 // Current scaling: the scale comes from this step's amax; no state.
 // CURRENT-LABEL: func.func @train_step(
 // CURRENT-NOT:   fp8_scale
+// CURRENT-NOT:   tx.fp8_site
 // CURRENT:       %[[A:.+]] = tx.amax
 // CURRENT:       %[[S:.+]], %[[SI:.+]] = tx.fp8_current_scale %[[A]] for f8E4M3FN #tx.fp8_recipe<current, format = hybrid>
 // CURRENT:       tx.quantize %{{.+}}, %[[S]]

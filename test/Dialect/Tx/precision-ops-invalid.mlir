@@ -100,7 +100,7 @@ func.func @scale_update_e5m2_under_e4m3(%h: tensor<4xf32>, %s: tensor<f32>, %a: 
 
 // The history is f32 (and so is every scale): the ODS constraint.
 func.func @scale_update_bf16_history(%h: tensor<4xbf16>, %s: tensor<f32>, %a: tensor<f32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped 1D tensor of 32-bit float values}}
+  // expected-error @+1 {{'amax_history' must be statically shaped 1D or 2D tensor of 32-bit float values, but got 'tensor<4xbf16>'}}
   %nh, %ns, %nsi = tx.fp8_scale_update %h, %s, %a : tensor<4xbf16> for f8E4M3FN #tx.fp8_recipe<delayed, history = 4>
   return
 }
@@ -112,6 +112,76 @@ func.func @scale_update_not_fp8(%h: tensor<4xf32>, %s: tensor<f32>, %a: tensor<f
   // expected-error @+1 {{attribute 'fp8_type' failed to satisfy constraint: type attribute of f8E4M3FN type or f8E5M2 type}}
   %nh, %ns, %nsi = tx.fp8_scale_update %h, %s, %a : tensor<4xf32> for bf16 #tx.fp8_recipe<delayed, history = 4>
   return
+}
+
+// -----
+
+// Packed: every row is one site's history, sized by the recipe too.
+func.func @packed_history_length(%h: tensor<3x8xf32>, %s: tensor<3xf32>, %a: tensor<3xf32>) {
+  // expected-error @+1 {{expected an amax history of 16 entries (the recipe's history length), but got 8}}
+  %nh, %ns, %nsi = tx.fp8_scale_update %h, %s, %a : tensor<3x8xf32> for f8E4M3FN #tx.fp8_recipe<delayed, history = 16>
+  return
+}
+
+// -----
+
+// One scale per history row: the generic form can state a mismatch the
+// custom form infers away.
+func.func @packed_scale_count(%h: tensor<3x4xf32>, %s: tensor<2xf32>, %a: tensor<3xf32>) {
+  // expected-error @+1 {{scale has one entry per amax history row}}
+  %nh, %ns, %nsi = "tx.fp8_scale_update"(%h, %s, %a) <{fp8_type = f8E4M3FN, recipe = #tx.fp8_recipe<delayed, history = 4>}> : (tensor<3x4xf32>, tensor<2xf32>, tensor<3xf32>) -> (tensor<3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @packed_amax_count(%h: tensor<3x4xf32>, %s: tensor<3xf32>, %a: tensor<f32>) {
+  // expected-error @+1 {{amax has one entry per amax history row}}
+  %nh, %ns, %nsi = "tx.fp8_scale_update"(%h, %s, %a) <{fp8_type = f8E4M3FN, recipe = #tx.fp8_recipe<delayed, history = 4>}> : (tensor<3x4xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @packed_new_scale_inv_count(%h: tensor<3x4xf32>, %s: tensor<3xf32>, %a: tensor<3xf32>) {
+  // expected-error @+1 {{new_scale_inv has one entry per amax history row}}
+  %nh, %ns, %nsi = "tx.fp8_scale_update"(%h, %s, %a) <{fp8_type = f8E4M3FN, recipe = #tx.fp8_recipe<delayed, history = 4>}> : (tensor<3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3x4xf32>, tensor<3xf32>, tensor<f32>)
+  return
+}
+
+// -----
+
+// Rank 3 is no history at all: the ODS constraint.
+func.func @history_rank_3(%h: tensor<2x3x4xf32>, %s: tensor<2x3xf32>, %a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'amax_history' must be statically shaped 1D or 2D tensor of 32-bit float values, but got 'tensor<2x3x4xf32>'}}
+  %nh, %ns, %nsi = tx.fp8_scale_update %h, %s, %a : tensor<2x3x4xf32> for f8E4M3FN #tx.fp8_recipe<delayed, history = 4>
+  return
+}
+
+// -----
+
+func.func @site_out_of_range(%s: tensor<3xf32>) {
+  // expected-error @+1 {{expected an index in [0, 3) (the state's sites), but got 3}}
+  %x = tx.fp8_site %s[3] : tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @site_of_2d_state(%h: tensor<3x4xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped 1D tensor of 32-bit float values, but got 'tensor<3x4xf32>'}}
+  %x = tx.fp8_site %h[0] : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+// Valid: a packed update of two sites and a site's read (guards against
+// an over-strict verifier).
+func.func @packed_ok(%h: tensor<2x4xf32>, %s: tensor<2xf32>, %a: tensor<2xf32>) -> tensor<f32> {
+  %nh, %ns, %nsi = tx.fp8_scale_update %h, %s, %a : tensor<2x4xf32> for f8E4M3FN #tx.fp8_recipe<delayed, history = 4>
+  %x = tx.fp8_site %nsi[1] : tensor<2xf32>
+  return %x : tensor<f32>
 }
 
 // -----

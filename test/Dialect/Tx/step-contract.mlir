@@ -57,6 +57,52 @@ func.func @labels_not_int(%l: tensor<4xf32> {tx.role = "labels"}) {
 
 // -----
 
+// A packed scale is [N] (one entry per cast site), never [N, M].
+// expected-error @+1 {{argument with tx.role 'fp8_scale' must be tensor<f32> or tensor<Nxf32>, but got 'tensor<2x2xf32>'}}
+func.func @fp8_scale_2d(%s: tensor<2x2xf32> {tx.role = "fp8_scale"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument with tx.role 'fp8_scale_inv' must be tensor<f32> or tensor<Nxf32>, but got 'tensor<2xbf16>'}}
+func.func @fp8_scale_inv_bf16(%s: tensor<2xbf16> {tx.role = "fp8_scale_inv"}) {
+  return
+}
+
+// -----
+
+// Valid: packed FP8 state with its sites named, and a single-site scale.
+func.func @fp8_packed_state_ok(
+    %h: tensor<2x4xf32> {tx.role = "fp8_amax_history", tx.fp8_sites = ["mm.lhs", "mm.rhs"]},
+    %s: tensor<2xf32> {tx.role = "fp8_scale", tx.fp8_sites = ["mm.lhs", "mm.rhs"]},
+    %one: tensor<f32> {tx.role = "fp8_scale"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.fp8_sites to name one site per row of 'tensor<3xf32>', but got 2}}
+func.func @fp8_sites_count(%s: tensor<3xf32> {tx.role = "fp8_scale", tx.fp8_sites = ["a", "b"]}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.fp8_sites to be an array of strings, but got [1, 2]}}
+func.func @fp8_sites_not_strings(%s: tensor<2xf32> {tx.role = "fp8_scale", tx.fp8_sites = [1, 2]}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.fp8_sites to name one site per row of 'tensor<f32>', but got 1}}
+func.func @fp8_sites_on_scalar(%s: tensor<f32> {tx.role = "fp8_scale", tx.fp8_sites = ["a"]}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{expected tx.name to be a non-empty string, but got ""}}
 func.func @empty_name(%a: tensor<4xf32> {tx.name = ""}) {
   return

@@ -63,6 +63,9 @@ struct GemmCmd {
   /// FP8: slots of f32 scalars (-1: none). aScale/bScale multiply the
   /// products (the operands' scale_inv); dScale and dAmax are for FP8 D.
   int aScale = -1, bScale = -1, dScale = -1, dAmax = -1;
+  /// Byte offsets of aScale/bScale inside their slots: a site's entry of
+  /// packed FP8 state (tx.fp8_site).
+  uint64_t aScaleOffset = 0, bScaleOffset = 0;
 };
 
 struct MemsetCmd {

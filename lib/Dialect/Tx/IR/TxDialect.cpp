@@ -48,16 +48,18 @@ Operation *TxDialect::materializeConstant(OpBuilder &builder, Attribute value,
 
 namespace {
 /// Roles of step arguments, and what each requires of the argument's type.
-enum class RoleType { FloatTensor, F32Scalar, I64Scalar, IntTensor, Any };
+enum class RoleType { FloatTensor, F32Scalar, F32Entries, I64Scalar, IntTensor, Any };
 
 std::optional<RoleType> roleType(StringRef role) {
   return llvm::StringSwitch<std::optional<RoleType>>(role)
       .Cases({"param", "exp_avg", "exp_avg_sq", "momentum_buffer",
               "fp8_amax_history", "fp8_weight_codes", "grad_acc"},
              RoleType::FloatTensor)
-      .Cases({"lr", "step", "loss_scale", "growth_tracker", "fp8_scale",
-              "fp8_scale_inv", "fp8_weight_amax", "loss_acc"},
+      .Cases({"lr", "step", "loss_scale", "growth_tracker",
+              "fp8_weight_amax", "loss_acc"},
              RoleType::F32Scalar)
+      // One site's scale, or the packed scales of N sites (tx.fp8_site).
+      .Cases({"fp8_scale", "fp8_scale_inv"}, RoleType::F32Entries)
       .Case("rng", RoleType::I64Scalar)
       .Case("labels", RoleType::IntTensor)
       .Case("data", RoleType::Any)
@@ -79,6 +81,10 @@ LogicalResult checkRoleType(Operation *op, StringRef role, RoleType kind,
   case RoleType::F32Scalar:
     if (!tensor || tensor.getRank() != 0 || !tensor.getElementType().isF32())
       return fail("tensor<f32>");
+    return success();
+  case RoleType::F32Entries:
+    if (!tensor || tensor.getRank() > 1 || !tensor.getElementType().isF32())
+      return fail("tensor<f32> or tensor<Nxf32>");
     return success();
   case RoleType::I64Scalar:
     if (!tensor || tensor.getRank() != 0 || !tensor.getElementType().isInteger(64))
@@ -228,6 +234,19 @@ LogicalResult TxDialect::verifyRegionArgAttribute(Operation *op,
                 "fp8_weight_codes, fp8_weight_amax, "
                 "grad_acc, loss_acc, data or labels)";
     return checkRoleType(op, role.getValue(), *kind, type);
+  }
+  if (name == kFP8SitesAttrName) {
+    // Packed FP8 state (tx-insert-fp8): the cast site of each row, in order.
+    auto sites = dyn_cast<ArrayAttr>(value);
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!sites || !llvm::all_of(sites, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError() << "expected tx.fp8_sites to be an array of strings, but got "
+                             << value;
+    if (!tensor || tensor.getRank() < 1 ||
+        tensor.getDimSize(0) != static_cast<int64_t>(sites.size()))
+      return op->emitError() << "expected tx.fp8_sites to name one site per row of " << type
+                             << ", but got " << sites.size();
+    return success();
   }
   if (name == kInitAttrName) {
     if (!isa<FloatAttr, IntegerAttr>(value))

@@ -156,18 +156,38 @@ void FP8ScaleUpdateOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getNewScaleInv(), "new_scale_inv");
 }
 
+Type tx::fp8EntriesType(Type history) {
+  auto type = dyn_cast<RankedTensorType>(history);
+  if (!type || type.getRank() < 1 || type.getRank() > 2)
+    return history;
+  return RankedTensorType::get(type.getShape().drop_back(), type.getElementType());
+}
+
 LogicalResult FP8ScaleUpdateOp::verify() {
   FP8RecipeAttr recipe = getRecipe();
   if (!recipe.isDelayed())
     return emitOpError("expected a delayed-scaling recipe, but got 'current' "
                        "(current scales come from 'tx.fp8_current_scale')");
-  int64_t length = getAmaxHistory().getType().getDimSize(0);
+  int64_t length = getAmaxHistory().getType().getShape().back();
   if (length != recipe.getHistoryLength())
     return emitOpError() << "expected an amax history of "
                          << recipe.getHistoryLength()
                          << " entries (the recipe's history length), but got "
                          << length;
   return verifyRecipeType(*this, recipe, getFp8Type());
+}
+
+//===----------------------------------------------------------------------===//
+// FP8SiteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FP8SiteOp::verify() {
+  int64_t sites = getState().getType().getDimSize(0);
+  int64_t index = static_cast<int64_t>(getIndex());
+  if (index < 0 || index >= sites)
+    return emitOpError() << "expected an index in [0, " << sites
+                         << ") (the state's sites), but got " << index;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -31,14 +31,17 @@ using namespace mlir::txopt::tx;
 
 namespace {
 
-/// One weight cast the pass can cache: `quantize(chain(param), scale)` whose
-/// amax feeds the scale state's `tx.fp8_scale_update`.
+/// One weight cast the pass can cache: `quantize(chain(param), scale)`,
+/// its scale site |index| of the packed scale state, whose amax is row
+/// |index| of that state's `tx.fp8_scale_update`.
 struct CachedCast {
   BlockArgument param;    // the f32 master weight
   CastOp chain;           // its cast to the GEMMs' type, or null
   QuantizeOp quantize;
   AmaxOp amax;
   FP8ScaleUpdateOp update;
+  int64_t index = 0;      // the site's row in the packed state
+  OpOperand *amaxRow = nullptr; // where the update's amaxes take the site's
   Value nextParam;        // the step's next value of |param|
   bool needsPlain = false, needsTransposed = false;
   // What the step's cast was, for casting again once its ops are gone.
@@ -62,9 +65,11 @@ FailureOr<CachedCast> matchWeightCast(func::FuncOp func, QuantizeOp quantize,
   CachedCast c{.castLoc = loc, .quantizeLoc = loc, .amaxLoc = loc};
   c.quantize = quantize;
   c.codesType = cast<RankedTensorType>(quantize.getType());
-  auto scale = dyn_cast<BlockArgument>(quantize.getScale());
+  auto site = quantize.getScale().getDefiningOp<FP8SiteOp>();
+  auto scale = site ? dyn_cast<BlockArgument>(site.getState()) : BlockArgument();
   if (!scale || roleOf(func, scale.getArgNumber()) != "fp8_scale")
     return failure(); // current scaling: a scale of this step's own amax
+  c.index = static_cast<int64_t>(site.getIndex());
   Value input = quantize.getInput();
   if (auto castOp = input.getDefiningOp<CastOp>()) {
     c.chain = castOp;
@@ -85,15 +90,28 @@ FailureOr<CachedCast> matchWeightCast(func::FuncOp func, QuantizeOp quantize,
     reason = "the parameter is not updated (frozen)";
     return failure();
   }
+  // The amax reaches the update as row |index| of its amaxes: reshaped to
+  // one element and concatenated with the other sites' (tx-insert-fp8).
   for (Operation *user : quantize.getInput().getUsers()) {
     auto amax = dyn_cast<AmaxOp>(user);
     if (!amax || !amax->hasOneUse())
       continue;
-    auto update = dyn_cast<FP8ScaleUpdateOp>(*amax->user_begin());
-    if (update && update.getScale() == scale && update.getAmax() == amax.getResult()) {
+    auto row = dyn_cast<ReshapeOp>(*amax->user_begin());
+    if (!row || !row->hasOneUse())
+      continue;
+    OpOperand &rowUse = *row->use_begin();
+    Operation *rows = rowUse.getOwner();
+    auto concat = dyn_cast<ConcatOp>(rows);
+    int64_t position = concat ? rowUse.getOperandNumber() : 0;
+    if (concat && !concat->hasOneUse())
+      continue;
+    auto update = dyn_cast<FP8ScaleUpdateOp>(concat ? *concat->user_begin() : rows);
+    if (update && update.getScale() == scale && position == c.index &&
+        (concat ? update.getAmax() == concat.getResult() : update.getAmax() == row.getResult())) {
       c.amax = amax;
       c.amaxLoc = amax.getLoc();
       c.update = update;
+      c.amaxRow = &row->getOpOperand(0);
     }
   }
   if (!c.update) {
@@ -150,6 +168,10 @@ private:
     BlockArgument plain, transposed, amax;
   };
 
+  RankedTensorType scalarType() {
+    return RankedTensorType::get({}, builder.getF32Type());
+  }
+
   /// A new state argument of the step (tx.init 0: the state-init function
   /// writes its first value).
   BlockArgument addState(Type type, const std::string &name, StringRef role) {
@@ -197,7 +219,7 @@ private:
                                      codesType.getElementType());
       slot.transposed = addState(t, base + ".fp8_codes_t", "fp8_weight_codes");
     }
-    slot.amax = addState(c.update.getAmax().getType(), base + ".fp8_amax", "fp8_weight_amax");
+    slot.amax = addState(scalarType(), base + ".fp8_amax", "fp8_weight_amax");
     if ((c.needsPlain && !slot.plain) || (c.needsTransposed && !slot.transposed) ||
         !slot.amax)
       return emitError(step.getLoc(), "cannot add FP8 weight-cache state arguments");
@@ -215,9 +237,12 @@ private:
         use.set(slot.plain);
       }
     }
-    c.update.getAmaxMutable().set(slot.amax);
+    c.amaxRow->set(slot.amax);
     c.amax->erase();
+    Operation *scaleSite = c.quantize.getScale().getDefiningOp();
     c.quantize->erase();
+    if (scaleSite->use_empty())
+      scaleSite->erase();
     if (c.chain && c.chain->use_empty())
       c.chain->erase();
     c.chain = {};
@@ -255,7 +280,9 @@ private:
                                                 : builder.getDictionaryAttr({}));
     for (Slot &s : slots) {
       CachedCast &c = *s.cast;
-      carryInto(s, castAgain(c, c.nextParam, c.update.getNewScale()), results, attrs);
+      Value scale = FP8SiteOp::create(builder, c.quantizeLoc, scalarType(),
+                                      c.update.getNewScale(), c.index);
+      carryInto(s, castAgain(c, c.nextParam, scale), results, attrs);
     }
     func::ReturnOp::create(builder, ret.getLoc(), results);
     ret.erase();
@@ -285,8 +312,9 @@ private:
     SmallVector<DictionaryAttr> attrs;
     for (Slot &s : slots) {
       CachedCast &c = *s.cast;
-      Value scale = entry->getArgument(
+      Value packed = entry->getArgument(
           cast<BlockArgument>(c.update.getScale()).getArgNumber());
+      Value scale = FP8SiteOp::create(builder, c.quantizeLoc, scalarType(), packed, c.index);
       carryInto(s, castAgain(c, entry->getArgument(c.param.getArgNumber()), scale), results,
                 attrs);
     }

@@ -3,8 +3,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Transformer Engine's FP8 recipe as IR. Every eligible GEMM of a training
 // step becomes a tx.fp8_matmul of scaled, saturating casts of its operands;
-// the scaling state (amax history, scale, scale_inv per cast tensor) is
-// arguments and results of the step, updated in the same step. Which GEMMs
+// under delayed scaling the scaling state of every cast tensor (its amax
+// history, scale and scale_inv) is packed, one row per cast site, into three
+// arguments and results of the step per FP8 type, updated in the same step
+// by one tx.fp8_scale_update. Which GEMMs
 // are eligible is decided here, at compile time, and every GEMM left in
 // higher precision gets a remark with the reason.
 //
@@ -18,6 +20,8 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/DenseSet.h"
+
+#include <deque>
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
@@ -180,6 +184,8 @@ public:
   /// when anything was converted.
   void finish() {
     builder.setInsertionPoint(ret);
+    for (PackedState &state : states)
+      finishState(state);
     func::ReturnOp::create(builder, ret.getLoc(), newResults);
     ret.erase();
     func.setFunctionType(FunctionType::get(
@@ -239,6 +245,84 @@ private:
       result = AddOp::create(builder, loc, result, c);
     }
     return result;
+  }
+
+  /// The delayed-scaling state of the sites that cast to one FP8 type:
+  /// three step arguments whose rows are the sites (their types get the
+  /// site count in finishState), and each site's amax of this step.
+  struct PackedState {
+    Type fp8;
+    std::string name;
+    BlockArgument history, scale, scaleInv;
+    SmallVector<Attribute> sites;
+    SmallVector<Value> amaxes;
+  };
+
+  /// The packed state of |fp8|'s sites, made on its first site. Named
+  /// after the type ("fp8.e4m3.scale"): under the hybrid format the
+  /// forward's E4M3 sites and the gradients' E5M2 sites have each their
+  /// own, since the scale update's FP8 maximum differs.
+  FailureOr<PackedState *> stateFor(Type fp8) {
+    for (PackedState &state : states)
+      if (state.fp8 == fp8)
+        return &state;
+    std::string prefix =
+        isa<Float8E5M2Type>(fp8) ? "fp8.e5m2" : "fp8.e4m3";
+    Type f32 = builder.getF32Type();
+    PackedState state;
+    state.fp8 = fp8;
+    state.name = prefix;
+    // Placeholder types: no site yet.
+    state.history = addState(RankedTensorType::get({0, recipe.getHistoryLength()}, f32),
+                             prefix + ".amax_history", "fp8_amax_history", 0.0);
+    state.scale = addState(RankedTensorType::get({0}, f32), prefix + ".scale",
+                           "fp8_scale", 1.0);
+    state.scaleInv = addState(RankedTensorType::get({0}, f32), prefix + ".scale_inv",
+                              "fp8_scale_inv", 1.0);
+    if (!state.history || !state.scale || !state.scaleInv)
+      return emitError(func.getLoc(), "cannot add FP8 state arguments");
+    states.push_back(std::move(state));
+    return &states.back();
+  }
+
+  /// Gives |state|'s arguments their site count and names the sites, then
+  /// updates every site at once as soon as the step knows all their amaxes
+  /// (right after the last one: a backend may run the update early, for a
+  /// reader of the new scales such as the next step's cached FP8 weights):
+  /// this step's amaxes in site order, one tx.fp8_scale_update, its
+  /// results carried.
+  void finishState(PackedState &state) {
+    auto sites = static_cast<int64_t>(state.sites.size());
+    Type f32 = builder.getF32Type();
+    state.history.setType(
+        RankedTensorType::get({sites, recipe.getHistoryLength()}, f32));
+    state.scale.setType(RankedTensorType::get({sites}, f32));
+    state.scaleInv.setType(RankedTensorType::get({sites}, f32));
+    ArrayAttr names = builder.getArrayAttr(state.sites);
+    for (BlockArgument arg : {state.history, state.scale, state.scaleInv})
+      func.setArgAttr(arg.getArgNumber(), kFP8SitesAttrName, names);
+    Operation *lastAmax = state.amaxes.front().getDefiningOp();
+    for (Value amax : state.amaxes)
+      if (lastAmax->isBeforeInBlock(amax.getDefiningOp()))
+        lastAmax = amax.getDefiningOp();
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointAfter(lastAmax);
+    // Named after the state in plans and profiles ("fp8.e4m3").
+    Location loc = NameLoc::get(builder.getStringAttr(state.name), ret.getLoc());
+    auto one = RankedTensorType::get({1}, f32);
+    SmallVector<Value> rows;
+    for (Value amax : state.amaxes)
+      rows.push_back(ReshapeOp::create(builder, loc, one, amax));
+    Value amaxes = rows.size() == 1
+                       ? rows.front()
+                       : Value(ConcatOp::create(builder, loc, rows, 0));
+    auto update = FP8ScaleUpdateOp::create(
+        builder, loc, state.history.getType(), state.scale.getType(),
+        state.scale.getType(), state.history, state.scale, amaxes, recipe,
+        TypeAttr::get(state.fp8));
+    carry(update.getNewAmaxHistory(), state.history);
+    carry(update.getNewScale(), state.scale);
+    carry(update.getNewScaleInv(), state.scaleInv);
   }
 
   BlockArgument addState(Type type, StringRef name, StringRef role,
@@ -308,18 +392,30 @@ private:
     else
       builder.setInsertionPointAfter(value.getDefiningOp());
     ImplicitLocOpBuilder b(user->getLoc(), builder);
-    Value amaxValue = AmaxOp::create(b, value);
     auto type = cast<RankedTensorType>(value.getType());
     auto fp8Type = RankedTensorType::get(type.getShape(), fp8);
     Cast result;
     if (recipe.isDelayed()) {
-      FailureOr<Cast> delayed =
-          castDelayed(b, value, fp8Type, amaxValue,
-                      (gemmName(user) + "." + what).str());
-      if (failed(delayed))
+      // TE's delayed scaling: cast with the scale derived at the end of the
+      // previous step; this step's amax goes to the update at its end. The
+      // site is named after the first GEMM that reads the tensor, and
+      // whether that GEMM is one of the backward's.
+      FailureOr<PackedState *> state = stateFor(fp8);
+      if (failed(state))
         return failure();
-      result = *delayed;
+      auto index = static_cast<int64_t>((*state)->sites.size());
+      bool backward = grads.contains(user->getResult(0));
+      (*state)->sites.push_back(builder.getStringAttr(
+          gemmName(user) + (backward ? ".backward." : ".") + what.str()));
+      // Before the amax: a backend fuses the quantize into the amax's
+      // kernel, which must find its scale already defined.
+      Value scale = FP8SiteOp::create(b, scalarType, (*state)->scale, index);
+      result.scaleInv = FP8SiteOp::create(b, scalarType, (*state)->scaleInv, index);
+      Value amaxValue = AmaxOp::create(b, value);
+      (*state)->amaxes.push_back(amaxValue);
+      result.quantized = QuantizeOp::create(b, fp8Type, value, scale);
     } else {
+      Value amaxValue = AmaxOp::create(b, value);
       auto current = FP8CurrentScaleOp::create(b, scalarType, scalarType,
                                                amaxValue, recipe,
                                                TypeAttr::get(fp8Type.getElementType()));
@@ -327,37 +423,7 @@ private:
           QuantizeOp::create(b, fp8Type, value, current.getScale());
       result.scaleInv = current.getScaleInv();
     }
-    ++numCasts;
     casts[key] = result;
-    return result;
-  }
-
-  /// TE's delayed scaling: cast with the scale derived at the end of the
-  /// previous step; derive the next one from this step's amax. The state is
-  /// named after the first GEMM that reads the tensor (|base|); the counter
-  /// keeps the forward and backward GEMMs of one node apart.
-  FailureOr<Cast> castDelayed(ImplicitLocOpBuilder &b, Value value,
-                              RankedTensorType fp8Type, Value amaxValue,
-                              const std::string &base) {
-    std::string prefix = base + ".fp8_" + std::to_string(numCasts);
-    BlockArgument historyArg = addState(
-        RankedTensorType::get({recipe.getHistoryLength()}, builder.getF32Type()),
-        prefix + ".amax_history", "fp8_amax_history", 0.0);
-    BlockArgument scaleArg =
-        addState(scalarType, prefix + ".scale", "fp8_scale", 1.0);
-    BlockArgument scaleInvArg =
-        addState(scalarType, prefix + ".scale_inv", "fp8_scale_inv", 1.0);
-    if (!historyArg || !scaleArg || !scaleInvArg)
-      return emitError(func.getLoc(), "cannot add FP8 state arguments");
-    Cast result;
-    result.quantized = QuantizeOp::create(b, fp8Type, value, scaleArg);
-    result.scaleInv = scaleInvArg;
-    auto update = FP8ScaleUpdateOp::create(
-        b, historyArg.getType(), scalarType, scalarType, historyArg, scaleArg,
-        amaxValue, recipe, TypeAttr::get(fp8Type.getElementType()));
-    carry(update.getNewAmaxHistory(), historyArg);
-    carry(update.getNewScale(), scaleArg);
-    carry(update.getNewScaleInv(), scaleInvArg);
     return result;
   }
 
@@ -371,7 +437,7 @@ private:
   SmallVector<DictionaryAttr> resultAttrs;
   RankedTensorType scalarType;
   llvm::DenseMap<std::pair<Value, Type>, Cast> casts;
-  unsigned numCasts = 0;
+  std::deque<PackedState> states;
   unsigned converted = 0;
 };
 

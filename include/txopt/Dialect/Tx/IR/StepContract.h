@@ -25,6 +25,10 @@ inline constexpr llvm::StringLiteral kNameAttrName = "tx.name";
 inline constexpr llvm::StringLiteral kRoleAttrName = "tx.role";
 /// On an argument: its initial value when no checkpoint gives one.
 inline constexpr llvm::StringLiteral kInitAttrName = "tx.init";
+/// On a packed FP8 state argument (amax histories, scales, scale
+/// inverses of many cast sites): the site of each row, in order (an array
+/// of strings: "<GEMM>.lhs", "<GEMM>.rhs").
+inline constexpr llvm::StringLiteral kFP8SitesAttrName = "tx.fp8_sites";
 /// On a result: the argument it becomes for the next step.
 inline constexpr llvm::StringLiteral kNextAttrName = "tx.next";
 /// On the micro-step function of a step built with grad-accum N > 1: the

@@ -27,6 +27,14 @@
 #define GET_ATTRDEF_CLASSES
 #include "txopt/Dialect/Tx/IR/TxAttrs.h.inc"
 
+namespace mlir::txopt::tx {
+/// The type of the scales (and amaxes) that go with an FP8 amax history:
+/// 0-d for one history [L], [N] for N packed rows [N, L]
+/// (tx.fp8_scale_update). Any other type maps to itself, so the verifier
+/// reports the history's own constraint.
+Type fp8EntriesType(Type history);
+} // namespace mlir::txopt::tx
+
 #define GET_OP_CLASSES
 #include "txopt/Dialect/Tx/IR/TxOps.h.inc"
 

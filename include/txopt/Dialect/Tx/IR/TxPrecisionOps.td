@@ -21,6 +21,12 @@ def Tx_FP8Type : AnyTypeOf<[F8E4M3FN, F8E5M2]>;
 def Tx_FP8Tensor : StaticShapeTensorOf<[F8E4M3FN, F8E5M2]>;
 // What FP8 tensors are cast from and back to.
 def Tx_HighPrecisionTensor : StaticShapeTensorOf<[F16, BF16, F32]>;
+// Delayed-scaling state: one amax history ([L]) or one per packed site
+// ([N, L]); and the matching scales or amaxes (0-d, or [N]).
+def Tx_F32HistoryTensor : RankedTensorOf<[F32], [HasAnyRankOfPred<[1, 2]>, HasStaticShapePred],
+                                         "statically shaped 1D or 2D tensor">;
+def Tx_F32EntriesTensor : RankedTensorOf<[F32], [HasAnyRankOfPred<[0, 1]>, HasStaticShapePred],
+                                         "0D or statically shaped 1D tensor">;
 
 //===----------------------------------------------------------------------===//
 // AmaxOp
@@ -116,32 +122,50 @@ def Tx_DequantizeOp : Tx_Op<"dequantize", [Pure, AllShapesMatch<["input", "resul
 
 def Tx_FP8ScaleUpdateOp : Tx_Op<"fp8_scale_update", [Pure,
     AllTypesMatch<["amax_history", "new_amax_history"]>,
+    TypesMatchWith<"scale has one entry per amax history row", "amax_history",
+                   "scale", "::mlir::txopt::tx::fp8EntriesType($_self)">,
+    TypesMatchWith<"amax has one entry per amax history row", "amax_history",
+                   "amax", "::mlir::txopt::tx::fp8EntriesType($_self)">,
+    TypesMatchWith<"new_scale has one entry per amax history row", "amax_history",
+                   "new_scale", "::mlir::txopt::tx::fp8EntriesType($_self)">,
+    TypesMatchWith<"new_scale_inv has one entry per amax history row", "amax_history",
+                   "new_scale_inv", "::mlir::txopt::tx::fp8EntriesType($_self)">,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
-  let summary = "Delayed FP8 scaling: roll the amax history and derive the next scale";
+  let summary = "Delayed FP8 scaling: roll the amax histories and derive the next scales";
   let description = [{
-    The end-of-step update of one FP8 tensor's scaling state under a
-    `delayed` recipe. The state (`amax_history` of length L, the recipe's
-    `history`; `scale`) and this step's `amax` come in, the state for the
-    next step comes out:
+    The end-of-step update of the FP8 scaling state under a `delayed`
+    recipe, for one cast site or for many packed together. The state
+    (`amax_history`, `scale`) and this step's `amax` come in, the state for
+    the next step comes out.
+
+    Packed (what `tx-insert-fp8` emits): `amax_history` is `[N, L]`, one row
+    per cast site, and `scale`, `amax` and the results' scales are `[N]`.
+    One op then updates every site of a step that casts to `fp8_type`; a
+    site reads its entry with `tx.fp8_site`. Single: `amax_history` is `[L]`
+    and the scales and the amax are 0-d. `L` is the recipe's `history`.
+
+    Each row (site) `r`, independently:
 
     ```
-    new_amax_history = [amax, amax_history[0], ..., amax_history[L-2]]
-    a     = recipe.amax == max ? max(0, maxNum_i new_amax_history[i]) : amax
-    s     = (a is finite and a > 0) ? f32(f32(fp8_max * 2^-margin) / a) : scale
-    new_scale     = s is +-inf ? 3.40282347e+38 (f32 max) : s
-    new_scale_inv = f32(1 / new_scale)
+    new_amax_history[r] = [amax[r], amax_history[r][0], ..., amax_history[r][L-2]]
+    a     = recipe.amax == max ? max(0, maxNum_i new_amax_history[r][i]) : amax[r]
+    s     = (a is finite and a > 0) ? f32(f32(fp8_max * 2^-margin) / a) : scale[r]
+    new_scale[r]     = s is +-inf ? 3.40282347e+38 (f32 max) : s
+    new_scale_inv[r] = f32(1 / new_scale[r])
     ```
 
     The history is newest first: the new amax enters slot 0, every entry
     moves one slot on, and the oldest (`amax_history[L-1]`) drops.
     `maxNum` skips NaN entries. `fp8_max` is the largest value of
-    `fp8_type`, the type this scale casts to: 448 for `f8E4M3FN`, 57344 for
-    `f8E5M2`.
+    `fp8_type`, the type these scales cast to: 448 for `f8E4M3FN`, 57344 for
+    `f8E5M2` (under the hybrid format the forward's E4M3 sites and the
+    gradients' E5M2 sites are two packed states, two ops).
 
-    This is TE's `amax_and_scale_update` (common/recipe/delayed_scaling.cu).
-    TE keeps the running step's amax in slot 0, where the cast kernels write
-    it, and rolls the other way afterwards; both windows hold the newest
-    amax and the L - 1 before it, so the scales agree. As in TE:
+    This is TE's `amax_and_scale_update` (common/recipe/delayed_scaling.cu),
+    which also updates all of a recipe's tensors in one call. TE keeps the
+    running step's amax in slot 0, where the cast kernels write it, and
+    rolls the other way afterwards; both windows hold the newest amax and
+    the L - 1 before it, so the scales agree. As in TE:
     * the window max skips NaN (TE's `fmaxf`): a NaN amax is recorded but
       does not freeze the scale for L steps; under `most_recent` a NaN amax
       keeps the previous scale;
@@ -152,35 +176,63 @@ def Tx_FP8ScaleUpdateOp : Tx_Op<"fp8_scale_update", [Pure,
     * `new_scale_inv` is recomputed even when the scale is kept.
     One deliberate difference: TE's multi-tensor variant skips the roll when
     the new amax is exactly 0, its marker for a tensor unused in the step.
-    Here an unused tensor has no update op, and a zero amax is an
+    Here an unused tensor has no cast site, and a zero amax is an
     observation like any other.
 
-    The scale used by this step's casts is the operand `scale` (computed a
+    The scales used by this step's casts are the operand `scale` (computed a
     step earlier: that is what makes the scaling delayed). The insertion
     pass starts the state at zeros and `scale = 1`.
 
     ```mlir
+    // Two sites, a history of 16.
     %new_amax_history, %new_scale, %new_scale_inv = tx.fp8_scale_update
-        %history, %scale, %amax : tensor<16xf32>
+        %history, %scale, %amax : tensor<2x16xf32>
         for f8E4M3FN #tx.fp8_recipe<delayed, format = hybrid, history = 16, amax = max, margin = 0>
     ```
   }];
-  let arguments = (ins Tx_1DTensorOf<[F32]>:$amax_history,
-                       Tx_F32ScalarTensor:$scale,
-                       Tx_F32ScalarTensor:$amax,
+  let arguments = (ins Tx_F32HistoryTensor:$amax_history,
+                       Tx_F32EntriesTensor:$scale,
+                       Tx_F32EntriesTensor:$amax,
                        Tx_FP8RecipeAttr:$recipe,
                        TypeAttrOf<Tx_FP8Type>:$fp8_type);
-  let results = (outs Tx_1DTensorOf<[F32]>:$new_amax_history,
-                      Tx_F32ScalarTensor:$new_scale,
-                      Tx_F32ScalarTensor:$new_scale_inv);
+  let results = (outs Tx_F32HistoryTensor:$new_amax_history,
+                      Tx_F32EntriesTensor:$new_scale,
+                      Tx_F32EntriesTensor:$new_scale_inv);
   // The recipe prints in full (`#tx.fp8_recipe<...>`), as it does everywhere
   // else, so it can be grepped and pasted between ops and pass options. It
   // comes last: right after an operand `#tx` would lex as a result number
-  // (`%x#1`), and a `:` after it would read as the attribute's type.
+  // (`%x#1`), and a `:` after it would read as the attribute's type. The
+  // scales' and the amax's types follow from the history's.
   let assemblyFormat = [{
     $amax_history `,` $scale `,` $amax `:` type($amax_history)
     `for` $fp8_type qualified($recipe) attr-dict
   }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// FP8SiteOp
+//===----------------------------------------------------------------------===//
+
+def Tx_FP8SiteOp : Tx_Op<"fp8_site", [Pure]> {
+  let summary = "One cast site's entry of packed FP8 scaling state";
+  let description = [{
+    `result = state[index]`, as a 0-d f32 tensor: the scale (or scale
+    inverse) of one FP8 cast site, read out of the packed `[N]` state that
+    `tx.fp8_scale_update` keeps for all sites of a step. The state argument
+    names its sites in order (`tx.fp8_sites`), so `index` says which tensor
+    this is.
+
+    It moves no data: a kernel that reads the scale loads the entry
+    itself, and a GEMM takes its address as the scale pointer.
+
+    ```mlir
+    %scale = tx.fp8_site %scales[3] : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Tx_1DTensorOf<[F32]>:$state, I64Attr:$index);
+  let results = (outs Tx_F32ScalarTensor:$result);
+  let assemblyFormat = "$state `[` $index `]` attr-dict `:` type($state)";
   let hasVerifier = 1;
 }
 
