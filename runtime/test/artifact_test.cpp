@@ -146,7 +146,7 @@ TEST(Artifact, SlotPastArena) {
 
 TEST(Artifact, MisalignedSlot) {
   TestArtifact t;
-  t.slots.push_back(fb::Slot(100, 4));
+  t.slots.push_back(fb::Slot(100, 8));
   expectRejected(t, "slot 4: offset 100 is not a multiple of 256");
 }
 
@@ -187,22 +187,17 @@ TEST(Artifact, GemmOperandsChecked) {
   expectRejected(t, "operand A spans");
 }
 
-TEST(Artifact, GemmScaleOffsetsChecked) {
-  // A packed FP8 state's entry: slot 2 holds 256 bytes, so 64 f32.
+TEST(Artifact, ScalarSlotsMayBeUnaligned) {
+  // A 4-byte slot inside another (an entry of packed FP8 state) may sit at
+  // any 4-byte offset; a larger slot, or a 2-byte offset, may not.
   TestArtifact t;
-  t.gemmAScale = 2;
-  t.gemmAScaleOffset = 252;
+  t.slots.push_back(fb::Slot(2048 + 12, 4));
   Status s = load(t.build());
   EXPECT_TRUE(s.ok()) << s.message();
-  t.gemmAScaleOffset = 256;
-  expectRejected(t, "command 1 (origin '/MatMul'): scale slot 2 holds no f32 at byte offset 256");
-  t.gemmAScaleOffset = 6;
-  expectRejected(t, "scale slot 2 holds no f32 at byte offset 6");
-  t.gemmAScaleOffset = ~uint64_t(0) - 1;
-  expectRejected(t, "scale slot 2 holds no f32 at byte offset");
-  t = TestArtifact();
-  t.gemmAScaleOffset = 8;
-  expectRejected(t, "a scale offset of 8 bytes without a scale slot");
+  t.slots.back() = fb::Slot(2048 + 14, 4);
+  expectRejected(t, "slot 4: offset 2062 is not a multiple of 4");
+  t.slots.back() = fb::Slot(2048 + 16, 8);
+  expectRejected(t, "slot 4: offset 2064 is not a multiple of 256");
 }
 
 TEST(Artifact, MemsetAndCopyChecked) {

@@ -20,12 +20,12 @@ using namespace mlir::txopt::cuda;
 namespace fb = txrt::fb;
 
 /// The artifact format this compiler writes (runtime's kFormatVersion), the
-/// oldest that holds what the step uses: 6 adds FP8 GEMM scales at an
-/// offset inside their slot (packed FP8 state), 5 data parallelism, 4 the
+/// oldest that holds what the step uses: 6 adds 4-byte slots at 4-byte
+/// offsets (an entry of packed FP8 state), 5 data parallelism, 4 the
 /// state-init function, 3 adds attention tensors at an
 /// offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
-static constexpr uint32_t kFormatVersionScaleOffsets = 6;
+static constexpr uint32_t kFormatVersionScalarSlots = 6;
 static constexpr uint32_t kFormatVersionDataParallel = 5;
 static constexpr uint32_t kFormatVersionStateInit = 4;
 static constexpr uint32_t kFormatVersionAttentionOffsets = 3;
@@ -141,7 +141,7 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
 /// writes FP8.
 static flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Command>>>
 writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &list,
-              bool &needsFP8, bool &usesOffsets, bool &usesScaleOffsets) {
+              bool &needsFP8, bool &usesOffsets) {
   std::vector<flatbuffers::Offset<fb::Command>> commands;
   for (const Command &c : list) {
     auto origin = fbb.CreateString(c.origin);
@@ -159,9 +159,7 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
           toFb(g->bType), toFb(g->dType),
           g->allowTF32 ? fb::ComputeType::F32_FAST_TF32 : fb::ComputeType::F32,
           g->alpha, g->beta, g->a, g->b, g->d, /*bias=*/-1,
-          fb::Epilogue::NONE, g->aScale, g->bScale, g->dScale, g->dAmax,
-          g->aScaleOffset, g->bScaleOffset);
-      usesScaleOffsets |= g->aScaleOffset || g->bScaleOffset;
+          fb::Epilogue::NONE, g->aScale, g->bScale, g->dScale, g->dAmax);
       // FP8 GEMMs need compute capability 8.9 (the FP8 casts do not: they
       // are integer code in the kernels).
       for (DType t : {g->aType, g->bType, g->dType})
@@ -194,8 +192,12 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
                                   std::string &error) {
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   std::vector<fb::Slot> slots;
-  for (const Slot &s : program.slots)
+  // A scalar between the 256-byte boundaries: an entry of packed FP8 state.
+  bool scalarSlots = false;
+  for (const Slot &s : program.slots) {
     slots.emplace_back(s.offset, s.bytes);
+    scalarSlots |= s.offset % kSlotAlignment != 0;
+  }
 
   std::vector<flatbuffers::Offset<fb::KernelImage>> imageList = writeImages(fbb, images);
   // Each kernel runs from its part's cubin with the part's PTX as its JIT
@@ -226,17 +228,15 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       writeArguments(fbb, program.arguments);
   auto results = writeResults(fbb, program.results);
 
-  bool needsFP8 = false, usesOffsets = false, usesScaleOffsets = false;
-  auto commands =
-      writeCommands(fbb, program.commands, needsFP8, usesOffsets, usesScaleOffsets);
+  bool needsFP8 = false, usesOffsets = false;
+  auto commands = writeCommands(fbb, program.commands, needsFP8, usesOffsets);
   // Gradient accumulation: the micro-step's commands and results. An older
   // runtime would run the step alone (1/N of the gradient), so such an
   // artifact is format version 2, which those refuse.
   auto writeFunction = [&](const std::optional<FunctionProgram> &function) {
     if (!function)
       return flatbuffers::Offset<fb::Function>();
-    auto functionCommands = writeCommands(fbb, function->commands, needsFP8, usesOffsets,
-                                          usesScaleOffsets);
+    auto functionCommands = writeCommands(fbb, function->commands, needsFP8, usesOffsets);
     auto functionResults = writeResults(fbb, function->results);
     return fb::CreateFunction(fbb, fbb.CreateString(function->name),
                               functionCommands, functionResults);
@@ -251,9 +251,8 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb,
       // An older runtime would skip the collectives and copy rank 0's
       // shard on every rank.
-      // An older runtime would read every site's scale from the packed
-      // state's first entry.
-      usesScaleOffsets     ? kFormatVersionScaleOffsets
+      // An older runtime refuses such slots, naming the misaligned one.
+      scalarSlots          ? kFormatVersionScalarSlots
       : program.ranks > 0  ? kFormatVersionDataParallel
       : program.stateInit  ? kFormatVersionStateInit
       : usesOffsets        ? kFormatVersionAttentionOffsets

@@ -57,7 +57,7 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
                             llvm::ArrayRef<Value> index) {
   if (isa<tx::TriluOp, tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp,
           tx::IdentityOp, tx::ExpandOp, tx::TransposeOp, tx::SliceOp,
-          tx::ConcatOp, tx::PadOp, tx::SplitOp, tx::FP8SiteOp>(op))
+          tx::ConcatOp, tx::PadOp, tx::SplitOp>(op))
     return emitDataMovement(op, resultNumber, elementType, shape, index);
   if (isa<tx::GatherOp, tx::GatherElementsOp, tx::GatherNDOp, tx::SliceGradOp,
           tx::ConstantOfShapeOp, tx::CumSumOp>(op))

@@ -112,10 +112,6 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
         return emit(input, delinearize(linear, tensorType(input).getShape()));
       })
       .Case([&](tx::IdentityOp) { return emit(op->getOperand(0), index); })
-      // One site's entry of packed FP8 state: the kernel loads it itself.
-      .Case([&](tx::FP8SiteOp site) -> Value {
-        return emit(site.getState(), {idx(static_cast<int64_t>(site.getIndex()))});
-      })
       .Case([&](tx::ExpandOp) { return operandAt(0); })
       .Case([&](tx::TransposeOp t) -> Value {
         llvm::SmallVector<Value> in(index.size());

@@ -1073,12 +1073,6 @@ bool cuda::isCarriedScale(Value scale) {
   return isa<BlockArgument>(scale);
 }
 
-std::pair<unsigned, uint64_t> cuda::scaleSlot(LoweringContext &ctx, Value v) {
-  if (auto site = v.getDefiningOp<tx::FP8SiteOp>())
-    return {ctx.bufferFor(site.getState()), site.getIndex() * sizeof(float)};
-  return {ctx.bufferFor(v), 0};
-}
-
 /// The ops that read |state| (an FP8 scale or history), looking through
 /// the site reads of packed state to the kernels and GEMMs that read them.
 static llvm::SmallVector<Operation *> stateReaders(Value state) {
@@ -1398,13 +1392,10 @@ LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
   g.a = rhsT;
   g.b = ctx.bufferFor(lhs);
   g.d = ctx.bufferFor(result);
-  // A site of packed state is its entry: the state's slot at an offset.
-  auto [aScale, aOffset] = scaleSlot(ctx, mm.getRhsScaleInv());
-  auto [bScale, bOffset] = scaleSlot(ctx, mm.getLhsScaleInv());
-  g.aScale = static_cast<int>(aScale);
-  g.bScale = static_cast<int>(bScale);
-  g.aScaleOffset = aOffset;
-  g.bScaleOffset = bOffset;
+  // A site of packed state (tx.fp8_site) is a 4-byte part of the state's
+  // slot (LoweringContext::bufferFor).
+  g.aScale = static_cast<int>(ctx.bufferFor(mm.getRhsScaleInv()));
+  g.bScale = static_cast<int>(ctx.bufferFor(mm.getLhsScaleInv()));
   ctx.gemm(g, op);
   return success();
 }

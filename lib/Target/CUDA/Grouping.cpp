@@ -381,10 +381,6 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
       plan.materialized.insert(op.getOperand(0));
       continue;
     }
-    // A site of packed FP8 state is never stored: kernels load its entry,
-    // GEMMs take its address (lowerFP8Matmul).
-    if (isa<tx::FP8SiteOp>(op))
-      continue;
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
         isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan) ||
         scaledGradient(&op, plan))
@@ -419,7 +415,7 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
   fusedOps = 0;
   for (Operation &op : body)
     if (isElementalOp(&op) && op.getNumResults() && !isFoldedIntoGemm(&op) &&
-        !attentionViewOps.contains(&op) && !isa<tx::FP8SiteOp>(op) &&
+        !attentionViewOps.contains(&op) &&
         llvm::none_of(op.getResults(), [&](Value r) { return plan.isMaterialized(r); }))
       ++fusedOps;
 }

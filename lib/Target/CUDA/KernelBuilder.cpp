@@ -38,13 +38,21 @@ bool cuda::isElementalOp(Operation *op) {
              tx::UnsqueezeOp, tx::IdentityOp, tx::SplitOp, tx::GatherOp,
              tx::GatherElementsOp, tx::GatherNDOp, tx::SliceGradOp,
              tx::CumSumOp, tx::ConstantOfShapeOp, tx::DropoutOp,
-             tx::QuantizeOp, tx::DequantizeOp, tx::FP8SiteOp>(op) ||
+             tx::QuantizeOp, tx::DequantizeOp>(op) ||
          (isa<tx::PadOp>(op) &&
           cast<tx::PadOp>(op).getMode() == tx::PadMode::constant);
 }
 
 bool cuda::isViewOp(Operation *op) {
   return isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp, tx::IdentityOp>(op);
+}
+
+/// The alignment a kernel argument of |type| may claim: kArgAlign, or 4
+/// for a buffer of at most 4 bytes (an entry of packed FP8 state sits at
+/// any 4-byte offset of its state's slot).
+static int64_t argAlignment(MemRefType type) {
+  int64_t bits = type.getNumElements() * type.getElementTypeBitWidth();
+  return bits <= 32 ? 4 : kArgAlign;
 }
 
 static RankedTensorType tensorType(Value v) {
@@ -84,9 +92,11 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   // Every buffer starts 256-byte aligned in the arena (StepLowering's memory
   // plan): telling LLVM lets its load/store vectorizer merge a thread's
-  // consecutive scalar accesses into 16-byte ones.
+  // consecutive scalar accesses into 16-byte ones. A 4-byte one may be an
+  // entry of packed state (tx.fp8_site), aligned 4 only.
   for (unsigned a = 0; a < argTypes.size(); ++a)
-    kernel.setArgAttr(a, kArgAlignAttr, b.getI64IntegerAttr(kArgAlign));
+    kernel.setArgAttr(a, kArgAlignAttr,
+                      b.getI64IntegerAttr(argAlignment(cast<MemRefType>(argTypes[a]))));
   Block &entry = kernel.getBody().front();
   unsigned i = 0;
   for (Value v : outputs) {
@@ -173,7 +183,8 @@ void KernelBuilder::annotateAlignment() {
         !kernel.getArgAttr(arg.getArgNumber(), kArgAlignAttr))
       return 0;
     int64_t bytes = std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
-    int64_t align = std::min<int64_t>(kArgAlign, bytes * knownPowerOfTwoMultiple(indices[0], memo));
+    int64_t base = kernel.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kArgAlignAttr).getInt();
+    int64_t align = std::min<int64_t>(base, bytes * knownPowerOfTwoMultiple(indices[0], memo));
     return align > bytes ? align : 0;
   };
   kernel.walk([&](Operation *op) {
@@ -270,7 +281,7 @@ Value KernelBuilder::insertBufferArgument(unsigned position, MemRefType type) {
   // Through the function interface, so the argument attributes (alignment)
   // shift with the arguments.
   auto align = b.getDictionaryAttr(
-      b.getNamedAttr(kArgAlignAttr, b.getI64IntegerAttr(kArgAlign)));
+      b.getNamedAttr(kArgAlignAttr, b.getI64IntegerAttr(argAlignment(type))));
   if (mlir::failed(cast<FunctionOpInterface>(kernel.getOperation())
                  .insertArgument(position, type, align, kernel.getLoc())))
     failed = true;

@@ -79,10 +79,6 @@ bool adamUpdatesPacked(LoweringContext &ctx, tx::AdamOp adam, unsigned t);
 /// step argument, or one site of a packed state argument (tx.fp8_site),
 /// rather than a scale of this step's own amax (current scaling).
 bool isCarriedScale(Value scale);
-/// The slot holding FP8 scale |v| (a 0-d tensor) and its byte offset
-/// inside it: a site of packed state (tx.fp8_site) is an entry of its
-/// state's slot, anything else its own slot at offset 0.
-std::pair<unsigned, uint64_t> scaleSlot(LoweringContext &ctx, Value v);
 
 /// Thread 0 folds the block's max |x| |total| into the f32 amax at
 /// |amaxArg| (an i32 view): an unsigned atomic max of its bits, NaN
@@ -117,8 +113,7 @@ struct PackedTable {
 PackedTable buildPackedTable(LoweringContext &ctx, llvm::ArrayRef<int64_t> elements,
                              llvm::ArrayRef<llvm::SmallVector<unsigned, 4>> buffers,
                              int64_t perBlock, llvm::StringRef what,
-                             llvm::ArrayRef<llvm::SmallVector<int64_t, 2>> extras = {},
-                             llvm::ArrayRef<llvm::SmallVector<uint64_t, 4>> byteOffsets = {});
+                             llvm::ArrayRef<llvm::SmallVector<int64_t, 2>> extras = {});
 
 /// What a block of a packed kernel works on: its tensor's table entry
 /// (entry[0] the element count, entry[1 + k] the offset of buffer k) and

@@ -19,9 +19,6 @@
 
 namespace mlir::txopt::cuda {
 
-/// Every slot's offset in the arena is a multiple of this (the artifact's
-/// contract: txrt's kSlotAlignment).
-constexpr uint64_t kSlotAlignment = 256;
 
 /// A tensor's place in the arena before offsets are planned.
 struct Buffer {
@@ -74,8 +71,7 @@ struct LoweringContext {
   struct OffsetTable {
     unsigned buffer = 0;
     std::vector<int64_t> words;
-    /// word -> buffer, plus bytes into it (an entry of packed FP8 state).
-    std::vector<std::tuple<size_t, unsigned, uint64_t>> offsetOf;
+    std::vector<std::pair<size_t, unsigned>> offsetOf; ///< word -> buffer
   };
   std::vector<OffsetTable> offsetTables;
   /// Roots of add trees summing the squares of many tensors (the global

@@ -86,6 +86,14 @@ unsigned LoweringContext::bufferFor(Value v) {
     bufferOfValue[v] = id;
     return id;
   }
+  // A site's entry of packed FP8 state: 4 bytes of the state's buffer, a
+  // slot of its own there (kernels and GEMMs read it as any scalar).
+  if (auto site = v.getDefiningOp<tx::FP8SiteOp>()) {
+    unsigned id = part(bufferFor(site.getState()), site.getIndex() * sizeof(float),
+                       sizeof(float), "fp8 site");
+    bufferOfValue[v] = id;
+    return id;
+  }
   // A view shares its input's buffer.
   if (Operation *def = v.getDefiningOp())
     if (isViewOp(def) &&
@@ -129,9 +137,8 @@ unsigned LoweringContext::offsetTable(OffsetTable table, llvm::StringRef what) {
 void LoweringContext::resolveOffsetTables() {
   for (OffsetTable &table : offsetTables) {
     int64_t self = static_cast<int64_t>(program.slots[table.buffer].offset);
-    for (auto [word, buffer, bytes] : table.offsetOf)
-      table.words[word] =
-          static_cast<int64_t>(program.slots[buffer].offset + bytes) - self;
+    for (auto [word, buffer] : table.offsetOf)
+      table.words[word] = static_cast<int64_t>(program.slots[buffer].offset) - self;
     std::vector<uint8_t> bytes(table.words.size() * sizeof(int64_t));
     std::memcpy(bytes.data(), table.words.data(), bytes.size());
     program.constants.push_back({table.buffer, std::move(bytes)});

@@ -220,26 +220,21 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   constexpr int64_t perBlock = kBlockSize * kOptimizerElementsPerThread;
   llvm::SmallVector<int64_t> elementCounts;
   llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
-  llvm::SmallVector<llvm::SmallVector<uint64_t, 4>> byteOffsets;
   for (unsigned t : members) {
     elementCounts.push_back(typeOf(op->getOperand(t)).getNumElements());
     buffers.emplace_back();
-    byteOffsets.emplace_back(4, 0);
     for (unsigned k = 0; k < 4; ++k)
       buffers.back().push_back(ctx.bufferFor(
           k == 1 ? gradientRead(ctx, adam, t).tensor : op->getOperand(k * n + t)));
     if (codes) {
-      // The codes, the amax and the (new) scale, after p, g, m and v; the
-      // scale is the weight's entry of the packed scales.
+      // The codes, the amax and the (new) scale, after p, g, m and v.
       auto [amax, quantize] = ctx.adamWritesCodes.lookup(op->getResult(t));
-      auto [scale, scaleBytes] = scaleSlot(ctx, quantize->getOperand(1));
-      buffers.back().append({ctx.bufferFor(quantize->getResult(0)),
-                             ctx.bufferFor(amax->getResult(0)), scale});
-      byteOffsets.back().append({0, 0, scaleBytes});
+      buffers.back().push_back(ctx.bufferFor(quantize->getResult(0)));
+      buffers.back().push_back(ctx.bufferFor(amax->getResult(0)));
+      buffers.back().push_back(ctx.bufferFor(quantize->getOperand(1)));
     }
   }
-  PackedTable packed = buildPackedTable(ctx, elementCounts, buffers, perBlock,
-                                        "adam offset table", {}, byteOffsets);
+  PackedTable packed = buildPackedTable(ctx, elementCounts, buffers, perBlock, "adam offset table");
 
   llvm::SmallVector<Value> inputs{lr};
   if (step)

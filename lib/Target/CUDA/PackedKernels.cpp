@@ -38,8 +38,7 @@ PackedTable cuda::buildPackedTable(LoweringContext &ctx,
                                    llvm::ArrayRef<int64_t> elements,
                                    llvm::ArrayRef<llvm::SmallVector<unsigned, 4>> buffers,
                                    int64_t perBlock, llvm::StringRef what,
-                                   llvm::ArrayRef<llvm::SmallVector<int64_t, 2>> extras,
-                                   llvm::ArrayRef<llvm::SmallVector<uint64_t, 4>> byteOffsets) {
+                                   llvm::ArrayRef<llvm::SmallVector<int64_t, 2>> extras) {
   PackedTable packed;
   packed.count = elements.size();
   size_t numBuffers = buffers.empty() ? 0 : buffers.front().size();
@@ -53,8 +52,7 @@ PackedTable cuda::buildPackedTable(LoweringContext &ctx,
     size_t entry = packed.count + 1 + packed.wordsPerTensor * i;
     table.words[entry] = elements[i];
     for (auto [k, buffer] : llvm::enumerate(buffers[i])) {
-      uint64_t bytes = byteOffsets.empty() ? 0 : byteOffsets[i][k];
-      table.offsetOf.push_back({entry + 1 + k, buffer, bytes});
+      table.offsetOf.push_back({entry + 1 + k, buffer});
       packed.through.push_back(buffer);
       // Live at the launch that is about to be appended.
       ctx.touch(buffer);

@@ -1028,6 +1028,9 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
     kb.func().setType(b.getFunctionType(args, {}));
     kb.func().getArgument(0).setType(rowType);
     kb.func().getArgument(1).setType(rowType);
+    // Whole slots, so 16-byte aligned (a stand-in scalar claimed only 4).
+    for (unsigned a : {0u, 1u})
+      kb.func().setArgAttr(a, kArgAlignAttr, b.getI64IntegerAttr(kArgAlign));
     ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
                {rowLoss, rowWeight, rowStats}, ctx.buffersOf({scores, labels}));
   }

@@ -455,6 +455,11 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
     }
     if (ctx.loweredElsewhere.contains(&op) || ctx.plan.absorbedCasts.contains(&op))
       return success();
+    // A site of packed FP8 state is a part of the state's buffer: no command.
+    if (auto site = dyn_cast<tx::FP8SiteOp>(op)) {
+      ctx.bufferFor(site.getResult());
+      return success();
+    }
     if (isa<tx::QuantizeOp>(op)) {
       if (failed(lowerQuantize(ctx, &op)))
         return failure();

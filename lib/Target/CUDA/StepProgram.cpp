@@ -66,18 +66,8 @@ void StepProgram::print(llvm::raw_ostream &os) const {
       os << "->" << dtypeName(g->dType) << (g->allowTF32 ? " tf32" : "")
          << " a=" << g->a << " b=" << g->b << " d=" << g->d
          << " beta=" << g->beta;
-      // A scale at an offset (an entry of packed FP8 state): slot+bytes.
-      auto scale = [&](int slot, uint64_t offset) {
-        os << slot;
-        if (offset)
-          os << "+" << offset;
-      };
-      if (g->aScale >= 0) {
-        os << " a_scale=";
-        scale(g->aScale, g->aScaleOffset);
-        os << " b_scale=";
-        scale(g->bScale, g->bScaleOffset);
-      }
+      if (g->aScale >= 0)
+        os << " a_scale=" << g->aScale << " b_scale=" << g->bScale;
     } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
       os << "memset slot=" << m->slot << " value=" << m->value;
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {

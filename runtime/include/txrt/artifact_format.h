@@ -14,10 +14,10 @@
 #ifdef __cplusplus
 namespace txrt {
 /// Artifact.format_version written by the compiler and accepted (or older)
-/// by the runtime. 6: FP8 GEMM scale inverses at a byte offset inside
-/// their slot (Gemm.a_scale_offset/b_scale_offset: packed FP8 state; an
-/// older runtime would read every site's scale from the first entry).
-/// 5: data parallelism (Collective commands, Copy's rank
+/// by the runtime. 6: slots of at most 4 bytes at any 4-byte offset (one
+/// cast site's entry of packed FP8 state, read by kernels and cuBLASLt
+/// as a scalar; an older runtime refuses them as misaligned). 5: data
+/// parallelism (Collective commands, Copy's rank
 /// stride, Artifact.ranks; an older runtime would skip the collectives and
 /// copy rank 0's shard everywhere). 4: the state-init function (an older runtime would start
 /// the FP8 weight codes at zero). 3: attention tensors at an element offset inside their
@@ -28,8 +28,11 @@ namespace txrt {
 constexpr unsigned kFormatVersion = 6;
 /// The FlatBuffers file identifier at bytes 4..7 of every step.txa.
 constexpr const char kFileIdentifier[] = "TXA1";
-/// Arena slot offsets are multiples of this many bytes.
+/// Arena slot offsets are multiples of this many bytes, except that a slot
+/// of at most kScalarSlotBytes bytes (a scalar inside packed state) may
+/// sit at any multiple of its size's alignment, kScalarSlotBytes.
 constexpr unsigned long long kSlotAlignment = 256;
+constexpr unsigned long long kScalarSlotBytes = 4;
 } // namespace txrt
 #endif
 

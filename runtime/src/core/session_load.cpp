@@ -338,11 +338,6 @@ Status Session::planGemm(size_t i, const fb::Gemm *g, const std::string &where) 
   };
   s.bias = optional(g->bias());
   s.aScale = optional(g->a_scale()), s.bScale = optional(g->b_scale());
-  // A site's entry of packed FP8 state (format 6): bytes into the slot.
-  if (s.aScale)
-    s.aScale += g->a_scale_offset();
-  if (s.bScale)
-    s.bScale += g->b_scale_offset();
   s.dScale = optional(g->d_scale()), s.dAmax = optional(g->d_amax());
   std::string shape = "gemm m " + std::to_string(s.m) + " n " +
                       std::to_string(s.n) + " k " + std::to_string(s.k) +

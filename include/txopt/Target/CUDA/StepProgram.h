@@ -34,7 +34,14 @@ const char *dtypeName(DType type);
 /// The arena type of |type|, or std::nullopt for types the backend lacks.
 std::optional<DType> dtypeOf(Type type);
 
-/// A byte range of the arena; `offset` is 256-byte aligned.
+/// A byte range of the arena; `offset` is 256-byte aligned (4-byte for a
+/// 4-byte part of packed state).
+/// Every slot's offset in the arena is a multiple of this (the artifact's
+/// contract: txrt's kSlotAlignment), but for 4-byte parts of packed state
+/// (tx.fp8_site), which sit at their own 4-byte offsets (txrt's
+/// kScalarSlotBytes).
+constexpr uint64_t kSlotAlignment = 256;
+
 struct Slot {
   uint64_t offset = 0;
   uint64_t bytes = 0;
@@ -63,9 +70,6 @@ struct GemmCmd {
   /// FP8: slots of f32 scalars (-1: none). aScale/bScale multiply the
   /// products (the operands' scale_inv); dScale and dAmax are for FP8 D.
   int aScale = -1, bScale = -1, dScale = -1, dAmax = -1;
-  /// Byte offsets of aScale/bScale inside their slots: a site's entry of
-  /// packed FP8 state (tx.fp8_site).
-  uint64_t aScaleOffset = 0, bScaleOffset = 0;
 };
 
 struct MemsetCmd {
