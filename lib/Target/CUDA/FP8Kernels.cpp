@@ -1336,6 +1336,46 @@ static LogicalResult transposeRhs(LoweringContext &ctx, Operation *op, Value rhs
 /// quantize kernel, else transposed by a byte-copy kernel. The
 /// scale inverses go to the A/B scale pointers (device f32 scalars), D is
 /// bf16/f16/f32, so no D scale or D amax.
+/// The slot a GEMM reads scale inverse |scaleInv| from. cuBLASLt refuses a
+/// scale pointer that is only 4-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED
+/// on the H200, cuBLASLt 13.1), which a site of packed state is (its 4-byte
+/// part of the state's slot): the first GEMM that reads a packed state's
+/// site spreads all its entries, one launch, into the 256-byte parts of a
+/// block, and the GEMMs read those. The state is not written again before
+/// the step's last GEMM (its update runs in place at the end, or out of
+/// place), so the spread copies hold for the whole step.
+static FailureOr<unsigned> gemmScaleSlot(LoweringContext &ctx, Operation *origin, Value scaleInv) {
+  auto site = scaleInv.getDefiningOp<tx::FP8SiteOp>();
+  if (!site)
+    return ctx.bufferFor(scaleInv);
+  Value state = site.getState();
+  int64_t sites = typeOf(state).getNumElements();
+  constexpr int64_t kStride = kSlotAlignment / sizeof(float);
+  auto [it, first] = ctx.spreadScaleBlocks.try_emplace(state, 0);
+  if (first) {
+    it->second = ctx.scratch(sites * kSlotAlignment, "fp8 scale inverses spread for the GEMMs");
+    KernelBuilder kb(ctx.gpuModule, "k" + std::to_string(ctx.builtKernels++) + "_fp8_spread_scales",
+                     {}, {state}, ctx.plan);
+    auto &b = kb.builder();
+    Value block = kb.insertBufferArgument(0, MemRefType::get({sites * kStride}, b.getF32Type()));
+    Value i = kb.globalThreadIndex();
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(sites)), [&] {
+      memref::StoreOp::create(b, kb.load(state, i), block,
+                              ValueRange{arith::MulIOp::create(b, i, kb.idx(kStride))});
+    });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    ctx.launch(kb, origin, ceilDiv(sites, kBlockSize), {it->second}, ctx.buffersOf({state}));
+  }
+  auto key = std::make_pair(state.getAsOpaquePointer(), static_cast<int64_t>(site.getIndex()));
+  auto [part, made] = ctx.spreadScaleParts.try_emplace(key, 0);
+  if (made)
+    part->second = ctx.part(it->second, site.getIndex() * kSlotAlignment, sizeof(float),
+                            "fp8 scale inverse for a GEMM");
+  return part->second;
+}
+
 LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
   auto mm = cast<tx::FP8MatmulOp>(op);
   Value lhs = mm.getLhs(), rhs = mm.getRhs(), result = mm.getResult();
@@ -1392,10 +1432,12 @@ LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
   g.a = rhsT;
   g.b = ctx.bufferFor(lhs);
   g.d = ctx.bufferFor(result);
-  // A site of packed state (tx.fp8_site) is a 4-byte part of the state's
-  // slot (LoweringContext::bufferFor).
-  g.aScale = static_cast<int>(ctx.bufferFor(mm.getRhsScaleInv()));
-  g.bScale = static_cast<int>(ctx.bufferFor(mm.getLhsScaleInv()));
+  FailureOr<unsigned> aScale = gemmScaleSlot(ctx, op, mm.getRhsScaleInv());
+  FailureOr<unsigned> bScale = gemmScaleSlot(ctx, op, mm.getLhsScaleInv());
+  if (failed(aScale) || failed(bScale))
+    return failure();
+  g.aScale = static_cast<int>(*aScale);
+  g.bScale = static_cast<int>(*bScale);
   ctx.gemm(g, op);
   return success();
 }

@@ -12,6 +12,8 @@
 
 #include "KernelBuilder.h"
 
+#include <map>
+
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Target/CUDA/StepProgram.h"
 
@@ -124,6 +126,11 @@ struct LoweringContext {
     Value summed;
   };
   llvm::DenseMap<Operation *, ColumnSumInAmax> columnSumInAmax;
+  /// Packed FP8 scale inverses spread for the GEMMs (gemmScaleSlot): by
+  /// packed state value, the block whose 256-byte parts hold its entries,
+  /// and by (state, site) the part a GEMM reads.
+  llvm::DenseMap<Value, unsigned> spreadScaleBlocks;
+  std::map<std::pair<void *, int64_t>, unsigned> spreadScaleParts;
   /// The block each packed tx.amax result is a part of (packAmaxes), and
   /// the blocks already zeroed by their one memset.
   llvm::DenseMap<Value, unsigned> amaxBlockOf;

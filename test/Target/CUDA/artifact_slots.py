@@ -4,7 +4,8 @@
 of {offset: ulong, bytes: ulong}; see runtime/include/txrt/artifact.fbs) by
 hand and checks that the slots PART... lie inside slot WHOLE, each at its
 own offset: the packed amaxes (packAmaxes) inside the block one memset
-zeroes. Prints how many do.
+zeroes. Prints how many do, and the largest power of two (up to 256) that
+divides every part's offset.
 artifact_slots.py STEP.txa WHOLE PART..."""
 import struct
 import sys
@@ -27,5 +28,8 @@ parts = [int(p) for p in sys.argv[3:]]
 w_off, w_bytes = slots[whole]
 inside = [p for p in parts if w_off <= slots[p][0] and slots[p][0] + slots[p][1] <= w_off + w_bytes]
 distinct = len({slots[p][0] for p in parts}) == len(parts)
+aligned = 256
+while aligned > 1 and any(slots[p][0] % aligned for p in parts):
+    aligned //= 2
 print(f"{len(inside)} of {len(parts)} parts inside slot {whole} ({w_bytes} bytes), "
-      f"offsets {'distinct' if distinct else 'SHARED'}")
+      f"offsets {'distinct' if distinct else 'SHARED'}, aligned {aligned}")
