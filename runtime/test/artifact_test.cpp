@@ -198,6 +198,14 @@ TEST(Artifact, ScalarSlotsMayBeUnaligned) {
   expectRejected(t, "slot 4: offset 2062 is not a multiple of 4");
   t.slots.back() = fb::Slot(2048 + 16, 8);
   expectRejected(t, "slot 4: offset 2064 is not a multiple of 256");
+  // But no GEMM may take such a slot as a scale: cuBLASLt refuses it.
+  t = TestArtifact();
+  t.slots.push_back(fb::Slot(2048 + 12, 4));
+  t.gemmAScale = 4;
+  expectRejected(t, "command 1 (origin '/MatMul'): scale slot 4 is not 256-byte aligned");
+  t.gemmAScale = 2;
+  Status aligned = load(t.build());
+  EXPECT_TRUE(aligned.ok()) << aligned.message();
 }
 
 TEST(Artifact, MemsetAndCopyChecked) {

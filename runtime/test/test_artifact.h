@@ -33,6 +33,7 @@ struct TestArtifact {
   std::vector<uint32_t> grid = {1, 1, 1}, block = {32, 1, 1};
   uint32_t gemmA = 0, gemmB = 0, gemmD = 1;
   uint64_t gemmM = 8, gemmN = 8, gemmK = 8, gemmLd = 8;
+  int32_t gemmAScale = -1; ///< the GEMM's A scale slot (-1: none)
   uint32_t memsetSlot = 2;
   uint64_t copyBytes = 256;
   // Argument 0: "w", f32[4, 4], INLINE f32.
@@ -91,6 +92,7 @@ struct TestArtifact {
     gb.add_m(gemmM), gb.add_n(gemmN), gb.add_k(gemmK);
     gb.add_lda(gemmLd), gb.add_ldb(gemmLd), gb.add_ldd(gemmLd);
     gb.add_a(gemmA), gb.add_b(gemmB), gb.add_d(gemmD);
+    gb.add_a_scale(gemmAScale);
     auto gemm = gb.Finish();
     auto memset = fb::CreateMemset(b, memsetSlot, 0);
     auto copy = fb::CreateCopy(b, 3, 2, copyBytes, copyRankStride);

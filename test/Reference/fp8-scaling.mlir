@@ -10,6 +10,7 @@
 // RUN: txopt-run %s --function amax | FileCheck %s --check-prefix=AMAX
 // RUN: txopt-run %s --function quantize_dequantize | FileCheck %s --check-prefix=QDQ
 // RUN: txopt-run %s --function fp8_matmul | FileCheck %s --check-prefix=GEMM
+// RUN: txopt-run %s --function packed | FileCheck %s --check-prefix=PACKED
 
 // Unit tests of the FP8 scaling ops (TxPrecisionOps.td) on the reference
 // executor. Every expected value follows from the formulas in the op
@@ -289,4 +290,25 @@ func.func @fp8_matmul() -> (tensor<2x2xf32> {tx.name = "f32"}, tensor<2x2xbf16> 
   %one = tx.constant dense<1.0> : tensor<f32>
   %w = tx.fp8_matmul %c, %d scale_inv(%one, %one) : tensor<2x1x2xf8E5M2>, tensor<1x2x1xf8E4M3FN> -> tensor<2x1x1xf32>
   return %y, %z, %w : tensor<2x2xf32>, tensor<2x2xbf16>, tensor<2x1x1xf32>
+}
+
+// Packed state (what tx-insert-fp8 emits): two sites' histories as the rows
+// of one [2, 4] history, updated at once. Each row updates exactly as a
+// single history would: row 0 as history_wrap's first step (amax 2: scale
+// 448 / 2 = 224), row 1 as its second amax alone (8: 448 / 8 = 56), and a
+// row's amax never reaches the other row's window. A site reads its own
+// entry of the packed scales.
+// PACKED: s: tensor<2xf32> = [224, 56]
+// PACKED-NEXT: si: tensor<2xf32> = [0.00446428591, 0.0178571437]
+// PACKED-NEXT: h: tensor<2x4xf32> = {{\[}}[2, 0, 0, 0], [8, 0, 0, 0]]
+// PACKED-NEXT: site1 = 56
+func.func @packed() -> (tensor<2xf32> {tx.name = "s"}, tensor<2xf32> {tx.name = "si"},
+    tensor<2x4xf32> {tx.name = "h"}, tensor<f32> {tx.name = "site1"}) {
+  %h0 = tx.constant dense<0.0> : tensor<2x4xf32>
+  %s0 = tx.constant dense<1.0> : tensor<2xf32>
+  %a = tx.constant dense<[2.0, 8.0]> : tensor<2xf32>
+  %h1, %s1, %si1 = tx.fp8_scale_update %h0, %s0, %a : tensor<2x4xf32>
+      for f8E4M3FN #tx.fp8_recipe<delayed, format = hybrid, history = 4, amax = max, margin = 0>
+  %site = tx.fp8_site %s1[1] : tensor<2xf32>
+  return %s1, %si1, %h1, %site : tensor<2xf32>, tensor<2xf32>, tensor<2x4xf32>, tensor<f32>
 }

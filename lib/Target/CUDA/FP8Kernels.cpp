@@ -1154,10 +1154,8 @@ static Value nextStateArgument(Value result) {
 /// |inPlace|: the results share the state arguments' buffers. Each thread
 /// then first reads the entries it will write (entry j takes old entry
 /// j - 1, entry 0 the new amax) into registers, then a barrier, then the
-/// writes, so the history rolls in place. Otherwise the history is read
-/// from |history| and written to the new buffer; the scale may still be
-/// updated in place, since thread 0 reads its row's scale before it writes
-/// it.
+/// writes, so the history rolls in place. Otherwise the old state is read
+/// from its buffers and the new one written to buffers of its own.
 static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp update,
                                      bool inPlace) {
   Operation *op = update.getOperation();
@@ -1169,8 +1167,9 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
   double scaledMax = scaledMaxOf(update);
   int64_t length = typeOf(history).getShape().back();
   int64_t rows = std::max<int64_t>(typeOf(scale).getNumElements(), 1);
-  if (!inPlace)
-    updateInPlace(ctx, op, scale, newScale);
+  // Out of place, the scale too: a quantize may read a site of the old
+  // scales after the update (tx-insert-fp8 puts the update right after the
+  // last amax, before that amax's quantize).
   llvm::SmallVector<Value> outputs{newHistory, newScale, newScaleInv};
   // The amaxes: the sites' own, read through their concatenation (computed
   // here, never stored), or one stored vector (all-reduced across ranks).

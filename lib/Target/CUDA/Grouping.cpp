@@ -40,11 +40,19 @@ bool cuda::isReduction(Operation *op) {
   return isa<tx::ReduceSumOp, tx::ReduceMeanOp, tx::ReduceMaxOp>(op);
 }
 
-/// Users that compute their operands' elements in their own kernel. The
-/// FP8 scale update reads its amaxes that way: the concatenation of the
-/// sites' amaxes (tx-insert-fp8) is never stored.
+/// Users that compute their operands' elements in their own kernel.
 static bool fusesOperands(Operation *user) {
-  return isElementalOp(user) || isReduction(user) || isa<tx::FP8ScaleUpdateOp>(user);
+  return isElementalOp(user) || isReduction(user);
+}
+
+/// Whether |user| computes |operand|'s elements in its own kernel: the FP8
+/// scale update its amaxes too (the concatenation of the sites' amaxes,
+/// tx-insert-fp8, is never stored), but not its history or scale.
+static bool fusesOperand(Operation *user, Value operand) {
+  if (auto update = dyn_cast<tx::FP8ScaleUpdateOp>(user))
+    return operand == update.getAmax() && operand != update.getAmaxHistory() &&
+           operand != update.getScale();
+  return fusesOperands(user);
 }
 
 bool cuda::isLastTwoDimsSwap(Operation *op) {
@@ -393,7 +401,7 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
       if (users.size() != 1)
         needed = true;
       for (Operation *user : users)
-        if (!fusesOperands(user))
+        if (!fusesOperand(user, result))
           needed = true;
       if (needed)
         plan.materialized.insert(result);

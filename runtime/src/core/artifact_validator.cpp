@@ -405,10 +405,16 @@ private:
       return Status::invalid(where + ": bias slot " + std::to_string(g.bias()) +
                              " holds fewer than m = " + std::to_string(g.m()) +
                              " elements");
-    for (int s : {g.a_scale(), g.b_scale(), g.d_scale(), g.d_amax()})
+    for (int s : {g.a_scale(), g.b_scale(), g.d_scale(), g.d_amax()}) {
       if (s >= 0 && slotBytes(s) < 4)
         return Status::invalid(where + ": scale slot " + std::to_string(s) +
                                " is smaller than one f32");
+      // cuBLASLt refuses a scale pointer aligned only 4 (NOT_SUPPORTED).
+      if (s >= 0 && a_.slots()->Get(s)->offset() % kSlotAlignment != 0)
+        return Status::invalid(where + ": scale slot " + std::to_string(s) + " is not " +
+                               std::to_string(kSlotAlignment) +
+                               "-byte aligned (cuBLASLt refuses it)");
+    }
     return Status();
   }
 

@@ -151,6 +151,15 @@ func.func @packed_new_scale_inv_count(%h: tensor<3x4xf32>, %s: tensor<3xf32>, %a
 
 // -----
 
+// A packed state of no sites updates nothing.
+func.func @packed_no_sites(%h: tensor<0x4xf32>, %s: tensor<0xf32>, %a: tensor<0xf32>) {
+  // expected-error @+1 {{expected at least one site (row) in a packed amax history, but got 'tensor<0x4xf32>'}}
+  %nh, %ns, %nsi = tx.fp8_scale_update %h, %s, %a : tensor<0x4xf32> for f8E4M3FN #tx.fp8_recipe<delayed, history = 4>
+  return
+}
+
+// -----
+
 // Rank 3 is no history at all: the ODS constraint.
 func.func @history_rank_3(%h: tensor<2x3x4xf32>, %s: tensor<2x3xf32>, %a: tensor<2x3xf32>) {
   // expected-error @+1 {{'amax_history' must be statically shaped 1D or 2D tensor of 32-bit float values, but got 'tensor<2x3x4xf32>'}}

@@ -168,7 +168,11 @@ LogicalResult FP8ScaleUpdateOp::verify() {
   if (!recipe.isDelayed())
     return emitOpError("expected a delayed-scaling recipe, but got 'current' "
                        "(current scales come from 'tx.fp8_current_scale')");
-  int64_t length = getAmaxHistory().getType().getShape().back();
+  RankedTensorType history = getAmaxHistory().getType();
+  if (history.getRank() == 2 && history.getDimSize(0) == 0)
+    return emitOpError("expected at least one site (row) in a packed amax history, but got ")
+           << history;
+  int64_t length = history.getShape().back();
   if (length != recipe.getHistoryLength())
     return emitOpError() << "expected an amax history of "
                          << recipe.getHistoryLength()
