@@ -28,6 +28,16 @@ uint64_t mix(uint64_t &state) {
   return z ^ (z >> 31);
 }
 double unit(uint64_t &state) { return std::ldexp(double(mix(state) >> 11), -53); }
+
+/// Writes the tokens 0, 1, ..., |count| - 1 as a 1-D .npy of <i8 in /tmp
+/// (|tag| and the process id in its name); its path, or "" if it failed.
+std::string writeTokenRange(int64_t count, const std::string &tag) {
+  std::vector<int64_t> tokens(count);
+  for (int64_t i = 0; i < count; ++i)
+    tokens[i] = i;
+  std::string path = "/tmp/txrt-batch-" + tag + std::to_string(getpid()) + ".npy";
+  return writeNpyFile(path, DType::I64, {count}, tokens.data(), count).ok() ? path : "";
+}
 } // namespace
 
 TEST(Batch, SplitMixKnownValue) {
@@ -91,11 +101,8 @@ TEST(Batch, TokenWindowsShiftAndWrap) {
   std::unique_ptr<Artifact> artifact;
   ASSERT_TRUE(Artifact::fromBytes(txrt::test::TestArtifact().build(), ".", artifact).ok());
   // 20 tokens 0..19 as a 1-D .npy of <i8; windows of 8 (+1 for labels).
-  std::vector<int64_t> tokens(20);
-  for (int i = 0; i < 20; ++i)
-    tokens[i] = i;
-  std::string path = "/tmp/txrt-batch-" + std::to_string(getpid()) + ".npy";
-  ASSERT_TRUE(writeNpyFile(path, DType::I64, {20}, tokens.data(), 20).ok());
+  std::string path = writeTokenRange(20, "");
+  ASSERT_FALSE(path.empty());
   std::unique_ptr<BatchFeeder> feeder;
   Status s = BatchFeeder::create(*artifact, 0, path, feeder);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -148,11 +155,8 @@ TEST(Batch, MicroBatchesTakeConsecutiveWindows) {
   t.withMicroStep = true;
   std::unique_ptr<Artifact> artifact;
   ASSERT_TRUE(Artifact::fromBytes(t.build(), ".", artifact).ok());
-  std::vector<int64_t> tokens(40);
-  for (int i = 0; i < 40; ++i)
-    tokens[i] = i;
-  std::string path = "/tmp/txrt-batch-accum-" + std::to_string(getpid()) + ".npy";
-  ASSERT_TRUE(writeNpyFile(path, DType::I64, {40}, tokens.data(), 40).ok());
+  std::string path = writeTokenRange(40, "accum-");
+  ASSERT_FALSE(path.empty());
   std::unique_ptr<BatchFeeder> feeder;
   Status s = BatchFeeder::create(*artifact, 0, path, feeder);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -181,11 +185,8 @@ TEST(Batch, MicroBatchesTakeConsecutiveWindows) {
 TEST(Batch, EachRankReadsItsPartOfTheGlobalWindow) {
   std::unique_ptr<Artifact> artifact;
   ASSERT_TRUE(Artifact::fromBytes(txrt::test::TestArtifact().build(), ".", artifact).ok());
-  std::vector<int64_t> tokens(40);
-  for (int i = 0; i < 40; ++i)
-    tokens[i] = i;
-  std::string path = "/tmp/txrt-batch-ranks-" + std::to_string(getpid()) + ".npy";
-  ASSERT_TRUE(writeNpyFile(path, DType::I64, {40}, tokens.data(), 40).ok());
+  std::string path = writeTokenRange(40, "ranks-");
+  ASSERT_FALSE(path.empty());
   std::vector<BatchFeeder::Write> writes;
   auto first = [&](size_t w) {
     int64_t v;

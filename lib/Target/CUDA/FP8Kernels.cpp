@@ -1178,9 +1178,8 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
   if (!inPlace)
     for (Value state : {history, scale})
       inputs.insert(state);
-  KernelBuilder kb(ctx.gpuModule,
-                   "k" + std::to_string(ctx.builtKernels++) + "_fp8_scale_update", outputs,
-                   inputs.getArrayRef(), ctx.plan, /*workgroupFloats=*/32);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs.getArrayRef(), ctx.plan,
+                   /*workgroupFloats=*/32);
   auto &b = kb.builder();
   Value historyIn = inPlace ? newHistory : history;
   Value scaleIn = inPlace ? newScale : scale;
@@ -1367,8 +1366,8 @@ static FailureOr<unsigned> gemmScaleSlot(LoweringContext &ctx, Operation *origin
       return failure();
     ctx.launch(kb, origin, ceilDiv(sites, kBlockSize), {it->second}, ctx.buffersOf({state}));
   }
-  auto key = std::make_pair(state.getAsOpaquePointer(), static_cast<int64_t>(site.getIndex()));
-  auto [part, made] = ctx.spreadScaleParts.try_emplace(key, 0);
+  auto [part, made] =
+      ctx.spreadScaleParts.try_emplace({state, static_cast<int64_t>(site.getIndex())}, 0);
   if (made)
     part->second = ctx.part(it->second, site.getIndex() * kSlotAlignment, sizeof(float),
                             "fp8 scale inverse for a GEMM");

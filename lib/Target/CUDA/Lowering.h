@@ -12,8 +12,6 @@
 
 #include "KernelBuilder.h"
 
-#include <map>
-
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Target/CUDA/StepProgram.h"
 
@@ -130,7 +128,7 @@ struct LoweringContext {
   /// packed state value, the block whose 256-byte parts hold its entries,
   /// and by (state, site) the part a GEMM reads.
   llvm::DenseMap<Value, unsigned> spreadScaleBlocks;
-  std::map<std::pair<void *, int64_t>, unsigned> spreadScaleParts;
+  llvm::DenseMap<std::pair<Value, int64_t>, unsigned> spreadScaleParts;
   /// The block each packed tx.amax result is a part of (packAmaxes), and
   /// the blocks already zeroed by their one memset.
   llvm::DenseMap<Value, unsigned> amaxBlockOf;
