@@ -1145,6 +1145,30 @@ static Value nextStateArgument(Value result) {
   return {};
 }
 
+/// The stored f32 amax of each site when the update's amax is the
+/// concatenation tx-insert-fp8 builds (a reshape of each site's amax: a
+/// tx.amax result or a cached weight's amax argument), in row order; empty
+/// otherwise (a data-parallel step's all-reduced vector, a single site).
+static llvm::SmallVector<Value> storedSiteAmaxes(LoweringContext &ctx, Value amax) {
+  auto concat = amax.getDefiningOp<tx::ConcatOp>();
+  if (!concat || ctx.plan.isMaterialized(amax))
+    return {};
+  llvm::SmallVector<Value> sites;
+  for (Value part : concat.getInputs()) {
+    while (auto reshape = part.getDefiningOp<tx::ReshapeOp>()) {
+      if (ctx.plan.isMaterialized(part))
+        break;
+      part = reshape.getInput();
+    }
+    bool stored = isa<BlockArgument>(part) || ctx.plan.isMaterialized(part);
+    if (!stored || typeOf(part).getNumElements() != 1 ||
+        !typeOf(part).getElementType().isF32())
+      return {};
+    sites.push_back(part);
+  }
+  return sites;
+}
+
 /// The kernel of a tx.fp8_scale_update over R rows (R = 1 for a single
 /// history [L]): block r rolls row r's history (newest first) and takes
 /// its NaN-skipping max (maxnum from 0, so max(0, maxNum(...))); thread 0
@@ -1171,10 +1195,22 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
   // scales after the update (tx-insert-fp8 puts the update right after the
   // last amax, before that amax's quantize).
   llvm::SmallVector<Value> outputs{newHistory, newScale, newScaleInv};
-  // The amaxes: the sites' own, read through their concatenation (computed
-  // here, never stored), or one stored vector (all-reduced across ranks).
+  // The amaxes: the sites' own, each in a slot of its own, reached through
+  // one offset table (one kernel argument for any number of sites: one
+  // pointer per site would outgrow the 4 KB of kernel parameters PTX 8.0
+  // allows past ~500 sites), or one stored vector (all-reduced across
+  // ranks), or whatever else the IR computes, emitted here.
+  llvm::SmallVector<Value> siteAmaxes = storedSiteAmaxes(ctx, amax);
+  std::optional<LoweringContext::OffsetTable> table;
   llvm::SetVector<Value> inputs;
-  KernelBuilder::collectReadsOf(amax, ctx.plan, inputs);
+  if (!siteAmaxes.empty()) {
+    table.emplace();
+    table->words.assign(siteAmaxes.size(), 0);
+    for (auto [i, site] : llvm::enumerate(siteAmaxes))
+      table->offsetOf.push_back({i, ctx.bufferFor(site)});
+  } else {
+    KernelBuilder::collectReadsOf(amax, ctx.plan, inputs);
+  }
   if (!inPlace)
     for (Value state : {history, scale})
       inputs.insert(state);
@@ -1185,7 +1221,22 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
   Value scaleIn = inPlace ? newScale : scale;
   Value row = kb.blockIndex();
   Value rowStart = arith::MulIOp::create(b, row, kb.idx(length));
-  Value latest = kb.emit(amax, {row});
+  Value latest;
+  if (table) {
+    // Word r: the byte offset of row r's amax from the table's start.
+    int64_t words = static_cast<int64_t>(table->words.size());
+    Value tableArg = kb.insertBufferArgument(
+        outputs.size(), MemRefType::get({words * 8}, b.getI8Type()));
+    Value offsets = memref::ViewOp::create(b, MemRefType::get({words}, b.getI64Type()),
+                                           tableArg, kb.idx(0), ValueRange{});
+    Value offset = arith::IndexCastOp::create(
+        b, b.getIndexType(), memref::LoadOp::create(b, offsets, ValueRange{row}));
+    Value cell = memref::ViewOp::create(b, MemRefType::get({1}, b.getF32Type()), tableArg,
+                                        offset, ValueRange{});
+    latest = memref::LoadOp::create(b, cell, ValueRange{kb.idx(0)});
+  } else {
+    latest = kb.emit(amax, {row});
+  }
   llvm::SmallVector<Value> entries, values;
   Value window = kb.f32(0.0);
   for (int64_t first = 0; first < length; first += kBlockSize) {
@@ -1219,8 +1270,20 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, static_cast<unsigned>(rows), ctx.buffersOf(outputs),
-             ctx.buffersOf(inputs.getArrayRef()));
+  llvm::SmallVector<unsigned> inputSlots;
+  std::vector<unsigned> through;
+  if (table) {
+    for (auto [word, slot] : table->offsetOf) {
+      through.push_back(slot);
+      ctx.touch(slot); // live at the launch appended next
+    }
+    inputSlots.push_back(ctx.offsetTable(std::move(*table), "fp8 site amax offsets"));
+  }
+  for (unsigned slot : ctx.buffersOf(inputs.getArrayRef()))
+    inputSlots.push_back(slot);
+  ctx.launch(kb, op, static_cast<unsigned>(rows), ctx.buffersOf(outputs), inputSlots);
+  if (!through.empty())
+    std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(through);
   return success();
 }
 
