@@ -58,8 +58,8 @@ Checkpoint sample(int64_t step, float scale) {
 }
 
 std::vector<TensorSpec> specs() {
-  return {{"w", "param", "F32", {2, 3}}, {"step", "step", "I64", {}},
-          {"flag", "fp8_state", "BOOL", {3}}};
+  return {{"w", "param", "F32", {2, 3}, {}}, {"step", "step", "I64", {}, {}},
+          {"flag", "fp8_state", "BOOL", {3}, {}}};
 }
 
 std::string readFile(const std::string &path) {
@@ -149,6 +149,10 @@ TEST(Checkpoint, OtherModelOrRecipeIsRefused) {
   EXPECT_NE(s.message().find("'optimizer' is \"adamw\" there and \"sgd\" in this step"),
             std::string::npos)
       << s.message();
+  // Numbers by value: a manifest rewritten by another JSON writer still fits.
+  EXPECT_TRUE(
+      checkCompatible(c, R"({"beta1":0.90000000000000002,"lr":0.001,"optimizer":"adamw"})", specs())
+          .ok());
   // lr is an input, not the recipe's identity.
   EXPECT_TRUE(checkCompatible(c, R"({"optimizer":"adamw","lr":0.5,"beta1":0.9})", specs()).ok());
   std::vector<TensorSpec> other = specs();
@@ -159,7 +163,7 @@ TEST(Checkpoint, OtherModelOrRecipeIsRefused) {
             std::string::npos)
       << s.message();
   other = specs();
-  other.push_back({"v", "param", "F32", {1}});
+  other.push_back({"v", "param", "F32", {1}, {}});
   s = checkCompatible(c, c.info.recipe, other);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("has no tensor 'v'"), std::string::npos) << s.message();
@@ -168,6 +172,58 @@ TEST(Checkpoint, OtherModelOrRecipeIsRefused) {
   s = checkCompatible(c, c.info.recipe, other);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("has tensor 'flag'"), std::string::npos) << s.message();
+}
+
+// Packed FP8 scaling state records the cast site of each row; resume into a
+// step whose rows are other sites (another --fp8-exclude) is refused at the
+// first differing row, even with as many rows; a checkpoint saved before
+// sites were recorded resumes with a warning.
+TEST(Checkpoint, FP8SitesAreRecordedAndCompared) {
+  std::string dir = tempDir("sites");
+  Checkpoint c = sample(4, 1.0f);
+  CheckpointTensor scale{"fp8.e4m3.scale", "fp8_scale", "F32", {2}, std::vector<uint8_t>(8, 0),
+                         {"n1_MatMul.lhs", "n1_MatMul.rhs"}};
+  c.tensors.push_back(scale);
+  ASSERT_TRUE(saveCheckpoint(dir, c).ok());
+  EXPECT_NE(readFile(dir + "/checkpoint.json").find(R"("sites":["n1_MatMul.lhs","n1_MatMul.rhs"])"),
+            std::string::npos);
+  Checkpoint back;
+  ASSERT_TRUE(loadCheckpoint(dir, back).ok());
+  ASSERT_NE(back.find("fp8.e4m3.scale"), nullptr);
+  EXPECT_EQ(back.find("fp8.e4m3.scale")->sites, scale.sites);
+
+  std::vector<TensorSpec> expected = specs();
+  expected.push_back({"fp8.e4m3.scale", "fp8_scale", "F32", {2}, scale.sites});
+  std::vector<std::string> warnings;
+  EXPECT_TRUE(checkCompatible(back, c.info.recipe, expected, &warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+
+  expected.back().sites = {"n1_MatMul.lhs", "n7_MatMul.rhs"};
+  Status s = checkCompatible(back, c.info.recipe, expected, &warnings);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tensor 'fp8.e4m3.scale' row 1 is FP8 cast site 'n1_MatMul.rhs' "
+                             "there and 'n7_MatMul.rhs' in this step (2 vs 2 sites"),
+            std::string::npos)
+      << s.message();
+  expected.back().sites = {"n1_MatMul.lhs"};
+  expected.back().shape = {1};
+  s = checkCompatible(back, c.info.recipe, expected, &warnings);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("row 1 is FP8 cast site 'n1_MatMul.rhs' there and no site in this "
+                             "step (2 vs 1 sites"),
+            std::string::npos)
+      << s.message();
+
+  // No sites recorded: taken in order, with a warning.
+  back.tensors.back().sites.clear();
+  expected.back().sites = scale.sites;
+  expected.back().shape = {2};
+  EXPECT_TRUE(checkCompatible(back, c.info.recipe, expected, &warnings).ok());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("tensor 'fp8.e4m3.scale' of the checkpoint (step 4, written by "
+                             "test) records no cast sites"),
+            std::string::npos)
+      << warnings[0];
 }
 
 // A save killed (SIGKILL) at every phase leaves a loadable checkpoint: the

@@ -18,8 +18,11 @@
 # check 0 repeats the uninterrupted run and requires the same bits. If it
 # fails, checks 1-3 still compare within 10x the repeat spread, to tell a
 # nondeterministic step from a resume bug.
+#  6. with OTHER.txa (an fp8 STEP.txa's model compiled with other FP8 cast
+#     sites, e.g. another --fp8-exclude, as many rows): resuming the 5-step
+#     checkpoint into it is refused, naming the first row that differs.
 # Prints one verdict line per check; exits non-zero if any failed.
-# Usage: scripts/gpu/resume_check.sh [STEP.txa] [OUT_DIR]
+# Usage: scripts/gpu/resume_check.sh [STEP.txa] [OUT_DIR] [OTHER.txa]
 #   STEP.txa defaults to gpu-run/nanogpt_op18_loss.txa (prepare_check.sh),
 #   else it is compiled here from nanogpt_op17_loss.onnx when build/bin/txopt
 #   exists.
@@ -126,6 +129,14 @@ print(f"  {len(h)} tensors, step {m['step']}, data {m['data']}")
 sys.exit(0 if ok else 1)
 PY
 verdict $? "the checkpoint reads as safetensors + manifest"
+
+other="${3:-}"
+if [ -n "$other" ]; then
+  "$bin/txrun" "$other" --steps 10 "${flags[@]}" --resume "$out/ck5" > "$out/other.log" 2>&1
+  rc=$?
+  [ "$rc" -ne 0 ] && grep -q "is FP8 cast site" "$out/other.log"
+  verdict $? "resume into a step with other FP8 cast sites refused (rc $rc): $(grep -o "row [0-9]* is FP8 cast site.*" "$out/other.log" | head -1)"
+fi
 
 # kill -9 at random moments of runs that save every step.
 rm -rf "$out/ckk"

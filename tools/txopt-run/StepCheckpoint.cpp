@@ -129,13 +129,21 @@ llvm::Error StepRunner::prepareCheckpoints() {
                      ", which checkpoints cannot hold");
       auto role = func.getArgAttrOfType<StringAttr>(a, tx::kRoleAttrName);
       specs.push_back({argName(func, a), role ? role.str() : "", dtype,
-                       std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+                       std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                       {}});
+      if (auto sites = func.getArgAttrOfType<ArrayAttr>(a, tx::kFP8SitesAttrName))
+        for (Attribute site : sites)
+          if (auto text = dyn_cast<StringAttr>(site))
+            specs.back().sites.push_back(text.str());
     }
   }
   if (!checkpoint)
     return llvm::Error::success();
-  if (txrt::Status st = txrt::checkCompatible(*checkpoint, recipe, specs); !st.ok())
+  std::vector<std::string> warnings;
+  if (txrt::Status st = txrt::checkCompatible(*checkpoint, recipe, specs, &warnings); !st.ok())
     return error("--resume: " + st.message());
+  for (const std::string &w : warnings)
+    llvm::errs() << "txopt-run: warning: --resume: " << w << "\n";
   for (unsigned a : stateArgs)
     args[a] = decodeTensor(cast<RankedTensorType>(func.getArgument(a).getType()),
                            *checkpoint->find(argName(func, a)));
@@ -175,7 +183,7 @@ llvm::Error StepRunner::save(int64_t step) {
   info.schedule = schedule ? schedule->json() : "null";
   for (size_t k = 0; k < stateArgs.size(); ++k)
     out.tensors.push_back({specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape,
-                           encodeTensor(args[stateArgs[k]], specs[k].dtype)});
+                           encodeTensor(args[stateArgs[k]], specs[k].dtype), specs[k].sites});
   if (txrt::Status st = txrt::saveCheckpoint(*run.saveDir, out); !st.ok())
     return error("--save: step " + llvm::Twine(step) + ": " + st.message());
   llvm::errs() << "txopt-run: saved step " << step << " to '" << *run.saveDir << "'\n";

@@ -109,6 +109,10 @@ static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
     auto role = step.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName);
     binding.name = name ? name.str() : "arg" + std::to_string(i);
     binding.role = role ? role.str() : "";
+    if (auto sites = step.getArgAttrOfType<ArrayAttr>(i, tx::kFP8SitesAttrName))
+      for (Attribute site : sites)
+        if (auto text = dyn_cast<StringAttr>(site))
+          binding.fp8Sites.push_back(text.str());
     binding.dtype = *dtype;
     binding.shape.assign(type.getShape().begin(), type.getShape().end());
     binding.slot = ctx.bufferFor(arg);

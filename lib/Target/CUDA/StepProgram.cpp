@@ -43,7 +43,11 @@ void StepProgram::print(llvm::raw_ostream &os) const {
   }
   for (const ArgumentBinding &a : arguments)
     os << "arg '" << a.name << "' role=" << a.role << " slot=" << a.slot
-       << " " << dtypeName(a.dtype) << " next_of=" << a.nextOf << "\n";
+       << " " << dtypeName(a.dtype) << " next_of=" << a.nextOf
+       << (a.fp8Sites.empty() ? std::string()
+                              : " sites=" + std::to_string(a.fp8Sites.size()) + " (" +
+                                    a.fp8Sites.front() + ", ...)")
+       << "\n";
   for (const ResultBinding &r : results)
     os << "result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";
   auto printCommand = [&](const Command &c) {

@@ -249,7 +249,14 @@ Status saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint) {
     tensors += std::string(i ? "," : "") + "\n    {\"name\":" + json::quote(t.name) +
                ",\"role\":" + json::quote(t.role) + ",\"dtype\":\"" + t.dtype +
                "\",\"shape\":" + shapeJson(t.shape) + ",\"fnv1a64\":\"" +
-               hex64(fnv1a64(t.bytes.data(), t.bytes.size())) + "\"}";
+               hex64(fnv1a64(t.bytes.data(), t.bytes.size())) + "\"";
+    if (!t.sites.empty()) {
+      tensors += ",\"sites\":[";
+      for (size_t k = 0; k < t.sites.size(); ++k)
+        tensors += (k ? "," : "") + json::quote(t.sites[k]);
+      tensors += "]";
+    }
+    tensors += "}";
   }
   header += "}";
   tensors += "\n  ]";
@@ -378,6 +385,15 @@ static Status readTensor(const json::Value &entry, const json::Value &header,
   std::string what = where + ": tensor '" + t.name + "'";
   if (const json::Value *role = entry.find("role"))
     t.role = role->text;
+  if (const json::Value *sites = entry.find("sites")) {
+    if (sites->kind != json::Value::Kind::Array)
+      return Status::invalid(what + ": the manifest's 'sites' is not a list");
+    for (const json::Value &site : sites->array) {
+      if (site.kind != json::Value::Kind::String)
+        return Status::invalid(what + ": the manifest's 'sites' holds a non-string");
+      t.sites.push_back(site.text);
+    }
+  }
   const json::Value *dtype = entry.find("dtype");
   t.dtype = dtype ? dtype->text : "";
   if (!safetensorsDTypeSize(t.dtype))
@@ -473,8 +489,43 @@ Status loadCheckpoint(const std::string &dir, Checkpoint &out) {
   return Status();
 }
 
+/// Whether |a| and |b| are the same JSON value: numbers by value (0.9 and
+/// 0.90000000000000002 are one double; integer literals exactly), objects
+/// member by member in any order.
+static bool sameJson(const json::Value &a, const json::Value &b) {
+  if (a.kind != b.kind)
+    return false;
+  switch (a.kind) {
+  case json::Value::Kind::Null: return true;
+  case json::Value::Kind::Bool: return a.boolean == b.boolean;
+  case json::Value::Kind::String: return a.text == b.text;
+  case json::Value::Kind::Number:
+    if (a.isInteger() && b.isInteger())
+      return a.text == b.text; // exact past 2^53
+    return a.number == b.number;
+  case json::Value::Kind::Array:
+    if (a.array.size() != b.array.size())
+      return false;
+    for (size_t i = 0; i < a.array.size(); ++i)
+      if (!sameJson(a.array[i], b.array[i]))
+        return false;
+    return true;
+  case json::Value::Kind::Object:
+    if (a.object.size() != b.object.size())
+      return false;
+    for (const auto &[key, value] : a.object) {
+      const json::Value *other = b.find(key);
+      if (!other || !sameJson(value, *other))
+        return false;
+    }
+    return true;
+  }
+  return false;
+}
+
 Status checkCompatible(const Checkpoint &checkpoint, const std::string &recipe,
-                       const std::vector<TensorSpec> &expected) {
+                       const std::vector<TensorSpec> &expected,
+                       std::vector<std::string> *warnings) {
   const std::string where = "the checkpoint (step " + std::to_string(checkpoint.info.step) +
                             ", written by " + checkpoint.info.producer + ")";
   json::Value mine, theirs;
@@ -499,7 +550,7 @@ Status checkCompatible(const Checkpoint &checkpoint, const std::string &recipe,
         const json::Value *other = b.find(key);
         std::string here = json::serialize(value);
         std::string there = other ? json::serialize(*other) : "absent";
-        if (here != there)
+        if (!other || !sameJson(value, *other))
           return Status::invalid(where + " is from another recipe: '" + key + "' is " +
                                  (mineFirst ? there : here) + " there and " +
                                  (mineFirst ? here : there) + " in this step");
@@ -517,6 +568,29 @@ Status checkCompatible(const Checkpoint &checkpoint, const std::string &recipe,
     if (!t)
       return Status::invalid(where + " has no tensor '" + spec.name +
                              "' (another model?)");
+    // Rows of packed FP8 state first: a step with other cast sites (another
+    // --fp8-exclude or --fp8-format) would apply each row to another tensor,
+    // and a different count is told better by the first differing site.
+    if (!spec.sites.empty() && t->sites.empty()) {
+      if (warnings)
+        warnings->push_back("tensor '" + spec.name + "' of " + where +
+                            " records no cast sites (saved before they were): its " +
+                            std::to_string(spec.sites.size()) +
+                            " rows are taken to be this step's sites in order");
+    } else if (t->sites != spec.sites) {
+      size_t row = 0;
+      while (row < t->sites.size() && row < spec.sites.size() && t->sites[row] == spec.sites[row])
+        ++row;
+      auto siteAt = [&](const std::vector<std::string> &sites) {
+        return row < sites.size() ? "'" + sites[row] + "'" : std::string("no site");
+      };
+      return Status::invalid(where + ": tensor '" + spec.name + "' row " + std::to_string(row) +
+                             " is FP8 cast site " + siteAt(t->sites) + " there and " +
+                             siteAt(spec.sites) + " in this step (" +
+                             std::to_string(t->sites.size()) + " vs " +
+                             std::to_string(spec.sites.size()) +
+                             " sites: compiled with other FP8 options?)");
+    }
     if (t->dtype != spec.dtype || t->shape != spec.shape)
       return Status::invalid(where + ": tensor '" + spec.name + "' is " + t->dtype + " " +
                              shapeText(t->shape) + ", but this step's is " + spec.dtype + " " +

@@ -21,7 +21,8 @@
 // takes the weights.
 //
 // The manifest (format_version 1) repeats every tensor's dtype, shape and
-// role with its FNV-1a 64 checksum, and records the recipe, the step count,
+// role with its FNV-1a 64 checksum (and, for packed FP8 scaling state, the
+// cast site of each row: "sites"), and records the recipe, the step count,
 // the seed (which with the step drives rng_key and the random batch), the
 // data position and the learning-rate schedule. See docs/Training.md.
 //
@@ -52,6 +53,9 @@ struct CheckpointTensor {
   std::string dtype; // safetensors: F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32 I16 I8 U8 BOOL
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes; // little-endian, row-major
+  /// Packed FP8 scaling state: the cast site of each row (tx.fp8_sites);
+  /// empty for any other tensor.
+  std::vector<std::string> sites;
 };
 
 /// Where a run stands, besides its tensors.
@@ -80,6 +84,7 @@ struct Checkpoint {
 struct TensorSpec {
   std::string name, role, dtype;
   std::vector<int64_t> shape;
+  std::vector<std::string> sites; ///< tx.fp8_sites of packed FP8 state
 };
 
 /// Bytes per element of a safetensors dtype; 0 for unknown names.
@@ -94,9 +99,13 @@ Status saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint);
 Status loadCheckpoint(const std::string &dir, Checkpoint &out);
 /// Checks that |checkpoint| belongs to a step with |recipe| (JSON; the "lr"
 /// member, a run-time input, is not compared) and exactly the state tensors
-/// |expected|; the error names the first recipe key or tensor that differs.
+/// |expected|, packed FP8 state with the same cast site in every row; the
+/// error names the first recipe key, tensor or row that differs. A
+/// checkpoint older than the site lists (none recorded) cannot be checked
+/// row by row: |warnings| gets one line per such tensor.
 Status checkCompatible(const Checkpoint &checkpoint, const std::string &recipe,
-                       const std::vector<TensorSpec> &expected);
+                       const std::vector<TensorSpec> &expected,
+                       std::vector<std::string> *warnings = nullptr);
 
 /// The temporary files of a save, in order, for the kill tests: with
 /// TXRT_CHECKPOINT_KILL_AT=PHASE in the environment a save raises SIGKILL

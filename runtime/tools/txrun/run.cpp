@@ -219,7 +219,10 @@ std::optional<int> TrainingRun::findState() {
       continue;
     stateArgs.push_back(i);
     specs.push_back({str(arg->name()), str(arg->role()), safetensorsDType(arg->dtype()),
-                     shapeOf(arg->shape())});
+                     shapeOf(arg->shape()), {}});
+    if (arg->fp8_sites())
+      for (const flatbuffers::String *site : *arg->fp8_sites())
+        specs.back().sites.push_back(site->str());
     if (specs.back().dtype.empty() && (o.saveDir || o.resumeDir))
       return fail(kRunError, "argument '" + specs.back().name + "' has type " +
                                  dtypeName(arg->dtype()) + ", which checkpoints cannot hold");
@@ -262,8 +265,11 @@ void TrainingRun::findPeak() {
 std::optional<int> TrainingRun::checkResume() {
   if (!checkpoint)
     return std::nullopt;
-  if (Status s = checkCompatible(*checkpoint, recipe, specs); !s.ok())
+  std::vector<std::string> warnings;
+  if (Status s = checkCompatible(*checkpoint, recipe, specs, &warnings); !s.ok())
     return fail(kRunError, "--resume: " + s.message());
+  for (const std::string &w : warnings)
+    std::fprintf(stderr, "txrun: warning: --resume: %s\n", w.c_str());
   const CheckpointInfo &info = checkpoint->info;
   firstStep = info.step + 1;
   if (info.hasData && !o.dataPath)
@@ -386,7 +392,8 @@ Status TrainingRun::save(int64_t step) {
   info.schedule = scheduleJson;
   for (size_t k = 0; k < stateArgs.size(); ++k) {
     const fb::Argument *arg = root->arguments()->Get(stateArgs[k]);
-    CheckpointTensor t{specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape, {}};
+    CheckpointTensor t{specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape, {},
+                       specs[k].sites};
     t.bytes.resize(artifact->argumentElements(stateArgs[k]) * dtypeSize(arg->dtype()));
     TXRT_RETURN_IF_ERROR(session->readArgument(stateArgs[k], t.bytes.data(), t.bytes.size()));
     out.tensors.push_back(std::move(t));

@@ -142,6 +142,9 @@ struct ArgumentBinding {
   uint64_t offset = 0, length = 0;
   int64_t indexBound = 0;        ///< Batch integers: values in [0, bound)
   int nextOf = -1;               ///< result that becomes this argument
+  /// Packed FP8 scaling state: the cast site of each row (tx.fp8_sites),
+  /// which checkpoints record and resume compares.
+  std::vector<std::string> fp8Sites;
 };
 
 struct ResultBinding {
