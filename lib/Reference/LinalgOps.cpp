@@ -119,6 +119,46 @@ Tensor evalGemm(tx::GemmOp op, const Tensor &a, const Tensor &b,
   return result;
 }
 
+/// tx.blas_gemm: each batch's op(a) op(b) read in place through strides (a
+/// transposed operand is never copied), summed in double, then scaled by
+/// the FP8 scale inverses, alpha, and beta * c added: the same operations
+/// in the same order as the tx.matmul, tx.gemm or tx.fp8_matmul it came
+/// from, so the same result.
+Tensor evalBlasGemm(tx::BlasGemmOp op, const Tensor &a, const Tensor &b, const Tensor *c,
+                    const Tensor *aScaleInv, const Tensor *bScaleInv) {
+  Tensor result = makeResult(op);
+  llvm::ArrayRef<int64_t> as = a.getShape(), bs = b.getShape();
+  bool ta = op.getTransposeA(), tb = op.getTransposeB();
+  int64_t m = as[as.size() - (ta ? 1 : 2)], k = as[as.size() - (ta ? 2 : 1)];
+  int64_t n = bs[bs.size() - (tb ? 2 : 1)];
+  // Strides of op(a)[i, k] and op(b)[k, j] in each batch's storage.
+  int64_t aRow = ta ? 1 : k, aCol = ta ? m : 1;
+  int64_t bRow = tb ? 1 : n, bCol = tb ? k : 1;
+  llvm::ArrayRef<int64_t> ab = as.drop_back(2), bb = bs.drop_back(2);
+  llvm::SmallVector<int64_t> batch = *tx::broadcastShapes(ab, bb);
+  std::vector<int64_t> aIndex = broadcastIndices(ab, batch);
+  std::vector<int64_t> bIndex = broadcastIndices(bb, batch);
+  for (size_t i = 0; i < aIndex.size(); ++i)
+    matmulKernel(a.floats().data() + aIndex[i] * m * k, aRow, aCol,
+                 b.floats().data() + bIndex[i] * k * n, bRow, bCol,
+                 result.floats().data() + i * m * n, m, n, k);
+  double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();
+  std::vector<int64_t> ci;
+  if (c)
+    ci = broadcastIndices(c->getShape(), result.getShape());
+  for (size_t i = 0; i < result.floats().size(); ++i) {
+    double v = result.floats()[i];
+    if (aScaleInv)
+      v = v * aScaleInv->floats()[0] * bScaleInv->floats()[0];
+    if (alpha != 1.0)
+      v = alpha * v;
+    if (c)
+      v += beta * c->floats()[ci[i]];
+    result.floats()[i] = v;
+  }
+  return result;
+}
+
 } // namespace
 
 llvm::Expected<bool> mlir::txopt::reference::evalLinalgOp(Operation *op,
@@ -131,6 +171,15 @@ llvm::Expected<bool> mlir::txopt::reference::evalLinalgOp(Operation *op,
   if (auto gemm = dyn_cast<tx::GemmOp>(op)) {
     args.results.push_back(
         evalGemm(gemm, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr));
+    return true;
+  }
+  if (auto gemm = dyn_cast<tx::BlasGemmOp>(op)) {
+    // Operands in order: a, b, then c and the scale inverses when present.
+    size_t next = 2;
+    const Tensor *c = gemm.getC() ? in[next++] : nullptr;
+    const Tensor *aScaleInv = gemm.getAScaleInv() ? in[next++] : nullptr;
+    const Tensor *bScaleInv = gemm.getBScaleInv() ? in[next++] : nullptr;
+    args.results.push_back(evalBlasGemm(gemm, *in[0], *in[1], c, aScaleInv, bScaleInv));
     return true;
   }
   return false;

@@ -83,6 +83,15 @@ add_case gpt_bench_cached_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8 --f
 # f32, compared by loss per step (its final state would not fit beside).
 LOSS_ONLY=1 add_case gpt_bench_clip "$out/gpt_bench.onnx" "$steps" --grad-clip=0.5
 rm -f "$out/gpt_bench.onnx"
+# A deep GPT in FP8 (80 tiny blocks, 638 E4M3 sites): the scale update reads
+# the sites' amaxes through an offset table (one pointer each would not fit
+# a kernel's parameters). Compared by loss; its weights (16 MB) stay here:
+# the GPU machine regenerates them with the same seeded export (check.sh's
+# caller, docs/DeviceLog.md).
+"$root/.venv/bin/python" "$root/scripts/export_gpt_external.py" "$out/gpt_deep.onnx" \
+  --layers 80 --d-model 64 --vocab 128 --seq 32 --batch 2 > /dev/null
+add_case gpt_deep_fp8 "$out/gpt_deep.onnx" "$steps" --precision=fp8
+rm -f "$out/gpt_deep.onnx"
 # A GPT whose weights end in partial blocks of the packed Adam kernel
 # (d_model 96): the kernel writes the cached weights' codes and amax on its
 # way, so its tail path must write them too. Its weights are small enough to

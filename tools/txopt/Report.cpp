@@ -181,7 +181,10 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
   PrecisionSummary precision;
   precision.mode = mode;
   module.walk([&](mlir::Operation *op) {
-    if (mlir::isa<mlir::txopt::tx::FP8MatmulOp>(op))
+    // The GEMMs as the step has them, or in normal form (tx.blas_gemm) once
+    // the GPU lowering rewrote them.
+    auto normal = mlir::dyn_cast<mlir::txopt::tx::BlasGemmOp>(op);
+    if (mlir::isa<mlir::txopt::tx::FP8MatmulOp>(op) || (normal && normal.isFP8()))
       ++precision.fp8Gemms;
     if (mlir::isa<mlir::txopt::tx::AttentionOp, mlir::txopt::tx::AttentionGradOp>(op)) {
       mlir::Type q = mlir::cast<mlir::RankedTensorType>(op->getOperand(0).getType())
@@ -191,7 +194,8 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
                                                        : precision.lowPrecisionAttentionGrads);
       return;
     }
-    if (!mlir::isa<mlir::txopt::tx::MatMulOp, mlir::txopt::tx::GemmOp>(op))
+    if (!mlir::isa<mlir::txopt::tx::MatMulOp, mlir::txopt::tx::GemmOp>(op) &&
+        !(normal && !normal.isFP8()))
       return;
     auto type = mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType());
     if (type.getElementType().isF32())

@@ -5,7 +5,7 @@
 // GPU"): the f32 <-> FP8 conversions every kernel uses for FP8 tensors,
 // tx.amax as a multi-block max with a tx.quantize of the same input fused
 // into it, the single-block delayed and current scale updates, and
-// tx.fp8_matmul as a cuBLASLt FP8 GEMM with scale pointers. Each follows the
+// FP8 tx.blas_gemms as cuBLASLt FP8 GEMMs with scale pointers. Each follows the
 // reference executor (lib/Reference/PrecisionOps.cpp) in f32; everything
 // but the GEMM's accumulation order is bit-exact.
 //
@@ -15,8 +15,9 @@
 #include "KernelUtils.h"
 #include "Lowering.h"
 
-#include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Dialect/Tx/IR/StepContract.h"
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -186,9 +187,12 @@ static tx::QuantizeOp fusableQuantize(LoweringContext &ctx, tx::AmaxOp amax) {
   return {};
 }
 
-/// True when |use| is an FP8 GEMM's rhs, which it reads as [..., N, K].
+/// True when |use| is an FP8 GEMM's untransposed `b` ([..., K, N]), which
+/// cuBLASLt's TN form reads as [..., N, K]: the codes are wanted
+/// transposed. (A transposed `b` is read as stored.)
 static bool isFP8Rhs(OpOperand &use) {
-  return isa<tx::FP8MatmulOp>(use.getOwner()) && use.getOperandNumber() == 1;
+  auto gemm = dyn_cast<tx::BlasGemmOp>(use.getOwner());
+  return gemm && gemm.isFP8() && use.getOperandNumber() == 1 && !gemm.getTransposeB();
 }
 
 /// The tile a block of the transposing amax kernel quantizes: 64 x 64
@@ -223,7 +227,7 @@ static tx::TransposeOp transposeOfCodes(LoweringContext &ctx, Operation *user) {
     user = *view.getUsers().begin();
   }
   auto transpose = dyn_cast<tx::TransposeOp>(user);
-  if (!transpose || !isLastTwoDimsSwap(transpose) ||
+  if (!transpose || !tx::swapsLastTwoDims(transpose) ||
       !ctx.plan.isMaterialized(transpose.getResult()) ||
       placedElsewhere(ctx, transpose.getResult()) ||
       ctx.loweredElsewhere.contains(transpose) ||
@@ -996,7 +1000,7 @@ FailureOr<bool> cuda::lowerFP8Transpose(LoweringContext &ctx, Operation *op) {
       (ctx.bufferOfValue.count(transpose.getResult()) &&
        !ctx.cachedWeightCodes.contains(transpose.getResult())))
     return false;
-  if (!isLastTwoDimsSwap(transpose))
+  if (!tx::swapsLastTwoDims(transpose))
     return false;
   // The codes in memory: the input, or what a chain of reshapes views.
   Value source = transpose.getInput();
@@ -1357,7 +1361,7 @@ LogicalResult cuda::lowerFP8CurrentScale(LoweringContext &ctx, Operation *op) {
 }
 
 //===----------------------------------------------------------------------===//
-// tx.fp8_matmul
+// FP8 GEMMs (tx.blas_gemm of FP8 codes)
 //===----------------------------------------------------------------------===//
 
 /// A loop kernel copying the FP8 bytes of |rhs| ([..., K, N]) transposed
@@ -1388,15 +1392,6 @@ static LogicalResult transposeRhs(LoweringContext &ctx, Operation *op, Value rhs
   return success();
 }
 
-/// tx.fp8_matmul as one cuBLASLt FP8 GEMM. cuBLASLt's FP8 kernels take
-/// only the "TN" form: its A transposed, its B not, both K-contiguous. In
-/// row-major terms (lowerMatMul in StepLowering.cpp) its B is our lhs
-/// [..., M, K], already K-contiguous, and its A our rhs [..., K, N], which
-/// must be read as [..., N, K]: the input of a transpose (the backward
-/// reading the forward's codes transposed), or written that way by the
-/// quantize kernel, else transposed by a byte-copy kernel. The
-/// scale inverses go to the A/B scale pointers (device f32 scalars), D is
-/// bf16/f16/f32, so no D scale or D amax.
 /// The slot a GEMM reads scale inverse |scaleInv| from. cuBLASLt refuses a
 /// scale pointer that is only 4-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED
 /// on the H200, cuBLASLt 13.1), which a site of packed state is (its 4-byte
@@ -1437,15 +1432,27 @@ static FailureOr<unsigned> gemmScaleSlot(LoweringContext &ctx, Operation *origin
   return part->second;
 }
 
-LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
-  auto mm = cast<tx::FP8MatmulOp>(op);
-  Value lhs = mm.getLhs(), rhs = mm.getRhs(), result = mm.getResult();
+/// An FP8 tx.blas_gemm as one cuBLASLt FP8 GEMM. cuBLASLt's FP8 kernels take
+/// only the "TN" form: its A transposed, its B not, both K-contiguous. In
+/// row-major terms (lowerBlasGemm, GemmLowering.cpp) its B is our `a`
+/// [..., M, K], already K-contiguous, and its A our `b`, which it must read
+/// as [..., N, K]: stored so (`transpose_b`: the backward reading the
+/// forward's codes transposed), or written that way by the quantize
+/// kernel, else transposed by a byte-copy kernel. The scale inverses go to
+/// the A/B scale pointers (device f32 scalars), D is bf16/f16/f32, so no D
+/// scale or D amax.
+LogicalResult cuda::lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp mm) {
+  Operation *op = mm.getOperation();
+  if (mm.getC() || mm.getTransposeA() || mm.getAlpha().convertToFloat() != 1.0f)
+    return op->emitError("the GPU FP8 GEMM takes neither c, a transposed a nor alpha");
+  Value lhs = mm.getA(), rhs = mm.getB(), result = mm.getResult();
+  bool rhsStoredTransposed = mm.getTransposeB();
   auto lt = typeOf(lhs), rt = typeOf(rhs);
   auto lhsType = dtypeOf(lt.getElementType()), rhsType = dtypeOf(rt.getElementType());
   if (*lhsType == DType::F8E5M2 && *rhsType == DType::F8E5M2)
     return op->emitError("cuBLASLt has no f8E5M2 x f8E5M2 GEMM");
   int64_t M = lt.getShape()[lt.getRank() - 2], K = lt.getShape().back();
-  int64_t N = rt.getShape().back();
+  int64_t N = rt.getShape()[rt.getRank() - (rhsStoredTransposed ? 2 : 1)];
   auto lhsBatch = lt.getShape().drop_back(2), rhsBatch = rt.getShape().drop_back(2);
   auto product = [](llvm::ArrayRef<int64_t> s) {
     int64_t p = 1;
@@ -1480,9 +1487,9 @@ LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
   }
   auto known = ctx.fp8Transposed.find(rhs);
   unsigned rhsT;
-  if (Operation *def = rhs.getDefiningOp(); def && isFoldedIntoGemm(def)) {
-    // rhs = transpose(X): X in memory already is rhs as [..., N, K].
-    rhsT = ctx.bufferFor(def->getOperand(0));
+  if (rhsStoredTransposed) {
+    // b is stored [..., N, K] (a transpose the normal form folded).
+    rhsT = ctx.bufferFor(rhs);
   } else if (known != ctx.fp8Transposed.end()) {
     rhsT = known->second;
   } else {
@@ -1493,8 +1500,8 @@ LogicalResult cuda::lowerFP8Matmul(LoweringContext &ctx, Operation *op) {
   g.a = rhsT;
   g.b = ctx.bufferFor(lhs);
   g.d = ctx.bufferFor(result);
-  FailureOr<unsigned> aScale = gemmScaleSlot(ctx, op, mm.getRhsScaleInv());
-  FailureOr<unsigned> bScale = gemmScaleSlot(ctx, op, mm.getLhsScaleInv());
+  FailureOr<unsigned> aScale = gemmScaleSlot(ctx, op, mm.getBScaleInv());
+  FailureOr<unsigned> bScale = gemmScaleSlot(ctx, op, mm.getAScaleInv());
   if (failed(aScale) || failed(bScale))
     return failure();
   g.aScale = static_cast<int>(*aScale);

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 // A GEMM reads a last-two-dims transpose of an operand through its
-// transpose flag (isFoldedIntoGemm), and can write its result transposed by
+// transpose flag (tx::isFoldedIntoGemms), and can write its result transposed by
 // swapping its operands (C^T = B^T A^T). Two rewrites, run on every
 // function of the step before anything else of the lowering, put the
 // transposes where the GEMMs fold them instead of in kernels that move
@@ -24,10 +24,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Lowering.h"
 #include "KernelUtils.h"
+#include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -38,10 +39,10 @@ using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
 /// Whether every reader of |v| is a matmul, or a transpose the GEMMs
-/// reading it fold (isFoldedIntoGemm).
+/// reading it fold (tx::isFoldedIntoGemms).
 static bool readByGemmsOnly(Value v) {
   return !v.use_empty() && llvm::all_of(v.getUsers(), [](Operation *user) {
-    return isa<tx::MatMulOp>(user) || isFoldedIntoGemm(user);
+    return isa<tx::MatMulOp>(user) || tx::isFoldedIntoGemms(user);
   });
 }
 
@@ -49,7 +50,7 @@ void cuda::castGemmOperandsBeforeTransposes(func::FuncOp func) {
   llvm::SmallVector<tx::CastOp> casts;
   func.walk([&](tx::CastOp c) {
     Operation *def = c.getInput().getDefiningOp();
-    if (isLastTwoDimsSwap(def) && c.getInput().hasOneUse() && readByGemmsOnly(c.getResult()))
+    if (tx::swapsLastTwoDims(def) && c.getInput().hasOneUse() && readByGemmsOnly(c.getResult()))
       casts.push_back(c);
   });
   for (tx::CastOp c : casts) {
@@ -65,7 +66,7 @@ void cuda::castGemmOperandsBeforeTransposes(func::FuncOp func) {
     // A transpose back (the backward's GEMM reading the weight as it is)
     // is the converted weight itself.
     for (Operation *user : llvm::make_early_inc_range(c.getResult().getUsers()))
-      if (isLastTwoDimsSwap(user)) {
+      if (tx::swapsLastTwoDims(user)) {
         user->getResult(0).replaceAllUsesWith(converted.getResult());
         user->erase();
       }
@@ -82,7 +83,7 @@ void cuda::castGemmOperandsBeforeTransposes(func::FuncOp func) {
 /// |v| transposed over its last two dims, as a value a GEMM folds: the
 /// input of |v|'s own such transpose, or a new transpose at |b|.
 static Value swappedOperand(OpBuilder &b, Value v) {
-  if (isLastTwoDimsSwap(v.getDefiningOp()))
+  if (tx::swapsLastTwoDims(v.getDefiningOp()))
     return v.getDefiningOp()->getOperand(0);
   int64_t rank = typeOf(v).getRank();
   llvm::SmallVector<int64_t> perm(rank);
@@ -105,7 +106,7 @@ void cuda::transposeGemmResults(func::FuncOp func) {
         return;
       user = *c.getResult().getUsers().begin();
     }
-    if (isLastTwoDimsSwap(user))
+    if (tx::swapsLastTwoDims(user))
       matmuls.push_back(mm);
   });
   for (tx::MatMulOp mm : matmuls) {
@@ -127,7 +128,7 @@ void cuda::transposeGemmResults(func::FuncOp func) {
       c.erase();
     llvm::SmallPtrSet<Operation *, 2> operandDefs;
     for (Value operand : mm->getOperands())
-      if (Operation *def = operand.getDefiningOp(); def && isLastTwoDimsSwap(def))
+      if (Operation *def = operand.getDefiningOp(); def && tx::swapsLastTwoDims(def))
         operandDefs.insert(def);
     mm.erase();
     // A transpose of an operand that only this GEMM read is dead now (once,

@@ -1,8 +1,9 @@
-//===- GemmLowering.cpp - tx.matmul and tx.gemm as cuBLASLt GEMMs ---------===//
+//===- GemmLowering.cpp - tx.blas_gemm as cuBLASLt GEMMs --------------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// Row-major matrix products as column-major cuBLASLt GEMM commands: batched
-// with strides, transposed operands read with the transpose flags.
+// tx.blas_gemm (the GEMM normal form, tx-gemm-normal-form) of f32, bf16 and
+// f16 operands as column-major cuBLASLt GEMM commands; FP8 GEMMs are in
+// FP8Kernels.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,45 +19,33 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
-/// tx.matmul as one (batched) cuBLASLt GEMM. Row-major C[M, N] = A[M, K] B[K, N]
-/// is column-major C^T = B^T A^T: cuBLASLt's A is our B (m = N), its B is
-/// our A (n = M). Batch dims: equal on both sides (strided batch), absent or
-/// all-ones on one side (stride 0), or B two-dimensional (batch folded into M).
-/// An operand that is a last-two-dims transpose is read untransposed with
-/// cuBLASLt's transpose flag (isFoldedIntoGemm).
-LogicalResult cuda::lowerMatMul(LoweringContext &ctx, tx::MatMulOp op) {
-  Value a = op.getLhs(), bm = op.getRhs(), c = op.getResult();
-  auto at = typeOf(a), bt = typeOf(bm), ct = typeOf(c);
-  if (at.getRank() < 2 || bt.getRank() < 2)
-    return op.emitError("the GPU matmul needs operands of rank 2 or more");
-  auto aType = dtypeOf(at.getElementType()), bType = dtypeOf(bt.getElementType());
-  auto cType = dtypeOf(ct.getElementType());
-  if (!aType || !isa<FloatType>(at.getElementType()) || aType != bType ||
-      (*aType != DType::F32 && *aType != DType::BF16 && *aType != DType::F16))
-    return op.emitError("the GPU matmul supports f32, bf16 and f16 operands of one type");
-  int64_t M = at.getShape()[at.getRank() - 2], K = at.getShape().back();
-  int64_t N = bt.getShape().back();
-  auto aBatch = at.getShape().drop_back(2), bBatch = bt.getShape().drop_back(2);
+/// The tx.blas_gemm |op| of f32, bf16 or f16 operands as one (batched)
+/// cuBLASLt GEMM. Row-major C[M, N] = A[M, K] B[K, N] is column-major
+/// C^T = B^T A^T: cuBLASLt's A is our b (m = N), its B our a (n = M), each
+/// read with the op's transpose flag. Batches: equal on both sides
+/// (strided), or one side shared (stride 0); a shared b with an
+/// untransposed a folds a's batch into M. With c (tx.gemm's C), c is first
+/// broadcast into the result by a loop kernel and the GEMM adds with beta.
+LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
+  Value a = op.getA(), bm = op.getB(), y = op.getResult();
+  auto at = typeOf(a), bt = typeOf(bm), yt = typeOf(y);
+  auto aType = dtypeOf(at.getElementType());
+  if (!aType || (*aType != DType::F32 && *aType != DType::BF16 && *aType != DType::F16))
+    return op.emitError("the GPU GEMM supports f32, bf16 and f16 operands (FP8 through "
+                        "its scales)");
+  bool aTransposed = op.getTransposeA(), bTransposed = op.getTransposeB();
+  int64_t M = at.getShape()[at.getRank() - (aTransposed ? 1 : 2)];
+  int64_t K = at.getShape()[at.getRank() - (aTransposed ? 2 : 1)];
+  int64_t N = bt.getShape()[bt.getRank() - (bTransposed ? 2 : 1)];
   auto count = [](llvm::ArrayRef<int64_t> s) {
     int64_t n = 1;
     for (int64_t d : s) n *= d;
     return n;
   };
-  int64_t aCount = count(aBatch), bCount = count(bBatch);
-  // Transposed operands read their source with the transpose flag.
-  Value aSource = a, bSource = bm;
-  bool aTransposed = false, bTransposed = false;
-  if (Operation *def = a.getDefiningOp(); def && isFoldedIntoGemm(def)) {
-    aSource = def->getOperand(0);
-    aTransposed = true;
-  }
-  if (Operation *def = bm.getDefiningOp(); def && isFoldedIntoGemm(def)) {
-    bSource = def->getOperand(0);
-    bTransposed = true;
-  }
+  int64_t aCount = count(at.getShape().drop_back(2)), bCount = count(bt.getShape().drop_back(2));
   GemmCmd g;
   g.aType = g.bType = *aType;
-  g.dType = *cType;
+  g.dType = *dtypeOf(yt.getElementType());
   g.allowTF32 = ctx.options.allowTF32;
   g.k = K;
   g.m = N;
@@ -67,70 +56,29 @@ LogicalResult cuda::lowerMatMul(LoweringContext &ctx, tx::MatMulOp op) {
   g.ldb = aTransposed ? M : K;
   g.ldd = N;
   if (bCount == 1 && !aTransposed) {
-    // B is shared and A's rows are contiguous: fold A's batch into M.
+    // b is shared and a's rows are contiguous: fold a's batch into M.
     g.n = M * aCount;
-  } else if (bCount == 1 || aCount == 1 ||
-             (aBatch.size() == bBatch.size() && aBatch == bBatch)) {
+  } else {
+    // The verifier allows equal batch dims or one shared side only.
     g.batch = std::max(aCount, bCount);
     g.strideA = bCount == 1 ? 0 : K * N;
     g.strideB = aCount == 1 ? 0 : M * K;
     g.strideD = M * N;
-  } else {
-    return op.emitError("the GPU matmul does not broadcast batch dims of ")
-           << at << " against " << bt;
   }
-  g.a = ctx.bufferFor(bSource);
-  g.b = ctx.bufferFor(aSource);
-  g.d = ctx.bufferFor(c);
-  // A gradient GEMM of gradient accumulation adds into its f32 accumulator
-  // (D = C = acc), also when its operands are bf16/f16 and the IR casts its
-  // product to f32 (StepLowering's accumulateInPlace).
-  if (ctx.accumulatingGemms.contains(c)) {
-    g.beta = 1.0f;
-    g.dType = DType::F32;
-  }
-  ctx.gemm(g, op);
-  return success();
-}
-
-/// tx.gemm: Y = alpha * A' B' + beta * C. C is first broadcast into Y by a
-/// loop kernel, then the GEMM accumulates with beta.
-LogicalResult cuda::lowerGemm(LoweringContext &ctx, tx::GemmOp op) {
-  Value a = op.getA(), bm = op.getB(), y = op.getResult();
-  auto at = typeOf(a), bt = typeOf(bm);
-  auto aType = dtypeOf(at.getElementType()), bType = dtypeOf(bt.getElementType());
-  if (!aType || aType != bType ||
-      (*aType != DType::F32 && *aType != DType::BF16 && *aType != DType::F16))
-    return op.emitError("the GPU gemm supports f32, bf16 and f16 operands of one type");
-  bool transA = op.getTransA(), transB = op.getTransB();
-  int64_t M = transA ? at.getShape()[1] : at.getShape()[0];
-  int64_t K = transA ? at.getShape()[0] : at.getShape()[1];
-  int64_t N = transB ? bt.getShape()[0] : bt.getShape()[1];
-  GemmCmd g;
-  g.aType = g.bType = *aType;
-  g.dType = *dtypeOf(typeOf(y).getElementType());
-  g.allowTF32 = ctx.options.allowTF32;
-  g.m = N;
-  g.n = M;
-  g.k = K;
-  g.transA = transB;
-  g.lda = transB ? K : N;
-  g.transB = transA;
-  g.ldb = transA ? M : K;
-  g.ldd = N;
   g.alpha = op.getAlpha().convertToFloat();
   g.beta = 0.0f;
   if (Value c = op.getC()) {
     float beta = op.getBeta().convertToFloat();
     if (beta != 0.0f) {
       // Y = broadcast(C), elementwise, then the GEMM adds alpha * AB.
-      KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {y}, {c}, ctx.plan);
+      KernelBuilder kb(ctx.gpuModule, "k" + std::to_string(ctx.builtKernels++) + "_gemm_c", {y},
+                       {c}, ctx.plan);
       auto &b = kb.builder();
-      int64_t n = typeOf(y).getNumElements();
+      int64_t n = yt.getNumElements();
       Value i = kb.globalThreadIndex();
       Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(n));
       kb.ifThen(inRange, [&] {
-        auto index = kb.delinearize(i, typeOf(y).getShape());
+        auto index = kb.delinearize(i, yt.getShape());
         llvm::SmallVector<Value> ci;
         auto cShape = typeOf(c).getShape();
         size_t offset = index.size() - cShape.size();
@@ -149,6 +97,13 @@ LogicalResult cuda::lowerGemm(LoweringContext &ctx, tx::GemmOp op) {
   g.a = ctx.bufferFor(bm);
   g.b = ctx.bufferFor(a);
   g.d = ctx.bufferFor(y);
+  // A gradient GEMM of gradient accumulation adds into its f32 accumulator
+  // (D = C = acc), also when its operands are bf16/f16 and the IR casts its
+  // product to f32 (StepLowering's accumulateInPlace).
+  if (ctx.accumulatingGemms.contains(y)) {
+    g.beta = 1.0f;
+    g.dType = DType::F32;
+  }
   ctx.gemm(g, op);
   return success();
 }

@@ -55,37 +55,6 @@ static bool fusesOperand(Operation *user, Value operand) {
   return fusesOperands(user);
 }
 
-bool cuda::isLastTwoDimsSwap(Operation *op) {
-  auto transpose = dyn_cast_or_null<tx::TransposeOp>(op);
-  if (!transpose)
-    return false;
-  llvm::ArrayRef<int64_t> perm = transpose.getPerm();
-  size_t rank = perm.size();
-  if (rank < 2 || perm[rank - 2] != static_cast<int64_t>(rank - 1) ||
-      perm[rank - 1] != static_cast<int64_t>(rank - 2))
-    return false;
-  for (size_t i = 0; i + 2 < rank; ++i)
-    if (perm[i] != static_cast<int64_t>(i))
-      return false;
-  return true;
-}
-
-/// A transpose that only swaps the last two dims, read only by matmuls: the
-/// GEMMs read its input with the transpose flag instead (the GEMM normal
-/// form), so it is never computed. An FP8 GEMM has no transpose flag (only
-/// the TN form), but it wants its rhs [K, N] as [N, K] anyway, so a
-/// transposed rhs is its input as is (lowerFP8Matmul).
-bool cuda::isFoldedIntoGemm(Operation *op) {
-  if (!isLastTwoDimsSwap(op))
-    return false;
-  Value result = op->getResult(0);
-  return !result.use_empty() && llvm::all_of(result.getUses(), [](OpOperand &use) {
-           Operation *user = use.getOwner();
-           return isa<tx::MatMulOp>(user) ||
-                  (isa<tx::FP8MatmulOp>(user) && use.getOperandNumber() == 1);
-         });
-}
-
 /// Kernels that read every operand element through KernelBuilder::load,
 /// which converts a recomputed cast on the fly: the row kernels and the
 /// optimizers.
@@ -385,10 +354,6 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
   for (Operation &op : body) {
     if (attentionViewOps.contains(&op))
       continue;
-    if (isFoldedIntoGemm(&op)) {
-      plan.materialized.insert(op.getOperand(0));
-      continue;
-    }
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
         isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan) ||
         scaledGradient(&op, plan))
@@ -422,7 +387,7 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
   absorbCastsIntoStores(step, plan);
   fusedOps = 0;
   for (Operation &op : body)
-    if (isElementalOp(&op) && op.getNumResults() && !isFoldedIntoGemm(&op) &&
+    if (isElementalOp(&op) && op.getNumResults() &&
         !attentionViewOps.contains(&op) &&
         llvm::none_of(op.getResults(), [&](Value r) { return plan.isMaterialized(r); }))
       ++fusedOps;

@@ -211,17 +211,11 @@ bool sumsLeadingAxes(tx::ReduceSumOp sum);
 /// 142 in GPT-2's fp8 step). A returned amax, or one whose buffer is
 /// already decided, keeps a buffer and a memset of its own.
 void packAmaxes(LoweringContext &ctx, func::FuncOp func);
-/// Whether |op| is a tx.transpose that swaps the last two dims and keeps
-/// the others (the transpose a GEMM's flag expresses).
-bool isLastTwoDimsSwap(Operation *op);
-/// A last-two-dims transpose read only by matmuls: the GEMMs read its input
-/// with the transpose flag, so it is never computed.
-bool isFoldedIntoGemm(Operation *op);
 
-/// GEMMs (GemmLowering.cpp): one cuBLASLt call each (tx.gemm's C first
-/// broadcast into the output by a loop kernel).
-LogicalResult lowerMatMul(LoweringContext &ctx, tx::MatMulOp op);
-LogicalResult lowerGemm(LoweringContext &ctx, tx::GemmOp op);
+/// GEMMs in normal form (tx.blas_gemm, tx-gemm-normal-form; GemmLowering.cpp):
+/// one cuBLASLt call each (C first broadcast into the output by a loop
+/// kernel). FP8 ones are lowerFP8Gemm's.
+LogicalResult lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op);
 
 /// Emits the kernel(s) of |op|: a materialized elemental value, a
 /// reduction, a fused norm/softmax/loss, an optimizer or a scatter.
@@ -283,8 +277,8 @@ LogicalResult lowerCollective(LoweringContext &ctx, Operation *op);
 
 /// FP8 (FP8Kernels.cpp): tx.amax (with a tx.quantize of the same input
 /// fused in when the scale is known before it), a materialized tx.quantize
-/// on its own, the delayed and current scale updates, and tx.fp8_matmul as
-/// a cuBLASLt FP8 GEMM.
+/// on its own, the delayed and current scale updates, and an FP8
+/// tx.blas_gemm as a cuBLASLt FP8 GEMM.
 LogicalResult lowerAmax(LoweringContext &ctx, Operation *op);
 LogicalResult lowerQuantize(LoweringContext &ctx, Operation *op);
 /// A tiled byte transpose for an FP8 transpose of codes in memory; false
@@ -313,7 +307,7 @@ void planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step);
 /// scale of a held-back scale update.
 bool readsDeferredScaleUpdates(LoweringContext &ctx, Operation &op);
 LogicalResult lowerFP8CurrentScale(LoweringContext &ctx, Operation *op);
-LogicalResult lowerFP8Matmul(LoweringContext &ctx, Operation *op);
+LogicalResult lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp op);
 
 } // namespace mlir::txopt::cuda
 

@@ -12,6 +12,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
 #include "txopt/Dialect/Tx/Transforms/Rematerialize.h"
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
@@ -280,10 +281,10 @@ static bool isCarriedZero(Value value) {
 }
 
 /// The GEMM behind gradient |grad| when it can add into an f32 accumulator
-/// itself: an f32 tx.matmul read only by the sum, or a bf16/f16 one read only
-/// by its cast to f32 (cuBLASLt computes in f32 and writes D in f32 from
-/// 16-bit A and B). Null otherwise.
-static tx::MatMulOp accumulatingGemm(Value grad, RankedTensorType accType) {
+/// itself: an f32 tx.blas_gemm without c read only by the sum, or a bf16/f16
+/// one read only by its cast to f32 (cuBLASLt computes in f32 and writes D
+/// in f32 from 16-bit A and B). Null otherwise.
+static tx::BlasGemmOp accumulatingGemm(Value grad, RankedTensorType accType) {
   if (!grad.hasOneUse() || grad.getType() != accType ||
       !accType.getElementType().isF32())
     return nullptr;
@@ -294,8 +295,8 @@ static tx::MatMulOp accumulatingGemm(Value grad, RankedTensorType accType) {
     if (!from.isBF16() && !from.isF16())
       return nullptr;
   }
-  auto matmul = product.getDefiningOp<tx::MatMulOp>();
-  if (!matmul || !product.hasOneUse() ||
+  auto matmul = product.getDefiningOp<tx::BlasGemmOp>();
+  if (!matmul || matmul.isFP8() || matmul.getC() || !product.hasOneUse() ||
       typeOf(product).getShape() != accType.getShape())
     return nullptr;
   return matmul;
@@ -331,7 +332,7 @@ static void accumulateInPlace(LoweringContext &ctx, func::FuncOp func,
       continue;
     Value sum = add.getResult(), next = nextValue.lookup(acc.getArgNumber());
     Value grad = add.getLhs() == acc ? add.getRhs() : add.getLhs();
-    tx::MatMulOp gemm = accumulatingGemm(grad, cast<RankedTensorType>(acc.getType()));
+    tx::BlasGemmOp gemm = accumulatingGemm(grad, cast<RankedTensorType>(acc.getType()));
     if (isStep) {
       if (!next || !isCarriedZero(next) || !gemm)
         continue;
@@ -498,10 +499,13 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
     }
     if (isReduction(&op))
       result = lowerReduction(ctx, &op);
-    else if (auto mm = dyn_cast<tx::MatMulOp>(op))
-      result = lowerMatMul(ctx, mm);
-    else if (auto gemm = dyn_cast<tx::GemmOp>(op))
-      result = lowerGemm(ctx, gemm);
+    else if (auto gemm = dyn_cast<tx::BlasGemmOp>(op))
+      result = gemm.isFP8() ? lowerFP8Gemm(ctx, gemm) : lowerBlasGemm(ctx, gemm);
+    else if (isa<tx::MatMulOp, tx::GemmOp, tx::FP8MatmulOp>(op))
+      // tx-gemm-normal-form (lowerStepForGPU) left it: say why.
+      result = op.emitError("the GPU lowering takes GEMMs in normal form (tx.blas_gemm); this "
+                            "one has none: ")
+               << tx::whyNotGemmNormalForm(&op);
     else if (isa<tx::LayerNormOp, tx::RMSNormOp, tx::LayerNormalizationOp,
                  tx::RMSNormalizationOp>(op))
       result = lowerNorm(ctx, &op);
@@ -523,8 +527,6 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       result = lowerFP8ScaleUpdate(ctx, &op);
     else if (isa<tx::FP8CurrentScaleOp>(op))
       result = lowerFP8CurrentScale(ctx, &op);
-    else if (isa<tx::FP8MatmulOp>(op))
-      result = lowerFP8Matmul(ctx, &op);
     else if (isa<tx::AttentionOp>(op))
       result = lowerAttention(ctx, &op);
     else if (isa<tx::AttentionGradOp>(op))
@@ -692,6 +694,12 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     }
     scheduleRecomputesIntoColumnSums(f, freed.recomputed, recomputedBySum);
   }
+  // Every GEMM as the one cuBLASLt call it becomes (tx-gemm-normal-form):
+  // transposes the GEMMs read through flags disappear. One that has no
+  // normal form is an error where it is lowered, naming the reason.
+  for (func::FuncOp f : {step, micro, eval, logits, stateInit})
+    if (f)
+      tx::toGemmNormalForm(f);
 
   LoweringContext ctx(program, gpuModule, options);
   ctx.recomputedBySum = std::move(recomputedBySum);

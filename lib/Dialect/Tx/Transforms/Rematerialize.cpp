@@ -48,7 +48,7 @@ bool isView(Operation *op) {
 
 /// Ops long enough that holding a value across them is worth a recompute.
 bool isHeavy(Operation *op) {
-  return isa<tx::MatMulOp, tx::GemmOp, tx::FP8MatmulOp, tx::AttentionOp,
+  return isa<tx::MatMulOp, tx::GemmOp, tx::FP8MatmulOp, tx::BlasGemmOp, tx::AttentionOp,
              tx::AttentionGradOp>(op);
 }
 

@@ -911,5 +911,6 @@ include "txopt/Dialect/Tx/IR/TxOptimOps.td"
 include "txopt/Dialect/Tx/IR/TxGradOps.td"
 include "txopt/Dialect/Tx/IR/TxPrecisionOps.td"
 include "txopt/Dialect/Tx/IR/TxCollectiveOps.td"
+include "txopt/Dialect/Tx/IR/TxGemmOps.td"
 
 #endif // TXOPT_DIALECT_TX_IR_TXOPS_TD

@@ -732,6 +732,43 @@ def FuseOptimizerPass : Pass<"tx-fuse-optimizer", "::mlir::func::FuncOp"> {
   ];
 }
 
+def GemmNormalFormPass : Pass<"tx-gemm-normal-form", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite GEMMs and the transposes they read into tx.blas_gemm";
+  let description = [{
+    A backend calls a GEMM library with stored operands, transpose flags,
+    batch strides, alpha, beta * C and, for FP8, scale pointers. The step IR
+    says the same thing with several ops: ONNX's MatMul reading a
+    `tx.transpose` (nanoGPT's step has 48 transposes around 39 matmuls),
+    Gemm's own flags and C, and `tx.fp8_matmul`. This pass rewrites each
+    `tx.matmul`, `tx.gemm` and `tx.fp8_matmul` into one `tx.blas_gemm`:
+
+    - a `tx.transpose` that swaps the last two dims (and keeps the others)
+      becomes the reading GEMM's transpose flag, when every reader of the
+      transpose is a GEMM that can take it that way; the transpose is then
+      erased. A transpose something else reads stays, and the GEMMs read
+      it as it is (it is computed anyway). An FP8 GEMM takes a transposed
+      `b` only (cuBLASLt's FP8 kernels take only the "TN" form);
+    - `tx.gemm`'s transA/transB, alpha, beta and C carry over (a folded
+      transpose toggles the flag);
+    - `tx.fp8_matmul`'s scale inverses become the op's.
+
+    Must not fire: integer or mixed-type matmuls, 1-D operands (numpy's
+    vector rule), and batch dims that broadcast on both sides (`[2, 1, M,
+    K] x [1, 3, K, N]`: a strided batch has one stride per side); those
+    GEMMs stay as they are (the GPU lowering then names the reason). The
+    numerics are unchanged: the op sums, scales and rounds once, as the op
+    it replaces. The GPU lowering runs this on every function it lowers.
+
+    ```mlir
+    %t = tx.transpose %w perm [1, 0] : tensor<384x128xbf16>
+    %y = tx.matmul %x, %t : tensor<64x128xbf16>, tensor<128x384xbf16>
+    // becomes
+    %y = tx.blas_gemm %x, %w {transpose_b} : tensor<64x128xbf16>, tensor<384x128xbf16> -> tensor<64x384xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
 def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
   let summary = "Turn the eligible GEMMs of a training step into FP8 GEMMs with scaling state";
   let description = [{

@@ -1,0 +1,80 @@
+//===- TxGemmOps.td - tx GEMM normal form ---------------------*- tablegen -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The GEMM as a backend calls it: stored operands read with transpose flags,
+// strided batches, alpha, beta * C and FP8 scale inverses, all on one op.
+// tx-gemm-normal-form rewrites tx.matmul, tx.gemm and tx.fp8_matmul (and
+// the transposes they read) into it; the GPU lowering maps each to one
+// cuBLASLt call.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_DIALECT_TX_IR_TXGEMMOPS_TD
+#define TXOPT_DIALECT_TX_IR_TXGEMMOPS_TD
+
+include "txopt/Dialect/Tx/IR/TxBase.td"
+include "txopt/Dialect/Tx/IR/TxOptimOps.td"
+include "txopt/Dialect/Tx/IR/TxPrecisionOps.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tx_GemmOperandTensor : StaticShapeTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
+
+def Tx_BlasGemmOp : Tx_Op<"blas_gemm", [Pure, AttrSizedOperandSegments]> {
+  let summary = "a GEMM in BLAS normal form: transpose flags, strided batches, alpha, beta * C, FP8 scales";
+  let description = [{
+    One library GEMM call, in row-major terms:
+
+    ```
+    result[b..., i, j] = round_to(type(result),
+        alpha * s * sum_k A[b..., i, k] * B[b..., k, j] + beta * c[...])
+    ```
+
+    where `A = transpose_a ? a^T : a` and `B = transpose_b ? b^T : b`
+    (the last two dims swapped: the operand is stored `[..., K, M]` or
+    `[..., N, K]` and read with the flag, never transposed in memory), and
+    `s = a_scale_inv * b_scale_inv` for FP8 operands (1 otherwise).
+
+    - `a` and `b` have rank at least 2; their leading (batch) dims are the
+      same, or those of one side multiply to 1 (that side is shared by
+      every batch: batch stride 0). The batch strides follow from the
+      shapes (`M * K`, `K * N`, `M * N`, or 0 for the shared side); the
+      result has the broadcast batch dims.
+    - f32, bf16, f16: `a`, `b` and the result have one element type, no
+      scale inverses.
+    - FP8 (`f8E4M3FN`, `f8E5M2`, at most one `f8E5M2`: cuBLASLt has no
+      E5M2 x E5M2 GEMM): both 0-d f32 scale inverses; the result is f32,
+      bf16 or f16. cuBLASLt's FP8 kernels take only the "TN" form, so an FP8
+      `a` is never transposed (`transpose_a` is refused).
+    - `c` (optional, with `beta`): broadcasts unidirectionally to the result
+      and has its element type (ONNX Gemm's C).
+
+    Numerics are those of the op it came from: the products are summed
+    (the executor in f64, cuBLASLt in f32), scaled, `beta * c` added, and
+    rounded once to the result type.
+
+    ```mlir
+    %y = tx.blas_gemm %x, %w {transpose_b} : tensor<64x128xbf16>, tensor<384x128xbf16> -> tensor<64x384xbf16>
+    %z = tx.blas_gemm %g, %w8 scale_inv(%gs, %ws) {transpose_b}
+        : tensor<16x64xf8E5M2>, tensor<32x64xf8E4M3FN> -> tensor<16x32xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_GemmOperandTensor:$a, Tx_GemmOperandTensor:$b,
+                       Optional<Tx_NumericTensor>:$c,
+                       Optional<Tx_F32ScalarTensor>:$a_scale_inv,
+                       Optional<Tx_F32ScalarTensor>:$b_scale_inv,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta);
+  let results = (outs Tx_HighPrecisionTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? (`scale_inv` `(` $a_scale_inv^ `,` $b_scale_inv `)`)?
+    attr-dict `:` type($a) `,` type($b) (`,` type($c)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the operands are FP8 codes (then the scale inverses are set).
+    bool isFP8();
+  }];
+}
+
+#endif // TXOPT_DIALECT_TX_IR_TXGEMMOPS_TD

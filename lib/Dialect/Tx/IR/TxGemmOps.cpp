@@ -1,0 +1,85 @@
+//===- TxGemmOps.cpp - tx.blas_gemm, the GEMM normal form ------------------===//
+//
+// SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::tx;
+
+static int64_t productOf(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+bool BlasGemmOp::isFP8() { return getA().getType().getElementType().getIntOrFloatBitWidth() == 8; }
+
+LogicalResult BlasGemmOp::verify() {
+  RankedTensorType aType = getA().getType(), bType = getB().getType();
+  ArrayRef<int64_t> a = aType.getShape(), b = bType.getShape();
+  if (a.size() < 2 || b.size() < 2)
+    return emitOpError("expected operands of rank at least 2, but got ")
+           << formatShape(a) << " and " << formatShape(b);
+  Type aElem = aType.getElementType(), bElem = bType.getElementType();
+  Type resultElem = getResult().getType().getElementType();
+  bool aFP8 = aElem.getIntOrFloatBitWidth() == 8, bFP8 = bElem.getIntOrFloatBitWidth() == 8;
+  bool scaled = getAScaleInv() && getBScaleInv();
+  if (static_cast<bool>(getAScaleInv()) != static_cast<bool>(getBScaleInv()))
+    return emitOpError("expected both scale inverses or none");
+  if (aFP8 != bFP8)
+    return emitOpError("expected both operands FP8 or neither, but got ")
+           << aElem << " and " << bElem;
+  if (aFP8) {
+    if (!scaled)
+      return emitOpError("expected the scale inverses of FP8 operands");
+    if (isa<Float8E5M2Type>(aElem) && isa<Float8E5M2Type>(bElem))
+      return emitOpError("expected at most one 'f8E5M2' operand, but got two "
+                         "(cuBLASLt has no E5M2 x E5M2 GEMM)");
+    if (getTransposeA())
+      return emitOpError("expected an FP8 'a' not transposed (cuBLASLt's FP8 GEMMs take "
+                         "only the TN form)");
+  } else {
+    if (scaled)
+      return emitOpError("expected no scale inverses for ") << aElem << " operands";
+    if (aElem != bElem || aElem != resultElem)
+      return emitOpError("expected one element type for operands and result, but got ")
+             << aElem << ", " << bElem << " and " << resultElem;
+  }
+  int64_t m = a[a.size() - (getTransposeA() ? 1 : 2)];
+  int64_t k = a[a.size() - (getTransposeA() ? 2 : 1)];
+  int64_t kb = b[b.size() - (getTransposeB() ? 1 : 2)];
+  int64_t n = b[b.size() - (getTransposeB() ? 2 : 1)];
+  if (k != kb)
+    return emitOpError("expected matching contraction dims, but got ")
+           << k << " in " << formatShape(a) << (getTransposeA() ? " (transposed)" : "")
+           << " and " << kb << " in " << formatShape(b)
+           << (getTransposeB() ? " (transposed)" : "");
+  ArrayRef<int64_t> aBatch = a.drop_back(2), bBatch = b.drop_back(2);
+  FailureOr<SmallVector<int64_t>> batch = broadcastShapes(aBatch, bBatch);
+  if (failed(batch) ||
+      (productOf(aBatch) != 1 && productOf(bBatch) != 1 && aBatch != bBatch))
+    return emitOpError("expected the same batch dims on both sides or one side "
+                       "without a batch (stride 0), but got ")
+           << formatShape(a) << " and " << formatShape(b);
+  SmallVector<int64_t> expected = *batch;
+  expected.push_back(m);
+  expected.push_back(n);
+  ArrayRef<int64_t> result = getResult().getType().getShape();
+  if (ArrayRef<int64_t>(expected) != result)
+    return emitOpError("expected result shape ")
+           << formatShape(expected) << ", but got " << formatShape(result);
+  if (Value c = getC()) {
+    auto cType = cast<RankedTensorType>(c.getType());
+    FailureOr<SmallVector<int64_t>> joined = broadcastShapes(cType.getShape(), result);
+    if (cType.getElementType() != resultElem || failed(joined) ||
+        ArrayRef<int64_t>(*joined) != result)
+      return emitOpError("expected 'c' of the result's element type broadcasting to ")
+             << formatShape(result) << ", but got " << cType;
+  }
+  return success();
+}
