@@ -190,6 +190,18 @@ TEST(Checkpoint, FP8SitesAreRecordedAndCompared) {
   Checkpoint back;
   ASSERT_TRUE(loadCheckpoint(dir, back).ok());
   ASSERT_NE(back.find("fp8.e4m3.scale"), nullptr);
+  // A manifest whose site list does not name one site per row is refused.
+  {
+    std::string bad = tempDir("sites-bad");
+    Checkpoint wrong = c;
+    wrong.tensors.back().sites.push_back("extra");
+    ASSERT_TRUE(saveCheckpoint(bad, wrong).ok());
+    Checkpoint read;
+    Status st = loadCheckpoint(bad, read);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("names 3 cast sites for [2] (one per row)"), std::string::npos)
+        << st.message();
+  }
   EXPECT_EQ(back.find("fp8.e4m3.scale")->sites, scale.sites);
 
   std::vector<TensorSpec> expected = specs();
@@ -213,6 +225,19 @@ TEST(Checkpoint, FP8SitesAreRecordedAndCompared) {
                              "step (2 vs 1 sites"),
             std::string::npos)
       << s.message();
+
+  // A step without site lists (compiled before them): taken in order, with
+  // a warning that does not blame the FP8 options.
+  warnings.clear();
+  std::vector<TensorSpec> older = expected;
+  older.back().sites.clear();
+  older.back().shape = {2};
+  EXPECT_TRUE(checkCompatible(back, c.info.recipe, older, &warnings).ok());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("this step records no cast sites for tensor 'fp8.e4m3.scale'"),
+            std::string::npos)
+      << warnings[0];
+  warnings.clear();
 
   // No sites recorded: taken in order, with a warning.
   back.tensors.back().sites.clear();

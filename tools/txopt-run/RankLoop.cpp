@@ -35,9 +35,6 @@ llvm::Error StepRunner::checkRanks() {
                      : "'" + func.getName() + "' is a step for " +
                            llvm::Twine(stepRanks) + " ranks; run it with --ranks " +
                            llvm::Twine(stepRanks));
-  if (options.ranks > 1 && (run.saveDir || run.resumeDir))
-    return error("--save and --resume do not support data-parallel steps yet "
-                 "(sharded checkpoints are not built)");
   return llvm::Error::success();
 }
 
@@ -59,8 +56,13 @@ llvm::Error StepRunner::runRanks(int64_t step) {
       rankExecutors.push_back(std::make_unique<Executor>(module, rankOptions));
     }
     // Every rank starts from the same state: the parameters and tx.init
-    // splats (a moment's shard of zeros is zeros).
+    // splats (a moment's shard of zeros is zeros), or a checkpoint's, each
+    // rank with its own shard of the sharded state.
     rankArgs.assign(numRanks, args);
+    for (auto &[arg, whole] : resumedWhole)
+      for (int64_t r = 0; r < numRanks; ++r)
+        rankArgs[r][arg] =
+            shardOf(whole, cast<RankedTensorType>(func.getArgument(arg).getType()), r);
   }
 
   auto started = std::chrono::steady_clock::now();
@@ -142,5 +144,5 @@ llvm::Error StepRunner::runRanks(int64_t step) {
   // Rank 0's results for --output-dir: the parameters are whole on every
   // rank; the optimizer state is rank 0's shard.
   last = std::move(outputs[0]);
-  return llvm::Error::success();
+  return saveDue(step) ? save(step) : llvm::Error::success();
 }

@@ -95,6 +95,20 @@ Tensor decodeTensor(RankedTensorType type, const txrt::CheckpointTensor &t) {
 
 } // namespace
 
+Tensor txopt_run::shardOf(const Tensor &whole, RankedTensorType shardType, int64_t rank) {
+  Tensor shard(shardType);
+  int64_t size = shardType.getNumElements(), n = whole.getNumElements();
+  for (int64_t i = 0; i < size && rank * size + i < n; ++i)
+    shard.floats()[i] = whole.floats()[rank * size + i];
+  return shard;
+}
+
+std::optional<llvm::ArrayRef<int64_t>> StepRunner::shardOfArg(unsigned arg) {
+  if (auto shape = func.getArgAttrOfType<DenseI64ArrayAttr>(arg, tx::kShardOfAttrName))
+    return shape.asArrayRef();
+  return std::nullopt;
+}
+
 /// --resume: the checkpoint, whose seed the run continues with (it drives
 /// the random batch and the dropout keys).
 llvm::Error StepRunner::loadResume() {
@@ -128,9 +142,11 @@ llvm::Error StepRunner::prepareCheckpoints() {
         return error("argument '" + argName(func, a) + "' has type " + typeText(type) +
                      ", which checkpoints cannot hold");
       auto role = func.getArgAttrOfType<StringAttr>(a, tx::kRoleAttrName);
+      // A rank's shard (tx.shard_of) is saved whole: the checkpoint is the
+      // same for any rank count, and for the plain step.
+      llvm::ArrayRef<int64_t> shape = shardOfArg(a).value_or(type.getShape());
       specs.push_back({argName(func, a), role ? role.str() : "", dtype,
-                       std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
-                       {}});
+                       std::vector<int64_t>(shape.begin(), shape.end()), {}});
       if (auto sites = func.getArgAttrOfType<ArrayAttr>(a, tx::kFP8SitesAttrName))
         for (Attribute site : sites)
           if (auto text = dyn_cast<StringAttr>(site))
@@ -144,9 +160,19 @@ llvm::Error StepRunner::prepareCheckpoints() {
     return error("--resume: " + st.message());
   for (const std::string &w : warnings)
     llvm::errs() << "txopt-run: warning: --resume: " << w << "\n";
-  for (unsigned a : stateArgs)
-    args[a] = decodeTensor(cast<RankedTensorType>(func.getArgument(a).getType()),
-                           *checkpoint->find(argName(func, a)));
+  for (unsigned a : stateArgs) {
+    auto type = cast<RankedTensorType>(func.getArgument(a).getType());
+    const txrt::CheckpointTensor &saved = *checkpoint->find(argName(func, a));
+    if (auto whole = shardOfArg(a)) {
+      // Split for this run's ranks: rank 0's shard here, every rank's when
+      // the ranks start (runRanks).
+      Tensor full = decodeTensor(RankedTensorType::get(*whole, type.getElementType()), saved);
+      args[a] = shardOf(full, type, 0);
+      resumedWhole[a] = std::move(full);
+      continue;
+    }
+    args[a] = decodeTensor(type, saved);
+  }
   const txrt::CheckpointInfo &info = checkpoint->info;
   firstStep = info.step + 1;
   if (info.hasData && !options.dataPath)
@@ -181,9 +207,34 @@ llvm::Error StepRunner::save(int64_t step) {
     info.shuffle = run.shuffle;
   }
   info.schedule = schedule ? schedule->json() : "null";
-  for (size_t k = 0; k < stateArgs.size(); ++k)
+  for (size_t k = 0; k < stateArgs.size(); ++k) {
+    unsigned a = stateArgs[k];
+    auto type = cast<RankedTensorType>(func.getArgument(a).getType());
+    // The state as one rank holds it: simulated ranks' own arguments, else
+    // this run's.
+    auto ofRank = [&](size_t r) -> const Tensor & {
+      return rankArgs.empty() ? args[a] : rankArgs[r][a];
+    };
+    size_t ranks = rankArgs.empty() ? 1 : rankArgs.size();
+    Tensor value = ofRank(0);
+    if (auto whole = shardOfArg(a)) {
+      // Gather the shards in rank order and cut the padding off.
+      value = Tensor(RankedTensorType::get(*whole, type.getElementType()));
+      int64_t size = type.getNumElements(), n = value.getNumElements();
+      for (size_t r = 0; r < ranks; ++r)
+        for (int64_t i = 0; i < size && static_cast<int64_t>(r) * size + i < n; ++i)
+          value.floats()[r * size + i] = ofRank(r).floats()[i];
+    } else {
+      // Replicated state (parameters, step, FP8 scaling state) is the same
+      // on every rank; a difference is a bug, not something to save.
+      for (size_t r = 1; r < ranks; ++r)
+        if (ofRank(r).floats() != value.floats() || ofRank(r).ints() != value.ints())
+          return error("--save: rank " + llvm::Twine(r) + " holds another '" + specs[k].name +
+                       "' than rank 0 (replicated state must agree)");
+    }
     out.tensors.push_back({specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape,
-                           encodeTensor(args[stateArgs[k]], specs[k].dtype), specs[k].sites});
+                           encodeTensor(value, specs[k].dtype), specs[k].sites});
+  }
   if (txrt::Status st = txrt::saveCheckpoint(*run.saveDir, out); !st.ok())
     return error("--save: step " + llvm::Twine(step) + ": " + st.message());
   llvm::errs() << "txopt-run: saved step " << step << " to '" << *run.saveDir << "'\n";

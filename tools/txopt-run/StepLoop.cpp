@@ -196,10 +196,12 @@ llvm::Error StepRunner::runStep(int64_t step) {
   for (auto [r, a] : carried)
     args[a] = (*results)[r];
   last = std::move(*results);
-  if (run.saveDir &&
-      (step == options.steps || (run.saveEvery && step % run.saveEvery == 0)))
-    return save(step);
-  return llvm::Error::success();
+  return saveDue(step) ? save(step) : llvm::Error::success();
+}
+
+bool StepRunner::saveDue(int64_t step) const {
+  return run.saveDir &&
+         (step == options.steps || (run.saveEvery && step % run.saveEvery == 0));
 }
 
 /// One line per step on |os|: step, loss, grad_norm[, skipped][, lr].

@@ -38,6 +38,9 @@ llvm::Error error(const llvm::Twine &message);
 
 /// The tx.name of |func|'s argument |i|, else "arg<i>".
 std::string argName(mlir::func::FuncOp func, unsigned i);
+/// Shard |rank| of a tensor split by tx.shard_of: |whole| flattened and
+/// zero-padded to N shards of shardType's size, elements [rank * size, ...).
+Tensor shardOf(const Tensor &whole, mlir::RankedTensorType shardType, int64_t rank);
 
 /// |type| as MLIR prints it, for diagnostics.
 std::string typeText(mlir::Type type);
@@ -153,6 +156,9 @@ private:
 
   /// --save: the state after |step|, with what resuming needs.
   llvm::Error save(int64_t step);
+  /// Whether --save wants a checkpoint after |step| (the last, or every
+  /// --save-every).
+  bool saveDue(int64_t step) const;
 
   Executor &executor;
   mlir::func::FuncOp func;
@@ -195,6 +201,11 @@ private:
   std::vector<unsigned> stateArgs;
   std::string recipe;
   std::vector<txrt::TensorSpec> specs;
+  /// The whole tensors a resumed checkpoint gave the sharded arguments
+  /// (tx.shard_of), split per rank when the simulated ranks start.
+  llvm::DenseMap<unsigned, Tensor> resumedWhole;
+  /// The whole shape when argument |arg| is a rank's shard (tx.shard_of).
+  std::optional<llvm::ArrayRef<int64_t>> shardOfArg(unsigned arg);
   int64_t firstStep = 1;
   std::vector<Tensor> last;
   std::FILE *log = nullptr;

@@ -1214,6 +1214,13 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
       table->offsetOf.push_back({i, ctx.bufferFor(site)});
   } else {
     KernelBuilder::collectReadsOf(amax, ctx.plan, inputs);
+    // One pointer per stored amax: past a few hundred the kernel's
+    // parameters outgrow what PTX allows; say so here, not in ptxas.
+    if (inputs.size() > 256)
+      return update.emitError("the FP8 scale update would read ")
+             << inputs.size()
+             << " amaxes through kernel arguments (its sites' amaxes are not each one "
+                "stored f32, so the offset table does not apply)";
   }
   if (!inPlace)
     for (Value state : {history, scale})
@@ -1371,7 +1378,7 @@ static LogicalResult transposeRhs(LoweringContext &ctx, Operation *op, Value rhs
   auto shape = typeOf(rhs).getShape();
   int64_t count = typeOf(rhs).getNumElements();
   int64_t k = shape[shape.size() - 2], n = shape.back();
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan);
+  KernelBuilder kb(ctx.gpuModule, "k" + std::to_string(ctx.builtKernels++) + "_fp8_transpose_b", {}, {}, ctx.plan);
   auto &b = kb.builder();
   auto bytes = MemRefType::get({count}, b.getI8Type());
   Value outArg = kb.insertBufferArgument(0, bytes);
@@ -1482,7 +1489,7 @@ LogicalResult cuda::lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp mm) {
     g.strideB = lhsCount == 1 ? 0 : M * K;
     g.strideD = M * N;
   } else {
-    return op->emitError("the GPU FP8 matmul does not broadcast batch dims of ")
+    return op->emitError("the GPU FP8 GEMM does not broadcast batch dims of ")
            << lt << " against " << rt;
   }
   auto known = ctx.fp8Transposed.find(rhs);

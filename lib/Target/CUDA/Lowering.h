@@ -67,7 +67,7 @@ struct LoweringContext {
   /// Tables of i64 words filled in after the memory plan: the words listed
   /// in `offsetOf` become the byte offset of a buffer from the table's own
   /// start, so one kernel can reach many tensors through one argument (the
-  /// packed optimizer). Uploaded as constants.
+  /// packed optimizer, the FP8 scale update's amaxes). Uploaded as constants.
   struct OffsetTable {
     unsigned buffer = 0;
     std::vector<int64_t> words;

@@ -400,6 +400,9 @@ static Status readTensor(const json::Value &entry, const json::Value &header,
     return Status::invalid(what + ": unknown dtype '" + t.dtype + "'");
   if (!readShape(entry.find("shape"), t.shape).ok())
     return Status::invalid(what + ": the manifest has no valid shape");
+  if (!t.sites.empty() && (t.shape.empty() || t.shape[0] != static_cast<int64_t>(t.sites.size())))
+    return Status::invalid(what + ": the manifest names " + std::to_string(t.sites.size()) +
+                           " cast sites for " + shapeText(t.shape) + " (one per row)");
   const json::Value *stored = header.find(t.name);
   if (!stored)
     return Status::invalid(what + " is in the manifest but not in '" + fileName + "'");
@@ -545,8 +548,10 @@ Status checkCompatible(const Checkpoint &checkpoint, const std::string &recipe,
         if (member.first != "optimizer" && member.first != "loss" && member.first != "forward")
           members.push_back(member);
       for (const auto &[key, value] : members) {
-        if (key == "lr")
-          continue; // a run-time input, not part of the state's meaning
+        // lr is a run-time input, not part of the state's meaning; the rank
+        // count neither: the checkpoint holds sharded state whole.
+        if (key == "lr" || key == "data_parallel")
+          continue;
         const json::Value *other = b.find(key);
         std::string here = json::serialize(value);
         std::string there = other ? json::serialize(*other) : "absent";
@@ -577,6 +582,13 @@ Status checkCompatible(const Checkpoint &checkpoint, const std::string &recipe,
                             " records no cast sites (saved before they were): its " +
                             std::to_string(spec.sites.size()) +
                             " rows are taken to be this step's sites in order");
+    } else if (spec.sites.empty() && !t->sites.empty()) {
+      // A step compiled before the site lists (an older artifact).
+      if (warnings)
+        warnings->push_back("this step records no cast sites for tensor '" + spec.name +
+                            "' (compiled before they were; recompile to have them "
+                            "checked): the checkpoint's " + std::to_string(t->sites.size()) +
+                            " rows are taken in order");
     } else if (t->sites != spec.sites) {
       size_t row = 0;
       while (row < t->sites.size() && row < spec.sites.size() && t->sites[row] == spec.sites[row])

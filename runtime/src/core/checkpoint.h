@@ -98,7 +98,8 @@ Status saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint);
 /// header against it and every tensor's checksum (an error names the tensor).
 Status loadCheckpoint(const std::string &dir, Checkpoint &out);
 /// Checks that |checkpoint| belongs to a step with |recipe| (JSON; the "lr"
-/// member, a run-time input, is not compared) and exactly the state tensors
+/// member, a run-time input, and "data_parallel", the rank count, are not
+/// compared: sharded state is saved whole) and exactly the state tensors
 /// |expected|, packed FP8 state with the same cast site in every row; the
 /// error names the first recipe key, tensor or row that differs. A
 /// checkpoint older than the site lists (none recorded) cannot be checked

@@ -689,8 +689,8 @@ static Options quietRankOptions(const Options &o) {
 /// Refusals common to both ways of running ranks.
 static std::optional<int> checkRankOptions(const Options &o) {
   if (o.saveDir || o.resumeDir)
-    return fail(kUsageError, "--save and --resume do not support data-parallel runs yet "
-                             "(sharded checkpoints are not built)");
+    return fail(kUsageError, "--save and --resume do not support data-parallel runs in txrun "
+                             "yet (it does not gather the shards; txopt-run --ranks does)");
   return std::nullopt;
 }
 

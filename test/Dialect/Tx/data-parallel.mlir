@@ -15,8 +15,8 @@
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME:    %[[W:[^:]+]]: tensor<3x2xf32> {{[^}]*}}tx.role = "param"}
 // CHECK-SAME:    %[[B:[^:]+]]: tensor<2xf32> {{[^}]*}}tx.role = "param"}
-// CHECK-SAME:    %[[MW:[^:]+]]: tensor<3xf32> {{[^}]*}}tx.name = "w.exp_avg"
-// CHECK-SAME:    %[[MB:[^:]+]]: tensor<1xf32> {{[^}]*}}tx.name = "b.exp_avg"
+// CHECK-SAME:    %[[MW:[^:]+]]: tensor<3xf32> {{[^}]*}}tx.name = "w.exp_avg", tx.role = "exp_avg", tx.shard_of = array<i64: 3, 2>}
+// CHECK-SAME:    %[[MB:[^:]+]]: tensor<1xf32> {{[^}]*}}tx.name = "b.exp_avg", tx.role = "exp_avg", tx.shard_of = array<i64: 2>}
 // CHECK-SAME:    %[[VW:[^:]+]]: tensor<3xf32> {{[^}]*}}tx.name = "w.exp_avg_sq"
 // CHECK-SAME:    %[[VB:[^:]+]]: tensor<1xf32> {{[^}]*}}tx.name = "b.exp_avg_sq"
 // CHECK-SAME:    -> (tensor<3x2xf32> {tx.name = "w", tx.next = 0 : i64}, tensor<2xf32> {tx.name = "b", tx.next = 1 : i64}, tensor<3xf32> {tx.name = "w.exp_avg", tx.next = 2 : i64}, tensor<1xf32> {tx.name = "b.exp_avg", tx.next = 3 : i64}, tensor<3xf32> {tx.name = "w.exp_avg_sq", tx.next = 4 : i64}, tensor<1xf32> {tx.name = "b.exp_avg_sq", tx.next = 5 : i64}

@@ -292,3 +292,35 @@ func.func @not_a_step(%w: tensor<4xf32> {tx.role = "param"}, %x: tensor<4xf32>)
     -> (tensor<4xf32> {tx.next = 0 : i64}, tensor<4xf32> {tx.next = 0 : i64}) {
   return %w, %w : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// tx.shard_of (tx-data-parallel): this rank's shard of a tensor of that
+// shape, ceil(n / N) elements for the step's N ranks.
+func.func @shard_ok(%m: tensor<3xf32> {tx.role = "exp_avg", tx.shard_of = array<i64: 3, 2>})
+    attributes {tx.train_step = {data_parallel = 2 : i64}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a shard of 2 elements (ceil(6 / 4)) for tx.shard_of [3, 2], but got 'tensor<3xf32>'}}
+func.func @shard_size(%m: tensor<3xf32> {tx.role = "exp_avg", tx.shard_of = array<i64: 3, 2>})
+    attributes {tx.train_step = {data_parallel = 4 : i64}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tx.shard_of belongs on an argument of a data-parallel step (tx.train_step with data_parallel = N)}}
+func.func @shard_plain(%m: tensor<3xf32> {tx.role = "exp_avg", tx.shard_of = array<i64: 3>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected tx.shard_of to be a shape (array<i64>), but got [3, 2]}}
+func.func @shard_not_shape(%m: tensor<3xf32> {tx.role = "exp_avg", tx.shard_of = [3, 2]})
+    attributes {tx.train_step = {data_parallel = 2 : i64}} {
+  return
+}

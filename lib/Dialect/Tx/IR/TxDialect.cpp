@@ -248,6 +248,29 @@ LogicalResult TxDialect::verifyRegionArgAttribute(Operation *op,
                              << ", but got " << sites.size();
     return success();
   }
+  if (name == kShardOfAttrName) {
+    // This rank's shard of a tensor of that shape (tx-data-parallel):
+    // ceil(n / N) elements for the step's N ranks.
+    auto shape = dyn_cast<DenseI64ArrayAttr>(value);
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    auto recipe = op->getAttrOfType<DictionaryAttr>(kTrainStepAttrName);
+    auto ranks = recipe ? recipe.getAs<IntegerAttr>("data_parallel") : IntegerAttr();
+    if (!shape || llvm::any_of(shape.asArrayRef(), [](int64_t d) { return d < 0; }))
+      return op->emitError() << "expected tx.shard_of to be a shape (array<i64>), but got "
+                             << value;
+    if (!ranks || ranks.getInt() < 1)
+      return op->emitError() << "tx.shard_of belongs on an argument of a data-parallel step "
+                                "(tx.train_step with data_parallel = N)";
+    int64_t n = 1;
+    for (int64_t d : shape.asArrayRef())
+      n *= d;
+    int64_t perRank = (n + ranks.getInt() - 1) / ranks.getInt();
+    if (!tensor || tensor.getRank() != 1 || tensor.getDimSize(0) != perRank)
+      return op->emitError() << "expected a shard of " << perRank << " elements (ceil(" << n
+                             << " / " << ranks.getInt() << ")) for tx.shard_of "
+                             << formatShape(shape.asArrayRef()) << ", but got " << type;
+    return success();
+  }
   if (name == kInitAttrName) {
     if (!isa<FloatAttr, IntegerAttr>(value))
       return op->emitError() << "expected tx.init to be a number, but got " << value;

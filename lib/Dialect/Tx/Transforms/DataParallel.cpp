@@ -203,6 +203,11 @@ Value DataParallelRewriter::shardState(ImplicitLocOpBuilder &b,
           return user != optimizer && user != sharded;
         }))
       return {};
+    // Checkpoints gather the shards back into this shape (and split them
+    // again for any rank count).
+    step.setArgAttr(arg.getArgNumber(), kShardOfAttrName,
+                    DenseI64ArrayAttr::get(step.getContext(),
+                                           cast<RankedTensorType>(arg.getType()).getShape()));
     arg.setType(shardType);
     return arg;
   }

@@ -29,6 +29,11 @@ inline constexpr llvm::StringLiteral kInitAttrName = "tx.init";
 /// inverses of many cast sites): the site of each row, in order (an array
 /// of strings: "<GEMM>.lhs", "<GEMM>.rhs").
 inline constexpr llvm::StringLiteral kFP8SitesAttrName = "tx.fp8_sites";
+/// On an argument of a data-parallel step (tx-data-parallel): it is this
+/// rank's shard of a tensor of the given shape (a DenseI64ArrayAttr),
+/// flattened and zero-padded to N shards of ceil(n / N) elements, rank r
+/// holding shard r. Checkpoints hold the whole tensor.
+inline constexpr llvm::StringLiteral kShardOfAttrName = "tx.shard_of";
 /// On a result: the argument it becomes for the next step.
 inline constexpr llvm::StringLiteral kNextAttrName = "tx.next";
 /// On the micro-step function of a step built with grad-accum N > 1: the
