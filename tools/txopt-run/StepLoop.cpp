@@ -100,7 +100,9 @@ StepRunner::~StepRunner() {
 /// same windows every time, wrapping), with the current state; nothing
 /// the training reads is touched.
 llvm::Error StepRunner::evaluate(int64_t step) {
-  std::vector<Tensor> evalArgs = args;
+  // The state as it stands: simulated ranks keep their own (the parameters
+  // are whole on each; @eval reads no shard).
+  std::vector<Tensor> evalArgs = rankArgs.empty() ? args : rankArgs[0];
   int64_t count = run.evalSteps ? run.evalSteps : 10;
   double sum = 0;
   for (int64_t k = 0; k < count; ++k) {

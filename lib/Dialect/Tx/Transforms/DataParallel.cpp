@@ -115,6 +115,7 @@ public:
 
 private:
   LogicalResult checkSupported(ModuleOp module);
+  LogicalResult retypeCompanions(ModuleOp module);
   /// Finds, for |optimizer|'s parameter |index|, the gradient the norm
   /// squares and the scaling chain after it.
   LogicalResult traceGradient(Operation *optimizer, Value operand,
@@ -140,15 +141,11 @@ LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
   if (recipe.get(kDataParallelKey))
     return step.emitError("the step is already data-parallel");
   for (auto func : module.getOps<func::FuncOp>()) {
-    for (StringLiteral link : {kMicroStepAttrName, kEvalAttrName}) {
-      auto ref = func->getAttrOfType<FlatSymbolRefAttr>(link);
-      if (ref && ref.getValue() == step.getName())
-        return func.emitError("data parallelism does not support ")
-               << (link == kMicroStepAttrName ? "gradient accumulation"
-                                              : "@eval")
-               << " yet (it shares the step's arguments, whose optimizer "
-                  "state becomes shards)";
-    }
+    auto ref = func->getAttrOfType<FlatSymbolRefAttr>(kMicroStepAttrName);
+    if (ref && ref.getValue() == step.getName())
+      return func.emitError("data parallelism does not support gradient accumulation yet "
+                            "(the micro-step would accumulate local gradients for the "
+                            "step's reduce-scatter)");
   }
   for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
     auto role = step.getArgAttrOfType<StringAttr>(i, kRoleAttrName);
@@ -391,6 +388,40 @@ LogicalResult DataParallelRewriter::run() {
   NamedAttrList recipe(step->getAttrOfType<DictionaryAttr>(kTrainStepAttrName));
   recipe.set(kDataParallelKey, b.getI64IntegerAttr(ranks));
   step->setAttr(kTrainStepAttrName, recipe.getDictionary(step.getContext()));
+  return retypeCompanions(step->getParentOfType<ModuleOp>());
+}
+
+/// @eval and @logits take the step's arguments (drivers bind them by
+/// position): the optimizer state they never read becomes shards there too.
+/// Each runs on one rank's batch with the whole parameters every rank
+/// holds, with no collective.
+LogicalResult DataParallelRewriter::retypeCompanions(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    bool companion = false;
+    for (StringLiteral link : {kEvalAttrName, kLogitsAttrName}) {
+      auto ref = func->getAttrOfType<FlatSymbolRefAttr>(link);
+      companion |= ref && ref.getValue() == step.getName();
+    }
+    if (!companion || func.isExternal())
+      continue;
+    if (func.getNumArguments() != step.getNumArguments())
+      return func.emitError("expected the step's ") << step.getNumArguments()
+                                                     << " arguments, but got "
+                                                     << func.getNumArguments();
+    Block &entry = func.getBody().front();
+    for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+      Type sharded = step.getArgument(i).getType();
+      BlockArgument arg = entry.getArgument(i);
+      if (arg.getType() == sharded)
+        continue;
+      if (!arg.use_empty())
+        return func.emitError("reads argument ")
+               << i << ", which the data-parallel step shards (optimizer state)";
+      arg.setType(sharded);
+    }
+    func.setType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
+                                   func.getResultTypes()));
+  }
   return success();
 }
 

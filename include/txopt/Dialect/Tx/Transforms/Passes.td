@@ -275,10 +275,15 @@ def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
     tx.fp8_current_scale becomes `all_reduce max` of it, so every rank keeps
     identical scaling state (as Transformer Engine reduces amaxes).
 
+    `@eval` and `@logits` take the step's arguments: the moment arguments
+    they never read get the shard types (one that reads a moment is
+    refused). Every sharded argument carries `tx.shard_of`, the whole
+    tensor's shape (checkpoints save it whole).
+
     Not handled, refused with an error: steps with loss scaling (fp16),
-    gradient accumulation (`@micro_step`) or `@eval`
-    (they share the step's argument list, whose moments change type), and
-    a step already data-parallel. `ranks = 1` leaves the module unchanged;
+    gradient accumulation (`@micro_step`: it would accumulate local
+    gradients for the step's reduce-scatter), and a step already
+    data-parallel. `ranks = 1` leaves the module unchanged;
     functions without `tx.train_step` are never touched.
   }];
   let dependentDialects = ["::mlir::txopt::tx::TxDialect",
