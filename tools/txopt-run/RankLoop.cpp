@@ -133,10 +133,17 @@ llvm::Error StepRunner::runRanks(int64_t step) {
   }
   double loss = outputs[0][*lossIndex].getDouble(0);
   double norm = normIndex ? outputs[0][*normIndex].getDouble(0) : 0.0;
-  printStep(step, loss, norm, /*skipped=*/false, lr, outputs[0]);
+  // Loss scaling: every rank skips together (the step all-reduces the
+  // finite check), as the plain step's loop reports it.
+  bool skipped = skippedIndex && outputs[0][*skippedIndex].getInt(0) != 0;
+  for (int64_t r = 1; skippedIndex && r < numRanks; ++r)
+    if ((outputs[r][*skippedIndex].getInt(0) != 0) != skipped)
+      return error("step " + llvm::Twine(step) + ": rank " + llvm::Twine(r) +
+                   " decided differently from rank 0 whether to skip the step");
+  printStep(step, loss, norm, skipped, lr, outputs[0]);
   if (log)
-    logStep(step, loss, norm, /*skipped=*/false, lr, ms);
-  if (!std::isfinite(loss) || !std::isfinite(norm))
+    logStep(step, loss, norm, skipped, lr, ms);
+  if (!std::isfinite(loss) || (!std::isfinite(norm) && !skipped))
     return stopOnNonFinite(step, loss, norm);
   for (int64_t r = 0; r < numRanks; ++r)
     for (auto [result, arg] : carried)

@@ -153,11 +153,33 @@ func.func @not_a_step(%g: tensor<3x2xf32>) -> (tensor<f32> {tx.name = "grad_norm
 
 // -----
 
-// Loss scaling (fp16) is refused: the finite check would have to agree
-// across ranks.
-// expected-error @+1 {{data parallelism does not support loss scaling (fp16) yet: argument 0 has tx.role 'loss_scale'}}
-func.func @refuse_loss_scaling(%s: tensor<f32> {tx.name = "loss_scale", tx.role = "loss_scale"}) attributes {tx.train_step = {optimizer = "adamw"}} {
-  return
+// Loss scaling: the ranks must agree on skipping, so the finite check's
+// sum is all-reduced; a 'skipped' result that is not that check is refused
+// (the full rewrite is checked by test/Training/data-parallel.test).
+// expected-error @+1 {{expected the step's result 'skipped' to be a tx.is_nan (as tx-build-train-step builds it)}}
+func.func @bad_skipped(%arg0: tensor<3x2xf32> {tx.name = "w", tx.role = "param"}, %arg1: tensor<2xf32> {tx.name = "b", tx.role = "param"}, %arg2: tensor<f32> {tx.init = 1.000000e-01 : f32, tx.name = "lr", tx.role = "lr"}, %arg3: tensor<f32> {tx.init = 0.000000e+00 : f32, tx.name = "step", tx.role = "step"}, %arg9: tensor<4x3xf32> {tx.name = "x", tx.role = "data"})
+    -> (tensor<3x2xf32> {tx.name = "w", tx.next = 0 : i64}, tensor<2xf32> {tx.name = "b", tx.next = 1 : i64}, tensor<f32> {tx.name = "step", tx.next = 3 : i64}, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"}, tensor<i1> {tx.name = "skipped"})
+    attributes {tx.train_step = {optimizer = "sgd"}} {
+  %0 = tx.matmul %arg9, %arg0 : tensor<4x3xf32>, tensor<3x2xf32>
+  %1 = tx.add %0, %arg1 : tensor<4x2xf32>, tensor<2xf32>
+  %2 = tx.mul %1, %1 : tensor<4x2xf32>, tensor<4x2xf32>
+  %3 = tx.reduce_mean %2 axes [] : tensor<4x2xf32>
+  %12 = tx.reduce_sum %1 axes [0] : tensor<4x2xf32>
+  %13 = tx.transpose %arg9 perm [1, 0] : tensor<4x3xf32>
+  %14 = tx.matmul %13, %1 : tensor<3x4xf32>, tensor<4x2xf32>
+  %15 = tx.mul %14, %14 : tensor<3x2xf32>, tensor<3x2xf32>
+  %16 = tx.reduce_sum %15 axes [] : tensor<3x2xf32>
+  %17 = tx.mul %12, %12 : tensor<2xf32>, tensor<2xf32>
+  %18 = tx.reduce_sum %17 axes [] : tensor<2xf32>
+  %19 = tx.add %16, %18 : tensor<f32>, tensor<f32>
+  %20 = tx.sqrt %19 : tensor<f32>
+  %21 = tx.constant dense<1.000000e+00> : tensor<f32>
+  %22 = tx.add %arg3, %21 : tensor<f32>, tensor<f32>
+  %23 = tx.constant dense<0.000000e+00> : tensor<3x2xf32>
+  %24 = tx.constant dense<0.000000e+00> : tensor<2xf32>
+  %new_params:2, %new_momentum_buffer:2 = tx.sgd params(%arg0, %arg1) grads(%14, %12) momentum_buffer(%23, %24) lr(%arg2) momentum(0.0) dampening(0.0) weight_decay(0.0) : tensor<3x2xf32>, tensor<2xf32>
+  %skip = tx.constant dense<false> : tensor<i1>
+  return %new_params#0, %new_params#1, %22, %3, %20, %skip : tensor<3x2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<i1>
 }
 
 // -----

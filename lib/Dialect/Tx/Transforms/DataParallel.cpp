@@ -147,16 +147,16 @@ LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
                             "(the micro-step would accumulate local gradients for the "
                             "step's reduce-scatter)");
   }
-  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
-    auto role = step.getArgAttrOfType<StringAttr>(i, kRoleAttrName);
-    if (!role)
-      continue;
-    if (role.getValue() == "loss_scale")
-      return step.emitError("data parallelism does not support loss scaling "
-                            "(fp16) yet: argument ")
-             << i << " has tx.role 'loss_scale'";
-  }
   return success();
+}
+
+/// Whether |user| is the select of a skipped step (loss scaling) that keeps
+/// state argument |arg| instead of the optimizer's new value:
+/// `where(skipped, arg, new)`. It follows the state into shards.
+static bool isSkipSelect(Operation *user, Value arg) {
+  auto select = dyn_cast<WhereOp>(user);
+  return select && select.getLhs() == arg && select.getRhs() != arg &&
+         select.getCondition() != arg;
 }
 
 LogicalResult DataParallelRewriter::traceGradient(Operation *optimizer,
@@ -183,8 +183,9 @@ LogicalResult DataParallelRewriter::traceGradient(Operation *optimizer,
 bool DataParallelRewriter::isShardableState(Operation *optimizer, Value state) {
   if (auto arg = dyn_cast<BlockArgument>(state))
     return arg.getOwner() == &step.getBody().front() &&
-           llvm::all_of(arg.getUsers(),
-                        [&](Operation *user) { return user == optimizer; });
+           llvm::all_of(arg.getUsers(), [&](Operation *user) {
+             return user == optimizer || isSkipSelect(user, arg);
+           });
   auto constant = state.getDefiningOp<ConstantOp>();
   auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
                         : SplatElementsAttr();
@@ -197,9 +198,14 @@ Value DataParallelRewriter::shardState(ImplicitLocOpBuilder &b,
   if (auto arg = dyn_cast<BlockArgument>(state)) {
     if (arg.getOwner() != &step.getBody().front() ||
         llvm::any_of(arg.getUsers(), [&](Operation *user) {
-          return user != optimizer && user != sharded;
+          return user != optimizer && user != sharded && !isSkipSelect(user, arg);
         }))
       return {};
+    // A skipped step's select keeps the shard (its other operand becomes
+    // the sharded optimizer's result).
+    for (Operation *user : arg.getUsers())
+      if (isSkipSelect(user, arg))
+        user->getResult(0).setType(shardType);
     // Checkpoints gather the shards back into this shape (and split them
     // again for any rank count).
     step.setArgAttr(arg.getArgNumber(), kShardOfAttrName,
@@ -378,6 +384,21 @@ LogicalResult DataParallelRewriter::run() {
   b.setInsertionPoint(ret);
   loss->set(AllReduceOp::create(b, loss->get().getType(), loss->get(),
                                 CollectiveReduction::mean, ranks));
+
+  // Loss scaling: `skipped` is is_nan of a sum over this rank's gradients
+  // (tx-build-train-step). Summed over the ranks first, a non-finite
+  // gradient on any rank skips the step on all of them, so the scale, the
+  // growth tracker and the state stay identical everywhere.
+  if (OpOperand *skipped = namedResult(step, ret, "skipped")) {
+    auto check = skipped->get().getDefiningOp<IsNaNOp>();
+    if (!check)
+      return step.emitError("expected the step's result 'skipped' to be a tx.is_nan "
+                            "(as tx-build-train-step builds it)");
+    b.setInsertionPoint(check);
+    Value local = check->getOperand(0);
+    check->setOperand(0, AllReduceOp::create(b, local.getType(), local,
+                                             CollectiveReduction::sum, ranks));
+  }
 
   // The local norm computation and the full-size gradient uses are dead now.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))

@@ -280,10 +280,14 @@ def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
     refused). Every sharded argument carries `tx.shard_of`, the whole
     tensor's shape (checkpoints save it whole).
 
-    Not handled, refused with an error: steps with loss scaling (fp16),
-    gradient accumulation (`@micro_step`: it would accumulate local
-    gradients for the step's reduce-scatter), and a step already
-    data-parallel. `ranks = 1` leaves the module unchanged;
+    Loss scaling (fp16): the finite check behind the `skipped` result sums
+    this rank's gradients; that sum is all-reduced (sum), so every rank
+    skips together, and a skipped step's `where` keeping a moment follows
+    it into shards.
+
+    Not handled, refused with an error: gradient accumulation
+    (`@micro_step`: it would accumulate local gradients for the step's
+    reduce-scatter), and a step already data-parallel. `ranks = 1` leaves the module unchanged;
     functions without `tx.train_step` are never touched.
   }];
   let dependentDialects = ["::mlir::txopt::tx::TxDialect",
