@@ -63,6 +63,7 @@ llvm::Error StepRunner::runRanks(int64_t step) {
       for (int64_t r = 0; r < numRanks; ++r)
         rankArgs[r][arg] =
             shardOf(whole, cast<RankedTensorType>(func.getArgument(arg).getType()), r);
+    resumedWhole.clear(); // the ranks hold their shards now
   }
 
   auto started = std::chrono::steady_clock::now();

@@ -227,8 +227,13 @@ llvm::Error StepRunner::save(int64_t step) {
     } else {
       // Replicated state (parameters, step, FP8 scaling state) is the same
       // on every rank; a difference is a bug, not something to save.
+      auto sameBits = [](const auto &a, const auto &b) {
+        return a.size() == b.size() &&
+               std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+      };
       for (size_t r = 1; r < ranks; ++r)
-        if (ofRank(r).floats() != value.floats() || ofRank(r).ints() != value.ints())
+        if (!sameBits(ofRank(r).floats(), value.floats()) ||
+            !sameBits(ofRank(r).ints(), value.ints()))
           return error("--save: rank " + llvm::Twine(r) + " holds another '" + specs[k].name +
                        "' than rank 0 (replicated state must agree)");
     }

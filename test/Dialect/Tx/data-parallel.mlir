@@ -156,7 +156,7 @@ func.func @not_a_step(%g: tensor<3x2xf32>) -> (tensor<f32> {tx.name = "grad_norm
 // Loss scaling: the ranks must agree on skipping, so the finite check's
 // sum is all-reduced; a 'skipped' result that is not that check is refused
 // (the full rewrite is checked by test/Training/data-parallel.test).
-// expected-error @+1 {{expected the step's result 'skipped' to be a tx.is_nan (as tx-build-train-step builds it)}}
+// expected-error @+1 {{expected a loss-scaling step's result 'skipped' to be a tx.is_nan (as tx-build-train-step builds it)}}
 func.func @bad_skipped(%arg0: tensor<3x2xf32> {tx.name = "w", tx.role = "param"}, %arg1: tensor<2xf32> {tx.name = "b", tx.role = "param"}, %arg2: tensor<f32> {tx.init = 1.000000e-01 : f32, tx.name = "lr", tx.role = "lr"}, %arg3: tensor<f32> {tx.init = 0.000000e+00 : f32, tx.name = "step", tx.role = "step"}, %arg9: tensor<4x3xf32> {tx.name = "x", tx.role = "data"})
     -> (tensor<3x2xf32> {tx.name = "w", tx.next = 0 : i64}, tensor<2xf32> {tx.name = "b", tx.next = 1 : i64}, tensor<f32> {tx.name = "step", tx.next = 3 : i64}, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"}, tensor<i1> {tx.name = "skipped"})
     attributes {tx.train_step = {optimizer = "sgd"}} {
@@ -288,7 +288,7 @@ func.func @train_step(%arg0: tensor<3x2xf32> {tx.name = "w", tx.parameter = @w, 
   %new_params_0, %new_exp_avg_1, %new_exp_avg_sq_2 = tx.adam adamw params(%arg1) grads(%29) exp_avg(%arg3) exp_avg_sq(%arg5) lr(%arg6) step(%31) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.0) : tensor<2xf32>
   return %new_params, %new_params_0, %new_exp_avg, %new_exp_avg_1, %new_exp_avg_sq, %new_exp_avg_sq_2, %31, %3, %20 : tensor<3x2xf32>, tensor<2xf32>, tensor<3x2xf32>, tensor<2xf32>, tensor<3x2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
-// expected-error @+1 {{reads argument 2, which the data-parallel step shards (optimizer state)}}
+// expected-error @+1 {{reads argument 2 ('exp_avg' state), which the data-parallel step shards}}
 func.func @eval(%a0: tensor<3x2xf32>, %a1: tensor<2xf32>, %a2: tensor<3x2xf32>, %a3: tensor<2xf32>, %a4: tensor<3x2xf32>, %a5: tensor<2xf32>, %a6: tensor<f32>, %a7: tensor<f32>, %a8: tensor<i64>, %a9: tensor<4x3xf32>) -> tensor<3x2xf32> attributes {tx.eval = @train_step} {
   return %a2 : tensor<3x2xf32>
 }

@@ -304,7 +304,7 @@ func.func @shard_ok(%m: tensor<3xf32> {tx.role = "exp_avg", tx.shard_of = array<
 
 // -----
 
-// expected-error @+1 {{expected a shard of 2 elements (ceil(6 / 4)) for tx.shard_of [3, 2], but got 'tensor<3xf32>'}}
+// expected-error @+1 {{expected a float shard of 2 elements (ceil(6 / 4)) for tx.shard_of [3, 2], but got 'tensor<3xf32>'}}
 func.func @shard_size(%m: tensor<3xf32> {tx.role = "exp_avg", tx.shard_of = array<i64: 3, 2>})
     attributes {tx.train_step = {data_parallel = 4 : i64}} {
   return

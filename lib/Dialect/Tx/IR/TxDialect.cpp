@@ -265,8 +265,9 @@ LogicalResult TxDialect::verifyRegionArgAttribute(Operation *op,
     for (int64_t d : shape.asArrayRef())
       n *= d;
     int64_t perRank = (n + ranks.getInt() - 1) / ranks.getInt();
-    if (!tensor || tensor.getRank() != 1 || tensor.getDimSize(0) != perRank)
-      return op->emitError() << "expected a shard of " << perRank << " elements (ceil(" << n
+    if (!tensor || tensor.getRank() != 1 || tensor.getDimSize(0) != perRank ||
+        !isa<FloatType>(tensor.getElementType()))
+      return op->emitError() << "expected a float shard of " << perRank << " elements (ceil(" << n
                              << " / " << ranks.getInt() << ")) for tx.shard_of "
                              << formatShape(shape.asArrayRef()) << ", but got " << type;
     return success();

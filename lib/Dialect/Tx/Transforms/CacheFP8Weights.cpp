@@ -302,9 +302,13 @@ private:
     auto init = func::FuncOp::create(
         builder, step.getLoc(), (step.getName() + "_state_init").str(),
         FunctionType::get(step.getContext(), step.getArgumentTypes(), {}));
+    // tx.shard_of stays on the step: it needs the step's recipe.
     for (unsigned i = 0; i < step.getNumArguments(); ++i)
-      if (DictionaryAttr attrs = step.getArgAttrDict(i))
-        init.setArgAttrs(i, attrs);
+      if (DictionaryAttr attrs = step.getArgAttrDict(i)) {
+        NamedAttrList kept(attrs);
+        kept.erase(kShardOfAttrName);
+        init.setArgAttrs(i, kept.getDictionary(step.getContext()));
+      }
     init->setAttr(kStateInitAttrName, FlatSymbolRefAttr::get(step));
     Block *entry = init.addEntryBlock();
     builder.setInsertionPointToEnd(entry);

@@ -116,6 +116,19 @@ public:
 private:
   LogicalResult checkSupported(ModuleOp module);
   LogicalResult retypeCompanions(ModuleOp module);
+  /// The @eval and @logits of the step (they take its arguments).
+  SmallVector<func::FuncOp> companions(ModuleOp module) {
+    SmallVector<func::FuncOp> found;
+    for (auto func : module.getOps<func::FuncOp>())
+      for (StringLiteral link : {kEvalAttrName, kLogitsAttrName}) {
+        auto ref = func->getAttrOfType<FlatSymbolRefAttr>(link);
+        if (ref && ref.getValue() == step.getName() && !func.isExternal()) {
+          found.push_back(func);
+          break;
+        }
+      }
+    return found;
+  }
   /// Finds, for |optimizer|'s parameter |index|, the gradient the norm
   /// squares and the scaling chain after it.
   LogicalResult traceGradient(Operation *optimizer, Value operand,
@@ -147,16 +160,49 @@ LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
                             "(the micro-step would accumulate local gradients for the "
                             "step's reduce-scatter)");
   }
+  // Loss scaling: the ranks must skip together, so the finite check must be
+  // the one tx-build-train-step builds (its sum is all-reduced in run()).
+  bool scaled = false;
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
+    if (auto role = step.getArgAttrOfType<StringAttr>(i, kRoleAttrName))
+      scaled |= role.getValue() == "loss_scale";
+  auto ret = step.getBody().empty() ? func::ReturnOp()
+                                    : dyn_cast<func::ReturnOp>(step.getBody().front().getTerminator());
+  OpOperand *skipped = ret ? namedResult(step, ret, "skipped") : nullptr;
+  if ((scaled || skipped) && (!skipped || !skipped->get().getDefiningOp<IsNaNOp>()))
+    return step.emitError("expected a loss-scaling step's result 'skipped' to be a tx.is_nan "
+                          "(as tx-build-train-step builds it)");
+  // @eval and @logits take the step's arguments; the optimizer state among
+  // them becomes shards (retypeCompanions), which they must not read.
+  for (func::FuncOp func : companions(module)) {
+    if (func.getNumArguments() != step.getNumArguments())
+      return func.emitError("expected the step's ")
+             << step.getNumArguments() << " arguments, but got " << func.getNumArguments();
+    for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+      auto role = step.getArgAttrOfType<StringAttr>(i, kRoleAttrName);
+      bool state = role && llvm::is_contained(
+                               {StringRef("exp_avg"), StringRef("exp_avg_sq"),
+                                StringRef("momentum_buffer")},
+                               role.getValue());
+      if (state && !func.getArgument(i).use_empty())
+        return func.emitError("reads argument ")
+               << i << " ('" << role.getValue()
+               << "' state), which the data-parallel step shards";
+    }
+  }
   return success();
 }
 
 /// Whether |user| is the select of a skipped step (loss scaling) that keeps
-/// state argument |arg| instead of the optimizer's new value:
-/// `where(skipped, arg, new)`. It follows the state into shards.
-static bool isSkipSelect(Operation *user, Value arg) {
+/// state argument |arg| instead of |optimizer|'s new value and is only
+/// returned: `where(is_nan(...), arg, new)`, as tx-build-train-step builds
+/// it. It follows the state into shards.
+static bool isSkipSelect(Operation *user, Value arg, Operation *optimizer) {
   auto select = dyn_cast<WhereOp>(user);
-  return select && select.getLhs() == arg && select.getRhs() != arg &&
-         select.getCondition() != arg;
+  return select && select.getLhs() == arg && select.getRhs().getDefiningOp() == optimizer &&
+         select.getCondition().getDefiningOp<IsNaNOp>() &&
+         llvm::all_of(select->getUsers(),
+                      [](Operation *u) { return isa<func::ReturnOp>(u); });
 }
 
 LogicalResult DataParallelRewriter::traceGradient(Operation *optimizer,
@@ -184,7 +230,7 @@ bool DataParallelRewriter::isShardableState(Operation *optimizer, Value state) {
   if (auto arg = dyn_cast<BlockArgument>(state))
     return arg.getOwner() == &step.getBody().front() &&
            llvm::all_of(arg.getUsers(), [&](Operation *user) {
-             return user == optimizer || isSkipSelect(user, arg);
+             return user == optimizer || isSkipSelect(user, arg, optimizer);
            });
   auto constant = state.getDefiningOp<ConstantOp>();
   auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
@@ -198,13 +244,13 @@ Value DataParallelRewriter::shardState(ImplicitLocOpBuilder &b,
   if (auto arg = dyn_cast<BlockArgument>(state)) {
     if (arg.getOwner() != &step.getBody().front() ||
         llvm::any_of(arg.getUsers(), [&](Operation *user) {
-          return user != optimizer && user != sharded && !isSkipSelect(user, arg);
+          return user != optimizer && user != sharded && !isSkipSelect(user, arg, optimizer);
         }))
       return {};
     // A skipped step's select keeps the shard (its other operand becomes
     // the sharded optimizer's result).
     for (Operation *user : arg.getUsers())
-      if (isSkipSelect(user, arg))
+      if (isSkipSelect(user, arg, optimizer))
         user->getResult(0).setType(shardType);
     // Checkpoints gather the shards back into this shape (and split them
     // again for any rank count).
@@ -390,10 +436,7 @@ LogicalResult DataParallelRewriter::run() {
   // gradient on any rank skips the step on all of them, so the scale, the
   // growth tracker and the state stay identical everywhere.
   if (OpOperand *skipped = namedResult(step, ret, "skipped")) {
-    auto check = skipped->get().getDefiningOp<IsNaNOp>();
-    if (!check)
-      return step.emitError("expected the step's result 'skipped' to be a tx.is_nan "
-                            "(as tx-build-train-step builds it)");
+    auto check = skipped->get().getDefiningOp<IsNaNOp>(); // checkSupported
     b.setInsertionPoint(check);
     Value local = check->getOperand(0);
     check->setOperand(0, AllReduceOp::create(b, local.getType(), local,
@@ -417,29 +460,12 @@ LogicalResult DataParallelRewriter::run() {
 /// Each runs on one rank's batch with the whole parameters every rank
 /// holds, with no collective.
 LogicalResult DataParallelRewriter::retypeCompanions(ModuleOp module) {
-  for (auto func : module.getOps<func::FuncOp>()) {
-    bool companion = false;
-    for (StringLiteral link : {kEvalAttrName, kLogitsAttrName}) {
-      auto ref = func->getAttrOfType<FlatSymbolRefAttr>(link);
-      companion |= ref && ref.getValue() == step.getName();
-    }
-    if (!companion || func.isExternal())
-      continue;
-    if (func.getNumArguments() != step.getNumArguments())
-      return func.emitError("expected the step's ") << step.getNumArguments()
-                                                     << " arguments, but got "
-                                                     << func.getNumArguments();
+  for (func::FuncOp func : companions(module)) {
+    // checkSupported made sure: as many arguments, no sharded one read.
     Block &entry = func.getBody().front();
-    for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
-      Type sharded = step.getArgument(i).getType();
-      BlockArgument arg = entry.getArgument(i);
-      if (arg.getType() == sharded)
-        continue;
-      if (!arg.use_empty())
-        return func.emitError("reads argument ")
-               << i << ", which the data-parallel step shards (optimizer state)";
-      arg.setType(sharded);
-    }
+    for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
+      if (step.getArgAttr(i, kShardOfAttrName))
+        entry.getArgument(i).setType(step.getArgument(i).getType());
     func.setType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
                                    func.getResultTypes()));
   }

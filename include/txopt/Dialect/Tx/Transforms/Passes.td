@@ -262,8 +262,8 @@ def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
     reduce-scatter: the pass rebuilds the chain of scalar multiplies and
     divides between the squared gradient and the optimizer on the shard.
     The recipe (`tx.train_step`) gains `data_parallel = ranks`: drivers
-    read the rank count there, and checkpoints of a sharded step are not
-    taken for a plain one.
+    read the rank count there (checkpoints do not compare it: they hold
+    the sharded state whole, see `tx.shard_of` below).
 
     `ranks` is fixed at compile time because the IR has static shapes (a
     shard's length is part of its type); issue 15 asks for the rank count
@@ -287,8 +287,11 @@ def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
 
     Not handled, refused with an error: gradient accumulation
     (`@micro_step`: it would accumulate local gradients for the step's
-    reduce-scatter), and a step already data-parallel. `ranks = 1` leaves the module unchanged;
-    functions without `tx.train_step` are never touched.
+    reduce-scatter), a loss-scaling step whose `skipped` is not the
+    `tx.is_nan` tx-build-train-step builds, an `@eval`/`@logits` that reads
+    optimizer state, and a step already data-parallel. `ranks = 1`
+    rewrites the step too, every collective over one rank; functions
+    without `tx.train_step` are never touched.
   }];
   let dependentDialects = ["::mlir::txopt::tx::TxDialect",
                            "::mlir::func::FuncDialect"];
