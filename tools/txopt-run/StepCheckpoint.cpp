@@ -229,7 +229,7 @@ llvm::Error StepRunner::save(int64_t step) {
       // on every rank; a difference is a bug, not something to save.
       auto sameBits = [](const auto &a, const auto &b) {
         return a.size() == b.size() &&
-               std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+               (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
       };
       for (size_t r = 1; r < ranks; ++r)
         if (!sameBits(ofRank(r).floats(), value.floats()) ||
