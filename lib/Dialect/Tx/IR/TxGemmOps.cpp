@@ -10,11 +10,10 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::tx;
 
-static int64_t productOf(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
+bool mlir::txopt::tx::areGemmBatchesStridable(ArrayRef<int64_t> aBatch,
+                                               ArrayRef<int64_t> bBatch) {
+  return ShapedType::getNumElements(aBatch) == 1 || ShapedType::getNumElements(bBatch) == 1 ||
+         aBatch == bBatch;
 }
 
 bool BlasGemmOp::isFP8() { return getA().getType().getElementType().getIntOrFloatBitWidth() == 8; }
@@ -61,8 +60,7 @@ LogicalResult BlasGemmOp::verify() {
            << (getTransposeB() ? " (transposed)" : "");
   ArrayRef<int64_t> aBatch = a.drop_back(2), bBatch = b.drop_back(2);
   FailureOr<SmallVector<int64_t>> batch = broadcastShapes(aBatch, bBatch);
-  if (failed(batch) ||
-      (productOf(aBatch) != 1 && productOf(bBatch) != 1 && aBatch != bBatch))
+  if (failed(batch) || !areGemmBatchesStridable(aBatch, bBatch))
     return emitOpError("expected the same batch dims on both sides or one side "
                        "without a batch (stride 0), but got ")
            << formatShape(a) << " and " << formatShape(b);

@@ -22,13 +22,6 @@ using namespace mlir::txopt;
 
 namespace {
 
-int64_t productOf(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 bool isGemmFloat(Type t) { return t.isF32() || t.isBF16() || t.isF16(); }
@@ -36,7 +29,7 @@ bool isGemmFloat(Type t) { return t.isF32() || t.isBF16() || t.isF16(); }
 /// The batch rule of tx.blas_gemm: the same batch dims, or one side shared.
 std::string whyNotBatches(RankedTensorType a, RankedTensorType b) {
   ArrayRef<int64_t> aBatch = a.getShape().drop_back(2), bBatch = b.getShape().drop_back(2);
-  if (productOf(aBatch) == 1 || productOf(bBatch) == 1 || aBatch == bBatch)
+  if (tx::areGemmBatchesStridable(aBatch, bBatch))
     return "";
   return "batch dims " + tx::formatShape(aBatch) + " and " + tx::formatShape(bBatch) +
          " broadcast on both sides (a strided batch has one stride per side)";

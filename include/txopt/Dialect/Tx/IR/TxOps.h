@@ -45,6 +45,10 @@ namespace mlir::txopt::tx {
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> lhs,
                                                 ArrayRef<int64_t> rhs);
 
+/// The batch rule of tx.blas_gemm (one strided batch per side): the batch
+/// dims of the two operands are equal, or one side's multiply to 1.
+bool areGemmBatchesStridable(ArrayRef<int64_t> aBatch, ArrayRef<int64_t> bBatch);
+
 /// Maps a possibly negative axis into [0, rank); failure when out of range.
 FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
