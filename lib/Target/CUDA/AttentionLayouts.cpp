@@ -10,14 +10,9 @@
 // buffers in place.
 //
 // Three steps, all exact (no rounding moves):
-//  1. normalizeAttentionCasts (before the grouping) moves the casts around
-//     those layout chains to the far side of them: a narrowing cast feeding
-//     an attention operand goes up to the chain's base (one cast of the
-//     projection instead of three of its pieces), a widening cast of an
-//     attention result goes down past the head merge, and a narrowing cast
-//     of a widening cast of the same narrow value disappears. Converting a
-//     float and moving elements commute, and bf16/f16 -> f32 -> bf16/f16 is
-//     the identity.
+//  1. tx-attention-casts (AttentionCasts.cpp, before the grouping) moves the
+//     casts around those layout chains to the far side of them, so that the
+//     chains connect the attention op to the projections' buffers.
 //  2. findAttentionInputViews (in the grouping): an attention operand that
 //     is a layout chain of a value in memory is a strided view of it; the
 //     chain's ops are not materialized, the base is.
@@ -34,6 +29,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/AttentionCasts.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -42,206 +38,6 @@ using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
 namespace {
-
-/// Ops that only move elements, one input: the links of a layout chain.
-bool isLayoutOp(Operation *op) {
-  return isa<tx::TransposeOp, tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp,
-             tx::IdentityOp>(op);
-}
-
-/// bf16 or f16: the types cuDNN's attention reads and writes.
-bool isNarrowFloat(Type t) { return t.isBF16() || t.isF16(); }
-
-/// The tx.cast defining |v| when it narrows f32 to bf16/f16 (|narrowing|)
-/// or widens bf16/f16 to f32; null otherwise.
-tx::CastOp floatCast(Value v, bool narrowing) {
-  auto cast = v.getDefiningOp<tx::CastOp>();
-  if (!cast)
-    return nullptr;
-  Type in = typeOf(cast.getInput()).getElementType();
-  Type out = typeOf(cast.getResult()).getElementType();
-  if (narrowing ? (in.isF32() && isNarrowFloat(out)) : (isNarrowFloat(in) && out.isF32()))
-    return cast;
-  return nullptr;
-}
-
-RankedTensorType withElement(Value v, Type element) {
-  return RankedTensorType::get(typeOf(v).getShape(), element);
-}
-
-/// A copy of the layout op, split or concat |op|, inserted by |b|, reading
-/// |operands| and with its results' elements of type |element| (same shapes).
-Operation *cloneIn(OpBuilder &b, Operation *op, ValueRange operands, Type element) {
-  Operation *copy = b.clone(*op);
-  copy->setOperands(operands);
-  for (auto [r, old] : llvm::zip(copy->getResults(), op->getResults()))
-    r.setType(withElement(old, element));
-  return copy;
-}
-
-/// True when |user| (an attention op) reads |v| as q, k, v or dO.
-bool readsAsInput(Operation *user, Value v) {
-  if (auto a = dyn_cast<tx::AttentionOp>(user))
-    return a.getQ() == v || a.getK() == v || a.getV() == v;
-  if (auto g = dyn_cast<tx::AttentionGradOp>(user))
-    return g.getQ() == v || g.getK() == v || g.getV() == v || g.getGrad() == v;
-  return false;
-}
-
-/// True when every reader of |v|, through layout ops and splits, is an
-/// attention input: the values whose casts step 1 may move.
-bool feedsOnlyAttention(Value v, int depth = 0) {
-  if (depth > 8 || v.use_empty())
-    return false;
-  for (OpOperand &use : v.getUses()) {
-    Operation *user = use.getOwner();
-    if (readsAsInput(user, v))
-      continue;
-    if (isLayoutOp(user) || isa<tx::CastOp>(user)) {
-      if (!feedsOnlyAttention(user->getResult(0), depth + 1))
-        return false;
-      continue;
-    }
-    if (auto split = dyn_cast<tx::SplitOp>(user)) {
-      for (Value r : split.getResults())
-        if (!r.use_empty() && !feedsOnlyAttention(r, depth + 1))
-          return false;
-      continue;
-    }
-    return false;
-  }
-  return true;
-}
-
-/// Moves the narrowing cast |c| one link up its chain, or folds it into the
-/// widening cast it reads; false when it cannot move (yet). The casts it
-/// creates go to |created| (to move further), the ones it erases to
-/// |erased|.
-bool hoistOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
-               llvm::DenseSet<Operation *> &erased) {
-  Value in = c.getInput();
-  Type narrow = typeOf(c.getResult()).getElementType();
-  if (tx::CastOp wide = floatCast(in, /*narrowing=*/false)) {
-    if (typeOf(wide.getInput()).getElementType() != narrow)
-      return false;
-    c.getResult().replaceAllUsesWith(wide.getInput());
-    erased.insert(c);
-    c.erase();
-    if (wide.getResult().use_empty())
-      wide.erase();
-    return true;
-  }
-  Operation *def = in.getDefiningOp();
-  if (!def)
-    return false;
-  OpBuilder b(def);
-  if (isLayoutOp(def) && in.hasOneUse()) {
-    Value source = def->getOperand(0);
-    auto newCast = tx::CastOp::create(b, c.getLoc(), withElement(source, narrow), source);
-    Operation *moved = cloneIn(b, def, newCast.getResult(), narrow);
-    c.getResult().replaceAllUsesWith(moved->getResult(0));
-    erased.insert(c);
-    c.erase();
-    def->erase();
-    created.push_back(newCast);
-    return true;
-  }
-  if (auto split = dyn_cast<tx::SplitOp>(def)) {
-    // Every piece must be narrowed the same way (or unused).
-    llvm::SmallVector<tx::CastOp> casts;
-    for (Value r : split.getResults()) {
-      if (r.use_empty()) {
-        casts.push_back(nullptr);
-        continue;
-      }
-      if (!r.hasOneUse())
-        return false;
-      auto rc = dyn_cast<tx::CastOp>(*r.getUsers().begin());
-      if (!rc || typeOf(rc.getResult()).getElementType() != narrow)
-        return false;
-      casts.push_back(rc);
-    }
-    Value source = split.getInput();
-    auto newCast = tx::CastOp::create(b, c.getLoc(), withElement(source, narrow), source);
-    Operation *moved = cloneIn(b, split, newCast.getResult(), narrow);
-    for (auto [i, r] : llvm::enumerate(moved->getResults())) {
-      if (casts[i]) {
-        casts[i].getResult().replaceAllUsesWith(r);
-        erased.insert(casts[i]);
-        casts[i].erase();
-      }
-    }
-    split.erase();
-    created.push_back(newCast);
-    return true;
-  }
-  return false;
-}
-
-/// Moves the widening cast |c| of a narrow value one link down, past a
-/// layout op or a concat whose every operand is widened the same way, after
-/// dropping any narrowing cast back that reads it; false when nothing
-/// changed. |created| and |erased| as for hoistOnce.
-bool sinkOnce(tx::CastOp c, llvm::SmallVectorImpl<tx::CastOp> &created,
-              llvm::DenseSet<Operation *> &erased) {
-  Value out = c.getResult();
-  Type narrow = typeOf(c.getInput()).getElementType();
-  // A narrowing cast back to the narrow type reads the narrow value.
-  bool folded = false;
-  for (Operation *user : llvm::make_early_inc_range(out.getUsers())) {
-    auto back = dyn_cast<tx::CastOp>(user);
-    if (back && typeOf(back.getResult()).getElementType() == narrow) {
-      back.getResult().replaceAllUsesWith(c.getInput());
-      back.erase();
-      folded = true;
-    }
-  }
-  if (out.use_empty()) {
-    erased.insert(c);
-    c.erase();
-    return true;
-  }
-  if (!out.hasOneUse())
-    return folded;
-  Operation *user = *out.getUsers().begin();
-  OpBuilder b(user);
-  if (isLayoutOp(user)) {
-    Operation *moved = cloneIn(b, user, c.getInput(), narrow);
-    Value wideResult = user->getResult(0);
-    auto newCast = tx::CastOp::create(b, c.getLoc(), typeOf(wideResult), moved->getResult(0));
-    wideResult.replaceAllUsesWith(newCast.getResult());
-    user->erase();
-    erased.insert(c);
-    c.erase();
-    created.push_back(newCast);
-    return true;
-  }
-  if (auto concat = dyn_cast<tx::ConcatOp>(user)) {
-    llvm::SmallVector<Value> narrowInputs;
-    for (Value operand : concat.getInputs()) {
-      tx::CastOp oc = floatCast(operand, /*narrowing=*/false);
-      if (!oc || !operand.hasOneUse() ||
-          typeOf(oc.getInput()).getElementType() != narrow)
-        return folded;
-      narrowInputs.push_back(oc.getInput());
-    }
-    Operation *moved = cloneIn(b, concat, narrowInputs, narrow);
-    auto newCast = tx::CastOp::create(b, c.getLoc(), typeOf(concat.getResult()),
-                                      moved->getResult(0));
-    concat.getResult().replaceAllUsesWith(newCast.getResult());
-    llvm::SmallVector<Operation *> operandsCasts;
-    for (Value operand : concat.getInputs())
-      operandsCasts.push_back(operand.getDefiningOp());
-    concat.erase();
-    for (Operation *oc : operandsCasts) {
-      erased.insert(oc);
-      oc->erase();
-    }
-    created.push_back(newCast);
-    return true;
-  }
-  return folded;
-}
 
 /// Applies |op| (a layout op, or piece |piece| of a split) to |view|.
 bool applyForward(Operation *op, unsigned piece, StridedView &view);
@@ -320,7 +116,7 @@ bool applyForward(Operation *op, unsigned piece, StridedView &view) {
     permuteView(view, transpose.getPerm());
     return true;
   }
-  if (isLayoutOp(op))
+  if (tx::isAttentionLayoutOp(op))
     return reshapeView(view, typeOf(op->getResult(0)).getShape());
   if (auto split = dyn_cast<tx::SplitOp>(op)) {
     int64_t axis = split.getAxis();
@@ -367,7 +163,7 @@ bool resolveInputView(Value v, StridedView &view, llvm::SmallVectorImpl<Operatio
   llvm::SmallVector<std::pair<Operation *, unsigned>> links;
   Value cur = v;
   while (Operation *def = cur.getDefiningOp()) {
-    if (!isLayoutOp(def) && !isa<tx::SplitOp>(def))
+    if (!tx::isAttentionLayoutOp(def) && !isa<tx::SplitOp>(def))
       break;
     if (cur != v && !cur.hasOneUse())
       return false;
@@ -410,7 +206,7 @@ bool resolveResultPlacement(Value r, const Materialization &plan, StridedView &v
     if (readers.size() != 1)
       return false;
     Operation *user = readers.front()->getOwner();
-    if (isLayoutOp(user)) {
+    if (tx::isAttentionLayoutOp(user)) {
       links.push_back(user);
       cur = user->getResult(0);
       continue;
@@ -458,75 +254,7 @@ bool resolveResultPlacement(Value r, const Materialization &plan, StridedView &v
   return cudnnCanTake(view);
 }
 
-/// The attention results (o; dQ, dK, dV) and inputs of |op|.
-llvm::SmallVector<Value, 4> resultsOf(Operation *op) {
-  if (auto a = dyn_cast<tx::AttentionOp>(op))
-    return {a.getResult()};
-  if (auto g = dyn_cast<tx::AttentionGradOp>(op))
-    return {g.getQGrad(), g.getKGrad(), g.getVGrad()};
-  return {};
-}
-
-llvm::SmallVector<Value, 4> inputsOf(Operation *op) {
-  if (auto a = dyn_cast<tx::AttentionOp>(op))
-    return {a.getQ(), a.getK(), a.getV()};
-  if (auto g = dyn_cast<tx::AttentionGradOp>(op))
-    return {g.getQ(), g.getK(), g.getV(), g.getGrad()};
-  return {};
-}
-
 } // namespace
-
-void cuda::normalizeAttentionCasts(func::FuncOp step) {
-  llvm::SmallVector<tx::CastOp> narrowing, widening;
-  step.walk([&](Operation *op) {
-    if (!isa<tx::AttentionOp, tx::AttentionGradOp>(op))
-      return;
-    for (Value in : inputsOf(op))
-      if (tx::CastOp c = floatCast(in, /*narrowing=*/true))
-        narrowing.push_back(c);
-    for (Value r : resultsOf(op))
-      for (Operation *user : r.getUsers())
-        if (tx::CastOp c = floatCast(user->getResult(0), /*narrowing=*/false))
-          widening.push_back(c);
-  });
-  // Casts wait their turn: a split moves only once all its pieces are
-  // narrowed, a concat only once all its operands are widened. A cast that
-  // moved is gone (|c| itself, and the other pieces' casts it took along).
-  auto run = [](llvm::SmallVector<tx::CastOp> &work, bool hoist) {
-    llvm::DenseSet<Operation *> erased;
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      llvm::SmallVector<tx::CastOp> next;
-      for (tx::CastOp c : work) {
-        if (erased.contains(c))
-          continue;
-        if (hoist && !feedsOnlyAttention(c.getResult())) {
-          next.push_back(c);
-          continue;
-        }
-        llvm::SmallVector<tx::CastOp> created;
-        Operation *raw = c;
-        bool moved = hoist ? hoistOnce(c, created, erased) : sinkOnce(c, created, erased);
-        if (!moved) {
-          next.push_back(c);
-          continue;
-        }
-        changed = true;
-        if (!erased.contains(raw))
-          next.push_back(c); // it only dropped a cast back: it may move later
-        for (tx::CastOp n : created) {
-          erased.erase(n);
-          next.push_back(n);
-        }
-      }
-      work = std::move(next);
-    }
-  };
-  run(narrowing, /*hoist=*/true);
-  run(widening, /*hoist=*/false);
-}
 
 void cuda::findAttentionInputViews(func::FuncOp step, Materialization &plan,
                                    llvm::DenseSet<Operation *> &viewOps) {
@@ -538,11 +266,12 @@ void cuda::findAttentionInputViews(func::FuncOp step, Materialization &plan,
   llvm::SmallVector<Candidate> candidates;
   llvm::DenseSet<Value> seen, covered;
   step.walk([&](Operation *op) {
-    for (Value in : inputsOf(op)) {
+    for (Value in : tx::attentionInputs(op)) {
       if (!seen.insert(in).second)
         continue;
       // Every reader of the operand must be an attention input.
-      if (!llvm::all_of(in.getUsers(), [&](Operation *u) { return readsAsInput(u, in); }))
+      if (!llvm::all_of(in.getUsers(),
+                        [&](Operation *u) { return tx::readsAsAttentionInput(u, in); }))
         continue;
       Candidate c{in, {}, {}};
       if (!resolveInputView(in, c.view, c.chain))
@@ -574,7 +303,7 @@ void cuda::findAttentionInputViews(func::FuncOp step, Materialization &plan,
 
 void cuda::placeAttentionResults(LoweringContext &ctx, func::FuncOp step) {
   step.walk([&](Operation *op) {
-    llvm::SmallVector<Value, 4> results = resultsOf(op);
+    llvm::SmallVector<Value, 4> results = tx::attentionResults(op);
     llvm::SmallVector<std::pair<Value, StridedView>, 4> placed;
     llvm::SmallVector<Operation *, 4> written;
     for (Value r : results) {

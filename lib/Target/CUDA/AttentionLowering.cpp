@@ -10,11 +10,8 @@
 // tx-fuse-attention with `cudnn-limits` already leaves the others unfused.
 //
 // A mask is handed to cuDNN as an additive bias of the q type shaped
-// [B|1, H|1, Tq, Tk]: prepareAttentionMasks rewrites any other broadcastable
-// mask (a [B, 1, 1, Tk] padding mask, an f32 mask) into that form with a
-// tx.expand and a tx.cast before the grouping runs, so the existing
-// elemental kernels materialize it (B·Tq·Tk at most, never ·H unless the
-// mask itself has heads).
+// [B|1, H|1, Tq, Tk]: tx-attention-bias (AttentionBias.cpp) has rewritten
+// any other broadcastable mask into that form before the grouping runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,7 +88,7 @@ LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
   cmd.k = tensorOf(ctx, op.getK());
   cmd.v = tensorOf(ctx, op.getV());
   if (Value mask = op.getMask()) {
-    // prepareAttentionMasks guarantees the bias form.
+    // tx-attention-bias guarantees the bias form.
     auto type = typeOf(mask);
     if (type.getRank() != 4 || type.getElementType() != typeOf(op.getQ()).getElementType())
       return op.emitError("internal error: attention mask not prepared for the GPU");
@@ -109,53 +106,6 @@ uint64_t scoreBytes(Value q, Value k) {
 }
 
 } // namespace
-
-void cuda::prepareAttentionMasks(func::FuncOp step) {
-  llvm::DenseMap<std::pair<Value, Type>, Value> prepared;
-  step.walk([&](Operation *op) {
-    Value q, mask, k;
-    OpOperand *maskOperand = nullptr;
-    if (auto a = dyn_cast<tx::AttentionOp>(op)) {
-      q = a.getQ(); k = a.getK(); mask = a.getMask();
-      if (mask) maskOperand = &a.getMaskMutable()[0];
-    } else if (auto g = dyn_cast<tx::AttentionGradOp>(op)) {
-      q = g.getQ(); k = g.getK(); mask = g.getMask();
-      if (mask) maskOperand = &g.getMaskMutable()[0];
-    }
-    if (!mask)
-      return;
-    auto qType = typeOf(q), mType = typeOf(mask);
-    Type element = qType.getElementType();
-    auto ms = mType.getShape();
-    // Broadcast over B and H stays (cuDNN's bias broadcasts those); Tq and
-    // Tk are spelled out.
-    auto dimFromEnd = [&](int64_t fromEnd) -> int64_t {
-      return fromEnd < static_cast<int64_t>(ms.size()) ? ms[ms.size() - 1 - fromEnd] : 1;
-    };
-    llvm::SmallVector<int64_t, 4> shape = {
-        dimFromEnd(3), dimFromEnd(2), qType.getShape()[2],
-        typeOf(k).getShape()[2]};
-    auto want = RankedTensorType::get(shape, element);
-    if (mType == want)
-      return;
-    auto [it, inserted] = prepared.try_emplace({mask, want}, Value());
-    if (inserted) {
-      OpBuilder b(op);
-      if (Operation *def = mask.getDefiningOp())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPointToStart(mask.getParentBlock());
-      Value value = mask;
-      auto wide = RankedTensorType::get(shape, mType.getElementType());
-      if (mType != wide)
-        value = tx::ExpandOp::create(b, op->getLoc(), wide, value);
-      if (mType.getElementType() != element)
-        value = tx::CastOp::create(b, op->getLoc(), want, value);
-      it->second = value;
-    }
-    maskOperand->set(it->second);
-  });
-}
 
 LogicalResult cuda::lowerAttention(LoweringContext &ctx, Operation *op) {
   auto attention = cast<tx::AttentionOp>(op);

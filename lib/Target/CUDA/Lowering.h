@@ -180,13 +180,6 @@ std::string describeOrigin(Operation *op);
 void scheduleRecomputesIntoColumnSums(func::FuncOp func, llvm::ArrayRef<Value> recomputed,
                                       llvm::DenseMap<Operation *, Value> &pairs);
 
-/// Transposes around GEMMs into the GEMMs' flags (GemmLayouts.cpp): each
-/// cast of a last-two-dims transpose that only GEMMs read moves before the
-/// transpose; each 2-D GEMM whose result is read only through such a
-/// transpose (maybe after a cast) computes the transposed result itself.
-void castGemmOperandsBeforeTransposes(func::FuncOp func);
-void transposeGemmResults(func::FuncOp func);
-
 /// The kernel grouping (Grouping.cpp): fills |plan| with the values of
 /// |step| that live in memory; |fusedOps| counts the ops computed inside
 /// their readers' kernels.
@@ -253,19 +246,15 @@ LogicalResult lowerSumOfSquaresStages(LoweringContext &ctx, Operation *root,
 /// (ctx.deferredAfter). Saves a full pass over the gradients.
 void planSumsOfSquaresInAdam(LoweringContext &ctx, func::FuncOp step);
 
-/// Fused attention (AttentionLowering.cpp): one cuDNN SDPA call each.
-/// prepareAttentionMasks runs before the grouping: it rewrites masks into
-/// the [B|1, H|1, Tq, Tk] bias of the q type that cuDNN reads.
-void prepareAttentionMasks(func::FuncOp step);
-/// Attention tensors as strided views (AttentionLayouts.cpp).
-/// normalizeAttentionCasts runs before the grouping: it moves the casts
-/// around the head split and merge to their far side (exact).
+/// Fused attention (AttentionLowering.cpp): one cuDNN SDPA call each, its
+/// mask already in cuDNN's bias form (tx-attention-bias).
+/// Attention tensors as strided views (AttentionLayouts.cpp), once
+/// tx-attention-casts has moved the casts off the head split and merge.
 /// findAttentionInputViews, in the grouping, records the attention inputs
 /// that are views of a value in memory (plan.attentionViews), marks those
 /// values materialized and returns the layout ops nobody needs to compute.
 /// placeAttentionResults, after it, records the results the attention call
 /// writes straight into their reader's buffer and skips that reader.
-void normalizeAttentionCasts(func::FuncOp step);
 void findAttentionInputViews(func::FuncOp step, Materialization &plan,
                              llvm::DenseSet<Operation *> &viewOps);
 void placeAttentionResults(LoweringContext &ctx, func::FuncOp step);

@@ -12,7 +12,10 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/AttentionBias.h"
+#include "txopt/Dialect/Tx/Transforms/AttentionCasts.h"
 #include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
+#include "txopt/Dialect/Tx/Transforms/GemmTransposes.h"
 #include "txopt/Dialect/Tx/Transforms/Rematerialize.h"
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
@@ -555,12 +558,13 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
 }
 
 /// Decides what |func| keeps in memory (the kernel grouping), with the
-/// attention rewrites around it: masks into cuDNN's bias form and casts
-/// moved off the head split/merge before, results placed into their
-/// readers' buffers after.
+/// attention rewrites around it: masks into cuDNN's bias form
+/// (tx-attention-bias) and casts moved off the head split/merge
+/// (tx-attention-casts) before, results placed into their readers' buffers
+/// after.
 static void groupKernels(LoweringContext &ctx, func::FuncOp func, bool isStep) {
-  prepareAttentionMasks(func);
-  normalizeAttentionCasts(func);
+  tx::masksToAttentionBias(func);
+  tx::moveCastsOffAttentionLayouts(func);
   // The report counts the step's fusions, not those of the functions
   // beside it.
   unsigned besideFusedOps = 0;
@@ -676,13 +680,12 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   // The report counts the step's (the micro-step repeats its forward).
   // A copy whose inputs a nearby column sum reads anyway is written by that
   // sum's kernel (RecomputeScheduling.cpp).
-  // Transposes around GEMMs into the GEMMs' flags first, so that what
-  // follows sees (and pairs up) the ops that stay.
+  // Transposes around GEMMs moved to where the GEMMs fold them first
+  // (tx-gemm-transposes), so that what follows sees (and pairs up) the ops
+  // that stay.
   for (func::FuncOp f : {step, micro, eval, logits, stateInit})
-    if (f) {
-      castGemmOperandsBeforeTransposes(f);
-      transposeGemmResults(f);
-    }
+    if (f)
+      tx::moveTransposesIntoGemms(f);
   llvm::DenseMap<Operation *, Value> recomputedBySum;
   for (func::FuncOp f : {step, micro}) {
     if (!f)

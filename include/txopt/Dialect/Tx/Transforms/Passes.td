@@ -781,6 +781,92 @@ def GemmNormalFormPass : Pass<"tx-gemm-normal-form", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
 }
 
+def GemmTransposesPass : Pass<"tx-gemm-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Move transposes to where the GEMMs reading or writing them fold them";
+  let description = [{
+    A GEMM reads a last-two-dims transpose of an operand through its flag
+    (tx-gemm-normal-form), and writes its result transposed by swapping its
+    operands (`C^T = B^T A^T`). Two exact rewrites put transposes there
+    instead of in kernels that move data across strides:
+
+    - a `tx.cast` of such a transpose, the cast's only reader, whose result
+      only GEMMs read (directly or through transposes they fold), moves
+      before the transpose: the cast converts in place order (the tied LM
+      head's bf16 embedding: GPT-2 0.28 -> 0.06 ms), and a transpose of
+      the moved transpose (the backward's GEMM reading the weight as it is)
+      becomes the cast itself;
+    - a 2-D `tx.matmul` whose result is read only through such a transpose
+      (maybe after a cast, each the other's only reader) computes the
+      transposed result with its operands swapped; an operand's own
+      transpose is read through, one only it read disappears.
+
+    Must not fire: a cast of a transpose something else also reads, a cast
+    read by anything but GEMMs, batched (rank > 2) matmuls, and a matmul
+    whose result something else reads too. Moving elements and converting
+    them commute, and a GEMM sums the same products either way round, so
+    the values are the same bits. The GPU lowering runs it on every
+    function it lowers, before tx-rematerialize and tx-gemm-normal-form.
+
+    ```mlir
+    %t = tx.transpose %w perm [1, 0] : tensor<16x8xf32>
+    %c = tx.cast %t : tensor<8x16xf32> to tensor<8x16xbf16>
+    %y = tx.matmul %x, %c : tensor<4x8xbf16>, tensor<8x16xbf16>
+    // becomes
+    %c = tx.cast %w : tensor<16x8xf32> to tensor<16x8xbf16>
+    %t = tx.transpose %c perm [1, 0] : tensor<16x8xbf16>
+    %y = tx.matmul %x, %t : tensor<4x8xbf16>, tensor<8x16xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
+def AttentionBiasPass : Pass<"tx-attention-bias", "::mlir::func::FuncOp"> {
+  let summary = "Spell out attention masks as the [B|1, H|1, Tq, Tk] bias of the q type";
+  let description = [{
+    cuDNN's fused attention takes a mask as an additive bias of q's element
+    type that may broadcast over batch and heads, not over query or key
+    positions. This pass rewrites the mask of every `tx.attention` and
+    `tx.attention_grad` that has another shape or type (a `[B, 1, 1, Tk]`
+    padding mask, an f32 mask) into that form: a `tx.expand` to
+    `[B|1, H|1, Tq, Tk]` (batch and heads stay broadcast) and a `tx.cast`
+    to q's type, placed after the mask's definition and shared by every op
+    reading the same mask. Must not fire: a mask already in that form, and
+    attention without a mask. The cast rounds an f32 mask to q's type:
+    exact for the 0 / -inf masks exporters write. The GPU lowering runs it
+    on each function before the kernel grouping.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
+def AttentionCastsPass : Pass<"tx-attention-casts", "::mlir::func::FuncOp"> {
+  let summary = "Move the casts around attention's head split and merge to their far side";
+  let description = [{
+    An exported attention after tx-autocast splits an f32 projection into
+    heads (split, reshape, transpose) and casts each piece to bf16/f16
+    before `tx.attention`, and widens each result before the head merge.
+    With the casts between them, a backend cannot read the heads as strided
+    views of the projection's buffer. This pass moves
+
+    - each f32 -> bf16/f16 cast of an attention input (q, k, v, dO) up its
+      chain of layout ops (transpose, reshape, squeeze, unsqueeze,
+      identity), and across a `tx.split` once every used piece is cast the
+      same way, when everything the chain feeds is an attention input;
+    - each bf16/f16 -> f32 cast of an attention result (o, dQ, dK, dV) down
+      past a layout op that is its only reader, or a `tx.concat` whose
+      every operand is such a cast of the same type;
+    - and drops a narrowing cast of a widened narrow value (the value is
+      the narrow one itself).
+
+    Must not fire: a cast whose chain also feeds something other than
+    attention, a split with a piece not cast alike, a concat with an
+    operand that is not a widened narrow value. All exact: a cast commutes
+    with moving elements, and bf16/f16 -> f32 -> bf16/f16 is the identity.
+    The GPU lowering runs it on each function before the kernel grouping
+    (GPU.md, "Views, no head split or merge copies").
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
 def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
   let summary = "Turn the eligible GEMMs of a training step into FP8 GEMMs with scaling state";
   let description = [{
