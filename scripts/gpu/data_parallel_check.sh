@@ -19,7 +19,10 @@
 #  4. bf16 and fp8 2 ranks vs their plain 4x32 steps (bf16 within 1e-2,
 #     fp8 step 1 within 1e-5 and every step within 3e-2), each with a
 #     negative control (2 ranks vs the plain 2x32 step) that must fail;
-#  5. errors end with one line and no hang: two NCCL ranks on one GPU
+#  5. gradient accumulation: 2 ranks x 2 micro-batches of 2x32 (threads)
+#     vs the plain 4x32 step accumulating 2 micro-batches, and vs the CPU
+#     executor's 2 simulated ranks, f32 within 1e-5;
+#  6. errors end with one line and no hang: two NCCL ranks on one GPU
 #     (NCCL refuses a duplicate device), a rank whose peer never starts
 #     (the rendezvous times out after --rank-timeout).
 # Exits non-zero if any failed.
@@ -50,10 +53,16 @@ prepare)
   for p in bf16 fp8; do
     "$txopt" "$model" --train "${clip[@]}" --precision=$p -q -o "$dir/plain2-$p.txa"
   done
+  "$txopt" "$model" --train "${clip[@]}" --grad-accum=2 --data-parallel=2 -q -o "$dir/dp2-accum.txa"
+  "$txopt" "$dir/batch4.onnx" --train "${clip[@]}" --grad-accum=2 -q -o "$dir/plain4-accum.txa"
   # The f32 GPU step keeps attention unfused: so does its CPU reference.
   "$txopt" "$model" --train "${clip[@]}" --data-parallel=2 --no-fuse=attention -q -o "$dir/dp2.mlir"
   "$root/build/bin/txopt-run" "$dir/dp2.mlir" --ranks 2 "${flags[@]}" --log "$dir/cpu-dp2.jsonl" > /dev/null
-  rm -f "$dir/dp2.mlir" "$dir/batch4.onnx"
+  "$txopt" "$model" --train "${clip[@]}" --grad-accum=2 --data-parallel=2 --no-fuse=attention \
+    -q -o "$dir/dp2-accum.mlir"
+  "$root/build/bin/txopt-run" "$dir/dp2-accum.mlir" --ranks 2 "${flags[@]}" \
+    --log "$dir/cpu-dp2-accum.jsonl" > /dev/null
+  rm -f "$dir/dp2.mlir" "$dir/dp2-accum.mlir" "$dir/batch4.onnx"
   echo "prepared $dir; copy it to the GPU machine and run: $0 run $dir"
   ;;
 run)
@@ -117,6 +126,12 @@ sys.exit(0 if rel <= 1e-5 else 1)" "$dir/gpu-dp2-$p.jsonl" "$dir/gpu-plain4-$p.j
       echo "PASS $p negative control: 2 ranks differ from half the global batch beyond $tol"
     fi
   done
+  train dp2-accum "$txrun" "$dir/dp2-accum.txa" --ranks 2
+  train plain4-accum "$txrun" "$dir/plain4-accum.txa"
+  verdict "accumulation: 2 ranks x 2 micro-batches (threads) vs plain 4x32 x 2, f32" \
+    "$py" "$compare" "$dir/gpu-dp2-accum.jsonl" "$dir/gpu-plain4-accum.jsonl" 1e-5
+  verdict "accumulation: 2 ranks (GPU) vs 2 simulated ranks (CPU executor), f32" \
+    "$py" "$compare" "$dir/gpu-dp2-accum.jsonl" "$dir/cpu-dp2-accum.jsonl" 1e-5
   # Errors: one line each, and no hang (the outer timeout would say so).
   launched 0 2 29531 timeout 120 "$txrun" "$dir/dp2.txa" --steps 2 --rank-timeout 60 > "$dir/dup0.txt" 2>&1 &
   dup0=$!

@@ -67,17 +67,22 @@ llvm::Error StepRunner::runRanks(int64_t step) {
   }
 
   auto started = std::chrono::steady_clock::now();
-  std::optional<int64_t> offset;
+  // One window of N x B rows per micro-batch (one per step without
+  // gradient accumulation), taken in order as the plain step's loop does.
+  std::vector<std::optional<int64_t>> offsets(gradAccum);
   if (windows)
-    offset = windows->next();
-  for (int64_t r = 0; r < numRanks; ++r) {
+    for (std::optional<int64_t> &offset : offsets)
+      offset = windows->next();
+  // Micro-batch |m| (0-based; the step runs the last) on rank |r|: rows
+  // r*B .. (r+1)*B - 1 of the micro-batch's window, and the micro-batch's
+  // dropout key, the same on every rank.
+  auto setRankInputs = [&](int64_t r, int64_t m) {
     std::vector<Tensor> &mine = rankArgs[r];
-    if (offset) {
-      // Rows r*B .. (r+1)*B - 1 of the step's N*B-row window.
+    if (offsets[m]) {
       auto fill = [&](unsigned arg, int64_t shift) {
         Tensor batch(cast<RankedTensorType>(func.getArgument(arg).getType()));
         for (int64_t k = 0; k < window; ++k)
-          batch.ints()[k] = tokens[*offset + r * window + shift + k];
+          batch.ints()[k] = tokens[*offsets[m] + r * window + shift + k];
         mine[arg] = std::move(batch);
       };
       fill(batchArgs[0], 0);
@@ -85,10 +90,12 @@ llvm::Error StepRunner::runRanks(int64_t step) {
         fill(*labelArg, 1);
     }
     if (rngArg)
-      mine[*rngArg].ints()[0] = rngKey(seed, static_cast<uint64_t>(step - 1));
-    if (schedule)
-      mine[*lrArg].floats()[0] = schedule->at(step);
-  }
+      mine[*rngArg].ints()[0] =
+          rngKey(seed, static_cast<uint64_t>((step - 1) * gradAccum + m));
+  };
+  if (schedule)
+    for (int64_t r = 0; r < numRanks; ++r)
+      rankArgs[r][*lrArg].floats()[0] = schedule->at(step);
   double lr = lrArg ? static_cast<double>(
                           static_cast<float>(rankArgs[0][*lrArg].floats()[0]))
                     : 0;
@@ -97,18 +104,34 @@ llvm::Error StepRunner::runRanks(int64_t step) {
   std::vector<std::string> failures(numRanks);
   // The rank that failed first; the others then fail because it left.
   std::atomic<int64_t> firstFailed{-1};
+  auto fail = [&](int64_t r, std::string message) {
+    failures[r] = std::move(message);
+    int64_t none = -1;
+    firstFailed.compare_exchange_strong(none, r);
+    simulatedRanks->abort(r, failures[r]);
+  };
   std::vector<std::thread> threads;
   for (int64_t r = 0; r < numRanks; ++r)
     threads.emplace_back([&, r] {
+      // Gradient accumulation: each rank adds its micro-batches 1..N-1 into
+      // its own accumulators (the micro-step has no collective); the step
+      // runs the last one and reduces.
+      for (int64_t m = 0; m + 1 < gradAccum; ++m) {
+        setRankInputs(r, m);
+        auto results = rankExecutors[r]->run(micro, rankArgs[r]);
+        if (!results)
+          return fail(r, "micro-batch " + std::to_string(m + 1) + ": " +
+                             llvm::toString(results.takeError()));
+        for (auto [result, arg] : microCarried)
+          rankArgs[r][arg] = (*results)[result];
+      }
+      setRankInputs(r, gradAccum - 1);
       auto results = rankExecutors[r]->run(func, rankArgs[r]);
       if (results) {
         outputs[r] = std::move(*results);
         return;
       }
-      failures[r] = llvm::toString(results.takeError());
-      int64_t none = -1;
-      firstFailed.compare_exchange_strong(none, r);
-      simulatedRanks->abort(r, failures[r]);
+      fail(r, llvm::toString(results.takeError()));
     });
   for (std::thread &thread : threads)
     thread.join();

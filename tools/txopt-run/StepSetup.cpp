@@ -330,14 +330,16 @@ llvm::Error StepRunner::loadTokens() {
   tokensPerStep *= static_cast<uint64_t>(gradAccum * options.ranks);
   if (gradAccum > 1) {
     // The batch argument's shape (the first data/labels one), and the
-    // effective batch: N micro-batches along the first dim.
+    // effective batch: N micro-batches along the first dim, on each of the
+    // --ranks (their micro-batches are one global one, rank r's rows r*B..).
     for (unsigned i = 0; i < func.getNumArguments() && microBatchText.empty(); ++i)
       if (auto role = func.getArgAttrOfType<StringAttr>(i, tx::kRoleAttrName))
         if (role.getValue() == "data" || role.getValue() == "labels") {
           auto shape = cast<RankedTensorType>(func.getArgument(i).getType()).getShape();
           for (auto [k, d] : llvm::enumerate(shape)) {
             microBatchText += (k ? "x" : "") + std::to_string(d);
-            effectiveBatchText += (k ? "x" : "") + std::to_string(k ? d : d * gradAccum);
+            effectiveBatchText +=
+                (k ? "x" : "") + std::to_string(k ? d : d * gradAccum * options.ranks);
           }
         }
   }

@@ -110,6 +110,8 @@ txopt_cli::describeTrainStep(mlir::ModuleOp module) {
       train.loss = loss.str();
     if (auto accum = recipe.getAs<IntegerAttr>("grad_accum"))
       train.gradAccum = accum.getInt();
+    if (auto ranks = recipe.getAs<IntegerAttr>("data_parallel"))
+      train.ranks = ranks.getInt();
     auto argName = [&](Value value) -> std::string {
       if (auto arg = dyn_cast<BlockArgument>(value))
         if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
@@ -154,7 +156,7 @@ txopt_cli::describeTrainStep(mlir::ModuleOp module) {
     });
     train.effectiveBatch = train.microBatch;
     if (!train.effectiveBatch.empty())
-      train.effectiveBatch[0] *= train.gradAccum;
+      train.effectiveBatch[0] *= train.gradAccum * train.ranks;
     llvm::sort(train.frozen);
     train.frozen.erase(std::unique(train.frozen.begin(), train.frozen.end()),
                        train.frozen.end());
@@ -339,9 +341,12 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
       tied.push_back(llvm::json::Object{{"parameter", name}, {"reason", reason}});
     report.getObject("train")->insert({"untied", std::move(untied)});
     report.getObject("train")->insert({"tied", std::move(tied)});
-    if (train.gradAccum > 1) {
+    if (train.gradAccum > 1 || train.ranks > 1) {
       llvm::json::Object &object = *report.getObject("train");
-      object["grad_accum"] = train.gradAccum;
+      if (train.gradAccum > 1)
+        object["grad_accum"] = train.gradAccum;
+      if (train.ranks > 1)
+        object["data_parallel"] = train.ranks;
       object["micro_batch"] = llvm::json::Array(train.microBatch);
       object["effective_batch"] = llvm::json::Array(train.effectiveBatch);
     }
@@ -455,16 +460,21 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
     for (const auto &[name, reason] : train.tied)
       os << "  kept tied  '" << name << "': " << reason
          << "; --untie=REGEX unties it\n";
-    if (train.gradAccum > 1) {
+    if (train.gradAccum > 1 || train.ranks > 1) {
       auto dims = [](const std::vector<int64_t> &shape) {
         std::string text;
         for (int64_t d : shape)
           text += (text.empty() ? "" : "x") + std::to_string(d);
         return text;
       };
-      os << "  accumulate " << train.gradAccum << " micro-batches of "
-         << dims(train.microBatch) << " per step (@micro_step): effective batch "
-         << dims(train.effectiveBatch) << "\n";
+      if (train.gradAccum > 1)
+        os << "  accumulate " << train.gradAccum << " micro-batches of "
+           << dims(train.microBatch) << " per step (@micro_step)";
+      else
+        os << "  batch      " << dims(train.microBatch) << " per rank";
+      if (train.ranks > 1)
+        os << (train.gradAccum > 1 ? " on each of " : " on ") << train.ranks << " ranks";
+      os << ": effective batch " << dims(train.effectiveBatch) << "\n";
     }
   }
   if (summary.precision.mode != "fp32") {

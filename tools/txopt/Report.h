@@ -44,8 +44,11 @@ struct TrainSummary {
   std::vector<std::pair<std::string, std::string>> tied;
   /// Gradient accumulation: micro-batches per optimizer step (1: none),
   /// the batch argument's shape (one micro-batch) and the effective batch
-  /// of one step (the first dim times gradAccum).
+  /// of one step (the first dim times gradAccum and the ranks).
   int64_t gradAccum = 1;
+  /// Data parallelism (tx-data-parallel): the ranks the step is for (1: a
+  /// plain step, or one rank).
+  int64_t ranks = 1;
   std::vector<int64_t> microBatch, effectiveBatch;
 };
 

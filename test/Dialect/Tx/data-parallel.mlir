@@ -295,12 +295,43 @@ func.func @eval(%a0: tensor<3x2xf32>, %a1: tensor<2xf32>, %a2: tensor<3x2xf32>, 
 
 // -----
 
-func.func @step_with_micro() attributes {tx.train_step = {optimizer = "adamw"}} {
-  return
+// Nor can a gradient accumulation micro-step that reads it.
+tx.parameter @w = dense<[[5.000000e-01, -2.500000e-01], [1.250000e-01, 1.000000e+00], [-1.000000e+00, 7.500000e-01]]> : tensor<3x2xf32>
+tx.parameter @b = dense<[1.000000e-01, -2.000000e-01]> : tensor<2xf32>
+func.func @train_step(%arg0: tensor<3x2xf32> {tx.name = "w", tx.parameter = @w, tx.role = "param"}, %arg1: tensor<2xf32> {tx.name = "b", tx.parameter = @b, tx.role = "param"}, %arg2: tensor<3x2xf32> {tx.init = 0.000000e+00 : f32, tx.name = "w.exp_avg", tx.role = "exp_avg"}, %arg3: tensor<2xf32> {tx.init = 0.000000e+00 : f32, tx.name = "b.exp_avg", tx.role = "exp_avg"}, %arg4: tensor<3x2xf32> {tx.init = 0.000000e+00 : f32, tx.name = "w.exp_avg_sq", tx.role = "exp_avg_sq"}, %arg5: tensor<2xf32> {tx.init = 0.000000e+00 : f32, tx.name = "b.exp_avg_sq", tx.role = "exp_avg_sq"}, %arg6: tensor<f32> {tx.init = 1.000000e-03 : f32, tx.name = "lr", tx.role = "lr"}, %arg7: tensor<f32> {tx.init = 0.000000e+00 : f32, tx.name = "step", tx.role = "step"}, %arg8: tensor<i64> {tx.name = "rng_key", tx.role = "rng"}, %arg9: tensor<4x3xf32> {tx.name = "x", tx.role = "data"})
+    -> (tensor<3x2xf32> {tx.name = "w", tx.next = 0 : i64}, tensor<2xf32> {tx.name = "b", tx.next = 1 : i64}, tensor<3x2xf32> {tx.name = "w.exp_avg", tx.next = 2 : i64}, tensor<2xf32> {tx.name = "b.exp_avg", tx.next = 3 : i64}, tensor<3x2xf32> {tx.name = "w.exp_avg_sq", tx.next = 4 : i64}, tensor<2xf32> {tx.name = "b.exp_avg_sq", tx.next = 5 : i64}, tensor<f32> {tx.name = "step", tx.next = 7 : i64}, tensor<f32> {tx.name = "loss"}, tensor<f32> {tx.name = "grad_norm"})
+    attributes {tx.train_step = {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, forward = "main", grad_clip = 1.000000e+00 : f64, loss = "output", lr = 1.000000e-03 : f64, optimizer = "adamw", weight_decay = 1.000000e-02 : f64}} {
+  %0 = tx.matmul %arg9, %arg0 : tensor<4x3xf32>, tensor<3x2xf32>
+  %1 = tx.add %0, %arg1 : tensor<4x2xf32>, tensor<2xf32>
+  %2 = tx.mul %1, %1 : tensor<4x2xf32>, tensor<4x2xf32>
+  %3 = tx.reduce_mean %2 axes [] : tensor<4x2xf32>
+  %6 = tx.constant dense<2.500000e-01> : tensor<f32>
+  %11 = tx.mul %1, %6 : tensor<4x2xf32>, tensor<f32>
+  %12 = tx.reduce_sum %11 axes [0] : tensor<4x2xf32>
+  %13 = tx.transpose %arg9 perm [1, 0] : tensor<4x3xf32>
+  %14 = tx.matmul %13, %11 : tensor<3x4xf32>, tensor<4x2xf32>
+  %15 = tx.mul %14, %14 : tensor<3x2xf32>, tensor<3x2xf32>
+  %16 = tx.reduce_sum %15 axes [] : tensor<3x2xf32>
+  %17 = tx.mul %12, %12 : tensor<2xf32>, tensor<2xf32>
+  %18 = tx.reduce_sum %17 axes [] : tensor<2xf32>
+  %19 = tx.add %16, %18 : tensor<f32>, tensor<f32>
+  %20 = tx.sqrt %19 : tensor<f32>
+  %21 = tx.constant dense<1.000000e+00> : tensor<f32>
+  %22 = tx.constant dense<9.99999997E-7> : tensor<f32>
+  %23 = tx.add %20, %22 : tensor<f32>, tensor<f32>
+  %25 = tx.div %21, %23 : tensor<f32>, tensor<f32>
+  %26 = tx.less %25, %21 : tensor<f32>, tensor<f32>
+  %27 = tx.where %26, %25, %21 : tensor<i1>, tensor<f32>, tensor<f32>
+  %28 = tx.mul %14, %27 : tensor<3x2xf32>, tensor<f32>
+  %29 = tx.mul %12, %27 : tensor<2xf32>, tensor<f32>
+  %31 = tx.add %arg7, %21 : tensor<f32>, tensor<f32>
+  %new_params, %new_exp_avg, %new_exp_avg_sq = tx.adam adamw params(%arg0) grads(%28) exp_avg(%arg2) exp_avg_sq(%arg4) lr(%arg6) step(%31) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.01) : tensor<3x2xf32>
+  %new_params_0, %new_exp_avg_1, %new_exp_avg_sq_2 = tx.adam adamw params(%arg1) grads(%29) exp_avg(%arg3) exp_avg_sq(%arg5) lr(%arg6) step(%31) betas(0.9, 0.999) eps(1.0e-08, outside_sqrt) weight_decay(0.0) : tensor<2xf32>
+  return %new_params, %new_params_0, %new_exp_avg, %new_exp_avg_1, %new_exp_avg_sq, %new_exp_avg_sq_2, %31, %3, %20 : tensor<3x2xf32>, tensor<2xf32>, tensor<3x2xf32>, tensor<2xf32>, tensor<3x2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
-// expected-error @+1 {{data parallelism does not support gradient accumulation yet}}
-func.func @micro_step() attributes {tx.micro_step = @step_with_micro} {
-  return
+// expected-error @+1 {{reads argument 2 ('exp_avg' state), which the data-parallel step shards}}
+func.func @micro_step(%a0: tensor<3x2xf32>, %a1: tensor<2xf32>, %a2: tensor<3x2xf32>, %a3: tensor<2xf32>, %a4: tensor<3x2xf32>, %a5: tensor<2xf32>, %a6: tensor<f32>, %a7: tensor<f32>, %a8: tensor<i64>, %a9: tensor<4x3xf32>) -> tensor<3x2xf32> attributes {tx.micro_step = @train_step} {
+  return %a2 : tensor<3x2xf32>
 }
 
 // -----

@@ -116,11 +116,12 @@ public:
 private:
   LogicalResult checkSupported(ModuleOp module);
   LogicalResult retypeCompanions(ModuleOp module);
-  /// The @eval and @logits of the step (they take its arguments).
+  /// The @micro_step, @eval and @logits of the step (they take its
+  /// arguments).
   SmallVector<func::FuncOp> companions(ModuleOp module) {
     SmallVector<func::FuncOp> found;
     for (auto func : module.getOps<func::FuncOp>())
-      for (StringLiteral link : {kEvalAttrName, kLogitsAttrName}) {
+      for (StringLiteral link : {kMicroStepAttrName, kEvalAttrName, kLogitsAttrName}) {
         auto ref = func->getAttrOfType<FlatSymbolRefAttr>(link);
         if (ref && ref.getValue() == step.getName() && !func.isExternal()) {
           found.push_back(func);
@@ -153,13 +154,6 @@ LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
   auto recipe = step->getAttrOfType<DictionaryAttr>(kTrainStepAttrName);
   if (recipe.get(kDataParallelKey))
     return step.emitError("the step is already data-parallel");
-  for (auto func : module.getOps<func::FuncOp>()) {
-    auto ref = func->getAttrOfType<FlatSymbolRefAttr>(kMicroStepAttrName);
-    if (ref && ref.getValue() == step.getName())
-      return func.emitError("data parallelism does not support gradient accumulation yet "
-                            "(the micro-step would accumulate local gradients for the "
-                            "step's reduce-scatter)");
-  }
   // Loss scaling: the ranks must skip together, so the finite check must be
   // the one tx-build-train-step builds (its sum is all-reduced in run()).
   bool scaled = false;
@@ -172,8 +166,9 @@ LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
   if ((scaled || skipped) && (!skipped || !skipped->get().getDefiningOp<IsNaNOp>()))
     return step.emitError("expected a loss-scaling step's result 'skipped' to be a tx.is_nan "
                           "(as tx-build-train-step builds it)");
-  // @eval and @logits take the step's arguments; the optimizer state among
-  // them becomes shards (retypeCompanions), which they must not read.
+  // @micro_step, @eval and @logits take the step's arguments; the optimizer
+  // state among them becomes shards (retypeCompanions), which they must not
+  // read.
   for (func::FuncOp func : companions(module)) {
     if (func.getNumArguments() != step.getNumArguments())
       return func.emitError("expected the step's ")
@@ -455,10 +450,14 @@ LogicalResult DataParallelRewriter::run() {
   return retypeCompanions(step->getParentOfType<ModuleOp>());
 }
 
-/// @eval and @logits take the step's arguments (drivers bind them by
-/// position): the optimizer state they never read becomes shards there too.
-/// Each runs on one rank's batch with the whole parameters every rank
-/// holds, with no collective.
+/// @micro_step, @eval and @logits take the step's arguments (drivers bind
+/// them by position): the optimizer state they never read becomes shards
+/// there too. Each runs on one rank's batch with the whole parameters every
+/// rank holds, with no collective. Gradient accumulation's micro-step so
+/// adds this rank's gradients into its own whole-size accumulators, and the
+/// step reduce-scatters the rank's mean over its micro-batches once (what
+/// DDP's no_sync does): the mean over ranks of those means is the gradient
+/// of the global batch of ranks x micro-batches x B rows.
 LogicalResult DataParallelRewriter::retypeCompanions(ModuleOp module) {
   for (func::FuncOp func : companions(module)) {
     // checkSupported made sure: as many arguments, no sharded one read.

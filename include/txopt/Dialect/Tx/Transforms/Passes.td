@@ -275,21 +275,23 @@ def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
     tx.fp8_current_scale becomes `all_reduce max` of it, so every rank keeps
     identical scaling state (as Transformer Engine reduces amaxes).
 
-    `@eval` and `@logits` take the step's arguments: the moment arguments
-    they never read get the shard types (one that reads a moment is
-    refused). Every sharded argument carries `tx.shard_of`, the whole
-    tensor's shape (checkpoints save it whole).
+    `@micro_step` (gradient accumulation), `@eval` and `@logits` take the
+    step's arguments: the moment arguments they never read get the shard
+    types (one that reads a moment is refused). The micro-step keeps no
+    collective: each rank accumulates its own micro-batches' gradients in
+    its whole-size accumulators, and the step reduce-scatters the rank's
+    mean once (DDP's no_sync). Every sharded argument carries
+    `tx.shard_of`, the whole tensor's shape (checkpoints save it whole).
 
     Loss scaling (fp16): the finite check behind the `skipped` result sums
     this rank's gradients; that sum is all-reduced (sum), so every rank
     skips together, and a skipped step's `where` keeping a moment follows
     it into shards.
 
-    Not handled, refused with an error: gradient accumulation
-    (`@micro_step`: it would accumulate local gradients for the step's
-    reduce-scatter), a loss-scaling step whose `skipped` is not the
-    `tx.is_nan` tx-build-train-step builds, an `@eval`/`@logits` that reads
-    optimizer state, and a step already data-parallel. `ranks = 1`
+    Not handled, refused with an error: a loss-scaling step whose `skipped`
+    is not the `tx.is_nan` tx-build-train-step builds, a `@micro_step`,
+    `@eval` or `@logits` that reads optimizer state, and a step already
+    data-parallel. `ranks = 1`
     rewrites the step too, every collective over one rank; functions
     without `tx.train_step` are never touched.
   }];
