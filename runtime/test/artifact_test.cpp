@@ -416,6 +416,28 @@ TEST(Artifact, CollectiveOverFP8IsRejected) {
   expectRejected(t, "collective over f8e4m3fn elements");
 }
 
+// A sharded argument (shard_of: checkpoints gather it whole) holds
+// ceil(n / ranks) elements of the whole tensor's n, in one dimension.
+TEST(Artifact, ShardOfMatchesTheRanks) {
+  TestArtifact t;
+  t.ranks = 2;
+  t.wShape = {8};
+  t.wData = std::vector<uint8_t>(32, 0);
+  t.wShardOf = {3, 5}; // 15 elements: shards of 8, the last one padded
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::fromBytes(t.build(), "/weights", artifact);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(artifact->root().arguments()->Get(0)->shard_of()->size(), 2u);
+  t.wShardOf = {4, 5};
+  expectRejected(t, "argument 0 ('w'): a shard of 20 elements over 2 ranks holds 10 "
+                    "elements in one dimension, but the argument has 8");
+  t.wShardOf = {0, 5};
+  expectRejected(t, "argument 0 ('w'): shard_of has a zero, negative or too large dimension");
+  t.wShardOf = {16};
+  t.ranks = 0;
+  expectRejected(t, "argument 0 ('w'): shard_of in an artifact that is not data-parallel");
+}
+
 TEST(Artifact, RankStrideStaysInsideTheSource) {
   TestArtifact t;
   t.ranks = 2;

@@ -253,6 +253,35 @@ TEST(Checkpoint, FP8SitesAreRecordedAndCompared) {
 
 // A save killed (SIGKILL) at every phase leaves a loadable checkpoint: the
 // previous one before the manifest is renamed, the new one after.
+// Sharded state: the ranks' shards in rank order are the whole tensor
+// padded with zeros; split again for another rank count, the shards hold
+// the same elements and zeros past the end.
+TEST(Checkpoint, ShardsSplitAndJoin) {
+  std::vector<uint8_t> whole(10);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = static_cast<uint8_t>(i + 1);
+  // 2 ranks, 5 bytes each: no padding.
+  std::vector<uint8_t> a = shardOfWhole(whole, 5, 0), b = shardOfWhole(whole, 5, 1);
+  EXPECT_EQ(a, (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(b, (std::vector<uint8_t>{6, 7, 8, 9, 10}));
+  // 4 ranks, 3 bytes each: the last shard holds one byte and two of padding.
+  std::vector<uint8_t> joined;
+  for (unsigned r = 0; r < 4; ++r) {
+    std::vector<uint8_t> shard = shardOfWhole(whole, 3, r);
+    ASSERT_EQ(shard.size(), 3u);
+    joined.insert(joined.end(), shard.begin(), shard.end());
+  }
+  EXPECT_EQ(joined, (std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0}));
+  std::vector<uint8_t> back;
+  ASSERT_TRUE(wholeFromShards(joined, whole.size(), back).ok());
+  EXPECT_EQ(back, whole);
+  // A rank past the data gets padding only; too few bytes is an error.
+  EXPECT_EQ(shardOfWhole(whole, 3, 5), (std::vector<uint8_t>{0, 0, 0}));
+  Status s = wholeFromShards(std::vector<uint8_t>(4), whole.size(), back);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("fewer than the whole tensor's 10"), std::string::npos);
+}
+
 TEST(Checkpoint, KillAtEveryPhaseKeepsACheckpoint) {
   std::string dir = tempDir("kill");
   ASSERT_TRUE(saveCheckpoint(dir, sample(1, 1.0f)).ok());

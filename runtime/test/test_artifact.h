@@ -40,6 +40,7 @@ struct TestArtifact {
   std::vector<int64_t> wShape = {4, 4};
   std::vector<uint8_t> wData = std::vector<uint8_t>(64, 0);
   uint32_t wSlot = 0;
+  std::vector<int64_t> wShardOf; ///< argument 0's shard_of (empty: absent)
   // Argument 1: "tokens", i64[2, 4], BATCH, role data, index_bound 50.
   // Argument 2: "labels", i64[2, 4], BATCH, role labels.
   // Result 0: "loss", f32[], slot 3.
@@ -135,7 +136,8 @@ struct TestArtifact {
     std::vector<flatbuffers::Offset<fb::Argument>> args = {
         fb::CreateArgument(b, b.CreateString("w"), b.CreateString("param"), wSlot,
                            fb::DType::F32, b.CreateVector(wShape), fb::InitKind::INLINE,
-                           0.0, fb::DType::F32, b.CreateVector(wData)),
+                           0.0, fb::DType::F32, b.CreateVector(wData), 0, 0, 0, 0, -1, 0,
+                           wShardOf.empty() ? 0 : b.CreateVector(wShardOf)),
         fb::CreateArgument(b, b.CreateString("tokens"), b.CreateString("data"), 1,
                            fb::DType::I64, b.CreateVector(tokenShape),
                            fb::InitKind::BATCH, 0, fb::DType::F32, 0, 0, 0, 0, 50),

@@ -22,7 +22,11 @@
 #  5. gradient accumulation: 2 ranks x 2 micro-batches of 2x32 (threads)
 #     vs the plain 4x32 step accumulating 2 micro-batches, and vs the CPU
 #     executor's 2 simulated ranks, f32 within 1e-5;
-#  6. errors end with one line and no hang: two NCCL ranks on one GPU
+#  6. checkpoints: 2 ranks saved after step 6 (the moment shards gathered
+#     whole) and resumed on 2 ranks print the uninterrupted run's steps
+#     7-12 (within 1e-5), and resumed on the plain 4x32 step continue it
+#     within 1e-5;
+#  7. errors end with one line and no hang: two NCCL ranks on one GPU
 #     (NCCL refuses a duplicate device), a rank whose peer never starts
 #     (the rendezvous times out after --rank-timeout).
 # Exits non-zero if any failed.
@@ -132,6 +136,23 @@ sys.exit(0 if rel <= 1e-5 else 1)" "$dir/gpu-dp2-$p.jsonl" "$dir/gpu-plain4-$p.j
     "$py" "$compare" "$dir/gpu-dp2-accum.jsonl" "$dir/gpu-plain4-accum.jsonl" 1e-5
   verdict "accumulation: 2 ranks (GPU) vs 2 simulated ranks (CPU executor), f32" \
     "$py" "$compare" "$dir/gpu-dp2-accum.jsonl" "$dir/cpu-dp2-accum.jsonl" 1e-5
+  # Checkpoints of a data-parallel run hold the shards whole: resumed on
+  # the same ranks or on the plain step of the same global batch.
+  tail7() { "$py" -c "import json, sys; [print(l, end='') for l in open(sys.argv[1]) if json.loads(l)['step'] > 6]" "$1"; }
+  if "$txrun" "$dir/dp2.txa" --ranks 2 --steps 6 --data "$dir/tokens.npy" --lr 3e-3 \
+       --save "$dir/ck-dp2" > "$dir/gpu-ck-save.txt" 2>&1 &&
+     "$txrun" "$dir/dp2.txa" --ranks 2 --steps 12 --data "$dir/tokens.npy" --lr 3e-3 \
+       --resume "$dir/ck-dp2" --log "$dir/gpu-dp2-resumed.jsonl" > "$dir/gpu-ck-resume.txt" 2>&1 &&
+     "$txrun" "$dir/plain4.txa" --steps 12 --data "$dir/tokens.npy" --lr 3e-3 \
+       --resume "$dir/ck-dp2" --log "$dir/gpu-plain4-resumed.jsonl" > "$dir/gpu-ck-plain.txt" 2>&1; then
+    tail7 "$dir/gpu-dp2-threads.jsonl" > "$dir/gpu-dp2-tail.jsonl"
+    verdict "checkpoint: 2 ranks saved at 6, resumed on 2 ranks vs uninterrupted" \
+      "$py" "$compare" "$dir/gpu-dp2-resumed.jsonl" "$dir/gpu-dp2-tail.jsonl" 1e-5
+    verdict "checkpoint: 2 ranks saved at 6, resumed on the plain 4x32 step" \
+      "$py" "$compare" "$dir/gpu-plain4-resumed.jsonl" "$dir/gpu-dp2-tail.jsonl" 1e-5
+  else
+    echo "FAIL checkpoint save/resume: $(tail -2 "$dir"/gpu-ck-*.txt | tr '\n' ' ')"; status=1
+  fi
   # Errors: one line each, and no hang (the outer timeout would say so).
   launched 0 2 29531 timeout 120 "$txrun" "$dir/dp2.txa" --steps 2 --rank-timeout 60 > "$dir/dup0.txt" 2>&1 &
   dup0=$!

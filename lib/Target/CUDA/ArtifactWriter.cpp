@@ -73,7 +73,8 @@ writeArguments(flatbuffers::FlatBufferBuilder &fbb,
         toFb(a.sourceType), a.data.empty() ? 0 : fbb.CreateVector(a.data),
         a.path.empty() ? 0 : fbb.CreateString(a.path), a.offset, a.length,
         a.indexBound, a.nextOf,
-        a.fp8Sites.empty() ? 0 : fbb.CreateVectorOfStrings(a.fp8Sites)));
+        a.fp8Sites.empty() ? 0 : fbb.CreateVectorOfStrings(a.fp8Sites),
+        a.shardOf.empty() ? 0 : fbb.CreateVector(a.shardOf)));
   }
   return arguments;
 }

@@ -117,6 +117,8 @@ static LogicalResult bindArguments(LoweringContext &ctx, ModuleOp module,
       for (Attribute site : sites)
         if (auto text = dyn_cast<StringAttr>(site))
           binding.fp8Sites.push_back(text.str());
+    if (auto whole = step.getArgAttrOfType<DenseI64ArrayAttr>(i, tx::kShardOfAttrName))
+      binding.shardOf.assign(whole.asArrayRef().begin(), whole.asArrayRef().end());
     binding.dtype = *dtype;
     binding.shape.assign(type.getShape().begin(), type.getShape().end());
     binding.slot = ctx.bufferFor(arg);

@@ -16,6 +16,14 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
+/// A shape as `[2, 3]`.
+static std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
 void StepProgram::print(llvm::raw_ostream &os) const {
   os << "gpu step for " << target << ": " << commands.size() << " commands ("
      << stats.launches << " launches, " << stats.gemms << " gemms, "
@@ -47,6 +55,7 @@ void StepProgram::print(llvm::raw_ostream &os) const {
        << (a.fp8Sites.empty() ? std::string()
                               : " sites=" + std::to_string(a.fp8Sites.size()) + " (" +
                                     a.fp8Sites.front() + ", ...)")
+       << (a.shardOf.empty() ? std::string() : " shard_of=" + shapeText(a.shardOf))
        << "\n";
   for (const ResultBinding &r : results)
     os << "result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";

@@ -205,7 +205,29 @@ private:
         return Status::invalid(where + ": unknown init kind " +
                                std::to_string(int(arg->init())));
       }
+      TXRT_RETURN_IF_ERROR(checkShardOf(where, *arg, elements));
     }
+    return Status();
+  }
+
+  /// Data parallel: an argument that is the rank's shard of a whole tensor
+  /// (shard_of) is 1-D with ceil(n / ranks) elements of the whole's n, in
+  /// an artifact for ranks (checkpoints gather and split it by that rule).
+  Status checkShardOf(const std::string &where, const fb::Argument &arg, uint64_t elements) {
+    if (!arg.shard_of())
+      return Status();
+    uint64_t whole;
+    if (a_.ranks() == 0)
+      return Status::invalid(where + ": shard_of in an artifact that is not data-parallel");
+    if (!shapeElements(arg.shard_of(), whole) || whole == 0)
+      return Status::invalid(where + ": shard_of has a zero, negative or too large dimension");
+    uint64_t ranks = a_.ranks(), shard = (whole + ranks - 1) / ranks;
+    if (!arg.shape() || arg.shape()->size() != 1 || elements != shard)
+      return Status::invalid(where + ": a shard of " + std::to_string(whole) +
+                             " elements over " + std::to_string(ranks) +
+                             " ranks holds " + std::to_string(shard) +
+                             " elements in one dimension, but the argument has " +
+                             std::to_string(elements));
     return Status();
   }
 

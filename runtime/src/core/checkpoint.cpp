@@ -8,6 +8,7 @@
 
 #include "core/json.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -524,6 +525,25 @@ static bool sameJson(const json::Value &a, const json::Value &b) {
     return true;
   }
   return false;
+}
+
+std::vector<uint8_t> shardOfWhole(const std::vector<uint8_t> &whole, size_t shardBytes,
+                                  unsigned rank) {
+  std::vector<uint8_t> shard(shardBytes, 0);
+  size_t begin = static_cast<size_t>(rank) * shardBytes;
+  if (begin < whole.size())
+    std::memcpy(shard.data(), whole.data() + begin, std::min(shardBytes, whole.size() - begin));
+  return shard;
+}
+
+Status wholeFromShards(const std::vector<uint8_t> &shards, size_t wholeBytes,
+                       std::vector<uint8_t> &whole) {
+  if (shards.size() < wholeBytes)
+    return Status::invalid("the ranks' shards hold " + std::to_string(shards.size()) +
+                           " bytes, fewer than the whole tensor's " +
+                           std::to_string(wholeBytes));
+  whole.assign(shards.begin(), shards.begin() + static_cast<std::ptrdiff_t>(wholeBytes));
+  return Status();
 }
 
 Status checkCompatible(const Checkpoint &checkpoint, const std::string &recipe,

@@ -92,6 +92,17 @@ size_t safetensorsDTypeSize(const std::string &dtype);
 /// FNV-1a 64 of |size| bytes.
 uint64_t fnv1a64(const void *data, size_t size);
 
+/// Data-parallel state: a rank holds shard r of a tensor flattened and
+/// padded with zeros to ranks x |shardBytes|; a checkpoint holds it whole
+/// (so it resumes on any rank count). Rank |rank|'s shard of |whole|: its
+/// bytes [rank * shardBytes, (rank + 1) * shardBytes), zeros past the end.
+std::vector<uint8_t> shardOfWhole(const std::vector<uint8_t> &whole, size_t shardBytes,
+                                  unsigned rank);
+/// The whole tensor of |wholeBytes| from the ranks' shards concatenated in
+/// rank order (the padding cut off); an error when they are fewer bytes.
+Status wholeFromShards(const std::vector<uint8_t> &shards, size_t wholeBytes,
+                       std::vector<uint8_t> &whole);
+
 /// Writes |checkpoint| into |dir| (created if missing) atomically.
 Status saveCheckpoint(const std::string &dir, const Checkpoint &checkpoint);
 /// Reads the checkpoint in |dir|, checking the manifest, the safetensors

@@ -76,6 +76,27 @@ Status Session::writeArgument(unsigned index, const void *data, size_t bytes) {
       .withContext("writing argument '" + str(arg->name()) + "'");
 }
 
+Status Session::gatherFromRanks(const void *data, size_t bytes, std::vector<uint8_t> &all) {
+  if (!communicator_)
+    return Status::invalid("gathering from ranks in a run without ranks");
+  all.assign(bytes * static_cast<size_t>(communicator_->size()), 0);
+  if (bytes == 0)
+    return Status();
+  TXRT_RETURN_IF_ERROR(device_->makeCurrent());
+  // Device buffers of their own, outside the arena: the step's memory plan
+  // has no room for them, and a save runs between steps.
+  std::unique_ptr<hal::Buffer> send, recv;
+  TXRT_RETURN_IF_ERROR(device_->allocate(bytes, send).withContext("gathering from ranks"));
+  TXRT_RETURN_IF_ERROR(device_->allocate(all.size(), recv).withContext("gathering from ranks"));
+  TXRT_RETURN_IF_ERROR(stream_->copyHostToDevice(send->address(), data, bytes));
+  TXRT_RETURN_IF_ERROR(communicator_->allGather(send->address(), recv->address(), bytes,
+                                                fb::DType::I8, *stream_)
+                           .withContext("gathering from ranks"));
+  TXRT_RETURN_IF_ERROR(waitForRanks().withContext("gathering from ranks"));
+  return stream_->copyDeviceToHost(all.data(), recv->address(), all.size())
+      .withContext("gathering from ranks");
+}
+
 Status Session::copySlot(unsigned slot, uint64_t bytes, void *data, size_t size,
                          const std::string &what) {
   if (size != bytes)

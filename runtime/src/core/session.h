@@ -80,6 +80,11 @@ public:
   Status writeArgument(unsigned index, const void *data, size_t bytes);
   Status readArgument(unsigned index, void *data, size_t bytes);
   Status readResult(unsigned index, void *data, size_t bytes);
+  /// Data parallel: every rank's |bytes| host bytes, in rank order, into
+  /// |all| (ranks x |bytes|), through the session's communicator. A
+  /// collective: every rank calls it, with the same |bytes|. For what
+  /// checkpoints gather (the ranks' shards, checksums), not for the step.
+  Status gatherFromRanks(const void *data, size_t bytes, std::vector<uint8_t> &all);
   /// Runs the command list once; |ms| receives the device time of the step.
   Status runStep(float *ms);
   /// Gradient accumulation (an artifact with grad_accum N > 1): runs the

@@ -92,6 +92,11 @@ private:
 
   /// printf for rank 0 only (the other ranks run the same step quietly).
   void say(const char *format, ...) __attribute__((format(printf, 2, 3)));
+  /// fail() on rank 0; the other ranks, which meet the same error, end
+  /// with the same code silently.
+  int failOnce(ExitCode code, const std::string &message) {
+    return ranks.rank == 0 ? fail(code, message) : code;
+  }
   const Options &o;
   RankContext ranks;
   std::shared_ptr<const Artifact> artifact;
@@ -103,6 +108,21 @@ private:
   /// The state a checkpoint holds, in argument order.
   std::vector<unsigned> stateArgs;
   std::vector<TensorSpec> specs;
+  /// Per state tensor: whether the argument is this rank's shard of it
+  /// (shard_of; its spec has the whole shape, as checkpoints hold it).
+  std::vector<bool> sharded;
+  /// Bytes of state tensor |k|'s argument (a shard: this rank's part), and
+  /// of the whole tensor its spec describes.
+  size_t argumentBytes(size_t k) const {
+    return artifact->argumentElements(stateArgs[k]) *
+           dtypeSize(root->arguments()->Get(stateArgs[k])->dtype());
+  }
+  size_t wholeBytes(size_t k) const {
+    size_t elements = 1;
+    for (int64_t d : specs[k].shape)
+      elements *= static_cast<size_t>(d);
+    return elements * dtypeSize(root->arguments()->Get(stateArgs[k])->dtype());
+  }
   std::string recipe;
   int64_t firstStep = 1;
   std::FILE *log = nullptr;
@@ -156,9 +176,9 @@ std::optional<int> TrainingRun::loadResume() {
     return std::nullopt;
   checkpoint.emplace();
   if (Status s = loadCheckpoint(*o.resumeDir, *checkpoint); !s.ok())
-    return fail(kRunError, "--resume: " + s.message());
+    return failOnce(kRunError, "--resume: " + s.message());
   if (o.seed != 0 && o.seed != checkpoint->info.seed)
-    return fail(kRunError, "--resume: the checkpoint's run has --seed " +
+    return failOnce(kRunError, "--resume: the checkpoint's run has --seed " +
                                std::to_string(checkpoint->info.seed) + ", not " +
                                std::to_string(o.seed) +
                                " (resuming keeps the seed; leave --seed out)");
@@ -220,6 +240,11 @@ std::optional<int> TrainingRun::findState() {
     stateArgs.push_back(i);
     specs.push_back({str(arg->name()), str(arg->role()), safetensorsDType(arg->dtype()),
                      shapeOf(arg->shape()), {}});
+    // A data-parallel shard is checkpointed whole (gathered at --save,
+    // split again at --resume for this run's rank count).
+    sharded.push_back(arg->shard_of() != nullptr);
+    if (arg->shard_of())
+      specs.back().shape = shapeOf(arg->shard_of());
     if (arg->fp8_sites())
       for (const flatbuffers::String *site : *arg->fp8_sites())
         specs.back().sites.push_back(site->str());
@@ -267,16 +292,18 @@ std::optional<int> TrainingRun::checkResume() {
     return std::nullopt;
   std::vector<std::string> warnings;
   if (Status s = checkCompatible(*checkpoint, recipe, specs, &warnings); !s.ok())
-    return fail(kRunError, "--resume: " + s.message());
+    return failOnce(kRunError, "--resume: " + s.message());
   for (const std::string &w : warnings)
-    std::fprintf(stderr, "txrun: warning: --resume: %s\n", w.c_str());
+    if (ranks.rank == 0)
+      std::fprintf(stderr, "txrun: warning: --resume: %s\n", w.c_str());
   const CheckpointInfo &info = checkpoint->info;
   firstStep = info.step + 1;
   if (info.hasData && !o.dataPath)
-    return fail(kRunError, "--resume: the checkpoint's run read --data '" + info.dataFile +
-                               "'; pass --data to continue it");
+    return failOnce(kRunError, "--resume: the checkpoint's run read --data '" + info.dataFile +
+                                   "'; pass --data to continue it");
   if (feeder->hasTokens()) {
-    if (info.hasData && (info.dataTokens != feeder->tokenCount() || info.shuffle != o.shuffle))
+    if (ranks.rank == 0 && info.hasData &&
+        (info.dataTokens != feeder->tokenCount() || info.shuffle != o.shuffle))
       std::fprintf(stderr,
                    "txrun: warning: --resume: the checkpoint's run read %llu tokens%s, "
                    "this one %llu%s; continuing at window %lld, offset %lld\n",
@@ -288,7 +315,8 @@ std::optional<int> TrainingRun::checkResume() {
     feeder->resumeData(info.dataWindows, info.dataOffset);
   }
   if (firstStep > o.steps) {
-    std::fprintf(stderr,
+    if (ranks.rank == 0)
+      std::fprintf(stderr,
                  "txrun: the checkpoint is at step %lld; nothing to run up to --steps %lld "
                  "(with --resume, --steps is the number of the last step)\n",
                  static_cast<long long>(info.step), static_cast<long long>(o.steps));
@@ -362,9 +390,13 @@ std::optional<int> TrainingRun::restoreState() {
   if (checkpoint) {
     for (size_t k = 0; k < stateArgs.size(); ++k) {
       const CheckpointTensor *t = checkpoint->find(specs[k].name);
-      if (Status s = session->writeArgument(stateArgs[k], t->bytes.data(), t->bytes.size());
-          !s.ok())
-        return fail(kRunError, "--resume: " + s.message());
+      // This rank's shard of a sharded tensor (zero padding past its end).
+      std::vector<uint8_t> shard;
+      if (sharded[k])
+        shard = shardOfWhole(t->bytes, argumentBytes(k), static_cast<unsigned>(ranks.rank));
+      const std::vector<uint8_t> &bytes = sharded[k] ? shard : t->bytes;
+      if (Status s = session->writeArgument(stateArgs[k], bytes.data(), bytes.size()); !s.ok())
+        return failOnce(kRunError, "--resume: " + s.message());
     }
     say("resumed from '%s' at step %lld\n", o.resumeDir->c_str(),
                 static_cast<long long>(checkpoint->info.step));
@@ -391,13 +423,36 @@ Status TrainingRun::save(int64_t step) {
   }
   info.schedule = scheduleJson;
   for (size_t k = 0; k < stateArgs.size(); ++k) {
-    const fb::Argument *arg = root->arguments()->Get(stateArgs[k]);
     CheckpointTensor t{specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape, {},
                        specs[k].sites};
-    t.bytes.resize(artifact->argumentElements(stateArgs[k]) * dtypeSize(arg->dtype()));
+    t.bytes.resize(argumentBytes(k));
     TXRT_RETURN_IF_ERROR(session->readArgument(stateArgs[k], t.bytes.data(), t.bytes.size()));
+    if (ranks.communicator && sharded[k]) {
+      // The ranks' shards in rank order, the padding cut off: the whole
+      // tensor, as the plain step's checkpoint holds it.
+      std::vector<uint8_t> shards;
+      TXRT_RETURN_IF_ERROR(session->gatherFromRanks(t.bytes.data(), t.bytes.size(), shards));
+      TXRT_RETURN_IF_ERROR(wholeFromShards(shards, wholeBytes(k), t.bytes)
+                               .withContext("'" + specs[k].name + "'"));
+    } else if (ranks.communicator) {
+      // Replicated state (parameters, step, FP8 scaling state) is the same
+      // on every rank by construction; a checkpoint of one rank's copy is
+      // only right if it is, so compare checksums (as txopt-run compares
+      // the bits).
+      uint64_t mine = fnv1a64(t.bytes.data(), t.bytes.size());
+      std::vector<uint8_t> all;
+      TXRT_RETURN_IF_ERROR(session->gatherFromRanks(&mine, sizeof mine, all));
+      for (int r = 1; r < ranks.size; ++r)
+        if (std::memcmp(all.data() + r * sizeof mine, all.data(), sizeof mine) != 0)
+          return Status::invalid("rank " + std::to_string(r) + " holds another '" +
+                                 specs[k].name + "' than rank 0 (replicated state must be "
+                                 "the same on every rank)");
+    }
     out.tensors.push_back(std::move(t));
   }
+  // Every rank took part in the gathers; rank 0 writes.
+  if (ranks.rank != 0)
+    return Status();
   TXRT_RETURN_IF_ERROR(saveCheckpoint(*o.saveDir, out));
   std::fprintf(stderr, "txrun: saved step %lld to '%s'\n", static_cast<long long>(step),
                o.saveDir->c_str());
@@ -686,19 +741,9 @@ static Options quietRankOptions(const Options &o) {
   return quiet;
 }
 
-/// Refusals common to both ways of running ranks.
-static std::optional<int> checkRankOptions(const Options &o) {
-  if (o.saveDir || o.resumeDir)
-    return fail(kUsageError, "--save and --resume do not support data-parallel runs in txrun "
-                             "yet (it does not gather the shards; txopt-run --ranks does)");
-  return std::nullopt;
-}
-
 /// --ranks N: N threads, each a rank with its own session on the device,
 /// meeting in a ThreadGroup. A rank that stops ends the others' waits.
 static int runThreads(const Options &o) {
-  if (std::optional<int> exit = checkRankOptions(o))
-    return *exit;
   int size = static_cast<int>(o.ranks);
   auto group = std::make_shared<hal::ThreadGroup>(size, o.rankTimeoutSeconds);
   std::vector<int> codes(size, kSuccess);
@@ -741,8 +786,6 @@ static int runLaunched(const Options &o, const LaunchEnvironment &env) {
   if (std::string mismatch = rankCountMismatch(artifact->root(), env.worldSize, true);
       !mismatch.empty())
     return env.rank == 0 ? fail(kRunError, mismatch) : kRunError;
-  if (std::optional<int> exit = checkRankOptions(o))
-    return *exit;
   std::unique_ptr<hal::Device> device;
   if (Status s = cuda::createCudaDevice(env.localRank, device); !s.ok())
     return fail(kRunError, "rank " + std::to_string(env.rank) + ": " + s.message());

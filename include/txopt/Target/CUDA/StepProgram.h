@@ -145,6 +145,9 @@ struct ArgumentBinding {
   /// Packed FP8 scaling state: the cast site of each row (tx.fp8_sites),
   /// which checkpoints record and resume compares.
   std::vector<std::string> fp8Sites;
+  /// Data parallel: the whole tensor's shape when this argument is the
+  /// rank's shard of it (tx.shard_of); empty otherwise.
+  std::vector<int64_t> shardOf;
 };
 
 struct ResultBinding {
