@@ -348,7 +348,13 @@ std::optional<int> TrainingRun::createSession() {
   sessionOptions.communicator = ranks.communicator;
   sessionOptions.rankTimeoutSeconds = o.rankTimeoutSeconds;
   if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
-    return fail(kRunError, s.message());
+    // No usable GPU is the same news for every rank thread of one process
+    // (--ranks): said once. Ranks of a launcher are processes, maybe on
+    // other machines: each says its own.
+    return s.code() == TXRT_UNAVAILABLE && ranks.communicator &&
+                   std::string(ranks.communicator->kind()) == "threads"
+               ? failOnce(kRunError, s.message())
+               : fail(kRunError, s.message());
 
   const hal::DeviceInfo &info = session->deviceInfo();
   say("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
