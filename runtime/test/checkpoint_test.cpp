@@ -251,8 +251,6 @@ TEST(Checkpoint, FP8SitesAreRecordedAndCompared) {
       << warnings[0];
 }
 
-// A save killed (SIGKILL) at every phase leaves a loadable checkpoint: the
-// previous one before the manifest is renamed, the new one after.
 // Sharded state: the ranks' shards in rank order are the whole tensor
 // padded with zeros; split again for another rank count, the shards hold
 // the same elements and zeros past the end.
@@ -282,6 +280,8 @@ TEST(Checkpoint, ShardsSplitAndJoin) {
   EXPECT_NE(s.message().find("fewer than the whole tensor's 10"), std::string::npos);
 }
 
+// A save killed (SIGKILL) at every phase leaves a loadable checkpoint: the
+// previous one before the manifest is renamed, the new one after.
 TEST(Checkpoint, KillAtEveryPhaseKeepsACheckpoint) {
   std::string dir = tempDir("kill");
   ASSERT_TRUE(saveCheckpoint(dir, sample(1, 1.0f)).ok());

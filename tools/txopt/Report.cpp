@@ -343,11 +343,15 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
     report.getObject("train")->insert({"tied", std::move(tied)});
     if (train.gradAccum > 1 || train.ranks > 1) {
       llvm::json::Object &object = *report.getObject("train");
-      if (train.gradAccum > 1)
+      // The batch argument's shape: one micro-batch of one rank.
+      if (train.gradAccum > 1) {
         object["grad_accum"] = train.gradAccum;
-      if (train.ranks > 1)
+        object["micro_batch"] = llvm::json::Array(train.microBatch);
+      }
+      if (train.ranks > 1) {
         object["data_parallel"] = train.ranks;
-      object["micro_batch"] = llvm::json::Array(train.microBatch);
+        object["batch_per_rank"] = llvm::json::Array(train.microBatch);
+      }
       object["effective_batch"] = llvm::json::Array(train.effectiveBatch);
     }
   }

@@ -92,10 +92,16 @@ private:
 
   /// printf for rank 0 only (the other ranks run the same step quietly).
   void say(const char *format, ...) __attribute__((format(printf, 2, 3)));
-  /// fail() on rank 0; the other ranks, which meet the same error, end
-  /// with the same code silently.
+  /// For an error every rank meets alike (the same artifact, checkpoint
+  /// and options): said by rank 0 only when the ranks are threads of this
+  /// process; ranks of a launcher are processes, maybe on machines that
+  /// see other files, so each says its own, naming its rank.
   int failOnce(ExitCode code, const std::string &message) {
-    return ranks.rank == 0 ? fail(code, message) : code;
+    if (ranks.rank == 0)
+      return fail(code, message);
+    if (ranks.communicator && std::string(ranks.communicator->kind()) == "threads")
+      return code;
+    return fail(code, "rank " + std::to_string(ranks.rank) + ": " + message);
   }
   const Options &o;
   RankContext ranks;
@@ -245,6 +251,15 @@ std::optional<int> TrainingRun::findState() {
     sharded.push_back(arg->shard_of() != nullptr);
     if (arg->shard_of())
       specs.back().shape = shapeOf(arg->shard_of());
+    // A data-parallel artifact from before shard_of: its moment shards
+    // would pass for replicated state and be saved as one rank's part.
+    std::string role = specs.back().role;
+    if (root->ranks() > 0 && !arg->shard_of() && (o.saveDir || o.resumeDir) &&
+        (role == "exp_avg" || role == "exp_avg_sq" || role == "momentum_buffer"))
+      return failOnce(kRunError, "argument '" + specs.back().name +
+                                     "' is a rank's shard, but the artifact does not say of "
+                                     "what (no shard_of: compiled by an older txopt); "
+                                     "recompile it to --save or --resume");
     if (arg->fp8_sites())
       for (const flatbuffers::String *site : *arg->fp8_sites())
         specs.back().sites.push_back(site->str());
@@ -348,13 +363,9 @@ std::optional<int> TrainingRun::createSession() {
   sessionOptions.communicator = ranks.communicator;
   sessionOptions.rankTimeoutSeconds = o.rankTimeoutSeconds;
   if (Status s = Session::create(artifact, sessionOptions, session); !s.ok())
-    // No usable GPU is the same news for every rank thread of one process
-    // (--ranks): said once. Ranks of a launcher are processes, maybe on
-    // other machines: each says its own.
-    return s.code() == TXRT_UNAVAILABLE && ranks.communicator &&
-                   std::string(ranks.communicator->kind()) == "threads"
-               ? failOnce(kRunError, s.message())
-               : fail(kRunError, s.message());
+    // No usable GPU is the same news for every rank thread of one process.
+    return s.code() == TXRT_UNAVAILABLE ? failOnce(kRunError, s.message())
+                                        : fail(kRunError, s.message());
 
   const hal::DeviceInfo &info = session->deviceInfo();
   say("device %d: %s, sm_%d%d\n", o.device, info.name.c_str(), info.ccMajor,
@@ -402,7 +413,7 @@ std::optional<int> TrainingRun::restoreState() {
         shard = shardOfWhole(t->bytes, argumentBytes(k), static_cast<unsigned>(ranks.rank));
       const std::vector<uint8_t> &bytes = sharded[k] ? shard : t->bytes;
       if (Status s = session->writeArgument(stateArgs[k], bytes.data(), bytes.size()); !s.ok())
-        return failOnce(kRunError, "--resume: " + s.message());
+        return fail(kRunError, "--resume: " + s.message());
     }
     say("resumed from '%s' at step %lld\n", o.resumeDir->c_str(),
                 static_cast<long long>(checkpoint->info.step));
@@ -456,12 +467,21 @@ Status TrainingRun::save(int64_t step) {
     }
     out.tensors.push_back(std::move(t));
   }
-  // Every rank took part in the gathers; rank 0 writes.
-  if (ranks.rank != 0)
-    return Status();
-  TXRT_RETURN_IF_ERROR(saveCheckpoint(*o.saveDir, out));
-  std::fprintf(stderr, "txrun: saved step %lld to '%s'\n", static_cast<long long>(step),
-               o.saveDir->c_str());
+  // Every rank took part in the gathers; rank 0 writes, and the ranks stop
+  // together if it could not (rather than the others going on into the
+  // next step's collectives without it).
+  Status written = ranks.rank == 0 ? saveCheckpoint(*o.saveDir, out) : Status();
+  if (ranks.communicator) {
+    uint8_t ok = written.ok() ? 1 : 0;
+    std::vector<uint8_t> all;
+    TXRT_RETURN_IF_ERROR(session->gatherFromRanks(&ok, 1, all));
+    if (ranks.rank != 0 && all[0] == 0)
+      return Status::invalid("rank 0 could not write the checkpoint");
+  }
+  TXRT_RETURN_IF_ERROR(written);
+  if (ranks.rank == 0)
+    std::fprintf(stderr, "txrun: saved step %lld to '%s'\n", static_cast<long long>(step),
+                 o.saveDir->c_str());
   return Status();
 }
 
