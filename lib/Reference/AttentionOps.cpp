@@ -112,6 +112,32 @@ void probabilities(std::vector<double> &s, double lse) {
 /// points (sums stay in double), so it models the GPU's numerics rather
 /// than an exact softmax it never computes. f32 attention (and --f64) is
 /// not rounded.
+/// tx.attention's dropout of the probabilities: tx.dropout's mask over the
+/// [B, H, Tq, Tk] tensor (row-major index row * Tk + j), and its scale.
+struct ProbabilityDropout {
+  bool active = false;
+  uint64_t seed = 0, key = 0;
+  double ratio = 0.0, scale = 1.0;
+
+  ProbabilityDropout(std::optional<APFloat> ratioAttr, int64_t seedAttr, const Tensor *keyTensor,
+                     const ExecutorOptions &options) {
+    if (!ratioAttr || !keyTensor || options.disableDropout)
+      return;
+    active = true;
+    seed = static_cast<uint64_t>(seedAttr);
+    key = static_cast<uint64_t>(keyTensor->ints()[0]);
+    ratio = ratioAttr->convertToFloat();
+    scale = 1.0 / (1.0 - ratio);
+  }
+  /// The factor element (row, j) of the probabilities is multiplied by.
+  double factor(int64_t row, int64_t tk, int64_t j) const {
+    if (!active)
+      return 1.0;
+    uint64_t index = static_cast<uint64_t>(row * tk + j);
+    return dropoutUniform(seed, key, index) >= ratio ? scale : 0.0;
+  }
+};
+
 struct FlashRounding {
   Type element;
   const ExecutorOptions &options;
@@ -125,6 +151,8 @@ void evalForward(tx::AttentionOp op, llvm::ArrayRef<const Tensor *> in,
                  llvm::SmallVectorImpl<Tensor> &results,
                  const FlashRounding &round) {
   const Tensor &q = *in[0], &k = *in[1], &v = *in[2];
+  ProbabilityDropout dropout(op.getDropoutRatio(), op.getDropoutSeed(),
+                             op.getDropoutKey() ? in.back() : nullptr, round.options);
   Geometry geo(q, k, v, op.getMask() ? in[3] : nullptr,
                op.getScale().convertToDouble(), op.getCausal(), op.getWindow());
   Tensor out = makeResult(op, 0), lse = makeResult(op, 1);
@@ -153,6 +181,8 @@ void evalForward(tx::AttentionOp op, llvm::ArrayRef<const Tensor *> in,
         } else {
           probabilities(s, l);
         }
+        for (int64_t j = 0; dropout.active && j < geo.tk; ++j)
+          s[j] *= dropout.factor(row, geo.tk, j);
         double *o = out.floats().data() + row * geo.dv;
         int64_t g = hi / geo.group;
         for (int64_t j = 0; j < geo.tk; ++j) {
@@ -177,6 +207,8 @@ void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
   const Tensor &out = *in[hasMask ? 5 : 4], &lse = *in[hasMask ? 6 : 5];
   Geometry geo(q, k, v, mask, op.getScale().convertToDouble(), op.getCausal(),
                op.getWindow());
+  ProbabilityDropout dropout(op.getDropoutRatio(), op.getDropoutSeed(),
+                             op.getDropoutKey() ? in.back() : nullptr, round.options);
   // Gradients accumulate in double tensors of the results' shapes; the
   // executor rounds them once.
   Tensor dq = makeResult(op, 0), dk = makeResult(op, 1), dv = makeResult(op, 2);
@@ -203,12 +235,17 @@ void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
           const double *kr = k.floats().data() + kvRow * geo.d;
           double *dkr = dk.floats().data() + kvRow * geo.d;
           double *dvr = dv.floats().data() + kvRow * geo.dv;
+          // With dropout: v sees the dropped probabilities Pd = P * m, and
+          // the gradient reaches P through the same mask (dP = m * dPd);
+          // Dsum = dO . out holds with it (sum_j P dP = sum_j Pd dPd).
+          double m = dropout.factor(row, geo.tk, j);
           double dp = 0.0;
-          double pr = round(p[j]);
+          double pr = round(p[j]) * m;
           for (int64_t e = 0; e < geo.dv; ++e) {
             dp += dor[e] * vr[e];
             dvr[e] += pr * dor[e];
           }
+          dp *= m;
           double ds = round(p[j] * (dp - dsum)) * geo.scale;
           for (int64_t e = 0; e < geo.d; ++e) {
             dqr[e] += ds * kr[e];

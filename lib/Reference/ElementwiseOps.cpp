@@ -310,27 +310,6 @@ Tensor evalCast(Operation *op, const Tensor &input, const ExecutorOptions &optio
   return result;
 }
 
-/// Counter-based dropout mask (tx.dropout's description): the (index + 1)-th
-/// output of splitmix64 from the state s = seed + key * 0x2545F4914F6CDD1D,
-/// i.e. z = s + (index + 1) * 0x9E3779B97F4A7C15 followed by splitmix64's
-/// finalizer; u = (z >> 11) * 2^-53 in [0, 1). The element is kept when
-/// u >= ratio. Independent of evaluation order, so any backend (the GPU code
-/// generator uses the same formula) reproduces it from (seed, key, index).
-/// All (seed, key) pairs walk one sequence of states spaced by the golden
-/// ratio constant G; the key's factor C places key k + 1's stream
-/// C / G = 0x4232DB54AA7FB6E9 (mod 2^64) indices after key k's, far beyond
-/// any tensor, where `s = seed + key` would put dropout seed 1 at key 0 on
-/// the mask of seed 0 at key 1 (one op's mask at one step repeating
-/// another's at the next).
-double dropoutUniform(uint64_t seed, uint64_t key, uint64_t index) {
-  uint64_t z = seed + key * 0x2545F4914F6CDD1Dull;
-  z += (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;
-}
-
 Tensor evalDropout(tx::DropoutOp op, const Tensor &input, const Tensor &key) {
   Tensor result = makeResult(op);
   double ratio = op.getRatio().convertToFloat();
@@ -346,6 +325,27 @@ Tensor evalDropout(tx::DropoutOp op, const Tensor &input, const Tensor &key) {
 }
 
 } // namespace
+
+/// Counter-based dropout mask (tx.dropout's description): the (index + 1)-th
+/// output of splitmix64 from the state s = seed + key * 0x2545F4914F6CDD1D,
+/// i.e. z = s + (index + 1) * 0x9E3779B97F4A7C15 followed by splitmix64's
+/// finalizer; u = (z >> 11) * 2^-53 in [0, 1). The element is kept when
+/// u >= ratio. Independent of evaluation order, so any backend (the GPU code
+/// generator uses the same formula) reproduces it from (seed, key, index).
+/// All (seed, key) pairs walk one sequence of states spaced by the golden
+/// ratio constant G; the key's factor C places key k + 1's stream
+/// C / G = 0x4232DB54AA7FB6E9 (mod 2^64) indices after key k's, far beyond
+/// any tensor, where `s = seed + key` would put dropout seed 1 at key 0 on
+/// the mask of seed 0 at key 1 (one op's mask at one step repeating
+/// another's at the next).
+double mlir::txopt::reference::dropoutUniform(uint64_t seed, uint64_t key, uint64_t index) {
+  uint64_t z = seed + key * 0x2545F4914F6CDD1Dull;
+  z += (index + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
 
 llvm::Expected<bool> mlir::txopt::reference::evalElementwiseOp(
     Operation *op, const KernelArgs &args) {

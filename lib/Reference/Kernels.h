@@ -49,6 +49,11 @@ inline double roundUnlessF64(Type type, double value,
   return roundToType(cast<FloatType>(type), value);
 }
 
+/// tx.dropout's uniform draw in [0, 1) for element |index| (its
+/// description has the generator); the element is kept when it is >= the
+/// ratio. tx.attention's dropout draws the same (ElementwiseOps.cpp).
+double dropoutUniform(uint64_t seed, uint64_t key, uint64_t index);
+
 llvm::Expected<bool> evalElementwiseOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalShapeOp(Operation *op, const KernelArgs &args);
 llvm::Expected<bool> evalLinalgOp(Operation *op, const KernelArgs &args);

@@ -4,8 +4,9 @@ Compiles MODEL with `txopt --train` twice (default pipeline, and
 --no-fuse=attention), checks the report's `fused.attention` count of the
 first against --expect (every attention of the model fused, and each
 differentiated to one tx.attention_grad), runs both for --steps steps on the
-CPU reference executor (dropout off, same seed) and compares every step's
-loss and gradient norm: |fused - unfused| / |unfused| at most --rtol
+CPU reference executor (dropout off unless --dropout, same seed: with it,
+the fused attention's dropout must draw the unfused tx.dropout's masks)
+and compares every step's loss and gradient norm: |fused - unfused| / |unfused| at most --rtol
 (default 1e-5, f32). Prints one line per step; exits 1 on any mismatch.
 """
 import argparse
@@ -24,6 +25,9 @@ ap.add_argument("--steps", type=int, default=3)
 ap.add_argument("--rtol", type=float, default=1e-5)
 ap.add_argument("--expect", type=int, help="expected fused.attention count")
 ap.add_argument("--loss", default=None, help="txopt --loss (e.g. cross-entropy)")
+ap.add_argument("--dropout", action="store_true",
+                help="train with dropout on (the default turns it off)")
+ap.add_argument("--lr", default=None, help="txopt-run --lr")
 args = ap.parse_args()
 
 work = tempfile.mkdtemp(prefix="compare_attention_")
@@ -45,9 +49,10 @@ for variant, flags in [("fused", []), ("unfused", ["--no-fuse=attention"])]:
            fused.get("attention_grad") != args.expect:
             print(f"COUNT MISMATCH: expected {args.expect}")
             failed = True
-    out = subprocess.run([args.txopt_run, mlir, "--steps", str(args.steps),
-                          "--no-dropout"], check=True, capture_output=True,
-                         text=True).stdout
+    run = [args.txopt_run, mlir, "--steps", str(args.steps)]
+    run += [] if args.dropout else ["--no-dropout"]
+    run += ["--lr", args.lr] if args.lr else []
+    out = subprocess.run(run, check=True, capture_output=True, text=True).stdout
     runs[variant] = [(int(m.group(1)), float(m.group(2)), float(m.group(3)))
                      for m in re.finditer(r"step (\d+)\s+loss (\S+)\s+grad_norm (\S+)", out)]
 

@@ -370,6 +370,16 @@ CASES = [
     %o, %lse = tx.attention %q, %k, %v mask(%m) scale(1.0) : {T((2,1,2,3), 'f32')}, {T((2,1,3,3), 'f32')}, {T((2,1,3,2), 'f32')}, {T((2,3), 'f32')}
     %y = tx.cast %o : {T((2,1,2,2), 'f32')} to {T((2,1,2,2))}""", T((2, 1, 2, 2)),
          optional="tx.attention / tx.attention_grad kernels"),
+    # A dropout of the probabilities (a fixed key: the same mask every
+    # evaluation, so the function is differentiable where it keeps).
+    Case("attention_dropout", ["attention"], [A(1, 2, 4, 3), A(1, 2, 4, 3), A(1, 2, 4, 3)], f"""
+    %q = tx.cast %a0 : {T((1,2,4,3))} to {T((1,2,4,3), 'f32')}
+    %k = tx.cast %a1 : {T((1,2,4,3))} to {T((1,2,4,3), 'f32')}
+    %v = tx.cast %a2 : {T((1,2,4,3))} to {T((1,2,4,3), 'f32')}
+    %key = tx.constant dense<5> : {T((), 'i64')}
+    %o, %lse = tx.attention %q, %k, %v scale(0.6) causal dropout(%key, 0.3, 11) : {T((1,2,4,3), 'f32')}, {T((1,2,4,3), 'f32')}, {T((1,2,4,3), 'f32')}
+    %y = tx.cast %o : {T((1,2,4,3), 'f32')} to {T((1,2,4,3))}""", T((1, 2, 4, 3)),
+         optional="tx.attention / tx.attention_grad kernels"),
     # --- parameters, reuse, composition --------------------------------------
     Case("parameters_and_reuse", ["load_parameter", "summing", "frozen"],
          [A(2, 3)], f"""

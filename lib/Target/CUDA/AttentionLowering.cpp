@@ -80,6 +80,13 @@ template <typename OpT>
 LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
   if (failed(checkSupported(op, op.getQ(), op.getV())))
     return failure();
+  // cuDNN's SDPA dropout draws its own mask (Philox), which the executor
+  // cannot reproduce; tx-fuse-attention's cudnn-limits leaves such
+  // attention unfused, so only a hand-written pipeline gets here.
+  if (op.getDropoutKey())
+    return op.emitError("the GPU backend has no fused attention with dropout (cuDNN's "
+                        "dropout mask is not the executor's); fuse attention with "
+                        "tx-fuse-attention{cudnn-limits=1}, which leaves it unfused");
   cmd.dtype = *dtypeOf(typeOf(op.getQ()).getElementType());
   cmd.scale = static_cast<float>(op.getScale().convertToDouble());
   cmd.causal = op.getCausal();

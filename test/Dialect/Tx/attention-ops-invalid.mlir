@@ -135,3 +135,35 @@ func.func @grad_shared_check(%do: tensor<2x4x16x64xf32>, %q: tensor<2x4x16x64xf3
       : tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16xf32>
   return
 }
+
+// -----
+
+func.func @dropout_ratio_one(%q: tensor<1x2x4x8xf32>, %key: tensor<i64>) {
+  // expected-error @+1 {{expected a dropout ratio in [0, 1), but got 1}}
+  %o, %l = tx.attention %q, %q, %q scale(0.125) dropout(%key, 1.0, 0) : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_key_without_ratio(%q: tensor<1x2x4x8xf32>, %key: tensor<i64>) {
+  // expected-error @+1 {{expected a dropout key and ratio together, but got a key without a ratio}}
+  %o, %l = "tx.attention"(%q, %q, %q, %key) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, scale = 1.250000e-01 : f64}> : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<i64>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @dropout_ratio_without_key(%q: tensor<1x2x4x8xf32>, %o: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{expected a dropout key and ratio together, but got a ratio without a key}}
+  %dq, %dk, %dv = "tx.attention_grad"(%o, %q, %q, %q, %o, %lse) <{dropout_ratio = 1.000000e-01 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 0>, scale = 1.250000e-01 : f64}> : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @dropout_key_type(%q: tensor<1x2x4x8xf32>, %key: tensor<i32>) {
+  // expected-error @+1 {{operand #3 must be 0D tensor of 64-bit signless integer values}}
+  %o, %l = "tx.attention"(%q, %q, %q, %key) <{dropout_ratio = 1.000000e-01 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, scale = 1.250000e-01 : f64}> : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<i32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}

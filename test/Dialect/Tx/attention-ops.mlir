@@ -54,3 +54,18 @@ func.func @attention_grad(%do: tensor<2x8x16x32xbf16>, %q: tensor<2x8x16x64xbf16
       : tensor<2x8x16x32xbf16>, tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x32xbf16>, tensor<2x8x16xf32>, tensor<16x16xbf16>
   return %dq, %dk, %dv, %dq2 : tensor<2x8x16x64xbf16>, tensor<2x2x16x64xbf16>, tensor<2x2x16x32xbf16>, tensor<2x8x16x64xbf16>
 }
+
+// A dropout of the probabilities (key, ratio, seed), forward and gradient.
+// CHECK-LABEL: func.func @attention_dropout
+// CHECK-SAME:    %[[KEY:[^:]+]]: tensor<i64>
+// CHECK:         %[[O:.+]], %[[L:.+]] = tx.attention %{{.+}}, %{{.+}}, %{{.+}} scale(1.250000e-01) causal dropout(%[[KEY]], 1.000000e-01, 7) : tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>
+// CHECK:         tx.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[O]], %[[L]] scale(1.250000e-01) causal dropout(%[[KEY]], 1.000000e-01, 7) :
+func.func @attention_dropout(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x16x8xbf16>, %v: tensor<2x4x16x8xbf16>,
+                             %key: tensor<i64>, %do: tensor<2x4x16x8xbf16>) -> tensor<2x4x16x8xbf16> {
+  %o, %lse = tx.attention %q, %k, %v scale(0.125) causal dropout(%key, 0.1, 7)
+      : tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>
+  %dq, %dk, %dv = tx.attention_grad %do, %q, %k, %v, %o, %lse scale(0.125) causal dropout(%key, 0.1, 7)
+      : tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16xf32>
+  return %dq : tensor<2x4x16x8xbf16>
+}
+

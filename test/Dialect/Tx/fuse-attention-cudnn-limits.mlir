@@ -1,7 +1,8 @@
 // tx-fuse-attention with cudnn-limits=true (what txopt sets for a GPU step):
-// attention whose head dim is not a multiple of 8, or above 256, stays in
-// primitive ops with a near-miss remark naming cuDNN's limit, since the GPU
-// runs tx.attention as cuDNN's fused SDPA. Without the option both fuse.
+// attention whose head dim is not a multiple of 8, or above 256, or with a
+// dropout on the probabilities, stays in primitive ops with a near-miss
+// remark naming why, since the GPU runs tx.attention as cuDNN's fused SDPA.
+// Without the option they fuse.
 // RUN: txopt-opt %s --split-input-file --tx-fuse-attention="cudnn-limits=true" | FileCheck %s --check-prefix=LIMITS
 // RUN: txopt-opt %s --split-input-file --tx-fuse-attention | FileCheck %s --check-prefix=ANY
 // RUN: txopt-opt %s --split-input-file --tx-fuse-attention="cudnn-limits=true explain=true" 2>&1 >/dev/null \
@@ -56,4 +57,24 @@ func.func @head_dim_264(%q: tensor<1x1x4x264xf32>, %k: tensor<1x1x4x264xf32>, %v
   %p = tx.softmax %s axis(-1) : tensor<1x1x4x4xf32>
   %o = tx.matmul %p, %v : tensor<1x1x4x4xf32>, tensor<1x1x4x264xf32>
   return %o : tensor<1x1x4x264xf32>
+}
+
+// -----
+
+// A training dropout on the probabilities: cuDNN's SDPA draws its own mask,
+// not the executor's, so a GPU step keeps it unfused.
+// LIMITS-LABEL: func.func @dropout
+// LIMITS-NOT: tx.attention
+// LIMITS: tx.dropout
+// ANY-LABEL: func.func @dropout
+// ANY: tx.attention {{.*}} dropout(
+// EXPLAIN: remark: not fused: attention: dropout on the probabilities: the GPU's fused attention (cuDNN SDPA) draws its own dropout mask, not the one the executor draws for the same step
+func.func @dropout(%q: tensor<1x2x4x16xf32>, %k: tensor<1x2x4x16xf32>, %v: tensor<1x2x4x16xf32>) -> tensor<1x2x4x16xf32> {
+  %key = tx.constant dense<0> : tensor<i64>
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x16xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x16xf32>, tensor<1x2x16x4xf32>
+  %p = tx.softmax %s axis(-1) : tensor<1x2x4x4xf32>
+  %d = tx.dropout %p, %key ratio(1.000000e-01) seed(3) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %d, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x16xf32>
+  return %o : tensor<1x2x4x16xf32>
 }

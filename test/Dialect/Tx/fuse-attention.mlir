@@ -442,18 +442,38 @@ func.func @scores_escape(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: t
 
 // -----
 
-// A training dropout on the probabilities (not part of tx.attention yet).
+// A training dropout on the probabilities becomes the op's dropout: the
+// same key, ratio and seed, so the same mask (the dropout goes too).
 // CHECK-LABEL: func.func @dropout_on_probabilities
-// CHECK-NOT:     tx.attention
+// CHECK:         %[[KEY:.+]] = tx.constant dense<0> : tensor<i64>
+// CHECK:         %{{.+}}, %{{.+}} = tx.attention %arg0, %arg1, %arg2 scale(1.000000e+00) dropout(%[[KEY]], 1.000000e-01, 1) :
+// CHECK-NOT:     tx.dropout
+// CHECK-NOT:     tx.softmax
 func.func @dropout_on_probabilities(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   %key = tx.constant dense<0> : tensor<i64>
   %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
   %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
-  // EXPLAIN: remark: not fused: attention: expected no dropout on the probabilities (not fused yet), but got 'tx.dropout'
   %p = tx.softmax %s axis(-1) : tensor<1x2x4x4xf32>
   %d = tx.dropout %p, %key ratio(1.000000e-01) seed(1) : tensor<1x2x4x4xf32>
   %o = tx.matmul %d, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Must not fire: the dropped-out probabilities are read by something else
+// too (the fused op would not expose them).
+// CHECK-LABEL: func.func @dropout_read_twice
+// CHECK-NOT:     tx.attention
+func.func @dropout_read_twice(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>) {
+  %key = tx.constant dense<0> : tensor<i64>
+  %kt = tx.transpose %k perm [0, 1, 3, 2] : tensor<1x2x4x8xf32>
+  %s = tx.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  // EXPLAIN: remark: not fused: attention: expected the dropped-out probabilities to feed only the matmul with v, but they have another user
+  %p = tx.softmax %s axis(-1) : tensor<1x2x4x4xf32>
+  %d = tx.dropout %p, %key ratio(1.000000e-01) seed(1) : tensor<1x2x4x4xf32>
+  %o = tx.matmul %d, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o, %d : tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>
 }
 
 // -----

@@ -180,10 +180,13 @@ LogicalResult AttentionOp::buildGradients(GradientContext &c) {
     return unsupported(op, "through its lse result");
   if (op.getMask() && c.wants(3))
     return unsupported(op, "with respect to its mask");
+  // A dropout of the probabilities: the same key, ratio and seed, so the
+  // backward drops exactly the forward's entries.
   auto grad = AttentionGradOp::create(
       c.b, c.g(), op.getQ(), op.getK(), op.getV(), op.getMask(),
-      op.getResult(), op.getLse(), op.getScaleAttr(), op.getCausalAttr(),
-      op.getWindowAttr());
+      op.getResult(), op.getLse(), op.getDropoutKey(), op.getScaleAttr(),
+      op.getCausalAttr(), op.getWindowAttr(), op.getDropoutRatioAttr(),
+      op.getDropoutSeedAttr());
   c.set(0, grad.getQGrad());
   c.set(1, grad.getKGrad());
   c.set(2, grad.getVGrad());

@@ -113,6 +113,20 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value q, Value k,
   return success();
 }
 
+/// The dropout of the probabilities: a key and a ratio in [0, 1) together.
+static LogicalResult verifyAttentionDropout(Operation *op, Value key,
+                                            std::optional<APFloat> ratio) {
+  if (static_cast<bool>(key) != ratio.has_value())
+    return op->emitOpError("expected a dropout key and ratio together, but got ")
+           << (key ? "a key without a ratio" : "a ratio without a key");
+  if (ratio) {
+    double r = ratio->convertToDouble();
+    if (!(r >= 0.0 && r < 1.0))
+      return op->emitOpError("expected a dropout ratio in [0, 1), but got ") << r;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
@@ -125,9 +139,11 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult AttentionOp::verify() {
-  return verifyAttentionOperands(*this, getQ(), getK(), getV(), getMask(),
-                                 getScale().convertToDouble(), getCausal(),
-                                 getWindow());
+  if (failed(verifyAttentionOperands(*this, getQ(), getK(), getV(), getMask(),
+                                     getScale().convertToDouble(), getCausal(),
+                                     getWindow())))
+    return failure();
+  return verifyAttentionDropout(*this, getDropoutKey(), getDropoutRatio());
 }
 
 //===----------------------------------------------------------------------===//
@@ -146,7 +162,8 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQ(), getK(), getV(), getMask(),
                                      getScale().convertToDouble(), getCausal(),
-                                     getWindow())))
+                                     getWindow())) ||
+      failed(verifyAttentionDropout(*this, getDropoutKey(), getDropoutRatio())))
     return failure();
   SmallVector<Type> forward;
   if (failed(inferAttention(getLoc(), getQ(), getV(), forward)))

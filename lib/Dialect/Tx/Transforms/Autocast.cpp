@@ -104,8 +104,9 @@ struct AutocastPass : tx::impl::AutocastPassBase<AutocastPass> {
       Value k = toLow(op.getK());
       Value v = toLow(op.getV());
       auto lowered = AttentionOp::create(
-          builder, op.getLoc(), q, k, v, op.getMask(), op.getScaleAttr(),
-          op.getCausalAttr(), op.getWindowAttr());
+          builder, op.getLoc(), q, k, v, op.getMask(), op.getDropoutKey(),
+          op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
+          op.getDropoutRatioAttr(), op.getDropoutSeedAttr());
       Value back = CastOp::create(builder, op.getLoc(),
                                   op.getResult().getType(), lowered.getResult());
       op.getResult().replaceAllUsesWith(back);

@@ -303,13 +303,23 @@ Value inlineGradient(OpBuilder &builder, func::FuncOp gradFunc, Block *entry,
   Block &gradBody = gradFunc.getBody().front();
   for (Operation &op : gradBody.without_terminator())
     builder.clone(op, mapping);
-  // Every dropout (forward and, through the shared key, its gradient) is
+  // Every dropout (forward and, through the shared key, its gradient; the
+  // probabilities' dropout of a fused attention and of its gradient) is
   // keyed by the step's rng_key; the import-time constant key goes dead.
   llvm::SetVector<Operation *> oldKeys;
-  entry->walk([&](DropoutOp dropout) {
-    if (Operation *key = dropout.getKey().getDefiningOp())
-      oldKeys.insert(key);
-    dropout.getKeyMutable().set(entry->getArgument(layout.rngIndex));
+  Value rngKey = entry->getArgument(layout.rngIndex);
+  auto rekey = [&](OpOperand &key) {
+    if (Operation *def = key.get().getDefiningOp())
+      oldKeys.insert(def);
+    key.set(rngKey);
+  };
+  entry->walk([&](Operation *op) {
+    if (auto dropout = dyn_cast<DropoutOp>(op))
+      rekey(dropout.getKeyMutable());
+    else if (auto attention = dyn_cast<AttentionOp>(op); attention && attention.getDropoutKey())
+      rekey(attention.getDropoutKeyMutable()[0]);
+    else if (auto grad = dyn_cast<AttentionGradOp>(op); grad && grad.getDropoutKey())
+      rekey(grad.getDropoutKeyMutable()[0]);
   });
   for (Operation *key : oldKeys)
     if (isa<ConstantOp>(key) && key->use_empty())
@@ -403,6 +413,18 @@ IRMapping cloneForwardForEvaluation(OpBuilder &builder, func::FuncOp lossFunc,
     }
     if (auto dropout = dyn_cast<DropoutOp>(op)) {
       mapping.map(dropout.getResult(), mapping.lookupOrDefault(dropout.getInput()));
+      continue;
+    }
+    // A fused attention's dropout of the probabilities goes the same way.
+    if (auto attention = dyn_cast<AttentionOp>(op); attention && attention.getDropoutKey()) {
+      Value mask = attention.getMask() ? mapping.lookupOrDefault(attention.getMask()) : Value();
+      auto plain = AttentionOp::create(
+          builder, attention.getLoc(), mapping.lookupOrDefault(attention.getQ()),
+          mapping.lookupOrDefault(attention.getK()), mapping.lookupOrDefault(attention.getV()),
+          mask, Value(), attention.getScaleAttr(), attention.getCausalAttr(),
+          attention.getWindowAttr(), nullptr, builder.getI64IntegerAttr(0));
+      mapping.map(attention.getResult(), plain.getResult());
+      mapping.map(attention.getLse(), plain.getLse());
       continue;
     }
     builder.clone(op, mapping);

@@ -80,6 +80,8 @@ struct AttentionMatch {
   double scale = 1.0;
   bool causal = false;
   std::optional<int64_t> window;
+  /// A training dropout of the probabilities (before the product with v).
+  DropoutOp dropout;
   Operation *root = nullptr;
   /// The ops the fused op replaces, in data-flow order.
   SmallVector<Operation *> ops;
@@ -469,9 +471,17 @@ private:
       return notCandidate("the softmax does not feed one matmul");
     }
     Operation *user = *consumed.getUsers().begin();
-    if (isa<DropoutOp>(user))
-      return nearMiss("expected no dropout on the probabilities (not fused "
-                      "yet), but got 'tx.dropout'");
+    // A training dropout of the probabilities: the fused op draws the same
+    // mask over [B, H, Tq, Tk] (the softmax's shape, so the same indices).
+    if (auto dropout = dyn_cast<DropoutOp>(user)) {
+      if (!dropout->hasOneUse())
+        return nearMiss("expected the dropped-out probabilities to feed only "
+                        "the matmul with v, but they have another user");
+      match.dropout = dropout;
+      tail.push_back(dropout);
+      consumed = dropout.getResult();
+      user = *consumed.getUsers().begin();
+    }
     pv = dyn_cast<MatMulOp>(user);
     if (!pv || pv.getLhs() != consumed)
       return notCandidate("the softmax does not feed a matmul as its lhs");
@@ -747,11 +757,14 @@ void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
   Value mask = match.mask;
   if (match.maskConstant)
     mask = ConstantOp::create(rewriter, loc, match.maskConstant);
+  DropoutOp dropout = match.dropout;
   auto fused = AttentionOp::create(
-      rewriter, loc, match.q, k, v, mask,
+      rewriter, loc, match.q, k, v, mask, dropout ? dropout.getKey() : Value(),
       rewriter.getF64FloatAttr(match.scale),
       match.causal ? rewriter.getUnitAttr() : nullptr,
-      match.window ? rewriter.getI64IntegerAttr(*match.window) : nullptr);
+      match.window ? rewriter.getI64IntegerAttr(*match.window) : nullptr,
+      dropout ? dropout.getRatioAttr() : nullptr,
+      rewriter.getI64IntegerAttr(dropout ? dropout.getSeed() : 0));
   rewriter.replaceOp(match.root, fused.getResult());
   for (Operation *op : llvm::reverse(match.ops))
     if (op != match.root && op->use_empty())
@@ -762,6 +775,13 @@ void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
 /// takes head dims that are multiples of 8 and at most 256. Attention it
 /// cannot run stays in primitive ops, as a near miss that says why.
 void checkCudnnLimits(AttentionMatch &match) {
+  if (match.dropout) {
+    match.status = AttentionMatch::NearMiss;
+    match.reason = "dropout on the probabilities: the GPU's fused attention "
+                   "(cuDNN SDPA) draws its own dropout mask, not the one the "
+                   "executor draws for the same step";
+    return;
+  }
   int64_t d = tensorType(match.q).getShape()[3], dv = match.v.shape[3];
   for (int64_t dim : {d, dv}) {
     if (isCudnnAttentionHeadDim(dim))

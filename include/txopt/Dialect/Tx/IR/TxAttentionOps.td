@@ -29,7 +29,8 @@ def Tx_AttentionStatsTensor : StaticShapeTensorOf<[F32]>;
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-def Tx_AttentionOp : Tx_Op<"attention", [Tx_Differentiable, Pure, InferTypeOpAdaptor]> {
+def Tx_AttentionOp : Tx_Op<"attention", [Tx_Differentiable, Pure, InferTypeOpAdaptor,
+    AttrSizedOperandSegments]> {
   let summary = "Fused scaled-dot-product attention (grouped-query, causal, sliding window)";
   let description = [{
     Multi-head attention over the layout `[batch, heads, tokens, head dim]`:
@@ -64,8 +65,24 @@ def Tx_AttentionOp : Tx_Op<"attention", [Tx_Differentiable, Pure, InferTypeOpAda
     has `lse = -inf` and a zero `result` row, where the unfused softmax gives
     NaN (Hugging Face exports write `Where(IsNaN(p), 0, p)` for exactly that).
 
-    Dropout on the probabilities is not part of the op yet: tx-fuse-attention
-    leaves attention with a training dropout unfused, with a remark.
+    `dropout(%key, ratio, seed)`, when present, is a training dropout of the
+    probabilities before the product with `v`, with exactly the mask that
+    `tx.dropout %P, %key ratio(ratio) seed(seed)` draws over the
+    `[B, H, Tq, Tk]` tensor `P` (the row-major linear index
+    `((b * H + h) * Tq + i) * Tk + j`; TxOps.td has the generator): the
+    fused op trains as the unfused graph it replaces, mask for mask.
+
+    ```
+    Pd[b,h,i,j]   = keep(seed, key, index(b,h,i,j)) ? P[b,h,i,j] / (1 - ratio) : 0
+    result[b,h,i,e] = T(sum_j Pd[b,h,i,j] * f32(v[b,h/n,j,e]))
+    ```
+
+    `1 / (1 - ratio)` is formed in double from the f32 ratio, as tx.dropout
+    forms it; the product is not rounded on its own (with bf16/f16
+    operands, `P` is rounded as above before it is scaled). The GPU backend
+    has no lowering for it (cuDNN's dropout draws its own mask, which the
+    executor's cannot reproduce): tx-fuse-attention with `cudnn-limits`
+    leaves such attention unfused, as a near miss.
 
     ```mlir
     %o, %lse = tx.attention %q, %k, %v scale(0.125) causal
@@ -80,14 +97,19 @@ def Tx_AttentionOp : Tx_Op<"attention", [Tx_Differentiable, Pure, InferTypeOpAda
                        Tx_AttentionTensor:$k,
                        Tx_AttentionTensor:$v,
                        Optional<Tx_AttentionMaskTensor>:$mask,
+                       Optional<Tx_I64ScalarTensor>:$dropout_key,
                        F64Attr:$scale,
                        UnitAttr:$causal,
-                       OptionalAttr<I64Attr>:$window);
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$dropout_ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_seed);
   let results = (outs Tx_AttentionTensor:$result,
                       Tx_AttentionStatsTensor:$lse);
+  // The key is always tensor<i64>, hence not spelled among the types.
   let assemblyFormat = [{
     $q `,` $k `,` $v (`mask` `(` $mask^ `)`)? `scale` `(` $scale `)`
-    (`causal` $causal^)? (`window` `(` $window^ `)`)? attr-dict
+    (`causal` $causal^)? (`window` `(` $window^ `)`)?
+    (`dropout` `(` $dropout_key^ `,` $dropout_ratio `,` $dropout_seed `)`)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) (`,` type($mask)^)?
   }];
   let hasVerifier = 1;
@@ -98,7 +120,7 @@ def Tx_AttentionOp : Tx_Op<"attention", [Tx_Differentiable, Pure, InferTypeOpAda
 //===----------------------------------------------------------------------===//
 
 def Tx_AttentionGradOp : Tx_Op<"attention_grad", [Pure, InferTypeOpAdaptor,
-    AllTypesMatch<["grad", "out"]>]> {
+    AllTypesMatch<["grad", "out"]>, AttrSizedOperandSegments]> {
   let summary = "Gradients of tx.attention with respect to q, k and v";
   let description = [{
     Given the upstream gradient `grad` (dO) of the `result` (`out`) of a
@@ -121,6 +143,12 @@ def Tx_AttentionGradOp : Tx_Op<"attention_grad", [Pure, InferTypeOpAdaptor,
     to that type first, as flash-attention kernels do. There is no gradient for `mask`: the gradient rule
     refuses a mask that needs one (a learned bias).
 
+    With `dropout(%key, ratio, seed)` (the forward's), the same mask: `Pd`
+    (as in tx.attention) takes `P`'s place in the `v_grad` sum, and `dP` is
+    the gradient through the dropout,
+    `keep(index) ? (sum_e dO * v) / (1 - ratio) : 0`; `Dsum` is unchanged
+    (`sum_j P dP = sum_j Pd (dO . v_j) = dO . out`).
+
     ```mlir
     %dq, %dk, %dv = tx.attention_grad %do, %q, %k, %v, %o, %lse scale(0.125) causal
         : tensor<2x8x128x64xbf16>, tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>,
@@ -134,9 +162,12 @@ def Tx_AttentionGradOp : Tx_Op<"attention_grad", [Pure, InferTypeOpAdaptor,
                        Optional<Tx_AttentionMaskTensor>:$mask,
                        Tx_AttentionTensor:$out,
                        Tx_AttentionStatsTensor:$lse,
+                       Optional<Tx_I64ScalarTensor>:$dropout_key,
                        F64Attr:$scale,
                        UnitAttr:$causal,
-                       OptionalAttr<I64Attr>:$window);
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$dropout_ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_seed);
   let results = (outs Tx_AttentionTensor:$q_grad,
                       Tx_AttentionTensor:$k_grad,
                       Tx_AttentionTensor:$v_grad);
@@ -144,6 +175,7 @@ def Tx_AttentionGradOp : Tx_Op<"attention_grad", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = [{
     $grad `,` $q `,` $k `,` $v `,` (`mask` `(` $mask^ `)` `,`)? $out `,` $lse
     `scale` `(` $scale `)` (`causal` $causal^)? (`window` `(` $window^ `)`)?
+    (`dropout` `(` $dropout_key^ `,` $dropout_ratio `,` $dropout_seed `)`)?
     attr-dict `:` type($grad) `,` type($q) `,` type($k) `,` type($v) `,`
     type($lse) (`,` type($mask)^)?
   }];

@@ -471,8 +471,11 @@ def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
     one f16/bf16/f32 type; k and v fold to the same head count; the mask
     broadcasts to the scores without widening them and needs no gradient
     (reads no trainable parameter); no intermediate (scaled q or kT, scores,
-    masked scores, probabilities) has a user outside the attention; no
-    dropout on the probabilities (not part of tx.attention yet). A Where on
+    masked scores, probabilities) has a user outside the attention. A
+    training `tx.dropout` of the probabilities (read only by the matmul with
+    v) becomes the op's `dropout(key, ratio, seed)`: the same mask; with
+    `cudnn-limits` it is a near miss instead (cuDNN's dropout draws its own
+    mask, which the executor cannot reproduce). A Where on
     the scores has a constant condition and a scalar constant fill as above.
     Its condition keeps a key in every query row: for a row it masks
     completely the unfused softmax gives uniform probabilities (finite fill)
@@ -498,7 +501,8 @@ def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
            "Emit a remark for every attention candidate that was not fused, with the reason">,
     Option<"cudnnLimits", "cudnn-limits", "bool", /*default=*/"false",
            "Fuse only what the GPU's fused attention (cuDNN SDPA) runs: head "
-           "dims multiples of 8, at most 256 (txopt sets it for GPU steps)">,
+           "dims multiples of 8, at most 256, no dropout of the probabilities "
+           "(txopt sets it for GPU steps)">,
   ];
   let statistics = [
     Statistic<"numAttention", "num-attention", "Number of tx.attention ops created">,
