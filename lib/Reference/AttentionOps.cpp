@@ -105,13 +105,6 @@ void probabilities(std::vector<double> &s, double lse) {
     x = empty ? 0.0 : std::exp(x - lse);
 }
 
-/// Flash-attention kernels (cuDNN's SDPA, which the GPU step runs;
-/// FlashAttention) multiply the probabilities by V, and in the backward dS
-/// by K and Q, on tensor cores in the operands' type: P and dS are rounded
-/// to it first. For bf16/f16 attention the reference rounds at the same two
-/// points (sums stay in double), so it models the GPU's numerics rather
-/// than an exact softmax it never computes. f32 attention (and --f64) is
-/// not rounded.
 /// tx.attention's dropout of the probabilities: tx.dropout's mask over the
 /// [B, H, Tq, Tk] tensor (row-major index row * Tk + j), and its scale.
 struct ProbabilityDropout {
@@ -138,6 +131,13 @@ struct ProbabilityDropout {
   }
 };
 
+/// Flash-attention kernels (cuDNN's SDPA, which the GPU step runs;
+/// FlashAttention) multiply the probabilities by V, and in the backward dS
+/// by K and Q, on tensor cores in the operands' type: P and dS are rounded
+/// to it first. For bf16/f16 attention the reference rounds at the same two
+/// points (sums stay in double), so it models the GPU's numerics rather
+/// than an exact softmax it never computes. f32 attention (and --f64) is
+/// not rounded.
 struct FlashRounding {
   Type element;
   const ExecutorOptions &options;

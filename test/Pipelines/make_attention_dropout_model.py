@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""make_attention_dropout_model.py OUT.onnx [--ratio R] [--causal]
+"""make_attention_dropout_model.py OUT.onnx [--ratio R] [--causal] [--padding]
 
 A small trainable self-attention with a training-mode Dropout on the
 probabilities, as PyTorch's eager attention (attn_dropout) exports it:
 q, k, v = x Wq, x Wk, x Wv split into H heads, scores = q k^T / sqrt(D)
-(plus a causal -inf mask with --causal), Softmax, Dropout(R, training),
+(plus a causal -inf mask with --causal, and with --padding an additive
+[B, 1, 1, T] mask input, which stays a mask operand), Softmax,
+Dropout(R, training),
 MatMul with v, heads merged, loss = mean(y * y). opset 18, f32, seeded."""
 import argparse
 
@@ -17,6 +19,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("out")
 ap.add_argument("--ratio", type=float, default=0.25)
 ap.add_argument("--causal", action="store_true")
+ap.add_argument("--padding", action="store_true")
 args = ap.parse_args()
 
 B, T, H, D = 2, 8, 2, 8
@@ -49,6 +52,11 @@ if args.causal:
     inits.append(numpy_helper.from_array(mask, "causal_mask"))
     nodes.append(helper.make_node("Add", ["scores", "causal_mask"], ["masked"]))
     logits = "masked"
+inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, T, C])]
+if args.padding:
+    inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.FLOAT, [B, 1, 1, T]))
+    nodes.append(helper.make_node("Add", [logits, "attention_mask"], ["padded"]))
+    logits = "padded"
 nodes += [
     helper.make_node("Softmax", [logits], ["p"], axis=-1),
     helper.make_node("Dropout", ["p", "ratio", "training"], ["pd"]),
@@ -59,11 +67,10 @@ nodes += [
     helper.make_node("ReduceMean", ["y2"], ["loss"], keepdims=0),
 ]
 graph = helper.make_graph(
-    nodes, "attention_dropout",
-    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, T, C])],
+    nodes, "attention_dropout", inputs,
     [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 onnx.checker.check_model(model)
 onnx.save(model, args.out)
 print(f"wrote {args.out}: B={B} T={T} H={H} D={D}, dropout {args.ratio}"
-      f"{', causal' if args.causal else ''}")
+      f"{', causal' if args.causal else ''}{', padding mask' if args.padding else ''}")

@@ -54,8 +54,9 @@ OPTIONS:
                           followed through data-movement ops; 2 otherwise.
   --f64                   Compute every float value in f64, never rounding to
                           the element types (for finite-difference checks).
-  --no-dropout            Let tx.dropout pass its input through (to compare
-                          with a reference whose random numbers differ).
+  --no-dropout            Let tx.dropout (and tx.attention's dropout) pass
+                          its input through (to compare with a reference
+                          whose random numbers differ).
   --check-finite[=WHAT]   Stop at the first op whose result holds a NaN
                           (WHAT=nan, the default: -inf attention masks are
                           legitimate) or a NaN or infinity (WHAT=all), and
@@ -77,7 +78,7 @@ OPTIONS:
                           1). --output-dir receives the final state.
                           Step inputs: `lr` is the compiled default (its
                           tx.init) unless --lr says otherwise; `rng_key` (the
-                          key of every tx.dropout) is S * 2^32 + k on the
+                          key of every dropout) is S * 2^32 + k on the
                           step counted from k = 0 (S: --seed; uint64 bits,
                           wrapping), so each step draws a fresh mask.
   --lr X                  With --steps: feed X as the step's `lr` input.

@@ -764,7 +764,7 @@ void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
       match.causal ? rewriter.getUnitAttr() : nullptr,
       match.window ? rewriter.getI64IntegerAttr(*match.window) : nullptr,
       dropout ? dropout.getRatioAttr() : nullptr,
-      rewriter.getI64IntegerAttr(dropout ? dropout.getSeed() : 0));
+      dropout ? dropout.getSeedAttr() : rewriter.getI64IntegerAttr(0));
   rewriter.replaceOp(match.root, fused.getResult());
   for (Operation *op : llvm::reverse(match.ops))
     if (op != match.root && op->use_empty())
