@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""make_attention_dropout_model.py OUT.onnx [--ratio R] [--causal] [--padding]
+"""make_attention_dropout_model.py OUT.onnx [--ratio R] [--causal] [--padding] [--gqa]
 
 A small trainable self-attention with a training-mode Dropout on the
 probabilities, as PyTorch's eager attention (attn_dropout) exports it:
 q, k, v = x Wq, x Wk, x Wv split into H heads, scores = q k^T / sqrt(D)
 (plus a causal -inf mask with --causal, and with --padding an additive
-[B, 1, 1, T] mask input, which stays a mask operand), Softmax,
+[B, 1, 1, T] mask input, which stays a mask operand; with --gqa k and v
+have one head, repeated for the query heads as Hugging Face's repeat_kv
+writes it), Softmax,
 Dropout(R, training),
 MatMul with v, heads merged, loss = mean(y * y). opset 18, f32, seeded."""
 import argparse
@@ -20,27 +22,43 @@ ap.add_argument("out")
 ap.add_argument("--ratio", type=float, default=0.25)
 ap.add_argument("--causal", action="store_true")
 ap.add_argument("--padding", action="store_true")
+ap.add_argument("--gqa", action="store_true")
 args = ap.parse_args()
 
 B, T, H, D = 2, 8, 2, 8
 C = H * D
+HKV = 1 if args.gqa else H
 rng = np.random.default_rng(11)
-inits = [numpy_helper.from_array((rng.standard_normal((C, C)) / np.sqrt(C)).astype(np.float32), n)
+inits = [numpy_helper.from_array((rng.standard_normal((C, C if n == "wq" else HKV * D))
+                                  / np.sqrt(C)).astype(np.float32), n)
          for n in ("wq", "wk", "wv")]
 inits += [
     numpy_helper.from_array(np.array([B, T, H, D], dtype=np.int64), "heads_shape"),
+    numpy_helper.from_array(np.array([B, T, HKV, D], dtype=np.int64), "kv_heads_shape"),
+    numpy_helper.from_array(np.array([B, HKV, H // HKV, T, D], dtype=np.int64), "repeat_shape"),
+    numpy_helper.from_array(np.array([2], dtype=np.int64), "repeat_axis"),
     numpy_helper.from_array(np.array([B, T, C], dtype=np.int64), "merged_shape"),
+    numpy_helper.from_array(np.array([B, H, T, D], dtype=np.int64), "heads_shape_t"),
     numpy_helper.from_array(np.array(1.0 / np.sqrt(D), dtype=np.float32), "scale"),
     numpy_helper.from_array(np.array(args.ratio, dtype=np.float32), "ratio"),
     numpy_helper.from_array(np.array(True), "training"),
 ]
 nodes = []
 for name in ("q", "k", "v"):
+    shape = "heads_shape" if name == "q" else "kv_heads_shape"
+    out = name if name == "q" or not args.gqa else name + "_kv"
     nodes += [
         helper.make_node("MatMul", ["x", "w" + name], [name + "_proj"]),
-        helper.make_node("Reshape", [name + "_proj", "heads_shape"], [name + "_heads"]),
-        helper.make_node("Transpose", [name + "_heads"], [name], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", [name + "_proj", shape], [name + "_heads"]),
+        helper.make_node("Transpose", [name + "_heads"], [out], perm=[0, 2, 1, 3]),
     ]
+    if out != name:
+        # repeat_kv: [B, 1, T, D] -> [B, 1, n, T, D] -> [B, H, T, D].
+        nodes += [
+            helper.make_node("Unsqueeze", [out, "repeat_axis"], [name + "_1"]),
+            helper.make_node("Expand", [name + "_1", "repeat_shape"], [name + "_n"]),
+            helper.make_node("Reshape", [name + "_n", "heads_shape_t"], [name]),
+        ]
 nodes += [
     helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
     helper.make_node("MatMul", ["q", "kt"], ["qk"]),
@@ -73,4 +91,5 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 onnx.checker.check_model(model)
 onnx.save(model, args.out)
 print(f"wrote {args.out}: B={B} T={T} H={H} D={D}, dropout {args.ratio}"
-      f"{', causal' if args.causal else ''}{', padding mask' if args.padding else ''}")
+      f"{', causal' if args.causal else ''}{', padding mask' if args.padding else ''}"
+      f"{f', {HKV} kv head(s)' if args.gqa else ''}")
