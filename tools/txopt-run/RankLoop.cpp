@@ -77,21 +77,7 @@ llvm::Error StepRunner::runRanks(int64_t step) {
   // r*B .. (r+1)*B - 1 of the micro-batch's window, and the micro-batch's
   // dropout key, the same on every rank.
   auto setRankInputs = [&](int64_t r, int64_t m) {
-    std::vector<Tensor> &mine = rankArgs[r];
-    if (offsets[m]) {
-      auto fill = [&](unsigned arg, int64_t shift) {
-        Tensor batch(cast<RankedTensorType>(func.getArgument(arg).getType()));
-        for (int64_t k = 0; k < window; ++k)
-          batch.ints()[k] = tokens[*offsets[m] + r * window + shift + k];
-        mine[arg] = std::move(batch);
-      };
-      fill(batchArgs[0], 0);
-      if (labelArg)
-        fill(*labelArg, 1);
-    }
-    if (rngArg)
-      mine[*rngArg].ints()[0] =
-          rngKey(seed, static_cast<uint64_t>((step - 1) * gradAccum + m));
+    setBatchInputs(rankArgs[r], step, m, offsets[m], r);
   };
   if (schedule)
     for (int64_t r = 0; r < numRanks; ++r)

@@ -139,24 +139,30 @@ llvm::Error StepRunner::evaluate(int64_t step) {
 /// (step - 1) * N + micro of the run, which for N = 1 is the step's.
 /// And the step's scheduled lr.
 void StepRunner::setStepInputs(int64_t step, int64_t micro) {
-  if (windows) {
-    int64_t offset = windows->next();
+  std::optional<int64_t> offset;
+  if (windows)
+    offset = windows->next();
+  setBatchInputs(args, step, micro, offset, /*rank=*/0);
+  if (schedule)
+    args[*lrArg].floats()[0] = schedule->at(step);
+}
+
+void StepRunner::setBatchInputs(std::vector<Tensor> &target, int64_t step, int64_t micro,
+                                std::optional<int64_t> offset, int64_t rank) {
+  if (offset) {
     auto fill = [&](unsigned arg, int64_t shift) {
-      auto type = cast<RankedTensorType>(func.getArgument(arg).getType());
-      Tensor batch(type);
+      Tensor batch(cast<RankedTensorType>(func.getArgument(arg).getType()));
       for (int64_t k = 0; k < window; ++k)
-        batch.ints()[k] = tokens[offset + shift + k];
-      args[arg] = std::move(batch);
+        batch.ints()[k] = tokens[*offset + rank * window + shift + k];
+      target[arg] = std::move(batch);
     };
     fill(batchArgs[0], 0);
     if (labelArg)
       fill(*labelArg, 1);
   }
   if (rngArg)
-    args[*rngArg].ints()[0] =
+    target[*rngArg].ints()[0] =
         rngKey(seed, static_cast<uint64_t>((step - 1) * gradAccum + micro));
-  if (schedule)
-    args[*lrArg].floats()[0] = schedule->at(step);
 }
 
 llvm::Error StepRunner::runStep(int64_t step) {

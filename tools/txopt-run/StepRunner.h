@@ -126,6 +126,12 @@ private:
   /// (step - 1) * N + micro of the run, which for N = 1 is the step's.
   /// And the step's scheduled lr.
   void setStepInputs(int64_t step, int64_t micro = 0);
+  /// What setStepInputs and each simulated rank (RankLoop.cpp) write into
+  /// one rank's arguments |target|: rows rank*B .. (rank+1)*B - 1 of the
+  /// window at token |offset| (none: the seeded batch stays) and the
+  /// dropout key of micro-batch |micro| of step |step|.
+  void setBatchInputs(std::vector<mlir::txopt::reference::Tensor> &target, int64_t step,
+                      int64_t micro, std::optional<int64_t> offset, int64_t rank);
 
   llvm::Error runStep(int64_t step);
 

@@ -439,6 +439,12 @@ Status TrainingRun::save(int64_t step) {
     info.shuffle = o.shuffle;
   }
   info.schedule = scheduleJson;
+  // Replicated state (parameters, step, FP8 scaling state) is the same on
+  // every rank by construction; a checkpoint of rank 0's copy is only right
+  // if it is, so the ranks compare a checksum per tensor (as txopt-run
+  // compares the bits), gathered once after the loop.
+  std::vector<uint64_t> checksums;
+  std::vector<size_t> checked;
   for (size_t k = 0; k < stateArgs.size(); ++k) {
     CheckpointTensor t{specs[k].name, specs[k].role, specs[k].dtype, specs[k].shape, {},
                        specs[k].sites};
@@ -452,20 +458,22 @@ Status TrainingRun::save(int64_t step) {
       TXRT_RETURN_IF_ERROR(wholeFromShards(shards, wholeBytes(k), t.bytes)
                                .withContext("'" + specs[k].name + "'"));
     } else if (ranks.communicator) {
-      // Replicated state (parameters, step, FP8 scaling state) is the same
-      // on every rank by construction; a checkpoint of one rank's copy is
-      // only right if it is, so compare checksums (as txopt-run compares
-      // the bits).
-      uint64_t mine = fnv1a64(t.bytes.data(), t.bytes.size());
-      std::vector<uint8_t> all;
-      TXRT_RETURN_IF_ERROR(session->gatherFromRanks(&mine, sizeof mine, all));
-      for (int r = 1; r < ranks.size; ++r)
-        if (std::memcmp(all.data() + r * sizeof mine, all.data(), sizeof mine) != 0)
-          return Status::invalid("rank " + std::to_string(r) + " holds another '" +
-                                 specs[k].name + "' than rank 0 (replicated state must be "
-                                 "the same on every rank)");
+      checksums.push_back(fnv1a64(t.bytes.data(), t.bytes.size()));
+      checked.push_back(k);
     }
     out.tensors.push_back(std::move(t));
+  }
+  if (ranks.communicator) {
+    size_t bytes = checksums.size() * sizeof(uint64_t);
+    std::vector<uint8_t> all;
+    TXRT_RETURN_IF_ERROR(session->gatherFromRanks(checksums.data(), bytes, all));
+    for (int r = 1; r < ranks.size; ++r)
+      for (size_t i = 0; i < checked.size(); ++i)
+        if (std::memcmp(all.data() + r * bytes + i * sizeof(uint64_t),
+                        all.data() + i * sizeof(uint64_t), sizeof(uint64_t)) != 0)
+          return Status::invalid("rank " + std::to_string(r) + " holds another '" +
+                                 specs[checked[i]].name + "' than rank 0 (replicated "
+                                 "state must be the same on every rank)");
   }
   // Every rank took part in the gathers; rank 0 writes, and the ranks stop
   // together if it could not (rather than the others going on into the
