@@ -26,7 +26,11 @@
 #     whole) and resumed on 2 ranks print the uninterrupted run's steps
 #     7-12 (within 1e-5), and resumed on the plain 4x32 step continue it
 #     within 1e-5;
-#  7. errors end with one line and no hang: two NCCL ranks on one GPU
+#  7. validation and fp16: 2 ranks (threads) with --val-data on a step
+#     compiled with --eval, and the fp16 step with dynamic loss scaling, vs
+#     the CPU executor's 2 simulated ranks (f32 within 1e-5, val_loss too;
+#     fp16 within 1e-2) and the fp16 one vs the plain 4x32 fp16 step;
+#  8. errors end with one line and no hang: two NCCL ranks on one GPU
 #     (NCCL refuses a duplicate device), a rank whose peer never starts
 #     (the rendezvous times out after --rank-timeout).
 # Exits non-zero if any failed.
@@ -38,6 +42,7 @@ py="${PYTHON:-python3}"
 [ -x "$root/.venv/bin/python" ] && py="$root/.venv/bin/python"
 mkdir -p "$dir"
 flags=(--steps 12 --data "$dir/tokens.npy" --lr 3e-3)
+val=(--val-data "$dir/val.npy" --eval-every 4 --eval-steps 10)
 case "$mode" in
 prepare)
   txopt="$root/build/bin/txopt"
@@ -66,7 +71,18 @@ prepare)
     -q -o "$dir/dp2-accum.mlir"
   "$root/build/bin/txopt-run" "$dir/dp2-accum.mlir" --ranks 2 "${flags[@]}" \
     --log "$dir/cpu-dp2-accum.jsonl" > /dev/null
-  rm -f "$dir/dp2.mlir" "$dir/dp2-accum.mlir" "$dir/batch4.onnx"
+  "$py" "$root/test/Training/make_markov_tokens.py" "$dir/val.npy" 3000 512
+  "$txopt" "$model" --train "${clip[@]}" --eval --data-parallel=2 -q -o "$dir/dp2-eval.txa"
+  "$txopt" "$model" --train "${clip[@]}" --eval --data-parallel=2 --no-fuse=attention \
+    -q -o "$dir/dp2-eval.mlir"
+  "$root/build/bin/txopt-run" "$dir/dp2-eval.mlir" --ranks 2 "${flags[@]}" "${val[@]}" \
+    --log "$dir/cpu-dp2-eval.jsonl" > /dev/null
+  "$txopt" "$model" --train "${clip[@]}" --precision=fp16 --data-parallel=2 -q -o "$dir/dp2-fp16.txa"
+  "$txopt" "$dir/batch4.onnx" --train "${clip[@]}" --precision=fp16 -q -o "$dir/plain4-fp16.txa"
+  "$txopt" "$model" --train "${clip[@]}" --precision=fp16 --data-parallel=2 -q -o "$dir/dp2-fp16.mlir"
+  "$root/build/bin/txopt-run" "$dir/dp2-fp16.mlir" --ranks 2 "${flags[@]}" \
+    --log "$dir/cpu-dp2-fp16.jsonl" > /dev/null
+  rm -f "$dir/dp2.mlir" "$dir/dp2-accum.mlir" "$dir/dp2-eval.mlir" "$dir/dp2-fp16.mlir" "$dir/batch4.onnx"
   echo "prepared $dir; copy it to the GPU machine and run: $0 run $dir"
   ;;
 run)
@@ -153,6 +169,18 @@ sys.exit(0 if rel <= 1e-5 else 1)" "$dir/gpu-dp2-$p.jsonl" "$dir/gpu-plain4-$p.j
   else
     echo "FAIL checkpoint save/resume: $(tail -2 "$dir"/gpu-ck-*.txt | tr '\n' ' ')"; status=1
   fi
+  # Validation on 2 ranks: each rank evaluates its own windows and the
+  # losses are all-reduced, as on the CPU executor's simulated ranks.
+  train dp2-eval "$txrun" "$dir/dp2-eval.txa" --ranks 2 "${val[@]}"
+  verdict "validation: 2 ranks (threads, GPU) vs 2 simulated ranks (CPU), f32 with val_loss" \
+    "$py" "$compare" "$dir/gpu-dp2-eval.jsonl" "$dir/cpu-dp2-eval.jsonl" 1e-5
+  # fp16 with dynamic loss scaling: the skip decision is the ranks' together.
+  train dp2-fp16 "$txrun" "$dir/dp2-fp16.txa" --ranks 2
+  train plain4-fp16 "$txrun" "$dir/plain4-fp16.txa"
+  verdict "fp16: 2 ranks (threads) vs plain 4x32" \
+    "$py" "$compare" "$dir/gpu-dp2-fp16.jsonl" "$dir/gpu-plain4-fp16.jsonl" 1e-2
+  verdict "fp16: 2 ranks (GPU) vs 2 simulated ranks (CPU executor)" \
+    "$py" "$compare" "$dir/gpu-dp2-fp16.jsonl" "$dir/cpu-dp2-fp16.jsonl" 1e-2
   # Errors: one line each, and no hang (the outer timeout would say so).
   launched 0 2 29531 timeout 120 "$txrun" "$dir/dp2.txa" --steps 2 --rank-timeout 60 > "$dir/dup0.txt" 2>&1 &
   dup0=$!
