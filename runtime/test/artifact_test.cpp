@@ -240,6 +240,25 @@ TEST(Artifact, AttentionChecked) {
   expectRejected(t, "attention lse names slot 9");
 }
 
+// Format 7: attention dropout, a ratio in [0, 1) keyed by an i64 slot.
+TEST(Artifact, AttentionDropoutChecked) {
+  TestArtifact t;
+  t.withAttention = true;
+  t.attnDropout = 0.1f;
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(t.build(), "/weights", artifact).ok());
+  t.attnDropout = 1.0f;
+  expectRejected(t, "attention dropout ratio 1.000000 is not in [0, 1)");
+  t.attnDropout = -0.5f;
+  expectRejected(t, "attention dropout ratio -0.500000 is not in [0, 1)");
+  t.attnDropout = 0.1f;
+  t.attnDropoutKey = 9;
+  expectRejected(t, "attention dropout key names slot 9");
+  t.slots.push_back(fb::Slot(2560, 4));
+  t.attnDropoutKey = 4;
+  expectRejected(t, "attention dropout key slot 4 is not an 8-byte aligned i64");
+}
+
 // Format 3: q/k/v/o as views at an element offset inside their slot (the
 // head split and merge cuDNN reads and writes in place).
 TEST(Artifact, AttentionOffsetsAreValidated) {

@@ -52,6 +52,9 @@ struct TestArtifact {
   bool attnCausal = true;
   fb::DType attnType = fb::DType::BF16;
   uint32_t attnLse = 3;
+  // Format 7: the attention's dropout (0: none written) and its key slot.
+  float attnDropout = 0.0f;
+  uint32_t attnDropoutKey = 2;
   // Format 3: the attention's element offsets (empty: none written).
   std::vector<int64_t> attnOffsets;
   // Gradient accumulation: grad_accum, and an optional micro-step of one
@@ -121,6 +124,11 @@ struct TestArtifact {
       ab.add_window(attnWindow);
       ab.add_q(&in), ab.add_k(&in), ab.add_v(&in), ab.add_o(&out);
       ab.add_lse(attnLse);
+      if (attnDropout != 0.0f) {
+        ab.add_dropout_ratio(attnDropout);
+        ab.add_dropout_key(attnDropoutKey);
+        ab.add_dropout_seed(3);
+      }
       auto attention = ab.Finish();
       commands.push_back(fb::CreateCommand(b, fb::Op::Attention, attention.Union(),
                                            b.CreateString("/attention")));

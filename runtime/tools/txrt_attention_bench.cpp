@@ -4,13 +4,20 @@
 // Runs hal::Attention (cuDNN's SDPA, exactly what a step.txa's attention
 // commands run) on random bf16 inputs of one shape, forward and backward:
 //   txrt-attention-bench B H HKV T D [--causal] [--window W] [--iters N]
-//                        [--dump DIR]
+//                        [--dropout P] [--dump DIR]
 // Prints one JSON line: median milliseconds of the forward and of forward +
 // backward over N timed repetitions (after warm-up; CUDA events), and the
 // TFLOP/s with the FLOP count of ANCHORS.md (4·B·H·T²·D forward, halved when
 // causal; backward 2.5× the forward). With --dump, writes the inputs and
 // outputs as f32 .npy files (bf16 values exactly) plus lse, so
 // bench/attention/check_attention.py can compare them with PyTorch.
+// With --dropout P the calls drop probabilities with cuDNN's mask, keyed as
+// a step keys them (a device int64 key and a site seed); --dump then also
+// writes what the checker needs to recover and judge that mask: the output
+// of a second forward with the same key (o_again) and with the next key
+// (o_key2), and the dropped probabilities themselves (pdrop, [B, H, T, T]),
+// read off T/D forwards whose v is one block of the identity (T a multiple
+// of D).
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,17 +104,65 @@ Status dumpTensor(hal::Stream &stream, const Tensor &t, bool f32, const std::str
   return writeNpyFile(path, DType::F32, t.shape, values.data(), values.size());
 }
 
+/// --dropout --dump: o of the same forward again (o_again), of the forward
+/// with the next key (o_key2), and the dropped probabilities (pdrop,
+/// [B, H, T, T]): block j of v set to the identity (rows j*D.. j*D+D-1,
+/// zero elsewhere) makes o the columns j*D.. of dropout(P) / (1 - p).
+template <typename WriteKey>
+Status dumpDropout(hal::Device &device, hal::Stream &stream, hal::Attention &attention,
+                   const hal::AttentionSpec &forward, hal::DevicePtr workspace,
+                   WriteKey writeKey, int64_t key, Tensor &o, const std::string &dump) {
+  std::unique_ptr<hal::AttentionPlan> plan;
+  TXRT_RETURN_IF_ERROR(attention.prepare(forward, plan));
+  TXRT_RETURN_IF_ERROR(attention.run(*plan, workspace, stream));
+  TXRT_RETURN_IF_ERROR(dumpTensor(stream, o, false, dump + "/o_again.npy"));
+  TXRT_RETURN_IF_ERROR(writeKey(key + 1));
+  TXRT_RETURN_IF_ERROR(attention.run(*plan, workspace, stream));
+  TXRT_RETURN_IF_ERROR(dumpTensor(stream, o, false, dump + "/o_key2.npy"));
+  TXRT_RETURN_IF_ERROR(writeKey(key));
+
+  const int64_t B = forward.q.dims[0], H = forward.q.dims[1], T = forward.q.dims[2],
+                D = forward.q.dims[3], HKV = forward.k.dims[1];
+  Tensor block;
+  block.shape = {B, HKV, T, D};
+  TXRT_RETURN_IF_ERROR(device.allocate(block.elements() * 2, block.buffer));
+  hal::AttentionSpec identity = forward;
+  identity.v = block.spec();
+  TXRT_RETURN_IF_ERROR(attention.prepare(identity, plan));
+  std::vector<float> pdrop(static_cast<size_t>(B * H * T * T));
+  std::vector<uint16_t> host(block.elements()), out(static_cast<size_t>(B * H * T * D));
+  const uint16_t one = 0x3f80; // bf16 1.0
+  for (int64_t j = 0; j < T / D; ++j) {
+    std::fill(host.begin(), host.end(), 0);
+    for (int64_t bh = 0; bh < B * HKV; ++bh)
+      for (int64_t d = 0; d < D; ++d)
+        host[static_cast<size_t>((bh * T + j * D + d) * D + d)] = one;
+    TXRT_RETURN_IF_ERROR(
+        stream.copyHostToDevice(block.buffer->address(), host.data(), host.size() * 2));
+    TXRT_RETURN_IF_ERROR(attention.run(*plan, workspace, stream));
+    TXRT_RETURN_IF_ERROR(stream.copyDeviceToHost(out.data(), o.buffer->address(), out.size() * 2));
+    for (int64_t bh = 0; bh < B * H; ++bh)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < D; ++d)
+          pdrop[static_cast<size_t>((bh * T + t) * T + j * D + d)] = static_cast<float>(
+              bf16ToDouble(out[static_cast<size_t>((bh * T + t) * D + d)]));
+  }
+  std::vector<int64_t> shape = {B, H, T, T};
+  return writeNpyFile(dump + "/pdrop.npy", DType::F32, shape, pdrop.data(), pdrop.size());
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 6)
     return fail("usage: txrt-attention-bench B H HKV T D [--causal] [--window W] "
-                "[--iters N] [--dump DIR]");
+                "[--iters N] [--dropout P] [--dump DIR]");
   int64_t B = std::atoll(argv[1]), H = std::atoll(argv[2]), HKV = std::atoll(argv[3]),
           T = std::atoll(argv[4]), D = std::atoll(argv[5]);
   bool causal = false;
   int64_t window = 0;
   int iters = 20;
+  double dropout = 0.0;
   std::string dump;
   for (int i = 6; i < argc; ++i) {
     std::string a = argv[i];
@@ -115,10 +170,16 @@ int main(int argc, char **argv) {
     else if (a == "--window" && i + 1 < argc) window = std::atoll(argv[++i]);
     else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+    else if (a == "--dropout" && i + 1 < argc) dropout = std::atof(argv[++i]);
     else return fail("unknown argument '" + a + "'");
   }
   if (B <= 0 || H <= 0 || HKV <= 0 || H % HKV != 0 || T <= 0 || D <= 0 || iters <= 0)
     return fail("bad shape: need positive B H HKV T D with HKV dividing H");
+  if (!(dropout >= 0.0 && dropout < 1.0))
+    return fail("--dropout must be in [0, 1)");
+  if (dropout > 0.0 && !dump.empty() && T % D != 0)
+    return fail("--dropout with --dump reads the mask through identity blocks of v: "
+                "T must be a multiple of D");
 
   std::unique_ptr<hal::Device> device;
   if (Status s = cuda::createCudaDevice(0, device); !s.ok())
@@ -150,6 +211,15 @@ int main(int argc, char **argv) {
       return fail(s.message());
   }
 
+  // The dropout key as a step holds it: an int64 in device memory.
+  const int64_t key = (int64_t{7} << 32) + 3;
+  std::unique_ptr<hal::Buffer> keyBuffer;
+  auto writeKey = [&](int64_t value) {
+    return stream->copyHostToDevice(keyBuffer->address(), &value, sizeof value);
+  };
+  if (Status s = device->allocate(sizeof key, keyBuffer); !s.ok()) return fail(s.message());
+  if (Status s = writeKey(key); !s.ok()) return fail(s.message());
+
   hal::AttentionSpec forward;
   forward.dtype = fb::DType::BF16;
   forward.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
@@ -157,6 +227,9 @@ int main(int argc, char **argv) {
   forward.window = window;
   forward.q = q.spec(), forward.k = k.spec(), forward.v = v.spec(), forward.o = o.spec();
   forward.lse = lse.buffer->address();
+  forward.dropout = static_cast<float>(dropout);
+  forward.dropoutKey = keyBuffer->address();
+  forward.dropoutSeed = 5;
   hal::AttentionSpec backward = forward;
   backward.backward = true;
   backward.gradO = dO.spec(), backward.gradQ = dQ.spec();
@@ -181,10 +254,11 @@ int main(int argc, char **argv) {
   if (Status s = timeMs(true, bothMs); !s.ok()) return fail(s.message());
   double flops = 4.0 * B * H * static_cast<double>(T) * T * D * (causal || window ? 0.5 : 1.0);
   std::printf("{\"B\": %lld, \"H\": %lld, \"HKV\": %lld, \"T\": %lld, \"D\": %lld, "
-              "\"causal\": %s, \"window\": %lld, \"fwd_ms\": %.4f, \"fwd_bwd_ms\": %.4f, "
+              "\"causal\": %s, \"window\": %lld, \"dropout\": %g, \"fwd_ms\": %.4f, "
+              "\"fwd_bwd_ms\": %.4f, "
               "\"fwd_tflops\": %.1f, \"fwd_bwd_tflops\": %.1f}\n",
               (long long)B, (long long)H, (long long)HKV, (long long)T, (long long)D,
-              causal ? "true" : "false", (long long)window, fwdMs, bothMs,
+              causal ? "true" : "false", (long long)window, dropout, fwdMs, bothMs,
               flops / fwdMs / 1e9, 3.5 * flops / bothMs / 1e9);
 
   if (!dump.empty()) {
@@ -198,6 +272,11 @@ int main(int argc, char **argv) {
                     {"do", &dO, false}, {"o", &o, false}, {"lse", &lse, true},
                     {"dq", &dQ, false}, {"dk", &dK, false}, {"dv", &dV, false}})
       if (Status s = dumpTensor(*stream, *n.t, n.f32, dump + "/" + n.name + ".npy"); !s.ok())
+        return fail(s.message());
+    if (dropout > 0.0)
+      if (Status s = dumpDropout(*device, *stream, *attention, forward, workspace->address(),
+                                 [&](int64_t value) { return writeKey(value); }, key, o, dump);
+          !s.ok())
         return fail(s.message());
   }
   return 0;

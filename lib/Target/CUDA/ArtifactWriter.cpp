@@ -20,11 +20,12 @@ using namespace mlir::txopt::cuda;
 namespace fb = txrt::fb;
 
 /// The artifact format this compiler writes (runtime's kFormatVersion), the
-/// oldest that holds what the step uses: 6 adds 4-byte slots at 4-byte
+/// oldest that holds what the step uses: 7 adds attention dropout, 6 adds 4-byte slots at 4-byte
 /// offsets (an entry of packed FP8 state), 5 data parallelism, 4 the
 /// state-init function, 3 adds attention tensors at an
 /// offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersionAttentionDropout = 7;
 static constexpr uint32_t kFormatVersionScalarSlots = 6;
 static constexpr uint32_t kFormatVersionDataParallel = 5;
 static constexpr uint32_t kFormatVersionStateInit = 4;
@@ -120,6 +121,11 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
   ab.add_v(&v);
   ab.add_o(&o);
   ab.add_lse(at->lse);
+  if (at->dropoutRatio > 0.0f) {
+    ab.add_dropout_ratio(at->dropoutRatio);
+    ab.add_dropout_key(at->dropoutKey);
+    ab.add_dropout_seed(at->dropoutSeed);
+  }
   fb::AttentionTensor mask, gradO, gradQ, gradK, gradV;
   if (at->mask) {
     mask = tensor(*at->mask);
@@ -232,6 +238,18 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
 
   bool needsFP8 = false, usesOffsets = false;
   auto commands = writeCommands(fbb, program.commands, needsFP8, usesOffsets);
+  // Attention dropout: an older runtime would ignore the fields and run the
+  // calls without it.
+  auto hasDropout = [](const std::vector<Command> &list) {
+    return llvm::any_of(list, [](const Command &c) {
+      auto *at = std::get_if<AttentionCmd>(&c.op);
+      return at && at->dropoutRatio > 0.0f;
+    });
+  };
+  bool usesDropout = hasDropout(program.commands);
+  for (const std::optional<FunctionProgram> *f :
+       {&program.microStep, &program.evaluation, &program.logits, &program.stateInit})
+    usesDropout |= *f && hasDropout((*f)->commands);
   // Gradient accumulation: the micro-step's commands and results. An older
   // runtime would run the step alone (1/N of the gradient), so such an
   // artifact is format version 2, which those refuse.
@@ -254,7 +272,8 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       // An older runtime would skip the collectives and copy rank 0's
       // shard on every rank.
       // An older runtime refuses such slots, naming the misaligned one.
-      scalarSlots          ? kFormatVersionScalarSlots
+      usesDropout          ? kFormatVersionAttentionDropout
+      : scalarSlots        ? kFormatVersionScalarSlots
       : program.ranks > 0  ? kFormatVersionDataParallel
       : program.stateInit  ? kFormatVersionStateInit
       : usesOffsets        ? kFormatVersionAttentionOffsets

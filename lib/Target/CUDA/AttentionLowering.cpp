@@ -80,13 +80,19 @@ template <typename OpT>
 LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
   if (failed(checkSupported(op, op.getQ(), op.getV())))
     return failure();
-  // cuDNN's SDPA dropout draws its own mask (Philox), which the executor
-  // cannot reproduce; tx-fuse-attention's cudnn-limits leaves such
-  // attention unfused, so only a hand-written pipeline gets here.
-  if (op.getDropoutKey())
-    return op.emitError("the GPU backend has no fused attention with dropout (cuDNN's "
-                        "dropout mask is not the executor's); fuse attention with "
-                        "tx-fuse-attention{cudnn-limits=1}, which leaves it unfused");
+  // Dropout: cuDNN draws the mask (Philox) from the step's key and the
+  // site's seed, so it is not the executor's mask (docs/GPU.md); it takes no
+  // sliding window with it, which tx-fuse-attention's cudnn-limits leaves
+  // unfused, so only a hand-written pipeline gets here with both.
+  if (Value key = op.getDropoutKey()) {
+    if (op.getWindow())
+      return op.emitError("fused attention on the GPU takes a sliding window only "
+                          "without dropout (cuDNN's SDPA); fuse attention with "
+                          "tx-fuse-attention{cudnn-limits=1}, which leaves it unfused");
+    cmd.dropoutRatio = op.getDropoutRatioAttr().getValueAsDouble();
+    cmd.dropoutKey = ctx.bufferFor(key);
+    cmd.dropoutSeed = static_cast<int64_t>(op.getDropoutSeed());
+  }
   cmd.dtype = *dtypeOf(typeOf(op.getQ()).getElementType());
   cmd.scale = static_cast<float>(op.getScale().convertToDouble());
   cmd.causal = op.getCausal();

@@ -235,6 +235,8 @@ void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
   touch(cmd.lse);
   if (cmd.mask)
     touch(cmd.mask->slot);
+  if (cmd.dropoutRatio > 0.0f)
+    touch(cmd.dropoutKey);
   if (cmd.backward)
     for (const AttentionTensor *t : {&cmd.gradO, &cmd.gradQ, &cmd.gradK, &cmd.gradV})
       touch(t->slot);

@@ -104,6 +104,9 @@ void StepProgram::print(llvm::raw_ostream &os) const {
          << (at->causal ? " causal" : "");
       if (at->window)
         os << " window=" << at->window;
+      if (at->dropoutRatio > 0.0f)
+        os << " dropout=" << at->dropoutRatio << " key=" << at->dropoutKey
+           << " seed=" << at->dropoutSeed;
       // A view inside another buffer: slot+offset:[strides].
       auto tensor = [&](const char *name, const AttentionTensor &t) {
         os << " " << name << "=" << t.slot;

@@ -14,7 +14,8 @@
 #ifdef __cplusplus
 namespace txrt {
 /// Artifact.format_version written by the compiler and accepted (or older)
-/// by the runtime. 6: slots of at most 4 bytes at any 4-byte offset (one
+/// by the runtime. 7: attention with dropout (Attention.dropout_*; an older
+/// runtime would run it without). 6: slots of at most 4 bytes at any 4-byte offset (one
 /// cast site's entry of packed FP8 state, read by kernels and cuBLASLt
 /// as a scalar; an older runtime refuses them as misaligned). 5: data
 /// parallelism (Collective commands, Copy's rank
@@ -25,7 +26,7 @@ namespace txrt {
 /// 2: the micro-step of gradient accumulation (an older runtime would run
 /// the step alone). The compiler writes the oldest version that holds
 /// what the step uses (1 for a plain step).
-constexpr unsigned kFormatVersion = 6;
+constexpr unsigned kFormatVersion = 7;
 /// The FlatBuffers file identifier at bytes 4..7 of every step.txa.
 constexpr const char kFileIdentifier[] = "TXA1";
 /// Arena slot offsets are multiples of this many bytes, except that a slot

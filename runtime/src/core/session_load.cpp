@@ -361,6 +361,7 @@ Status Session::planAttention(size_t i, const fb::Attention *at, const std::stri
       " Tk " + std::to_string(s.k.dims[2]) + " D " + std::to_string(s.q.dims[3]) +
       " (" + dtypeName(s.dtype) + (s.causal ? ", causal" : "") +
       (s.hasMask ? ", bias" : "") +
+      (s.dropout > 0.0f ? ", dropout " + std::to_string(s.dropout) : "") +
       (s.deterministic ? ", deterministic" : "") + ")";
   TXRT_RETURN_IF_ERROR(
       attention_->prepare(s, attentions_[i]).withContext(where + ": " + shape));
@@ -395,6 +396,11 @@ hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
   s.hasMask = at.has_mask();
   if (s.hasMask)
     s.mask = bind(at.mask(), 4);
+  if (at.dropout_ratio() > 0.0f) { // format 7, validated
+    s.dropout = at.dropout_ratio();
+    s.dropoutKey = slotAddress(at.dropout_key());
+    s.dropoutSeed = at.dropout_seed();
+  }
   if (s.backward) {
     s.gradO = bind(at.grad_o(), 5), s.gradQ = bind(at.grad_q(), 6);
     s.gradK = bind(at.grad_k(), 7), s.gradV = bind(at.grad_v(), 8);

@@ -121,6 +121,12 @@ struct AttentionCmd {
   unsigned lse = 0;
   std::optional<AttentionTensor> mask;
   AttentionTensor gradO, gradQ, gradK, gradV; ///< backward only
+  /// Dropout of the probabilities (ratio 0: none): the runtime's library
+  /// draws the mask from the step's key (an i64 in slot |dropoutKey|) and
+  /// the site's seed; forward and backward of one site draw the same.
+  float dropoutRatio = 0.0f;
+  unsigned dropoutKey = 0;
+  int64_t dropoutSeed = 0;
 };
 
 struct Command {

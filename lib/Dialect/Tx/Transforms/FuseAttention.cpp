@@ -772,14 +772,15 @@ void rewrite(AttentionMatch &match, RewriterBase &rewriter) {
 }
 
 /// For a GPU step: cuDNN's fused SDPA (what tx.attention lowers to there)
-/// takes head dims that are multiples of 8 and at most 256. Attention it
-/// cannot run stays in primitive ops, as a near miss that says why.
+/// takes head dims that are multiples of 8 and at most 256, and a sliding
+/// window only without dropout. Attention it cannot run stays in primitive
+/// ops, as a near miss that says why. (Dropout itself fuses: cuDNN draws
+/// the mask, a different one from the executor's; docs/GPU.md.)
 void checkCudnnLimits(AttentionMatch &match) {
-  if (match.dropout) {
+  if (match.dropout && match.window) {
     match.status = AttentionMatch::NearMiss;
-    match.reason = "dropout on the probabilities: the GPU's fused attention "
-                   "(cuDNN SDPA) draws its own dropout mask, not the one the "
-                   "executor draws for the same step";
+    match.reason = "dropout with a sliding window: the GPU's fused attention "
+                   "(cuDNN SDPA) takes a window only without dropout";
     return;
   }
   int64_t d = tensorType(match.q).getShape()[3], dv = match.v.shape[3];

@@ -15,6 +15,14 @@
 // first from the usual CUDA folders so that soname resolves when
 // /usr/local/cuda/lib64 is not on the loader's path.
 //
+// Dropout: cuDNN draws the mask with Philox from a seed and an offset. The
+// seed is the step's dropout key, read from device memory at each execute
+// (a captured graph replays with the key the driver wrote for this step);
+// the offset, passed by value, is the call site's seed moved 2^32 counter
+// blocks apart (philoxOffset) so two sites of one step never share random
+// numbers. The backward of a call gets the same key and seed and so
+// regenerates the forward's mask.
+//
 // Statistics: cuDNN's "Stats" output is the natural-log log-sum-exp of the
 // scaled, masked scores per query row (f32), which is exactly tx.attention's
 // `lse`, so the forward's output feeds the backward unchanged.
@@ -25,6 +33,7 @@
 
 #ifdef TXRT_HAVE_CUDNN_FRONTEND
 
+#include <cstdint>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -116,7 +125,36 @@ void setMasking(Attributes &options, const hal::AttentionSpec &spec,
 }
 
 /// Tensor uids of the variant pack.
-enum Uid : int64_t { Q = 1, K, V, O, LSE, BIAS, DO, DQ, DK, DV };
+enum Uid : int64_t { Q = 1, K, V, O, LSE, BIAS, DO, DQ, DK, DV, SEED, OFFSET };
+
+/// The Philox offset of a dropout call site: the seed's low 31 bits in
+/// units of 2^32 counter blocks, far more than one call draws, so two sites
+/// never draw overlapping (shifted) runs of random numbers even when their
+/// seeds are neighbours (ONNX's `seed` attribute). Kept below 2^63; sites
+/// whose seeds agree in the low 31 bits would share a mask (the importer's
+/// seeds hash the node's name: a 1 in 2^31 chance per pair).
+int64_t philoxOffset(int64_t siteSeed) {
+  return static_cast<int64_t>((static_cast<uint64_t>(siteSeed) << 32) & INT64_MAX);
+}
+
+/// Dropout of the probabilities with cuDNN's own mask (see the top).
+template <typename Attributes>
+void setDropout(fe::graph::Graph &graph, Attributes &options, const hal::AttentionSpec &spec) {
+  if (spec.dropout <= 0.0f)
+    return;
+  auto scalar = [&](const char *name, Uid uid) {
+    return graph.tensor(fe::graph::Tensor_attributes()
+                            .set_name(name)
+                            .set_uid(uid)
+                            .set_dim({1, 1, 1, 1})
+                            .set_stride({1, 1, 1, 1})
+                            .set_data_type(fe::DataType_t::INT64));
+  };
+  auto seed = scalar("DropoutKey", SEED);
+  auto offset = scalar("DropoutOffset", OFFSET);
+  offset->set_is_pass_by_value(true);
+  options.set_dropout(spec.dropout, seed, offset);
+}
 
 /// A built graph: the operation graph and its execution plan. The addresses
 /// are not part of it (they come with each execute, in the variant pack),
@@ -131,6 +169,8 @@ public:
   size_t workspaceBytes() const override { return built->workspace; }
   std::shared_ptr<BuiltGraph> built;
   std::unordered_map<int64_t, void *> pointers;
+  /// The dropout offset passed by value (the variant pack points here).
+  int64_t dropoutOffset = 0;
 };
 
 /// Everything of a spec that shapes the built graph (not the addresses):
@@ -140,9 +180,10 @@ std::string graphKey(const hal::AttentionSpec &spec) {
   auto add = [&](int64_t v) { key += std::to_string(v) + ","; };
   add(spec.backward), add(static_cast<int64_t>(spec.dtype)), add(spec.causal),
       add(spec.window), add(spec.hasMask), add(spec.deterministic);
-  uint32_t scaleBits;
+  uint32_t scaleBits, dropoutBits;
   std::memcpy(&scaleBits, &spec.scale, sizeof scaleBits);
-  add(scaleBits);
+  std::memcpy(&dropoutBits, &spec.dropout, sizeof dropoutBits);
+  add(scaleBits), add(dropoutBits);
   for (const hal::AttentionTensorSpec *t :
        {&spec.q, &spec.k, &spec.v, &spec.o, &spec.mask, &spec.gradO, &spec.gradQ, &spec.gradK,
         &spec.gradV})
@@ -168,6 +209,10 @@ public:
                  std::unique_ptr<hal::AttentionPlan> &out) override {
     auto plan = std::make_unique<CudnnPlan>();
     bindPointers(spec, plan->pointers);
+    if (spec.dropout > 0.0f) {
+      plan->dropoutOffset = philoxOffset(spec.dropoutSeed);
+      plan->pointers[OFFSET] = &plan->dropoutOffset;
+    }
     std::string key = graphKey(spec);
     auto cached = graphs_.find(key);
     if (cached != graphs_.end()) {
@@ -231,6 +276,7 @@ private:
                          .set_generate_stats(true)
                          .set_attn_scale(spec.scale);
       setMasking(options, spec, bias);
+      setDropout(graph, options, spec);
       auto [o, stats] = graph.sdpa(q, k, v, options);
       o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o));
       stats->set_output(true).set_uid(LSE).set_data_type(fe::DataType_t::FLOAT)
@@ -249,6 +295,7 @@ private:
                          .set_attn_scale(spec.scale)
                          .set_deterministic_algorithm(spec.deterministic);
       setMasking(options, spec, bias);
+      setDropout(graph, options, spec);
       auto [dQ, dK, dV] = graph.sdpa_backward(q, k, v, o, dO, stats, options);
       dQ->set_output(true).set_uid(DQ).set_dim(dimsOf(spec.gradQ)).set_stride(stridesOf(spec.gradQ));
       dK->set_output(true).set_uid(DK).set_dim(dimsOf(spec.gradK)).set_stride(stridesOf(spec.gradK));
@@ -283,6 +330,8 @@ private:
     bind(LSE, spec.lse);
     if (spec.hasMask)
       bind(BIAS, spec.mask.ptr);
+    if (spec.dropout > 0.0f)
+      bind(SEED, spec.dropoutKey);
     if (spec.backward)
       bind(DO, spec.gradO.ptr), bind(DQ, spec.gradQ.ptr), bind(DK, spec.gradK.ptr),
           bind(DV, spec.gradV.ptr);

@@ -79,10 +79,12 @@ def Tx_AttentionOp : Tx_Op<"attention", [Tx_Differentiable, Pure, InferTypeOpAda
 
     `1 / (1 - ratio)` is formed in double from the f32 ratio, as tx.dropout
     forms it; the product is not rounded on its own (with bf16/f16
-    operands, `P` is rounded as above before it is scaled). The GPU backend
-    has no lowering for it (cuDNN's dropout draws its own mask, which the
-    executor's cannot reproduce): tx-fuse-attention with `cudnn-limits`
-    leaves such attention unfused, as a near miss.
+    operands, `P` is rounded as above before it is scaled). On the GPU,
+    cuDNN's SDPA draws the mask (Philox keyed by `key` and `seed`), a
+    different one from the executor's with the same rate and the same
+    mask on the forward and the backward (docs/GPU.md); it takes no sliding
+    window together with dropout, which tx-fuse-attention with
+    `cudnn-limits` leaves unfused, as a near miss.
 
     ```mlir
     %o, %lse = tx.attention %q, %k, %v scale(0.125) causal

@@ -473,9 +473,10 @@ def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
     (reads no trainable parameter); no intermediate (scaled q or kT, scores,
     masked scores, probabilities) has a user outside the attention. A
     training `tx.dropout` of the probabilities (read only by the matmul with
-    v) becomes the op's `dropout(key, ratio, seed)`: the same mask; with
-    `cudnn-limits` it is a near miss instead (cuDNN's dropout draws its own
-    mask, which the executor cannot reproduce). A Where on
+    v) becomes the op's `dropout(key, ratio, seed)`: the same mask (on
+    the GPU cuDNN draws its own, at the same rate); with `cudnn-limits`,
+    dropout together with a sliding window is a near miss instead (cuDNN
+    takes the window only without dropout). A Where on
     the scores has a constant condition and a scalar constant fill as above.
     Its condition keeps a key in every query row: for a row it masks
     completely the unfused softmax gives uniform probabilities (finite fill)
@@ -501,7 +502,7 @@ def FuseAttentionPass : Pass<"tx-fuse-attention", "::mlir::func::FuncOp"> {
            "Emit a remark for every attention candidate that was not fused, with the reason">,
     Option<"cudnnLimits", "cudnn-limits", "bool", /*default=*/"false",
            "Fuse only what the GPU's fused attention (cuDNN SDPA) runs: head "
-           "dims multiples of 8, at most 256, no dropout of the probabilities "
+           "dims multiples of 8, at most 256, no dropout with a sliding window "
            "(txopt sets it for GPU steps)">,
   ];
   let statistics = [
