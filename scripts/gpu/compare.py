@@ -40,7 +40,11 @@ Reduced-precision cases (name ends in _bf16, _fp16 or _fp8; state compared only
 when the CPU state was kept), against the executor's
 bit-exact bf16 emulation, which accumulates in double where the GPU
 accumulates in f32: loss and gradient norm within 2e-2 per step, first moments 5e-2,
-parameters 1e-1. FP8 cases: loss and gradient norm within 2e-2 per step.
+parameters 1e-1. FP8 cases: loss and gradient norm within 2e-2 per step;
+their FP8 scaling state (fp8.* files, kept for the cases prepare_check.sh
+marks FP8_STATE_ONLY) element by element within 2e-2 of each element
+(an amax is a bf16 value, one ulp 2^-8 apart at most; a site reading
+another site's amax is off by far more), zeros where the CPU has zeros.
 The casts, amaxes and scale updates are bit-exact on both sides, but the
 FP8 GEMMs' bf16 outputs differ in the last bit from the executor's (f32
 accumulation, Hopper's reduced-precision FP8 accumulator, against f64), so
@@ -139,15 +143,19 @@ def main():
                     noise += int(np.sum(~signal))
                     diff = np.where(signal, diff, 0.0)
             err = np.max(diff) / scale if c.size else 0.0
+            if f.startswith("fp8."):
+                # Per element: scales span orders of magnitude across sites.
+                err = float(np.max(diff / np.maximum(np.abs(c), 1e-30))) if c.size else 0.0
             compared += 1
             moment = f.endswith(".exp_avg.npy")
-            tol = moment_tol if moment else param_tol
+            tol = moment_tol if moment else 2e-2 if f.startswith("fp8.") else param_tol
             if moment:
                 worst_moment = max(worst_moment, err)
             else:
                 worst_param = max(worst_param, err)
             if not np.all(np.isfinite(g)) or err > tol:
-                problems.append(f"{f}: max error {err:.2e} of its largest magnitude")
+                of = "relative per element" if f.startswith("fp8.") else "of its largest magnitude"
+                problems.append(f"{f}: max error {err:.2e} {of}")
         if compared == 0 and os.path.isdir(cpu_dir):
             problems.append("no state tensor compared")
         ok = not problems
