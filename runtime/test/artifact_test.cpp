@@ -254,7 +254,13 @@ TEST(Artifact, AttentionDropoutChecked) {
   t.attnDropout = 0.1f;
   t.attnDropoutKey = 9;
   expectRejected(t, "attention dropout key names slot 9");
+  t.attnDropoutKey = 2;
+  t.attnDropoutOffset = 7;
+  expectRejected(t, "attention dropout offset names slot 7");
   t.slots.push_back(fb::Slot(2560, 4));
+  t.attnDropoutOffset = 4;
+  expectRejected(t, "attention dropout offset slot 4 is not an 8-byte aligned i64");
+  t.attnDropoutOffset = 3;
   t.attnDropoutKey = 4;
   expectRejected(t, "attention dropout key slot 4 is not an 8-byte aligned i64");
 }

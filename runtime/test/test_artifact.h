@@ -52,9 +52,10 @@ struct TestArtifact {
   bool attnCausal = true;
   fb::DType attnType = fb::DType::BF16;
   uint32_t attnLse = 3;
-  // Format 7: the attention's dropout (0: none written) and its key slot.
+  // Format 7: the attention's dropout (0: none written), its key and offset
+  // slots.
   float attnDropout = 0.0f;
-  uint32_t attnDropoutKey = 2;
+  uint32_t attnDropoutKey = 2, attnDropoutOffset = 3;
   // Format 3: the attention's element offsets (empty: none written).
   std::vector<int64_t> attnOffsets;
   // Gradient accumulation: grad_accum, and an optional micro-step of one
@@ -127,7 +128,7 @@ struct TestArtifact {
       if (attnDropout != 0.0f) {
         ab.add_dropout_ratio(attnDropout);
         ab.add_dropout_key(attnDropoutKey);
-        ab.add_dropout_seed(3);
+        ab.add_dropout_offset(attnDropoutOffset);
       }
       auto attention = ab.Finish();
       commands.push_back(fb::CreateCommand(b, fb::Op::Attention, attention.Union(),

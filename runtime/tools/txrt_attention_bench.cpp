@@ -211,14 +211,20 @@ int main(int argc, char **argv) {
       return fail(s.message());
   }
 
-  // The dropout key as a step holds it: an int64 in device memory.
-  const int64_t key = (int64_t{7} << 32) + 3;
-  std::unique_ptr<hal::Buffer> keyBuffer;
+  // The dropout key and the site's Philox offset as a step holds them:
+  // int64s in device memory (the offset as txopt derives it from seed 5).
+  const int64_t key = (int64_t{7} << 32) + 3, offset = int64_t{5} << 32;
+  std::unique_ptr<hal::Buffer> keyBuffer, offsetBuffer;
   auto writeKey = [&](int64_t value) {
     return stream->copyHostToDevice(keyBuffer->address(), &value, sizeof value);
   };
   if (Status s = device->allocate(sizeof key, keyBuffer); !s.ok()) return fail(s.message());
+  if (Status s = device->allocate(sizeof offset, offsetBuffer); !s.ok())
+    return fail(s.message());
   if (Status s = writeKey(key); !s.ok()) return fail(s.message());
+  if (Status s = stream->copyHostToDevice(offsetBuffer->address(), &offset, sizeof offset);
+      !s.ok())
+    return fail(s.message());
 
   hal::AttentionSpec forward;
   forward.dtype = fb::DType::BF16;
@@ -229,7 +235,7 @@ int main(int argc, char **argv) {
   forward.lse = lse.buffer->address();
   forward.dropout = static_cast<float>(dropout);
   forward.dropoutKey = keyBuffer->address();
-  forward.dropoutSeed = 5;
+  forward.dropoutOffset = offsetBuffer->address();
   hal::AttentionSpec backward = forward;
   backward.backward = true;
   backward.gradO = dO.spec(), backward.gradQ = dQ.spec();

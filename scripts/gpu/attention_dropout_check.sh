@@ -12,7 +12,9 @@
 #  1. |mean difference| within 4 standard errors over 400 steps;
 #  2. must be able to fail: the same against the CPU without dropout
 #     (--no-dropout) is beyond 4 standard errors;
-#  3. two GPU runs give the same losses to the bit (the key replays);
+#  3. the CUDA graph run gives the --no-graph run's losses (1e-3): the
+#     replayed graph reads each step's key from device memory (a key baked
+#     in at capture would repeat step 1's mask, and the losses would part);
 #  4. training with dropout on the GPU (--lr 0.05, 200 steps) lowers the
 #     mean loss of the last 20 steps below the first 20's.
 set -uo pipefail
@@ -41,8 +43,10 @@ run)
   txrun="$root/build/runtime/bin/txrun"
   status=0
   for r in 1 2; do
-    "$txrun" "$dir/drop.txa" "${flags[@]}" --log "$dir/gpu$r.jsonl" > "$dir/gpu$r.txt" 2>&1 ||
-      { echo "FAIL txrun: $(tail -2 "$dir/gpu$r.txt" | tr '\n' ' ')"; exit 1; }
+    extra=(); [ $r = 2 ] && extra=(--no-graph)
+    "$txrun" "$dir/drop.txa" "${flags[@]}" "${extra[@]}" --log "$dir/gpu$r.jsonl" \
+      > "$dir/gpu$r.txt" 2>&1 ||
+      { echo "FAIL txrun ${extra[*]}: $(tail -2 "$dir/gpu$r.txt" | tr '\n' ' ')"; exit 1; }
   done
   "$py" - "$dir" <<'PY' || status=1
 import json, sys
@@ -62,9 +66,13 @@ def judge(name, other, same):
           f"({'within' if same else 'must be beyond'} 4 standard errors)")
 judge("CPU executor with dropout (its own masks)", cpu, True)
 judge("CPU executor without dropout", off, False)
-same = np.array_equal(gpu, gpu2)
+# GEMM algorithms may be tuned differently run to run, so not to the bit:
+# another mask moves a step's loss by ~10%.
+rel = float(np.max(np.abs(gpu - gpu2) / np.abs(gpu2)))
+same = rel <= 1e-3
 ok &= same
-print(f"{'PASS' if same else 'FAIL'} two GPU runs give the same losses to the bit")
+print(f"{'PASS' if same else 'FAIL'} the graph run gives the --no-graph run's losses: "
+      f"{rel:.2e} at most (tolerance 1e-3)")
 sys.exit(0 if ok else 1)
 PY
   "$txrun" "$dir/drop.txa" --steps 200 --lr 0.05 --log "$dir/train.jsonl" > "$dir/train.txt" 2>&1 ||

@@ -124,7 +124,7 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
   if (at->dropoutRatio > 0.0f) {
     ab.add_dropout_ratio(at->dropoutRatio);
     ab.add_dropout_key(at->dropoutKey);
-    ab.add_dropout_seed(at->dropoutSeed);
+    ab.add_dropout_offset(at->dropoutOffset);
   }
   fb::AttentionTensor mask, gradO, gradQ, gradK, gradV;
   if (at->mask) {

@@ -22,6 +22,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
@@ -75,6 +77,24 @@ LogicalResult checkSupported(Operation *op, Value q, Value v) {
   return success();
 }
 
+/// The Philox offset of a dropout site, as an i64 constant in a slot of
+/// its own (cuDNN reads seed and offset from device memory; the seed is the
+/// step's key): the seed's low 31 bits in units of 2^32 counter blocks, far
+/// more than one call draws, so two sites never draw overlapping (shifted)
+/// runs of random numbers even when their seeds are neighbours (an ONNX
+/// `seed` attribute). Sites whose seeds agree in the low 31 bits would share
+/// a mask; the importer's seeds hash the node's name (1 in 2^31 a pair).
+unsigned philoxOffsetConstant(LoweringContext &ctx, int64_t seed) {
+  int64_t offset =
+      static_cast<int64_t>((static_cast<uint64_t>(seed) << 32) & 0x7fffffffffffffffull);
+  unsigned id = ctx.scratch(sizeof offset, "attention dropout offset");
+  ctx.buffers[id].persistent = true;
+  std::vector<uint8_t> bytes(sizeof offset);
+  std::memcpy(bytes.data(), &offset, sizeof offset);
+  ctx.program.constants.push_back({id, std::move(bytes)});
+  return id;
+}
+
 /// Fills the attributes and the q, k, v (and mask) operands both ops share.
 template <typename OpT>
 LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
@@ -92,6 +112,7 @@ LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
     cmd.dropoutRatio = op.getDropoutRatioAttr().getValueAsDouble();
     cmd.dropoutKey = ctx.bufferFor(key);
     cmd.dropoutSeed = static_cast<int64_t>(op.getDropoutSeed());
+    cmd.dropoutOffset = philoxOffsetConstant(ctx, cmd.dropoutSeed);
   }
   cmd.dtype = *dtypeOf(typeOf(op.getQ()).getElementType());
   cmd.scale = static_cast<float>(op.getScale().convertToDouble());

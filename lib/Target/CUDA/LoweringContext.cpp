@@ -236,7 +236,7 @@ void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
   if (cmd.mask)
     touch(cmd.mask->slot);
   if (cmd.dropoutRatio > 0.0f)
-    touch(cmd.dropoutKey);
+    touch(cmd.dropoutKey), touch(cmd.dropoutOffset);
   if (cmd.backward)
     for (const AttentionTensor *t : {&cmd.gradO, &cmd.gradQ, &cmd.gradK, &cmd.gradV})
       touch(t->slot);

@@ -106,7 +106,7 @@ void StepProgram::print(llvm::raw_ostream &os) const {
         os << " window=" << at->window;
       if (at->dropoutRatio > 0.0f)
         os << " dropout=" << at->dropoutRatio << " key=" << at->dropoutKey
-           << " seed=" << at->dropoutSeed;
+           << " seed=" << at->dropoutSeed << " offset=" << at->dropoutOffset;
       // A view inside another buffer: slot+offset:[strides].
       auto tensor = [&](const char *name, const AttentionTensor &t) {
         os << " " << name << "=" << t.slot;

@@ -37,6 +37,6 @@ constexpr unsigned long long kScalarSlotBytes = 4;
 } // namespace txrt
 #endif
 
-#define TXRT_ARTIFACT_FORMAT_VERSION 6
+#define TXRT_ARTIFACT_FORMAT_VERSION 7
 
 #endif /* TXRT_ARTIFACT_FORMAT_H */

@@ -512,13 +512,15 @@ private:
     if (!(at.dropout_ratio() >= 0.0f && at.dropout_ratio() < 1.0f))
       return Status::invalid(where + ": attention dropout ratio " +
                              std::to_string(at.dropout_ratio()) + " is not in [0, 1)");
-    if (at.dropout_ratio() > 0.0f) {
-      TXRT_RETURN_IF_ERROR(checkSlotIndex(where, "attention dropout key", at.dropout_key()));
-      if (slotBytes(at.dropout_key()) < 8 || a_.slots()->Get(at.dropout_key())->offset() % 8 != 0)
-        return Status::invalid(where + ": attention dropout key slot " +
-                               std::to_string(at.dropout_key()) +
-                               " is not an 8-byte aligned i64");
-    }
+    if (at.dropout_ratio() > 0.0f)
+      for (auto [what, slot] : {std::pair{"key", at.dropout_key()},
+                                std::pair{"offset", at.dropout_offset()}}) {
+        TXRT_RETURN_IF_ERROR(
+            checkSlotIndex(where, std::string("attention dropout ") + what, slot));
+        if (slotBytes(slot) < 8 || a_.slots()->Get(slot)->offset() % 8 != 0)
+          return Status::invalid(where + ": attention dropout " + what + " slot " +
+                                 std::to_string(slot) + " is not an 8-byte aligned i64");
+      }
     if (at.backward()) {
       TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_o", at.grad_o(), t, offset(5)));
       TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_q", at.grad_q(), t, offset(6)));

@@ -399,7 +399,7 @@ hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
   if (at.dropout_ratio() > 0.0f) { // format 7, validated
     s.dropout = at.dropout_ratio();
     s.dropoutKey = slotAddress(at.dropout_key());
-    s.dropoutSeed = at.dropout_seed();
+    s.dropoutOffset = slotAddress(at.dropout_offset());
   }
   if (s.backward) {
     s.gradO = bind(at.grad_o(), 5), s.gradQ = bind(at.grad_q(), 6);

@@ -160,12 +160,12 @@ struct AttentionSpec {
   /// Dropout of the probabilities (tx.attention's `dropout(%key, ratio,
   /// seed)`), 0: none. The mask is the library's (cuDNN's Philox), drawn
   /// from the step's key, an int64 the device reads at |dropoutKey| (so a
-  /// captured graph sees each step's key), and the call site's seed, which
-  /// keeps the calls of one step apart. The backward with the same key and
-  /// seed draws the same mask.
+  /// captured graph sees each step's key), and the call site's Philox
+  /// offset, an int64 at |dropoutOffset|, which keeps the calls of one step
+  /// apart. The backward with the same key and offset draws the same mask.
   float dropout = 0.0f;
   DevicePtr dropoutKey = 0;
-  int64_t dropoutSeed = 0;
+  DevicePtr dropoutOffset = 0;
 };
 
 /// An attention call whose plan was built once, at load.

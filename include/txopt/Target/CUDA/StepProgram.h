@@ -123,10 +123,12 @@ struct AttentionCmd {
   AttentionTensor gradO, gradQ, gradK, gradV; ///< backward only
   /// Dropout of the probabilities (ratio 0: none): the runtime's library
   /// draws the mask from the step's key (an i64 in slot |dropoutKey|) and
-  /// the site's seed; forward and backward of one site draw the same.
+  /// the site's Philox offset (an i64 constant in slot |dropoutOffset|,
+  /// from the site's seed); forward and backward of one site draw the same.
   float dropoutRatio = 0.0f;
   unsigned dropoutKey = 0;
-  int64_t dropoutSeed = 0;
+  unsigned dropoutOffset = 0;
+  int64_t dropoutSeed = 0; ///< the IR's seed, for --gpu-plan
 };
 
 struct Command {

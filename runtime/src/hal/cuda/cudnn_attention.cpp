@@ -15,13 +15,13 @@
 // first from the usual CUDA folders so that soname resolves when
 // /usr/local/cuda/lib64 is not on the loader's path.
 //
-// Dropout: cuDNN draws the mask with Philox from a seed and an offset. The
-// seed is the step's dropout key, read from device memory at each execute
-// (a captured graph replays with the key the driver wrote for this step);
-// the offset, passed by value, is the call site's seed moved 2^32 counter
-// blocks apart (philoxOffset) so two sites of one step never share random
-// numbers. The backward of a call gets the same key and seed and so
-// regenerates the forward's mask.
+// Dropout: cuDNN draws the mask with Philox from a seed and an offset, both
+// int64 in device memory, read at each execute: the seed is the step's
+// dropout key (a captured graph replays with the key the driver wrote for
+// this step), the offset the call site's constant (the compiler derives it
+// from the site's seed so that two sites of one step never share random
+// numbers; AttentionLowering.cpp). The backward of a call gets the same key
+// and offset and so regenerates the forward's mask.
 //
 // Statistics: cuDNN's "Stats" output is the natural-log log-sum-exp of the
 // scaled, masked scores per query row (f32), which is exactly tx.attention's
@@ -33,7 +33,6 @@
 
 #ifdef TXRT_HAVE_CUDNN_FRONTEND
 
-#include <cstdint>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -127,16 +126,6 @@ void setMasking(Attributes &options, const hal::AttentionSpec &spec,
 /// Tensor uids of the variant pack.
 enum Uid : int64_t { Q = 1, K, V, O, LSE, BIAS, DO, DQ, DK, DV, SEED, OFFSET };
 
-/// The Philox offset of a dropout call site: the seed's low 31 bits in
-/// units of 2^32 counter blocks, far more than one call draws, so two sites
-/// never draw overlapping (shifted) runs of random numbers even when their
-/// seeds are neighbours (ONNX's `seed` attribute). Kept below 2^63; sites
-/// whose seeds agree in the low 31 bits would share a mask (the importer's
-/// seeds hash the node's name: a 1 in 2^31 chance per pair).
-int64_t philoxOffset(int64_t siteSeed) {
-  return static_cast<int64_t>((static_cast<uint64_t>(siteSeed) << 32) & INT64_MAX);
-}
-
 /// Dropout of the probabilities with cuDNN's own mask (see the top).
 template <typename Attributes>
 void setDropout(fe::graph::Graph &graph, Attributes &options, const hal::AttentionSpec &spec) {
@@ -150,10 +139,8 @@ void setDropout(fe::graph::Graph &graph, Attributes &options, const hal::Attenti
                             .set_stride({1, 1, 1, 1})
                             .set_data_type(fe::DataType_t::INT64));
   };
-  auto seed = scalar("DropoutKey", SEED);
-  auto offset = scalar("DropoutOffset", OFFSET);
-  offset->set_is_pass_by_value(true);
-  options.set_dropout(spec.dropout, seed, offset);
+  options.set_dropout(spec.dropout, scalar("DropoutKey", SEED),
+                      scalar("DropoutOffset", OFFSET));
 }
 
 /// A built graph: the operation graph and its execution plan. The addresses
@@ -169,8 +156,6 @@ public:
   size_t workspaceBytes() const override { return built->workspace; }
   std::shared_ptr<BuiltGraph> built;
   std::unordered_map<int64_t, void *> pointers;
-  /// The dropout offset passed by value (the variant pack points here).
-  int64_t dropoutOffset = 0;
 };
 
 /// Everything of a spec that shapes the built graph (not the addresses):
@@ -209,10 +194,6 @@ public:
                  std::unique_ptr<hal::AttentionPlan> &out) override {
     auto plan = std::make_unique<CudnnPlan>();
     bindPointers(spec, plan->pointers);
-    if (spec.dropout > 0.0f) {
-      plan->dropoutOffset = philoxOffset(spec.dropoutSeed);
-      plan->pointers[OFFSET] = &plan->dropoutOffset;
-    }
     std::string key = graphKey(spec);
     auto cached = graphs_.find(key);
     if (cached != graphs_.end()) {
@@ -331,7 +312,7 @@ private:
     if (spec.hasMask)
       bind(BIAS, spec.mask.ptr);
     if (spec.dropout > 0.0f)
-      bind(SEED, spec.dropoutKey);
+      bind(SEED, spec.dropoutKey), bind(OFFSET, spec.dropoutOffset);
     if (spec.backward)
       bind(DO, spec.gradO.ptr), bind(DQ, spec.gradQ.ptr), bind(DK, spec.gradK.ptr),
           bind(DV, spec.gradV.ptr);
