@@ -363,8 +363,13 @@ Status Session::planAttention(size_t i, const fb::Attention *at, const std::stri
       (s.hasMask ? ", bias" : "") +
       (s.dropout > 0.0f ? ", dropout " + std::to_string(s.dropout) : "") +
       (s.deterministic ? ", deterministic" : "") + ")";
-  TXRT_RETURN_IF_ERROR(
-      attention_->prepare(s, attentions_[i]).withContext(where + ": " + shape));
+  Status prepared = attention_->prepare(s, attentions_[i]);
+  if (!prepared.ok())
+    // The library refused this call on this GPU: the step can still run
+    // with attention in primitive ops, which only the compiler can make.
+    return Status(prepared.code(), where + ": " + shape + ": " + prepared.message() +
+                                       " (compile the step with --no-fuse=attention to "
+                                       "run attention unfused)");
   workspace = std::max(workspace, attentions_[i]->workspaceBytes());
   return Status();
 }
