@@ -92,7 +92,8 @@ writeResults(flatbuffers::FlatBufferBuilder &fbb, const std::vector<ResultBindin
 
 static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBufferBuilder &fbb,
                                                          const AttentionCmd *at,
-                                                         bool &usesOffsets) {
+                                                         bool &usesOffsets,
+                                                         bool &usesDropout) {
   auto tensor = [](const AttentionTensor &t) {
     return fb::AttentionTensor(t.slot, flatbuffers::span<const int64_t, 4>(t.dims),
                                flatbuffers::span<const int64_t, 4>(t.strides));
@@ -122,6 +123,8 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
   ab.add_o(&o);
   ab.add_lse(at->lse);
   if (at->dropoutRatio > 0.0f) {
+    // An older runtime would ignore the fields and run without dropout.
+    usesDropout = true;
     ab.add_dropout_ratio(at->dropoutRatio);
     ab.add_dropout_key(at->dropoutKey);
     ab.add_dropout_offset(at->dropoutOffset);
@@ -146,10 +149,11 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
 }
 
 /// The commands of one function; sets |needsFP8| when a GEMM reads or
-/// writes FP8.
+/// writes FP8, |usesOffsets| and |usesDropout| when an attention call has
+/// tensors at an offset or dropout.
 static flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Command>>>
 writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &list,
-              bool &needsFP8, bool &usesOffsets) {
+              bool &needsFP8, bool &usesOffsets, bool &usesDropout) {
   std::vector<flatbuffers::Offset<fb::Command>> commands;
   for (const Command &c : list) {
     auto origin = fbb.CreateString(c.origin);
@@ -187,7 +191,7 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
       commands.push_back(
           fb::CreateCommand(fbb, fb::Op::Collective, collective.Union(), origin));
     } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
-      auto attention = writeAttention(fbb, at, usesOffsets);
+      auto attention = writeAttention(fbb, at, usesOffsets, usesDropout);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Attention, attention.Union(), origin));
     }
   }
@@ -236,27 +240,16 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       writeArguments(fbb, program.arguments);
   auto results = writeResults(fbb, program.results);
 
-  bool needsFP8 = false, usesOffsets = false;
-  auto commands = writeCommands(fbb, program.commands, needsFP8, usesOffsets);
-  // Attention dropout: an older runtime would ignore the fields and run the
-  // calls without it.
-  auto hasDropout = [](const std::vector<Command> &list) {
-    return llvm::any_of(list, [](const Command &c) {
-      auto *at = std::get_if<AttentionCmd>(&c.op);
-      return at && at->dropoutRatio > 0.0f;
-    });
-  };
-  bool usesDropout = hasDropout(program.commands);
-  for (const std::optional<FunctionProgram> *f :
-       {&program.microStep, &program.evaluation, &program.logits, &program.stateInit})
-    usesDropout |= *f && hasDropout((*f)->commands);
+  bool needsFP8 = false, usesOffsets = false, usesDropout = false;
+  auto commands = writeCommands(fbb, program.commands, needsFP8, usesOffsets, usesDropout);
   // Gradient accumulation: the micro-step's commands and results. An older
   // runtime would run the step alone (1/N of the gradient), so such an
   // artifact is format version 2, which those refuse.
   auto writeFunction = [&](const std::optional<FunctionProgram> &function) {
     if (!function)
       return flatbuffers::Offset<fb::Function>();
-    auto functionCommands = writeCommands(fbb, function->commands, needsFP8, usesOffsets);
+    auto functionCommands =
+        writeCommands(fbb, function->commands, needsFP8, usesOffsets, usesDropout);
     auto functionResults = writeResults(fbb, function->results);
     return fb::CreateFunction(fbb, fbb.CreateString(function->name),
                               functionCommands, functionResults);
