@@ -25,7 +25,7 @@ tool_dirs = [config.txopt_tools_dir, config.llvm_tools_dir]
 tools = ["txopt", "txopt-opt", "txopt-run", "txopt-capi-test",
          "txopt-float-formats-test", "txopt-fp8-convert-test",
          "txopt-fp8-scale-property-test", "txopt-fold-execute-test",
-         "txopt-collectives-test", "mlir-opt"]
+         "txopt-collectives-test", "txopt-dataflow-check-test", "mlir-opt"]
 # A sanitizer build (cmake -DTXOPT_ENABLE_SANITIZERS=ON, see
 # scripts/test_sanitizers.sh): our own executables carry the ASan runtime,
 # but stock mlir-opt-22 does not, and loading the instrumented

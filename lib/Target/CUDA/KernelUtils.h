@@ -130,9 +130,11 @@ PackedBlock emitPackedBlock(KernelBuilder &kb, const PackedTable &packed);
 Value packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, Type element);
 /// Appends the launch of a packed kernel built with emitPackedBlock and no
 /// outputs: the table, then |inputs|, one block per table block; the plan
-/// lists the tensors it reaches (LaunchCmd::through).
+/// lists the tensors it reaches (LaunchCmd::through). Of |inputs|, the
+/// kernel writes |written| (per-block partial sums).
 void launchPacked(LoweringContext &ctx, KernelBuilder &kb, Operation *origin,
-                  PackedTable &packed, llvm::ArrayRef<unsigned> inputs);
+                  PackedTable &packed, llvm::ArrayRef<unsigned> inputs,
+                  llvm::ArrayRef<unsigned> written = {});
 
 /// The second stage of a column reduction (bias or norm-parameter
 /// gradients: f32 partial rows summed per column into f32 outputs, columns

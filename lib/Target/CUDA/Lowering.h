@@ -33,8 +33,17 @@ struct Buffer {
   uint64_t offsetInWhole = 0;
 };
 
+/// The buffers one command reads and writes (CommandUses[i] is
+/// program.commands[i]'s), for checkCommandDataflow; a launch's packed
+/// buffers are its LaunchCmd::through.
+struct CommandUses {
+  llvm::SmallVector<unsigned, 4> reads, writes;
+};
+
 struct LoweringContext {
   StepProgram &program;
+  /// Per command, what it reads and writes (the helpers below fill it).
+  std::vector<CommandUses> commandUses;
   gpu::GPUModuleOp gpuModule;
   Materialization plan;
   llvm::DenseMap<Value, unsigned> bufferOfValue;
@@ -163,6 +172,9 @@ struct LoweringContext {
   void attention(AttentionCmd cmd, Operation *origin);
   void collective(CollectiveCmd cmd, Operation *origin);
   void touch(unsigned buffer);
+  /// Records that the last command writes |buffer|, which it was given as
+  /// an input (an argument order the kernel fixes): for the dataflow check.
+  void markWrittenByLastCommand(unsigned buffer);
 
   /// Buffers of a list of values.
   llvm::SmallVector<unsigned> buffersOf(llvm::ArrayRef<Value> values);
@@ -260,6 +272,14 @@ void findAttentionInputViews(func::FuncOp step, Materialization &plan,
 void placeAttentionResults(LoweringContext &ctx, func::FuncOp step);
 LogicalResult lowerAttention(LoweringContext &ctx, Operation *op);
 LogicalResult lowerAttentionGrad(LoweringContext &ctx, Operation *op);
+/// Checks that every command of the planned program reads bytes its
+/// buffer was the last to write since its function began (|functionBegins|:
+/// the first command of each function, in order), or persistent ones;
+/// an internal error on |anchor| otherwise (DataflowCheck.cpp).
+LogicalResult checkCommandDataflow(const LoweringContext &ctx,
+                                   llvm::ArrayRef<size_t> functionBegins,
+                                   Operation *anchor);
+
 /// tx.all_reduce / reduce_scatter / all_gather / rank_shard
 /// (CollectiveLowering.cpp).
 LogicalResult lowerCollective(LoweringContext &ctx, Operation *op);

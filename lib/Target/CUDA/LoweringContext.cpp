@@ -160,6 +160,12 @@ void LoweringContext::touch(unsigned buffer) {
     touch(static_cast<unsigned>(b.partOf));
 }
 
+void LoweringContext::markWrittenByLastCommand(unsigned buffer) {
+  CommandUses &uses = commandUses.back();
+  llvm::erase(uses.reads, buffer);
+  uses.writes.push_back(buffer);
+}
+
 llvm::SmallVector<unsigned>
 LoweringContext::buffersOf(llvm::ArrayRef<Value> values) {
   llvm::SmallVector<unsigned> ids;
@@ -190,30 +196,46 @@ void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
   cmd.kernel = it->second;
   cmd.grid[0] = gridX;
   cmd.block[0] = kBlockSize;
+  CommandUses uses;
   for (unsigned id : outputs) {
     touch(id);
     cmd.args.push_back(id);
+    uses.writes.push_back(id);
   }
   for (unsigned id : inputs) {
     touch(id);
     cmd.args.push_back(id);
+    uses.reads.push_back(id);
   }
   program.commands.push_back({cmd, describeOrigin(origin)});
+  commandUses.push_back(std::move(uses));
 }
 
 void LoweringContext::memset(unsigned buffer, uint32_t value, Operation *origin) {
   touch(buffer);
   program.commands.push_back({MemsetCmd{buffer, value}, describeOrigin(origin)});
+  commandUses.push_back({{}, {buffer}});
 }
 
 void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
   touch(cmd.a);
   touch(cmd.b);
   touch(cmd.d);
+  CommandUses uses;
+  uses.reads = {cmd.a, cmd.b};
   for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax})
-    if (scalar >= 0)
+    if (scalar >= 0) {
       touch(static_cast<unsigned>(scalar));
+      uses.reads.push_back(static_cast<unsigned>(scalar));
+    }
+  // beta * C reads D; the amax of D is a running max into zeroed bytes.
+  if (cmd.beta != 0.0f)
+    uses.reads.push_back(cmd.d);
+  uses.writes.push_back(cmd.d);
+  if (cmd.dAmax >= 0)
+    uses.writes.push_back(static_cast<unsigned>(cmd.dAmax));
   program.commands.push_back({cmd, describeOrigin(origin)});
+  commandUses.push_back(std::move(uses));
 }
 
 void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
@@ -221,12 +243,14 @@ void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
   touch(dst);
   touch(src);
   program.commands.push_back({CopyCmd{dst, src, bytes, srcRankStride}, origin.str()});
+  commandUses.push_back({{src}, {dst}});
 }
 
 void LoweringContext::collective(CollectiveCmd cmd, Operation *origin) {
   touch(cmd.src);
   touch(cmd.dst);
   program.commands.push_back({cmd, describeOrigin(origin)});
+  commandUses.push_back({{cmd.src}, {cmd.dst}});
 }
 
 void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
@@ -240,5 +264,19 @@ void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
   if (cmd.backward)
     for (const AttentionTensor *t : {&cmd.gradO, &cmd.gradQ, &cmd.gradK, &cmd.gradV})
       touch(t->slot);
+  // Views are checked as their whole slots.
+  CommandUses uses;
+  uses.reads = {cmd.q.slot, cmd.k.slot, cmd.v.slot};
+  if (cmd.mask)
+    uses.reads.push_back(cmd.mask->slot);
+  if (cmd.dropoutRatio > 0.0f)
+    uses.reads.append({cmd.dropoutKey, cmd.dropoutOffset});
+  if (cmd.backward) {
+    uses.reads.append({cmd.o.slot, cmd.lse, cmd.gradO.slot});
+    uses.writes = {cmd.gradQ.slot, cmd.gradK.slot, cmd.gradV.slot};
+  } else {
+    uses.writes = {cmd.o.slot, cmd.lse};
+  }
   program.commands.push_back({std::move(cmd), describeOrigin(origin)});
+  commandUses.push_back(std::move(uses));
 }

@@ -431,7 +431,8 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
     ctx.sumStages[sumRoot].push_back({partials, packed.blocks});
   }
   llvm::append_range(args, ctx.buffersOf(inputs));
-  launchPacked(ctx, kb, op, packed, args);
+  launchPacked(ctx, kb, op, packed, args,
+               sumRoot ? llvm::ArrayRef<unsigned>(partials) : llvm::ArrayRef<unsigned>());
   return success();
 }
 

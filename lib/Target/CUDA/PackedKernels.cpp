@@ -106,10 +106,13 @@ Value cuda::packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, 
 }
 
 void cuda::launchPacked(LoweringContext &ctx, KernelBuilder &kb, Operation *origin,
-                        PackedTable &packed, llvm::ArrayRef<unsigned> inputs) {
+                        PackedTable &packed, llvm::ArrayRef<unsigned> inputs,
+                        llvm::ArrayRef<unsigned> written) {
   llvm::SmallVector<unsigned> args{packed.buffer};
   args.append(inputs.begin(), inputs.end());
   ctx.launch(kb, origin, static_cast<unsigned>(packed.blocks), {}, args);
+  for (unsigned buffer : written)
+    ctx.markWrittenByLastCommand(buffer);
   std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(packed.through);
 }
 
@@ -285,7 +288,7 @@ LogicalResult cuda::lowerSumOfSquaresStages(LoweringContext &ctx, Operation *roo
     kb.finish();
     if (failed(kb.status()))
       return failure();
-    launchPacked(ctx, kb, root, packed, {partials});
+    launchPacked(ctx, kb, root, packed, {partials}, /*written=*/{partials});
     stages.push_back({partials, packed.blocks});
   }
   return success();

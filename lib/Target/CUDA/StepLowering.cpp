@@ -772,6 +772,9 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
 
   planMemory(ctx);
   ctx.resolveOffsetTables();
+  if (failed(checkCommandDataflow(
+          ctx, {0, stepCommands, evalBegin, logitsBegin, stateInitBegin}, step)))
+    return failure();
   // The timeline is step, micro-step, evaluation, logits, state init:
   // split it back.
   auto at = [&](size_t i) { return program.commands.begin() + i; };

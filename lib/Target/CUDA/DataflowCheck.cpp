@@ -1,0 +1,172 @@
+//===- DataflowCheck.cpp - the command list checked against its memory plan -===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The lowering decides the order of the commands (deferred column sums,
+// sums held back until after the optimizer, recomputes moved into column
+// sums, gathers written in place) and the memory plan reuses a buffer's
+// bytes once its last command has run. A slip in either is a step that
+// reads a value before it is computed, or after another buffer was placed
+// over it: wrong numbers on the GPU, and nothing on a machine without one
+// would notice. So every lowered program is checked here, on the bytes of
+// the plan, before it is written:
+//
+//   - a command reads only bytes that, since its function began, the
+//     buffer it reads was the last to write (or that are persistent:
+//     arguments, constants, offset tables).
+//
+// A launch's outputs are writes and its inputs reads; a GEMM reads its D
+// when it accumulates; the buffers a packed kernel reaches through its
+// offset table may be read or written and are not checked as reads. A
+// violation is an internal error naming both commands, never a warning.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::txopt;
+using namespace mlir::txopt::cuda;
+
+namespace {
+
+/// Who last wrote each byte range of the arena: start -> (end, root buffer).
+class ArenaOwners {
+public:
+  void assign(uint64_t begin, uint64_t end, int owner) {
+    if (begin >= end)
+      return;
+    split(begin);
+    split(end);
+    owners_.erase(owners_.lower_bound(begin), owners_.lower_bound(end));
+    owners_[begin] = {end, owner};
+  }
+
+  /// The first owner other than |wanted| over [begin, end): -1 where
+  /// nobody wrote the bytes; std::nullopt when |wanted| holds all of them.
+  std::optional<int> otherOwner(uint64_t begin, uint64_t end, int wanted) const {
+    auto it = owners_.upper_bound(begin);
+    if (it != owners_.begin() && std::prev(it)->second.first > begin)
+      --it;
+    for (uint64_t at = begin; at < end; ++it) {
+      if (it == owners_.end() || it->first > at)
+        return -1;
+      if (it->second.second != wanted)
+        return it->second.second;
+      at = it->second.first;
+    }
+    return std::nullopt;
+  }
+
+  void clear() { owners_.clear(); }
+
+private:
+  /// Splits the range containing |at| so that one starts there.
+  void split(uint64_t at) {
+    auto it = owners_.upper_bound(at);
+    if (it == owners_.begin())
+      return;
+    --it;
+    auto [end, owner] = it->second;
+    if (it->first == at || end <= at)
+      return;
+    it->second.first = at;
+    owners_[at] = {end, owner};
+  }
+
+  std::map<uint64_t, std::pair<uint64_t, int>> owners_;
+};
+
+struct Checker {
+  const LoweringContext &ctx;
+  const std::vector<Slot> &slots;
+  ArenaOwners owners;
+  /// The command that last wrote each root buffer, for the message.
+  std::vector<int> lastWriter;
+
+  explicit Checker(const LoweringContext &ctx)
+      : ctx(ctx), slots(ctx.program.slots), lastWriter(ctx.buffers.size(), -1) {}
+
+  int root(unsigned buffer) const {
+    int b = static_cast<int>(buffer);
+    while (ctx.buffers[b].partOf >= 0)
+      b = ctx.buffers[b].partOf;
+    return b;
+  }
+
+  std::string describe(int buffer) const {
+    if (buffer < 0)
+      return "nothing";
+    return "slot " + std::to_string(buffer) + " ('" + ctx.buffers[buffer].what + "')";
+  }
+
+  std::string describeCommand(size_t index) const {
+    return "command " + std::to_string(index) + " (" +
+           ctx.program.commands[index].origin + ")";
+  }
+
+  /// Every persistent buffer holds its own bytes as a function begins.
+  void beginFunction() {
+    owners.clear();
+    std::fill(lastWriter.begin(), lastWriter.end(), -1);
+    for (size_t i = 0; i < ctx.buffers.size(); ++i)
+      if (ctx.buffers[i].persistent && ctx.buffers[i].partOf < 0)
+        owners.assign(slots[i].offset, slots[i].offset + slots[i].bytes, static_cast<int>(i));
+  }
+
+  LogicalResult read(size_t command, unsigned buffer, Operation *anchor) {
+    int r = root(buffer);
+    const Slot &slot = slots[buffer];
+    std::optional<int> other = owners.otherOwner(slot.offset, slot.offset + slot.bytes, r);
+    if (!other)
+      return success();
+    if (*other < 0)
+      return anchor->emitError("internal error in the GPU lowering: ")
+             << describeCommand(command) << " reads " << describe(r)
+             << ", and part of its bytes no command of its function has written yet";
+    return anchor->emitError("internal error in the GPU lowering: ")
+           << describeCommand(command) << " reads " << describe(r) << ", but "
+           << (lastWriter[*other] >= 0 ? describeCommand(lastWriter[*other])
+                                       : std::string("an argument"))
+           << " wrote " << describe(*other)
+           << " over its bytes after it was written (the memory plan reused them too early)";
+  }
+
+  void write(size_t command, unsigned buffer) {
+    int r = root(buffer);
+    const Slot &slot = slots[buffer];
+    owners.assign(slot.offset, slot.offset + slot.bytes, r);
+    lastWriter[r] = static_cast<int>(command);
+  }
+};
+
+} // namespace
+
+LogicalResult cuda::checkCommandDataflow(const LoweringContext &ctx,
+                                         llvm::ArrayRef<size_t> functionBegins,
+                                         Operation *anchor) {
+  const std::vector<Command> &commands = ctx.program.commands;
+  if (ctx.commandUses.size() != commands.size())
+    return anchor->emitError("internal error in the GPU lowering: ")
+           << commands.size() << " commands but the uses of " << ctx.commandUses.size();
+  Checker checker(ctx);
+  size_t next = 0;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    if (next < functionBegins.size() && functionBegins[next] == i) {
+      checker.beginFunction();
+      while (next < functionBegins.size() && functionBegins[next] == i)
+        ++next;
+    }
+    const CommandUses &uses = ctx.commandUses[i];
+    for (unsigned buffer : uses.reads)
+      if (failed(checker.read(i, buffer, anchor)))
+        return failure();
+    for (unsigned buffer : uses.writes)
+      checker.write(i, buffer);
+    if (auto *launch = std::get_if<LaunchCmd>(&commands[i].op))
+      for (unsigned buffer : launch->through)
+        checker.write(i, buffer);
+  }
+  return success();
+}
