@@ -57,7 +57,8 @@ void txopt::buildTrainPipeline(
     const std::optional<tx::InsertFP8PassOptions> &fp8,
     int64_t dataParallelRanks,
     const std::optional<tx::UntieParametersPassOptions> &untie,
-    const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights) {
+    const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights,
+    int64_t bucketBytes) {
   // Before fusion, while every op still carries its ONNX node's location.
   if (untie)
     pm.addPass(tx::createUntieParametersPass(*untie));
@@ -78,6 +79,9 @@ void txopt::buildTrainPipeline(
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
   funcPm.addPass(createCanonicalizerPass());
   funcPm.addPass(createCSEPass());
+  // Last: the cleanup hoists constants and could move what this places.
+  if (dataParallelRanks >= 1 && bucketBytes > 0)
+    pm.addPass(tx::createBucketGradientReductionsPass({bucketBytes}));
 }
 
 void txopt::registerTxoptPipelines() {

@@ -72,7 +72,8 @@ void txopt::buildTrainPipelineFromOptions(OpPassManager &pm,
     cache.emplace();
     cache->explain = options.explain;
   }
-  buildTrainPipeline(pm, fusion, step, fp8, options.dataParallel, untie, cache);
+  buildTrainPipeline(pm, fusion, step, fp8, options.dataParallel, untie, cache,
+                     options.bucketBytes);
 }
 
 void txopt::registerTrainPipeline() {

@@ -87,6 +87,10 @@ OPTIONS:
                           txopt-run --ranks=N, or on the GPU under a
                           launcher (txrun: NCCL) or as txrun --ranks=N
                           threads. N=1 keeps the collectives.
+  --bucket-mb=X           With --data-parallel: reduce-scatter the gradients
+                          in buckets of X MiB (default 25) as the backward
+                          completes them, beside the backward on the GPU;
+                          0 keeps them after the backward.
   --eval                  Also emit @eval: the loss of a batch under the
                           step's parameters, forward only (no update, no
                           state change, dropout off), for txopt-run
@@ -263,6 +267,15 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
     options.trainFlags.push_back(flag);
     return true;
   }
+  if (takeValue(argc, argv, i, "bucket-mb", value, error)) {
+    double mb = 0;
+    number(mb, nonNegative, "a size in MiB >= 0");
+    if (error.empty() && mb > 1048576.0)
+      error = "bad --bucket-mb '" + value + "' (expected at most 1048576 MiB)";
+    options.bucketBytes = static_cast<int64_t>(mb * 1024 * 1024);
+    options.bucketGiven = true;
+    return true;
+  }
   if (takeValue(argc, argv, i, "weight-decay", value, error)) {
     double decay = 0;
     number(decay, nonNegative, "a number >= 0");
@@ -404,6 +417,10 @@ static bool parseNoFuse(const std::string &value, Options &options,
 static bool checkCombinations(const Options &options, std::string &error) {
   if (!options.train && !options.trainFlags.empty()) {
     error = "option '" + options.trainFlags.front() + "' needs --train";
+    return false;
+  }
+  if (options.bucketGiven && options.dataParallel == 0) {
+    error = "option '--bucket-mb' needs --data-parallel";
     return false;
   }
   if (options.precision != "fp8" && !options.fp8Flags.empty()) {

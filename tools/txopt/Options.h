@@ -56,6 +56,10 @@ struct Options {
   int64_t gradAccum = 1;
   /// --data-parallel N: a ZeRO-1 step for N ranks (1: a plain step).
   int64_t dataParallel = 0; ///< 0: a plain step (no --data-parallel)
+  /// --bucket-mb X: gradient bytes per data-parallel bucket (0: the
+  /// reduce-scatters stay after the backward).
+  int64_t bucketBytes = 25 * 1024 * 1024;
+  bool bucketGiven = false;
   /// --eval: also emit @eval (the validation loss, forward only).
   bool eval = false;
   std::string freeze;

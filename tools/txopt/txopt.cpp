@@ -273,7 +273,8 @@ std::string runPipeline(MLIRContext &context, ModuleOp module, const Options &op
       cache->explain = false;
     }
     txopt::buildTrainPipeline(pm, pipeline, trainStepOptions(options), fp8Options(options),
-                              options.dataParallel, std::nullopt, cache);
+                              options.dataParallel, std::nullopt, cache,
+                              options.bucketBytes);
     // The step is built for one GPU architecture: record it in the IR.
     module->setAttr("tx.target", StringAttr::get(&context, options.target));
   } else {

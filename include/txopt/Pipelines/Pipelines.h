@@ -66,14 +66,20 @@ void buildDefaultPipeline(OpPassManager &pm,
 /// tx-build-train-step with |step|'s options, tx-insert-fp8 when |fp8| is
 /// set (right after, as it needs the seed marker), and a final cleanup that
 /// merges the forward and recomputed norm statistics. |dataParallelRanks|
-/// >= 1 adds tx-data-parallel before the cleanup (0: a plain step).
+/// >= 1 adds tx-data-parallel before the cleanup (0: a plain step), and
+/// after it tx-bucket-gradient-reductions with |bucketBytes| (0: the
+/// reduce-scatters stay after the backward).
+/// Gradient bytes per data-parallel bucket by default: PyTorch DDP's 25 MB.
+inline constexpr int64_t kDefaultBucketBytes = 25 * 1024 * 1024;
+
 void buildTrainPipeline(
     OpPassManager &pm, const DefaultPipelineOptions &fusion,
     const tx::BuildTrainStepPassOptions &step,
     const std::optional<tx::InsertFP8PassOptions> &fp8 = std::nullopt,
     int64_t dataParallelRanks = 0,
     const std::optional<tx::UntieParametersPassOptions> &untie = std::nullopt,
-    const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights = std::nullopt);
+    const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights = std::nullopt,
+    int64_t bucketBytes = kDefaultBucketBytes);
 
 /// Registers `txopt-default` (and `txopt-train`, TrainPipeline.h) for
 /// txopt-opt and mlir-opt plugins.

@@ -11,6 +11,7 @@
 #define TXOPT_PIPELINES_TRAINPIPELINE_H
 
 #include "txopt/Dialect/Tx/Transforms/Passes.h"
+#include "txopt/Pipelines/Pipelines.h"
 
 #include "mlir/Pass/PassOptions.h"
 
@@ -89,6 +90,11 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
                      "(tx-data-parallel; 0: a plain step; 1 keeps the "
                      "collectives, for a one-rank launch)"),
       llvm::cl::init(0)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Gradient bytes per data-parallel bucket "
+                     "(tx-bucket-gradient-reductions; 0: after the backward)"),
+      llvm::cl::init(kDefaultBucketBytes)};
   Option<bool> eval{*this, "eval",
                     llvm::cl::desc("Also emit @eval (validation loss)"),
                     llvm::cl::init(false)};

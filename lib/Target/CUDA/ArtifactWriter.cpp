@@ -20,11 +20,13 @@ using namespace mlir::txopt::cuda;
 namespace fb = txrt::fb;
 
 /// The artifact format this compiler writes (runtime's kFormatVersion), the
-/// oldest that holds what the step uses: 7 adds attention dropout, 6 adds 4-byte slots at 4-byte
+/// oldest that holds what the step uses: 8 adds asynchronous collective
+/// groups (Join commands), 7 attention dropout, 6 adds 4-byte slots at 4-byte
 /// offsets (an entry of packed FP8 state), 5 data parallelism, 4 the
 /// state-init function, 3 adds attention tensors at an
 /// offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersionAsyncCollectives = 8;
 static constexpr uint32_t kFormatVersionAttentionDropout = 7;
 static constexpr uint32_t kFormatVersionScalarSlots = 6;
 static constexpr uint32_t kFormatVersionDataParallel = 5;
@@ -187,9 +189,12 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
       auto collective = fb::CreateCollective(
           fbb, static_cast<fb::CollectiveKind>(col->kind),
           static_cast<fb::Reduction>(col->reduction), toFb(col->dtype),
-          col->sendCount, col->recvCount, col->src, col->dst);
+          col->sendCount, col->recvCount, col->src, col->dst, col->asyncGroup);
       commands.push_back(
           fb::CreateCommand(fbb, fb::Op::Collective, collective.Union(), origin));
+    } else if (auto *join = std::get_if<JoinCmd>(&c.op)) {
+      auto joinTable = fb::CreateJoin(fbb, join->group);
+      commands.push_back(fb::CreateCommand(fbb, fb::Op::Join, joinTable.Union(), origin));
     } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
       auto attention = writeAttention(fbb, at, usesOffsets, usesDropout);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Attention, attention.Union(), origin));
@@ -265,7 +270,8 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       // An older runtime would skip the collectives and copy rank 0's
       // shard on every rank.
       // An older runtime refuses such slots, naming the misaligned one.
-      usesDropout          ? kFormatVersionAttentionDropout
+      program.stats.asyncGroups ? kFormatVersionAsyncCollectives
+      : usesDropout          ? kFormatVersionAttentionDropout
       : scalarSlots        ? kFormatVersionScalarSlots
       : program.ranks > 0  ? kFormatVersionDataParallel
       : program.stateInit  ? kFormatVersionStateInit

@@ -106,6 +106,22 @@ static std::optional<BlockArgument> gatheredInPlace(LoweringContext &ctx,
   return arg;
 }
 
+/// The asynchronous group a reduce-scatter of |bucket| joins: the open one
+/// when the command before is a collective of it, else a new pending group.
+static unsigned asyncGroupFor(LoweringContext &ctx, int64_t bucket) {
+  const std::vector<Command> &commands = ctx.program.commands;
+  if (!commands.empty() && !ctx.pendingGroups.empty() &&
+      ctx.pendingGroups.back().bucket == bucket)
+    if (auto *last = std::get_if<CollectiveCmd>(&commands.back().op))
+      if (last->asyncGroup == ctx.pendingGroups.back().id)
+        return last->asyncGroup;
+  LoweringContext::PendingGroup group;
+  group.id = ++ctx.asyncGroups;
+  group.bucket = bucket;
+  ctx.pendingGroups.push_back(group);
+  return group.id;
+}
+
 LogicalResult cuda::lowerCollective(LoweringContext &ctx, Operation *op) {
   Value input = op->getOperand(0), result = op->getResult(0);
   auto inputType = cast<RankedTensorType>(input.getType());
@@ -144,6 +160,11 @@ LogicalResult cuda::lowerCollective(LoweringContext &ctx, Operation *op) {
     cmd.kind = CollectiveCmd::Kind::ReduceScatter;
     cmd.reduction = reductionOf(reduceScatter.getReduction());
     ranks = reduceScatter.getRanks();
+    // A bucket's reduce-scatters (tx-bucket-gradient-reductions), right
+    // after each other: one asynchronous group, which runs beside the
+    // commands after it until one of them touches its buffers.
+    if (auto bucket = op->getAttrOfType<IntegerAttr>(tx::kBucketAttrName))
+      cmd.asyncGroup = asyncGroupFor(ctx, bucket.getInt());
   } else {
     auto allGather = cast<tx::AllGatherOp>(op);
     cmd.kind = CollectiveCmd::Kind::AllGather;
@@ -152,5 +173,8 @@ LogicalResult cuda::lowerCollective(LoweringContext &ctx, Operation *op) {
   if (failed(checkRanks(ctx, op, ranks)))
     return failure();
   ctx.collective(cmd, op);
+  // Registered after the command, which must not wait for itself.
+  if (cmd.asyncGroup)
+    ctx.pendingGroups.back().buffers.append({ctx.rootOf(src), ctx.rootOf(dst)});
   return success();
 }

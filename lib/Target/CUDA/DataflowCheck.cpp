@@ -12,7 +12,13 @@
 //
 //   - a command reads only bytes that, since its function began, the
 //     buffer it reads was the last to write (or that are persistent:
-//     arguments, constants, offset tables).
+//     arguments, constants, offset tables);
+//   - an asynchronous collective group (bucketed gradient reduce-scatters,
+//     which the runtime runs beside the commands after it) has its inputs
+//     ready where it starts; until the Join that waits for it, no command
+//     reads the bytes it writes or writes the bytes it reads or writes, and
+//     its writes count only from the Join on; every group is joined before
+//     its function ends.
 //
 // A launch's outputs are writes and its inputs reads; a GEMM reads its D
 // when it accumulates; the buffers a packed kernel reaches through its
@@ -78,10 +84,27 @@ private:
   std::map<uint64_t, std::pair<uint64_t, int>> owners_;
 };
 
+/// A byte range of the arena.
+struct Range {
+  uint64_t begin = 0, end = 0;
+  bool overlaps(const Range &other) const {
+    return begin < other.end && other.begin < end;
+  }
+};
+
+/// An asynchronous collective group between its start and its Join.
+struct RunningGroup {
+  unsigned id = 0;
+  size_t firstCommand = 0;
+  std::vector<Range> reads;
+  std::vector<std::pair<Range, unsigned>> writes; ///< range, buffer written
+};
+
 struct Checker {
   const LoweringContext &ctx;
   const std::vector<Slot> &slots;
   ArenaOwners owners;
+  std::vector<RunningGroup> running;
   /// The command that last wrote each root buffer, for the message.
   std::vector<int> lastWriter;
 
@@ -104,6 +127,40 @@ struct Checker {
   std::string describeCommand(size_t index) const {
     return "command " + std::to_string(index) + " (" +
            ctx.program.commands[index].origin + ")";
+  }
+
+  Range rangeOf(unsigned buffer) const {
+    return {slots[buffer].offset, slots[buffer].offset + slots[buffer].bytes};
+  }
+
+  /// |command| reads (or, when |writes|, writes) |buffer| while groups run.
+  LogicalResult checkAgainstRunning(size_t command, unsigned buffer, bool writes,
+                                    Operation *anchor) const {
+    Range range = rangeOf(buffer);
+    for (const RunningGroup &group : running) {
+      bool clash = llvm::any_of(group.writes, [&](const auto &w) {
+        return w.first.overlaps(range);
+      });
+      if (writes)
+        clash |= llvm::any_of(group.reads, [&](const Range &r) { return r.overlaps(range); });
+      if (clash)
+        return anchor->emitError("internal error in the GPU lowering: ")
+               << describeCommand(command) << (writes ? " writes " : " reads ")
+               << describe(root(buffer)) << " while asynchronous collective group "
+               << group.id << " (from " << describeCommand(group.firstCommand)
+               << ") may still be using its bytes; it needs a join before it";
+    }
+    return success();
+  }
+
+  /// Ends the function: every group must have been joined.
+  LogicalResult endFunction(Operation *anchor) {
+    if (running.empty())
+      return success();
+    return anchor->emitError("internal error in the GPU lowering: asynchronous collective "
+                             "group ")
+           << running.front().id << " (from " << describeCommand(running.front().firstCommand)
+           << ") is never joined before its function ends";
   }
 
   /// Every persistent buffer holds its own bytes as a function begins.
@@ -154,19 +211,46 @@ LogicalResult cuda::checkCommandDataflow(const LoweringContext &ctx,
   size_t next = 0;
   for (size_t i = 0; i < commands.size(); ++i) {
     if (next < functionBegins.size() && functionBegins[next] == i) {
+      if (failed(checker.endFunction(anchor)))
+        return failure();
       checker.beginFunction();
       while (next < functionBegins.size() && functionBegins[next] == i)
         ++next;
     }
+    if (auto *join = std::get_if<JoinCmd>(&commands[i].op)) {
+      // Groups up to this one are done: their writes land now.
+      auto done = [&](const RunningGroup &g) { return g.id <= join->group; };
+      for (const RunningGroup &group : checker.running)
+        if (done(group))
+          for (auto &[range, buffer] : group.writes)
+            checker.write(i, buffer);
+      llvm::erase_if(checker.running, done);
+      continue;
+    }
     const CommandUses &uses = ctx.commandUses[i];
-    for (unsigned buffer : uses.reads)
-      if (failed(checker.read(i, buffer, anchor)))
-        return failure();
-    for (unsigned buffer : uses.writes)
-      checker.write(i, buffer);
+    std::vector<unsigned> written(uses.writes.begin(), uses.writes.end());
     if (auto *launch = std::get_if<LaunchCmd>(&commands[i].op))
-      for (unsigned buffer : launch->through)
-        checker.write(i, buffer);
+      written.insert(written.end(), launch->through.begin(), launch->through.end());
+    auto *collective = std::get_if<CollectiveCmd>(&commands[i].op);
+    for (unsigned buffer : uses.reads)
+      if (failed(checker.checkAgainstRunning(i, buffer, /*writes=*/false, anchor)) ||
+          failed(checker.read(i, buffer, anchor)))
+        return failure();
+    for (unsigned buffer : written)
+      if (failed(checker.checkAgainstRunning(i, buffer, /*writes=*/true, anchor)))
+        return failure();
+    if (collective && collective->asyncGroup) {
+      if (checker.running.empty() || checker.running.back().id != collective->asyncGroup)
+        checker.running.push_back({collective->asyncGroup, i, {}, {}});
+      RunningGroup &group = checker.running.back();
+      for (unsigned buffer : uses.reads)
+        group.reads.push_back(checker.rangeOf(buffer));
+      for (unsigned buffer : written)
+        group.writes.push_back({checker.rangeOf(buffer), buffer});
+      continue;
+    }
+    for (unsigned buffer : written)
+      checker.write(i, buffer);
   }
-  return success();
+  return checker.endFunction(anchor);
 }

@@ -1286,6 +1286,7 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
   if (table) {
     for (auto [word, slot] : table->offsetOf) {
       through.push_back(slot);
+      ctx.awaitCollectivesTouching(slot);
       ctx.touch(slot); // live at the launch appended next
     }
     inputSlots.push_back(ctx.offsetTable(std::move(*table), "fp8 site amax offsets"));

@@ -176,6 +176,26 @@ struct LoweringContext {
   /// an input (an argument order the kernel fixes): for the dataflow check.
   void markWrittenByLastCommand(unsigned buffer);
 
+  /// Asynchronous collective groups (bucketed gradient reduce-scatters,
+  /// CollectiveLowering.cpp) not joined yet: each group's id and the root
+  /// buffers its collectives read and write. A command about to touch one
+  /// of those first gets a JoinCmd (awaitCollectivesTouching), which also
+  /// keeps the group's buffers live up to it, so that the memory plan puts
+  /// nothing else there while the collectives may still run.
+  struct PendingGroup {
+    unsigned id = 0;
+    int64_t bucket = -1;
+    llvm::SmallVector<unsigned, 8> buffers;
+  };
+  std::vector<PendingGroup> pendingGroups;
+  unsigned asyncGroups = 0; ///< groups started so far (ids 1..asyncGroups)
+  /// The root buffer |buffer| is a part of (itself when whole).
+  unsigned rootOf(unsigned buffer) const;
+  /// Joins every pending group up to the last one touching |buffers|.
+  void awaitCollectivesTouching(llvm::ArrayRef<unsigned> buffers);
+  /// Joins every pending group (where a function returns).
+  void joinAllCollectives();
+
   /// Buffers of a list of values.
   llvm::SmallVector<unsigned> buffersOf(llvm::ArrayRef<Value> values);
 };

@@ -160,6 +160,42 @@ void LoweringContext::touch(unsigned buffer) {
     touch(static_cast<unsigned>(b.partOf));
 }
 
+unsigned LoweringContext::rootOf(unsigned buffer) const {
+  while (buffers[buffer].partOf >= 0)
+    buffer = static_cast<unsigned>(buffers[buffer].partOf);
+  return buffer;
+}
+
+void LoweringContext::awaitCollectivesTouching(llvm::ArrayRef<unsigned> touched) {
+  // The last pending group touching any of them: joining it joins the
+  // earlier ones too (the communication stream runs them in order).
+  int last = -1;
+  for (auto [i, group] : llvm::enumerate(pendingGroups))
+    for (unsigned buffer : touched)
+      if (llvm::is_contained(group.buffers, rootOf(buffer)))
+        last = static_cast<int>(i);
+  if (last < 0)
+    return;
+  unsigned id = pendingGroups[last].id;
+  for (int i = 0; i <= last; ++i)
+    for (unsigned buffer : pendingGroups[i].buffers)
+      touch(buffer); // live until the join
+  pendingGroups.erase(pendingGroups.begin(), pendingGroups.begin() + last + 1);
+  program.commands.push_back(
+      {JoinCmd{id}, "wait for the gradient reduce-scatters of buckets up to async group " +
+                        std::to_string(id)});
+  commandUses.push_back({});
+}
+
+void LoweringContext::joinAllCollectives() {
+  if (pendingGroups.empty())
+    return;
+  llvm::SmallVector<unsigned> all;
+  for (const PendingGroup &group : pendingGroups)
+    all.append(group.buffers.begin(), group.buffers.end());
+  awaitCollectivesTouching(all);
+}
+
 void LoweringContext::markWrittenByLastCommand(unsigned buffer) {
   CommandUses &uses = commandUses.back();
   llvm::erase(uses.reads, buffer);
@@ -196,6 +232,8 @@ void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
   cmd.kernel = it->second;
   cmd.grid[0] = gridX;
   cmd.block[0] = kBlockSize;
+  awaitCollectivesTouching(outputs);
+  awaitCollectivesTouching(inputs);
   CommandUses uses;
   for (unsigned id : outputs) {
     touch(id);
@@ -212,12 +250,18 @@ void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
 }
 
 void LoweringContext::memset(unsigned buffer, uint32_t value, Operation *origin) {
+  awaitCollectivesTouching(buffer);
   touch(buffer);
   program.commands.push_back({MemsetCmd{buffer, value}, describeOrigin(origin)});
   commandUses.push_back({{}, {buffer}});
 }
 
 void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
+  llvm::SmallVector<unsigned> all{cmd.a, cmd.b, cmd.d};
+  for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax})
+    if (scalar >= 0)
+      all.push_back(static_cast<unsigned>(scalar));
+  awaitCollectivesTouching(all);
   touch(cmd.a);
   touch(cmd.b);
   touch(cmd.d);
@@ -240,6 +284,7 @@ void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
 
 void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
                            llvm::StringRef origin, uint64_t srcRankStride) {
+  awaitCollectivesTouching({dst, src});
   touch(dst);
   touch(src);
   program.commands.push_back({CopyCmd{dst, src, bytes, srcRankStride}, origin.str()});
@@ -247,6 +292,7 @@ void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
 }
 
 void LoweringContext::collective(CollectiveCmd cmd, Operation *origin) {
+  awaitCollectivesTouching({cmd.src, cmd.dst});
   touch(cmd.src);
   touch(cmd.dst);
   program.commands.push_back({cmd, describeOrigin(origin)});
@@ -254,6 +300,16 @@ void LoweringContext::collective(CollectiveCmd cmd, Operation *origin) {
 }
 
 void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
+  {
+    llvm::SmallVector<unsigned> all{cmd.q.slot, cmd.k.slot, cmd.v.slot, cmd.o.slot, cmd.lse};
+    if (cmd.mask)
+      all.push_back(cmd.mask->slot);
+    if (cmd.dropoutRatio > 0.0f)
+      all.append({cmd.dropoutKey, cmd.dropoutOffset});
+    if (cmd.backward)
+      all.append({cmd.gradO.slot, cmd.gradQ.slot, cmd.gradK.slot, cmd.gradV.slot});
+    awaitCollectivesTouching(all);
+  }
   for (const AttentionTensor *t : {&cmd.q, &cmd.k, &cmd.v, &cmd.o})
     touch(t->slot);
   touch(cmd.lse);

@@ -54,7 +54,9 @@ PackedTable cuda::buildPackedTable(LoweringContext &ctx,
     for (auto [k, buffer] : llvm::enumerate(buffers[i])) {
       table.offsetOf.push_back({entry + 1 + k, buffer});
       packed.through.push_back(buffer);
-      // Live at the launch that is about to be appended.
+      // Live at the launch that is about to be appended (after what it
+      // reads has arrived).
+      ctx.awaitCollectivesTouching(buffer);
       ctx.touch(buffer);
     }
     if (!extras.empty())

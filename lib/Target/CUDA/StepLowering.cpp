@@ -433,6 +433,9 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       return failure();
     if (isa<func::ReturnOp>(op) && failed(flushFP8ScaleUpdates(ctx)))
       return failure();
+    // Nothing runs beside the function after it returns.
+    if (isa<func::ReturnOp>(op))
+      ctx.joinAllCollectives();
     if (readsDeferredScaleUpdates(ctx, op) && failed(flushFP8ScaleUpdates(ctx, &op)))
       return failure();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -801,7 +804,14 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
     }
     else if (std::holds_alternative<MemsetCmd>(c.op)) ++program.stats.memsets;
     else if (std::holds_alternative<AttentionCmd>(c.op)) ++program.stats.attentions;
-    else if (std::holds_alternative<CollectiveCmd>(c.op)) ++program.stats.collectives;
+    else if (auto *col = std::get_if<CollectiveCmd>(&c.op)) {
+      ++program.stats.collectives;
+      if (col->asyncGroup) {
+        ++program.stats.asyncCollectives;
+        program.stats.asyncGroups = std::max(program.stats.asyncGroups, col->asyncGroup);
+      }
+    }
+    else if (std::holds_alternative<JoinCmd>(c.op)) continue;
     else ++program.stats.copies;
   }
   return success();

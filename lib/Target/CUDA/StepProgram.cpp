@@ -95,6 +95,10 @@ void StepProgram::print(llvm::raw_ostream &os) const {
         os << " " << reductions[static_cast<int>(col->reduction)];
       os << " " << dtypeName(col->dtype) << " send=" << col->sendCount
          << " recv=" << col->recvCount << " src=" << col->src << " dst=" << col->dst;
+      if (col->asyncGroup)
+        os << " async=" << col->asyncGroup;
+    } else if (auto *join = std::get_if<JoinCmd>(&c.op)) {
+      os << "join async<=" << join->group;
     } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
       os << (at->backward ? "attention_grad" : "attention") << " b=" << at->q.dims[0]
          << " h=" << at->q.dims[1] << " hkv=" << at->k.dims[1]

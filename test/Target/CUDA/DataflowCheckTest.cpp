@@ -54,6 +54,23 @@ struct Plan {
     uses.writes.assign(writes.begin(), writes.end());
     ctx.commandUses.push_back(uses);
   }
+
+  /// A reduce-scatter from |src| to |dst| in asynchronous group |group|.
+  void collective(unsigned src, unsigned dst, unsigned group) {
+    CollectiveCmd cmd;
+    cmd.kind = CollectiveCmd::Kind::ReduceScatter;
+    cmd.src = src;
+    cmd.dst = dst;
+    cmd.asyncGroup = group;
+    program.commands.push_back(
+        {cmd, "collective " + std::to_string(program.commands.size())});
+    ctx.commandUses.push_back({{src}, {dst}});
+  }
+
+  void join(unsigned group) {
+    program.commands.push_back({JoinCmd{group}, "join"});
+    ctx.commandUses.push_back({});
+  }
 };
 
 void run(const char *name, Plan &plan, llvm::ArrayRef<size_t> functionBegins = {0}) {
@@ -145,6 +162,57 @@ int main() {
     p.command({}, {}, {a});
     p.command({a}, {});
     run("through-table", p);
+  }
+  {
+    // A group overlapped with an unrelated command, its shard read after
+    // the join.
+    Plan p;
+    unsigned g = p.buffer(256, 64), shard = p.buffer(512, 32), other = p.buffer(768, 64);
+    p.command({}, {g});
+    p.collective(g, shard, 1);
+    p.command({}, {other});
+    p.join(1);
+    p.command({shard, other}, {});
+    run("async-joined", p);
+  }
+  {
+    Plan p;
+    unsigned g = p.buffer(256, 64), shard = p.buffer(512, 32);
+    p.command({}, {g});
+    p.collective(g, shard, 1);
+    p.command({shard}, {});
+    p.join(1);
+    run("async-read-before-join", p);
+  }
+  {
+    // The gradient's bytes reused while the collective may still read them.
+    Plan p;
+    unsigned g = p.buffer(256, 64), shard = p.buffer(512, 32), reuse = p.buffer(256, 64);
+    p.command({}, {g});
+    p.collective(g, shard, 1);
+    p.command({}, {reuse});
+    p.join(1);
+    run("async-input-overwritten", p);
+  }
+  {
+    Plan p;
+    unsigned g = p.buffer(256, 64), shard = p.buffer(512, 32);
+    p.command({}, {g});
+    p.collective(g, shard, 1);
+    run("async-never-joined", p);
+  }
+  {
+    // A later group's join covers the earlier group.
+    Plan p;
+    unsigned g1 = p.buffer(256, 64), s1 = p.buffer(512, 32);
+    unsigned g2 = p.buffer(768, 64), s2 = p.buffer(1024, 32);
+    p.command({}, {g1});
+    p.collective(g1, s1, 1);
+    p.command({}, {g2});
+    p.collective(g2, s2, 2);
+    p.join(2);
+    p.command({s1, s2}, {});
+    run("async-join-covers-earlier", p);
   }
   return 0;
 }

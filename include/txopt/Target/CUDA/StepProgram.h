@@ -96,6 +96,17 @@ struct CollectiveCmd {
   DType dtype = DType::F32;
   uint64_t sendCount = 0, recvCount = 0;
   unsigned src = 0, dst = 0;
+  /// 0: runs in order with the other commands. k > 0: one of the
+  /// consecutive collectives of asynchronous group k (a bucket of gradient
+  /// reduce-scatters), which the runtime may run on a communication stream
+  /// beside the commands after it, until a JoinCmd of group >= k.
+  unsigned asyncGroup = 0;
+};
+
+/// The commands after this one wait for the asynchronous collective
+/// groups 1..group (their buffers are written, read and reused only after).
+struct JoinCmd {
+  unsigned group = 0;
 };
 
 /// A [B, H, T, D] tensor of an attention call: a slot read with element
@@ -132,7 +143,8 @@ struct AttentionCmd {
 };
 
 struct Command {
-  std::variant<LaunchCmd, GemmCmd, MemsetCmd, CopyCmd, AttentionCmd, CollectiveCmd> op;
+  std::variant<LaunchCmd, GemmCmd, MemsetCmd, CopyCmd, AttentionCmd, CollectiveCmd, JoinCmd>
+      op;
   std::string origin; ///< the op and ONNX node it came from
 };
 
@@ -177,6 +189,8 @@ struct StepStatistics {
   unsigned fp8Gemms = 0;      ///< of the gemms, those with FP8 operands
   unsigned attentions = 0;    ///< fused attention calls, forward + backward
   unsigned collectives = 0;   ///< data-parallel collectives (NCCL calls)
+  /// Of those, the ones run beside the backward, in how many groups.
+  unsigned asyncCollectives = 0, asyncGroups = 0;
   /// Bytes of the B·H·Tq·Tk scores and probabilities the unfused
   /// attention would have written (forward and backward, before reuse).
   uint64_t attentionScoreBytesAvoided = 0;

@@ -203,6 +203,14 @@ LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
                                               : "non-empty arrays of names");
     return success();
   }
+  if (name == kBucketAttrName) {
+    // tx-bucket-gradient-reductions: the bucket a reduce-scatter goes in.
+    auto bucket = dyn_cast<IntegerAttr>(value);
+    if (!isa<ReduceScatterOp>(op) || !bucket || bucket.getInt() < 0)
+      return op->emitError() << "expected tx.bucket to be a tx.reduce_scatter's "
+                                "integer >= 0, but got " << value;
+    return success();
+  }
   if (name == "tx.opset") {
     if (!isa<ModuleOp>(op) || !isa<IntegerAttr>(value))
       return op->emitError() << "expected tx.opset to be a module's integer";

@@ -34,6 +34,11 @@ inline constexpr llvm::StringLiteral kFP8SitesAttrName = "tx.fp8_sites";
 /// flattened and zero-padded to N shards of ceil(n / N) elements, rank r
 /// holding shard r. Checkpoints hold the whole tensor.
 inline constexpr llvm::StringLiteral kShardOfAttrName = "tx.shard_of";
+/// On a tx.reduce_scatter of a data-parallel step's gradient
+/// (tx-bucket-gradient-reductions): the bucket it is sent in (an i64, 0
+/// first); a bucket's reduce-scatters stand together in the backward, and
+/// the GPU runs them beside it.
+inline constexpr llvm::StringLiteral kBucketAttrName = "tx.bucket";
 /// On a result: the argument it becomes for the next step.
 inline constexpr llvm::StringLiteral kNextAttrName = "tx.next";
 /// On the micro-step function of a step built with grad-accum N > 1: the

@@ -267,9 +267,9 @@ def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
 
     `ranks` is fixed at compile time because the IR has static shapes (a
     shard's length is part of its type); issue 15 asks for the rank count
-    at run time, which is not built yet. Gradients are reduce-scattered
-    one tensor at a time after the backward, not in buckets overlapped with
-    it.
+    at run time, which is not built yet. The gradients are reduce-scattered
+    where the norm is taken, after the backward; tx-bucket-gradient-reductions
+    moves them up into the backward, in buckets.
 
     FP8 steps: the amax operand of every tx.fp8_scale_update and
     tx.fp8_current_scale becomes `all_reduce max` of it, so every rank keeps
@@ -300,6 +300,68 @@ def DataParallelPass : Pass<"tx-data-parallel", "::mlir::ModuleOp"> {
   let options = [
     Option<"ranks", "ranks", "int64_t", /*default=*/"1",
            "Number of data-parallel ranks the step is built for">,
+  ];
+}
+
+
+def BucketGradientReductionsPass
+    : Pass<"tx-bucket-gradient-reductions", "::mlir::ModuleOp"> {
+  let summary = "Move a data-parallel step's gradient reduce-scatters into the backward, in buckets";
+  let description = [{
+    tx-data-parallel reduce-scatters every gradient where the global norm
+    is taken, after the whole backward: the communication then waits for
+    the backward to end and the backward never runs beside it. This pass
+    moves each reduce-scatter of a gradient (with the reshape and zero
+    padding that feed only it) up to where that gradient is complete, so
+    the GPU can run it while the backward goes on (the lowering forks it
+    onto a communication stream and waits for it before the first reader
+    of its shard: docs/DataParallel.md).
+
+    One collective per gradient would be one NCCL launch per parameter in
+    the middle of the backward; so the gradients are taken in the order
+    they become complete and gathered into buckets of at least
+    `bucket-bytes` bytes (the last bucket holds the rest, PyTorch DDP's
+    bucket_cap_mb is 25 MB), and a bucket's reduce-scatters go together,
+    right after its last gradient is complete. Each carries the bucket's
+    number in `tx.bucket`, in the order the buckets are sent.
+
+    Before (ranks = 2; %g2 is complete early in the backward, %g1 at its
+    end):
+
+    ```mlir
+    %g2 = tx.matmul ...
+    ... the rest of the backward ...
+    %g1 = tx.matmul ...
+    %f1 = tx.reshape %g1 : tensor<4x4xf32> -> tensor<16xf32>
+    %s1 = tx.reduce_scatter mean %f1 ranks(2) : tensor<16xf32> -> tensor<8xf32>
+    %s2 = tx.reduce_scatter mean %g2 ranks(2) : tensor<8xf32> -> tensor<4xf32>
+    ```
+
+    After, with buckets of 32 bytes:
+
+    ```mlir
+    %g2 = tx.matmul ...
+    %s2 = tx.reduce_scatter mean %g2 ranks(2) {tx.bucket = 0 : i64} ...
+    ... the rest of the backward ...
+    %g1 = tx.matmul ...
+    %f1 = tx.reshape %g1 : tensor<4x4xf32> -> tensor<16xf32>
+    %s1 = tx.reduce_scatter mean %f1 ranks(2) {tx.bucket = 1 : i64} ...
+    ```
+
+    Only ops move, and only up to a point after everything they read: the
+    values are unchanged (the CPU executor's simulated ranks, which meet
+    at each collective in program order, give the same numbers).
+    `bucket-bytes = 0` leaves the step as it is: one bucket after the
+    backward, all reduce-scatters together. Touches only functions with
+    `tx.train_step` and `data_parallel`; a reduce-scatter the pass did
+    not make (its input not a gradient's flatten and pad) moves the same
+    way.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Bytes of gradient per bucket (0: leave the reduce-scatters after the backward)">,
   ];
 }
 
