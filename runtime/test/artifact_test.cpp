@@ -443,6 +443,46 @@ TEST(Artifact, CollectiveOverFP8IsRejected) {
 
 // A sharded argument (shard_of: checkpoints gather it whole) holds
 // ceil(n / ranks) elements of the whole tensor's n, in one dimension.
+TEST(Artifact, AsyncCollectiveGroupsLoad) {
+  TestArtifact t;
+  t.ranks = 2;
+  t.withCollective = true;
+  t.collectiveAsyncGroups = {1, 1, 2};
+  t.joinGroups = {2};
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::fromBytes(t.build(), "/weights", artifact);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(artifact->root().commands()->Get(7)->op_type(), fb::Op::Join);
+}
+
+TEST(Artifact, AsyncCollectiveGroupsChecked) {
+  TestArtifact t;
+  t.ranks = 2;
+  t.withCollective = true;
+  // Every group joined before its function ends.
+  t.collectiveAsyncGroups = {1};
+  expectRejected(t, "asynchronous collective group 1 is never joined before the function ends");
+  // Numbered in order, a group's collectives together.
+  t.collectiveAsyncGroups = {2, 1};
+  t.joinGroups = {2};
+  expectRejected(t, "asynchronous collective group 1 does not follow group 2");
+  t.collectiveAsyncGroups = {1, 2, 1};
+  expectRejected(t, "asynchronous collective group 1 does not follow group 2");
+  // A join names a running group.
+  t.collectiveAsyncGroups = {0};
+  t.joinGroups = {1};
+  expectRejected(t, "join of asynchronous collective group 1, which is not running here");
+  t.collectiveAsyncGroups = {1, 3};
+  t.joinGroups = {2};
+  expectRejected(t, "join of asynchronous collective group 2, which is not running here");
+  t.joinGroups = {1, 1};
+  expectRejected(t, "join of asynchronous collective group 1, which is not running here");
+  t.joinGroups = {1, 3};
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::fromBytes(t.build(), "/weights", artifact);
+  EXPECT_TRUE(s.ok()) << s.message();
+}
+
 TEST(Artifact, ShardOfMatchesTheRanks) {
   TestArtifact t;
   t.ranks = 2;

@@ -82,6 +82,10 @@ struct TestArtifact {
   fb::DType collectiveType = fb::DType::F32;
   uint64_t sendCount = 64, recvCount = 32;
   uint32_t collectiveSrc = 0, collectiveDst = 1;
+  // Format 8: one collective per entry, each of that asynchronous group
+  // (0: none), then a Join per entry of joinGroups.
+  std::vector<uint32_t> collectiveAsyncGroups = {0};
+  std::vector<uint32_t> joinGroups;
 
   std::vector<uint8_t> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -135,11 +139,17 @@ struct TestArtifact {
                                            b.CreateString("/attention")));
     }
     if (withCollective) {
-      auto collective = fb::CreateCollective(b, collectiveKind, fb::Reduction::MEAN,
-                                             collectiveType, sendCount, recvCount,
-                                             collectiveSrc, collectiveDst);
-      commands.push_back(fb::CreateCommand(b, fb::Op::Collective, collective.Union(),
-                                           b.CreateString("/reduce_scatter")));
+      for (uint32_t group : collectiveAsyncGroups) {
+        auto collective = fb::CreateCollective(b, collectiveKind, fb::Reduction::MEAN,
+                                               collectiveType, sendCount, recvCount,
+                                               collectiveSrc, collectiveDst, group);
+        commands.push_back(fb::CreateCommand(b, fb::Op::Collective, collective.Union(),
+                                             b.CreateString("/reduce_scatter")));
+      }
+      for (uint32_t group : joinGroups)
+        commands.push_back(fb::CreateCommand(b, fb::Op::Join,
+                                             fb::CreateJoin(b, group).Union(),
+                                             b.CreateString("/join")));
     }
     std::vector<int64_t> tokenShape = {2, 4};
     std::vector<flatbuffers::Offset<fb::Argument>> args = {

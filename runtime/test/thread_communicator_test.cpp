@@ -252,6 +252,7 @@ public:
     return txrt::Status();
   }
   txrt::Status record(txrt::hal::Event &) override { return unused(); }
+  txrt::Status wait(txrt::hal::Event &) override { return unused(); }
   txrt::Status beginCapture() override { return unused(); }
   txrt::Status endCapture(std::unique_ptr<txrt::hal::Graph> &) override { return unused(); }
 

@@ -14,7 +14,9 @@
 #     4x32: loss and grad_norm within 1e-5 relative (f32);
 #  2. the same against the CPU executor's 2 simulated ranks, within 1e-5;
 #  3. one rank under the launcher environment, through NCCL (its
-#     collectives are NCCL calls over one rank, captured in the CUDA graph)
+#     collectives are NCCL calls over one rank, captured in the CUDA graph);
+#     with the reduce-scatters in small buckets beside the backward (on
+#     NCCL's own stream) against the same step with them after it, to the bit
 #     vs the plain 2x32 step, within 1e-5; and vs --ranks 1 (threads);
 #  4. bf16 and fp8 2 ranks vs their plain 4x32 steps (bf16 within 1e-2,
 #     fp8 step 1 within 1e-5 and every step within 3e-2), each with a
@@ -53,6 +55,15 @@ prepare)
   clip=(--grad-clip=0.5)
   "$txopt" "$model" --train "${clip[@]}" --data-parallel=2 -q -o "$dir/dp2.txa"
   "$txopt" "$model" --train "${clip[@]}" --data-parallel=1 -q -o "$dir/dp1.txa"
+  # The reduce-scatters in 10 KiB buckets beside the backward (asynchronous
+  # groups on NCCL's stream, joined before their shards are read), and the
+  # same step with them after the backward, in order.
+  "$txopt" "$model" --train "${clip[@]}" --data-parallel=1 --bucket-mb=0.01 -q -o "$dir/dp1-buckets.txa"
+  "$txopt" "$model" --train "${clip[@]}" --data-parallel=1 --bucket-mb=0 -q -o "$dir/dp1-sync.txa"
+  "$txopt" "$model" --train "${clip[@]}" --precision=bf16 --data-parallel=1 --bucket-mb=0.01 \
+    -q -o "$dir/dp1-buckets-bf16.txa"
+  "$txopt" "$model" --train "${clip[@]}" --precision=bf16 --data-parallel=1 --bucket-mb=0 \
+    -q -o "$dir/dp1-sync-bf16.txa"
   "$txopt" "$model" --train "${clip[@]}" -q -o "$dir/plain2.txa"
   "$txopt" "$dir/batch4.onnx" --train "${clip[@]}" -q -o "$dir/plain4.txa"
   for p in bf16 fp8; do
@@ -119,6 +130,20 @@ run)
   verdict "1 rank through NCCL vs 1 rank (threads), f32" \
     "$py" "$compare" "$dir/gpu-dp1-nccl.jsonl" "$dir/gpu-dp1-threads.jsonl" 1e-5
   grep -m1 "data-parallel:" "$dir/gpu-dp1-nccl.txt"
+  # Buckets beside the backward change where the collectives run, not what
+  # they compute: the same bits as the step without, replayed as a CUDA
+  # graph (two streams captured) and run directly.
+  train dp1-buckets launched 0 1 29520 "$txrun" "$dir/dp1-buckets.txa" --deterministic
+  train dp1-buckets-nograph launched 0 1 29521 "$txrun" "$dir/dp1-buckets.txa" --no-graph --deterministic
+  train dp1-sync launched 0 1 29522 "$txrun" "$dir/dp1-sync.txa" --deterministic
+  train dp1-buckets-bf16 launched 0 1 29523 "$txrun" "$dir/dp1-buckets-bf16.txa" --deterministic
+  train dp1-sync-bf16 launched 0 1 29524 "$txrun" "$dir/dp1-sync-bf16.txa" --deterministic
+  verdict "1 NCCL rank, reduce-scatters in 10 KiB buckets beside the backward vs after it, f32 (to the bit)" \
+    "$py" "$compare" "$dir/gpu-dp1-buckets.jsonl" "$dir/gpu-dp1-sync.jsonl" 0
+  verdict "1 NCCL rank, buckets beside the backward, graph vs direct, f32 (to the bit)" \
+    "$py" "$compare" "$dir/gpu-dp1-buckets.jsonl" "$dir/gpu-dp1-buckets-nograph.jsonl" 0
+  verdict "1 NCCL rank, buckets beside the backward vs after it, bf16 (to the bit)" \
+    "$py" "$compare" "$dir/gpu-dp1-buckets-bf16.jsonl" "$dir/gpu-dp1-sync-bf16.jsonl" 0
   # bf16 within 1e-2. FP8 (delayed scaling): the ranks' all-reduced amaxes
   # are the global batch's, so step 1 quantizes the same values with the
   # same scales (loss within f32 noise); later steps diverge faster than

@@ -337,6 +337,11 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
     summary.gpu += llvm::formatv(
         "; data-parallel over {0} ranks: {1} collectives (NCCL)",
         gpuProgram.ranks, st.collectives);
+  if (st.asyncGroups)
+    summary.gpu += llvm::formatv(", of them {0} gradient reduce-scatters in {1} "
+                                 "bucket{2} beside the backward",
+                                 st.asyncCollectives, st.asyncGroups,
+                                 st.asyncGroups == 1 ? "" : "s");
   // The functions beside the step run on their own; their sizes say what
   // validation and sampling cost per call.
   for (const auto *f : {&gpuProgram.microStep, &gpuProgram.evaluation, &gpuProgram.logits})

@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "txrt/artifact_format.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace txrt {
@@ -594,7 +595,61 @@ private:
     return Status();
   }
 
+  /// Asynchronous collective groups (format 8): a group's collectives
+  /// stand together; groups are numbered 1, 2, ... in command order over
+  /// the whole artifact; a Join names a group started before it and ends
+  /// every running group up to it; none runs past its function's end.
+  struct AsyncGroups {
+    unsigned lastStarted = 0;     ///< over the whole artifact
+    std::vector<unsigned> running; ///< this function's, in order
+  };
+  AsyncGroups async_;
+
+  Status checkAsyncCollective(const std::string &where, const Commands *commands, size_t i,
+                              unsigned group) {
+    bool continues = i > 0 && commands->Get(i - 1)->op_type() == fb::Op::Collective &&
+                     commands->Get(i - 1)->op_as_Collective()->async_group() == group;
+    if (continues)
+      return Status();
+    if (group <= async_.lastStarted)
+      return Status::invalid(where + ": asynchronous collective group " +
+                             std::to_string(group) + " does not follow group " +
+                             std::to_string(async_.lastStarted) +
+                             " (a group's collectives stand together, groups numbered in "
+                             "order)");
+    async_.lastStarted = group;
+    async_.running.push_back(group);
+    return Status();
+  }
+
+  Status checkJoin(const std::string &where, const fb::Join &join) {
+    // It names a running group: the runtime waits for the event that
+    // group records when it ends (earlier groups end before it).
+    unsigned group = join.group();
+    if (std::find(async_.running.begin(), async_.running.end(), group) ==
+        async_.running.end())
+      return Status::invalid(where + ": join of asynchronous collective group " +
+                             std::to_string(group) + ", which is not running here");
+    eraseUpTo(async_.running, group);
+    return Status();
+  }
+
+  static void eraseUpTo(std::vector<unsigned> &v, unsigned group) {
+    v.erase(std::remove_if(v.begin(), v.end(), [&](unsigned g) { return g <= group; }),
+            v.end());
+  }
+
   Status checkCommands(const Commands *commands, const std::string &prefix) {
+    Status checked = checkCommandList(commands, prefix);
+    if (checked.ok() && !async_.running.empty())
+      checked = Status::invalid(prefix + "asynchronous collective group " +
+                                std::to_string(async_.running.front()) +
+                                " is never joined before the function ends");
+    async_.running.clear();
+    return checked;
+  }
+
+  Status checkCommandList(const Commands *commands, const std::string &prefix) {
     size_t numKernels = sizeOf(a_.kernels());
     for (size_t i = 0; i < sizeOf(commands); ++i) {
       const fb::Command *c = commands->Get(i);
@@ -675,6 +730,11 @@ private:
       }
       case fb::Op::Collective:
         TXRT_RETURN_IF_ERROR(checkCollective(where, *c->op_as_Collective()));
+        if (unsigned group = c->op_as_Collective()->async_group())
+          TXRT_RETURN_IF_ERROR(checkAsyncCollective(where, commands, i, group));
+        break;
+      case fb::Op::Join:
+        TXRT_RETURN_IF_ERROR(checkJoin(where, *c->op_as_Join()));
         break;
       default:
         return Status::invalid(where + ": unknown or missing op (type " +

@@ -137,7 +137,7 @@ std::string Session::describeCommand(unsigned index) const {
   return which + " (origin '" + str(commands_[index]->origin()) + "')";
 }
 
-Status Session::enqueueCommand(unsigned index) {
+Status Session::enqueueCommand(unsigned index, hal::Stream *collectiveStream) {
   const fb::Command *c = commands_[index];
   auto where = [&]() { return describeCommand(index); };
   switch (c->op_type()) {
@@ -182,20 +182,30 @@ Status Session::enqueueCommand(unsigned index) {
               : col->reduction() == fb::Reduction::MAXIMUM ? hal::Communicator::Reduction::Max
                                                            : hal::Communicator::Reduction::Mean;
     std::string what = where() + ": " + communicator_->kind() + " ";
+    hal::Stream &on = collectiveStream ? *collectiveStream : *stream_;
     switch (col->kind()) {
     case fb::CollectiveKind::ALL_REDUCE:
       return communicator_
-          ->allReduce(src, dst, col->send_count(), col->dtype(), op, *stream_)
+          ->allReduce(src, dst, col->send_count(), col->dtype(), op, on)
           .withContext(what + "all-reduce");
     case fb::CollectiveKind::REDUCE_SCATTER:
       return communicator_
-          ->reduceScatter(src, dst, col->recv_count(), col->dtype(), op, *stream_)
+          ->reduceScatter(src, dst, col->recv_count(), col->dtype(), op, on)
           .withContext(what + "reduce-scatter");
     case fb::CollectiveKind::ALL_GATHER:
-      return communicator_->allGather(src, dst, col->send_count(), col->dtype(), *stream_)
+      return communicator_->allGather(src, dst, col->send_count(), col->dtype(), on)
           .withContext(what + "all-gather");
     }
     return Status::internal(where() + ": unknown collective");
+  }
+  case fb::Op::Join: {
+    // The groups up to this one ran beside the commands before: the ones
+    // after wait for the last of them (the communication stream runs
+    // groups in order). Run in order, there is nothing to wait for.
+    if (!collectivesBeside_)
+      return Status();
+    return stream_->wait(*doneEvents_[c->op_as_Join()->group()])
+        .withContext(where() + ": join");
   }
   default:
     return Status::internal(where() + ": unknown op");
@@ -208,37 +218,78 @@ Status Session::enqueueCommands(size_t begin, size_t end, bool syncEach) {
   // group each, which NCCL launches as one kernel instead of one per call.
   // A group's calls run concurrently, so one whose bytes another of the
   // group touches starts a new group (the memory plan reuses a buffer as
-  // soon as its last reader has run).
+  // soon as its last reader has run). An asynchronous group (a bucket of
+  // gradient reduce-scatters) is one NCCL group on the communication
+  // stream, after everything before it on the main stream.
   auto isCollective = [&](size_t i) {
     return i < end && commands_[i]->op_type() == fb::Op::Collective;
   };
+  auto asyncGroupOf = [&](size_t i) -> unsigned {
+    return isCollective(i) ? commands_[i]->op_as_Collective()->async_group() : 0;
+  };
   bool grouping = communicator_ && !syncEach;
+  collectivesBeside_ = grouping && commStream_ != nullptr;
+  struct Reset {
+    bool &flag;
+    ~Reset() { flag = false; }
+  } reset{collectivesBeside_};
   bool inGroup = false;
   size_t groupBegin = begin;
   auto where = [&](size_t i) { return describeCommand(static_cast<unsigned>(i)); };
   for (size_t i = begin; i < end; ++i) {
-    if (grouping && isCollective(i) && inGroup && !joinsCollectiveGroup(groupBegin, i)) {
+    unsigned async = collectivesBeside_ ? asyncGroupOf(i) : 0;
+    bool startsAsync = async && (i == begin || asyncGroupOf(i - 1) != async);
+    if (grouping && isCollective(i) && inGroup &&
+        (startsAsync || !joinsCollectiveGroup(groupBegin, i))) {
       TXRT_RETURN_IF_ERROR(communicator_->endGroup().withContext(where(i)));
       inGroup = false;
+    }
+    if (startsAsync) {
+      // Everything before it on the main stream first.
+      TXRT_RETURN_IF_ERROR(stream_->record(*forkEvents_[async]).withContext(where(i)));
+      TXRT_RETURN_IF_ERROR(commStream_->wait(*forkEvents_[async]).withContext(where(i)));
     }
     if (grouping && isCollective(i) && !inGroup) {
       TXRT_RETURN_IF_ERROR(communicator_->beginGroup().withContext(where(i)));
       inGroup = true;
       groupBegin = i;
     }
-    Status enqueued = enqueueCommand(static_cast<unsigned>(i));
+    Status enqueued =
+        enqueueCommand(static_cast<unsigned>(i), async ? commStream_.get() : nullptr);
     if (!enqueued.ok()) {
       if (inGroup)
         (void)communicator_->endGroup(); // leave NCCL's group closed
       return enqueued;
     }
-    if (inGroup && !isCollective(i + 1)) {
+    bool endsAsync = async && asyncGroupOf(i + 1) != async;
+    if (inGroup && (!isCollective(i + 1) || endsAsync ||
+                    (collectivesBeside_ && asyncGroupOf(i + 1) != async))) {
       TXRT_RETURN_IF_ERROR(communicator_->endGroup().withContext(where(i)));
       inGroup = false;
     }
+    if (endsAsync)
+      TXRT_RETURN_IF_ERROR(commStream_->record(*doneEvents_[async]).withContext(where(i)));
     if (syncEach)
       TXRT_RETURN_IF_ERROR(stream_->synchronize().withContext(
           describeCommand(static_cast<unsigned>(i))));
+  }
+  return Status();
+}
+
+Status Session::prepareAsyncCollectives() {
+  unsigned groups = 0;
+  for (const fb::Command *c : commands_)
+    if (c->op_type() == fb::Op::Collective)
+      groups = std::max(groups, c->op_as_Collective()->async_group());
+  // Threads exchanging through host memory run every collective in order.
+  if (groups == 0 || !communicator_ || !communicator_->capturable())
+    return Status();
+  TXRT_RETURN_IF_ERROR(device_->createStream(commStream_).withContext("the communication stream"));
+  forkEvents_.resize(groups + 1);
+  doneEvents_.resize(groups + 1);
+  for (unsigned k = 1; k <= groups; ++k) {
+    TXRT_RETURN_IF_ERROR(device_->createEvent(forkEvents_[k]));
+    TXRT_RETURN_IF_ERROR(device_->createEvent(doneEvents_[k]));
   }
   return Status();
 }

@@ -158,7 +158,11 @@ private:
   Status runCommands(size_t begin, size_t end, uint64_t runsSoFar,
                      std::unique_ptr<hal::Graph> &graph, const std::string &what);
   Status enqueueCommands(size_t begin, size_t end, bool syncEach);
-  Status enqueueCommand(unsigned index);
+  /// One command; a collective on |collectiveStream| (stream_ when null).
+  Status enqueueCommand(unsigned index, hal::Stream *collectiveStream = nullptr);
+  /// Creates commStream_ and the group events when the artifact has
+  /// asynchronous groups and the communicator runs on streams.
+  Status prepareAsyncCollectives();
   /// "command 3 (origin 'x')", or "micro-step command 3 ...",
   /// "evaluation command 3 ..." or "logits command 3 ...".
   std::string describeCommand(unsigned index) const;
@@ -189,6 +193,15 @@ private:
   std::vector<std::unique_ptr<hal::GemmPlan>> gemms_; // per command, or null
   std::unique_ptr<hal::Attention> attention_;
   std::shared_ptr<hal::Communicator> communicator_; // data-parallel steps only
+  /// Asynchronous collective groups (Collective.async_group, format 8):
+  /// with a communicator that works on streams (NCCL), each group runs on
+  /// commStream_, forked off stream_ where it starts (forkEvents_[k]) and
+  /// joined back where a Join asks (doneEvents_[k]); both indexed by group
+  /// id. Without one (threads, or --sync-each and profiled runs) the
+  /// groups run in order on stream_ and a Join does nothing.
+  std::unique_ptr<hal::Stream> commStream_;
+  std::vector<std::unique_ptr<hal::Event>> forkEvents_, doneEvents_;
+  bool collectivesBeside_ = false; ///< true while enqueueCommands forks groups
   double rankTimeoutSeconds_ = 300;
   std::vector<std::unique_ptr<hal::AttentionPlan>> attentions_; // per command, or null
   /// Scratch of the attention calls: they run in order on one stream, so

@@ -87,6 +87,9 @@ public:
   /// Whether the stream's work has completed, without waiting.
   virtual Status query(bool &done) = 0;
   virtual Status record(Event &event) = 0;
+  /// Work enqueued after this waits for |event|'s last record (another
+  /// stream's work up to there); captured into a graph as a dependency.
+  virtual Status wait(Event &event) = 0;
   /// Everything enqueued between begin and end becomes |out| instead of
   /// running.
   virtual Status beginCapture() = 0;

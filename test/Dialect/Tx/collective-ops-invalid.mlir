@@ -109,3 +109,29 @@ func.func @rank_shard_wrong_shard(%x: tensor<8xf32>) {
   %0 = tx.rank_shard %x ranks(4) : tensor<8xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+// tx.bucket (tx-bucket-gradient-reductions) numbers a reduce-scatter's
+// bucket: an integer >= 0, on a tx.reduce_scatter only.
+func.func @bucket_on_all_gather(%x: tensor<4xf32>) {
+  // expected-error @+1 {{expected tx.bucket to be a tx.reduce_scatter's integer >= 0, but got 0 : i64}}
+  %0 = tx.all_gather %x ranks(2) {tx.bucket = 0 : i64} : tensor<4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @bucket_negative(%x: tensor<8xf32>) {
+  // expected-error @+1 {{expected tx.bucket to be a tx.reduce_scatter's integer >= 0, but got -1 : i64}}
+  %0 = tx.reduce_scatter mean %x ranks(2) {tx.bucket = -1 : i64} : tensor<8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bucket_not_integer(%x: tensor<8xf32>) {
+  // expected-error @+1 {{expected tx.bucket to be a tx.reduce_scatter's integer >= 0, but got "first"}}
+  %0 = tx.reduce_scatter mean %x ranks(2) {tx.bucket = "first"} : tensor<8xf32> -> tensor<4xf32>
+  return
+}

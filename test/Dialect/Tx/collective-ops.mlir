@@ -48,3 +48,13 @@ func.func @reduce_scatter_kinds(%x: tensor<12xf32>) -> (tensor<4xf32>, tensor<12
   %m = tx.reduce_scatter max %x ranks(1) : tensor<12xf32> -> tensor<12xf32>
   return %s, %m : tensor<4xf32>, tensor<12xf32>
 }
+
+// -----
+
+// A reduce-scatter with its bucket (tx-bucket-gradient-reductions).
+// CHECK-LABEL: func.func @bucketed
+// CHECK: tx.reduce_scatter mean %{{.+}} ranks(2) {tx.bucket = 3 : i64} : tensor<8xf32> -> tensor<4xf32>
+func.func @bucketed(%x: tensor<8xf32>) -> tensor<4xf32> {
+  %0 = tx.reduce_scatter mean %x ranks(2) {tx.bucket = 3 : i64} : tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -134,7 +134,7 @@ struct BucketGradientReductionsPass
     if (bucketBytes < 0) {
       getOperation().emitError("tx-bucket-gradient-reductions: expected bucket-bytes >= 0, "
                                "but got ")
-          << bucketBytes;
+          << static_cast<int64_t>(bucketBytes);
       return signalPassFailure();
     }
     if (bucketBytes == 0)

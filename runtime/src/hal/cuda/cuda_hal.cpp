@@ -160,6 +160,10 @@ public:
     TXRT_CU(cuEventRecord, static_cast<CudaEvent &>(event).handle(), stream_);
     return Status();
   }
+  Status wait(hal::Event &event) override {
+    TXRT_CU(cuStreamWaitEvent, stream_, static_cast<CudaEvent &>(event).handle(), 0);
+    return Status();
+  }
   Status beginCapture() override {
     // Thread-local: other threads' unrelated CUDA calls do not break it.
     TXRT_CU(cuStreamBeginCapture, stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);

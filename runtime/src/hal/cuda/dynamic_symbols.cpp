@@ -83,6 +83,7 @@ LoadedDriver load() {
       resolve(library, {"cuEventCreate"}, s.cuEventCreate, e) &&
       resolve(library, {"cuEventDestroy_v2"}, s.cuEventDestroy, e) &&
       resolve(library, {"cuEventRecord"}, s.cuEventRecord, e) &&
+      resolve(library, {"cuStreamWaitEvent"}, s.cuStreamWaitEvent, e) &&
       // CUDA 12.8 added _v2 (same signature); older drivers only the plain one.
       resolve(library, {"cuEventElapsedTime_v2", "cuEventElapsedTime"},
               s.cuEventElapsedTime, e);

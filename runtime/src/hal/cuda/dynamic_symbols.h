@@ -89,6 +89,7 @@ struct DriverSymbols {
   CUresult (*cuEventCreate)(CUevent *, unsigned int) = nullptr;
   CUresult (*cuEventDestroy)(CUevent) = nullptr;
   CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int) = nullptr;
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent) = nullptr;
 };
 
