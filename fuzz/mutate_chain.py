@@ -8,10 +8,15 @@ opset and ir_version), then drives each mutant through
 
     txopt M --emit=tx -o F.mlir      -> txopt-run F.mlir          (forward)
     txopt M --train   -o S.mlir      -> txopt-run S.mlir --steps 1
+    txopt M --train --precision=P -o S.txa   (the GPU lowering, P drawn
+                                              from fp32, bf16, fp8; unless
+                                              --no-gpu)
 
 and flags a finding for any crash (killed by a signal), hang (timeout),
-exit status other than 0/1/2, or an error that is not one line starting
-with "<tool>: error:". Findings are saved (mutant + log) under OUT/findings.
+exit status other than 0/1/2, an error that is not one line starting
+with "<tool>: error:", or one that says "internal error" (the GPU
+lowering's own checks, DataflowCheck.cpp, failing on a step it built).
+Findings are saved (mutant + log) under OUT/findings.
 
     fuzz/mutate_chain.py --bin build/bin --seconds 1200 --out /tmp/chain
 
@@ -217,6 +222,8 @@ def problem(tool, rc, err):
         lines = err.splitlines()
         if len(lines) != 1 or not lines[0].startswith(tool + ": error: "):
             return "error not one line (%d lines)" % len(lines)
+        if "internal error" in lines[0]:
+            return "internal error"
     return None
 
 
@@ -229,6 +236,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--max-memory", default="2G")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--no-gpu", action="store_true",
+                    help="skip the GPU lowering (txopt --train -o S.txa)")
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     seeds = args.seeds or [os.path.join(root, "test/Inputs/models", f)
@@ -268,12 +277,23 @@ def main():
             ("txopt-run", [txopt_run, os.path.join(work, "s.mlir"), "--steps", "1",
                            "--max-memory", args.max_memory]),
         ]
+        if not args.no_gpu:
+            precision = rng.choice(["fp32", "bf16", "fp8"])
+            steps.append(("txopt", [txopt, path, "--train", "--precision=" + precision,
+                                    "-o", os.path.join(work, "s.txa")]))
+        train_rc = None
         for i, (tool, cmd) in enumerate(steps):
             if i in (1, 3) and last_rc != 0:
+                continue
+            # The GPU lowering of a step the CPU path could not build
+            # says the same error again.
+            if i == 4 and train_rc != 0:
                 continue
             rc, _, err = run(cmd, args.timeout)
             execs += 1
             last_rc = rc
+            if i == 2:
+                train_rc = rc
             bad = problem(tool, rc, err)
             if bad:
                 findings += 1
