@@ -133,7 +133,7 @@ DATA PARALLELISM: under a launcher, one process per GPU: torchrun-style
 OUTPUT: the recipe and the model FLOPs per step once, then per step
   step N  loss L  grad_norm G  lr X  ms T  tok/s R  TFLOP/s F  MFU U%  mem M GiB
 (floats with 9 significant digits; tok/s counts the elements of the "data"
-argument; TFLOP/s divides the compiler's model FLOPs (GEMMs and fused
+argument, on every rank of a data-parallel run; TFLOP/s divides the compiler's model FLOPs (GEMMs and fused
 attention) by the step time, MFU that by the GPU's dense peak for the step's
 GEMM precision, printed only for GPUs in txrun's table; mem is the peak
 device memory so far), with --val-data the lines `step N  val_loss L`, then the peak device memory and the mean ms and tok/s of the

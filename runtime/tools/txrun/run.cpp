@@ -391,7 +391,7 @@ std::optional<int> TrainingRun::createSession() {
   say("recipe %s\n", recipe.empty() ? "{}" : recipe.c_str());
   if (ranks.communicator)
     say("data-parallel: %d ranks (%s), rank 0 of them printing; each reads its batch of "
-        "the global window\n",
+        "the global window; tok/s counts all ranks' tokens, TFLOP/s and MFU are per GPU\n",
         ranks.size, ranks.communicator->kind());
   findPeak();
   if (session->gradAccum() > 1)
@@ -503,7 +503,7 @@ std::optional<int> TrainingRun::runSteps() {
   skippedIndex = artifact->findResult("skipped");
   scaleIndex = artifact->findResult("loss_scale");
   outputs = outputSetOf(*artifact);
-  tokens = feeder->tokensPerStep();
+  tokens = feeder->tokensPerStep(); // every rank's, every micro-batch's
   accum = session->gradAccum() > 1 ? session->gradAccum() : 1;
   bool showBar = ranks.rank == 0 && isatty(fileno(stdout)) != 0, barShown = false;
   auto runStarted = std::chrono::steady_clock::now();
