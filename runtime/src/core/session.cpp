@@ -276,13 +276,14 @@ Status Session::enqueueCommands(size_t begin, size_t end, bool syncEach) {
   return Status();
 }
 
-Status Session::prepareAsyncCollectives() {
+Status Session::prepareAsyncCollectives(const SessionOptions &options) {
   unsigned groups = 0;
   for (const fb::Command *c : commands_)
     if (c->op_type() == fb::Op::Collective)
       groups = std::max(groups, c->op_as_Collective()->async_group());
   // Threads exchanging through host memory run every collective in order.
-  if (groups == 0 || !communicator_ || !communicator_->capturable())
+  if (groups == 0 || !communicator_ || !communicator_->capturable() ||
+      !options.overlapCollectives)
     return Status();
   TXRT_RETURN_IF_ERROR(device_->createStream(commStream_).withContext("the communication stream"));
   forkEvents_.resize(groups + 1);

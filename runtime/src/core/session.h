@@ -48,6 +48,12 @@ struct SessionOptions {
   /// a B*H*T*T workspace). Everything else the compiler emits is
   /// deterministic already.
   bool deterministic = false;
+  /// Runs a data-parallel step's asynchronous collective groups (bucketed
+  /// gradient reduce-scatters) beside the commands after them, on a
+  /// communication stream; false runs them in order on the main stream
+  /// (txrun --no-overlap): the same values, for timing the overlap and as
+  /// the way around a failure of that path.
+  bool overlapCollectives = true;
   /// Time the GEMM algorithms cuBLASLt offers and keep the fastest of each
   /// (at load). Off under |deterministic|: which one wins can differ from
   /// run to run, and so would the bits. Off by default: on GPT-2 (H200) it
@@ -162,7 +168,7 @@ private:
   Status enqueueCommand(unsigned index, hal::Stream *collectiveStream = nullptr);
   /// Creates commStream_ and the group events when the artifact has
   /// asynchronous groups and the communicator runs on streams.
-  Status prepareAsyncCollectives();
+  Status prepareAsyncCollectives(const SessionOptions &options);
   /// "command 3 (origin 'x')", or "micro-step command 3 ...",
   /// "evaluation command 3 ..." or "logits command 3 ...".
   std::string describeCommand(unsigned index) const;

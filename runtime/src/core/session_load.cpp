@@ -101,7 +101,7 @@ Status Session::load(const SessionOptions &options) {
   bool tune = options.tuneGemms && !options.deterministic;
   TXRT_RETURN_IF_ERROR(timed(loadTimes_.plans, [&] {
     TXRT_RETURN_IF_ERROR(planCommands());
-    TXRT_RETURN_IF_ERROR(prepareAsyncCollectives());
+    TXRT_RETURN_IF_ERROR(prepareAsyncCollectives(options));
     return tune ? tuneGemms() : Status();
   }));
   TXRT_RETURN_IF_ERROR(timed(loadTimes_.arguments, [&] {

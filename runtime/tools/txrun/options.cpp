@@ -108,6 +108,10 @@ OPTIONS:
                        gain from it (bench/NOTES.md, session 14).
   --no-graph           Run every step command by command instead of replaying
                        a CUDA graph captured at step 2.
+  --no-overlap         Data parallel: run the gradients' reduce-scatters in
+                       order with the other commands instead of on NCCL's
+                       own stream beside the backward (txopt --bucket-mb);
+                       the same values, for timing the overlap.
   --sync-each          Debugging: synchronize after every command (implies
                        --no-graph) so that a faulting command is named.
   --device I           CUDA device ordinal (default 0; under a launcher,
@@ -200,6 +204,8 @@ bool parseSwitch(const std::string &arg, Options &o) {
     o.shuffle = true;
   else if (arg == "--deterministic")
     o.deterministic = true;
+  else if (arg == "--no-overlap")
+    o.overlapCollectives = false;
   else if (arg == "--tune-gemms")
     o.tuneGemms = true;
   else

@@ -40,6 +40,7 @@ struct Options {
   bool shuffle = false;
   bool noGraph = false, syncEach = false, help = false, forceJit = false;
   bool deterministic = false;
+  bool overlapCollectives = true; ///< --no-overlap clears it
   bool tuneGemms = false;
   int64_t profileStep = 0;
   std::optional<std::string> profileOut;

@@ -359,6 +359,7 @@ std::optional<int> TrainingRun::createSession() {
   sessionOptions.forceJit = o.forceJit;
   sessionOptions.syncEachCommand = o.syncEach;
   sessionOptions.deterministic = o.deterministic;
+  sessionOptions.overlapCollectives = o.overlapCollectives;
   sessionOptions.tuneGemms = o.tuneGemms;
   sessionOptions.communicator = ranks.communicator;
   sessionOptions.rankTimeoutSeconds = o.rankTimeoutSeconds;
