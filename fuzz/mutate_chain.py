@@ -154,7 +154,8 @@ def mutate_tensor(t, rng):
             t.raw_data = raw[: max(0, len(raw) - rng.randrange(1, 9))]
         else:
             t.raw_data = raw + b"\x7f" * rng.randrange(1, 9)
-    elif r < 0.65 and t.data_type == TensorProto.INT64 and t.raw_data:
+    elif (r < 0.65 and t.data_type == TensorProto.INT64 and t.raw_data and
+          len(t.raw_data) % 8 == 0):  # an earlier mutation may have cut it
         a = np.frombuffer(t.raw_data, np.int64).copy()
         if a.size:
             a[rng.randrange(a.size)] = extreme(rng)

@@ -338,8 +338,7 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
         "; data-parallel over {0} ranks: {1} collectives (NCCL)",
         gpuProgram.ranks, st.collectives);
   if (st.asyncGroups)
-    summary.gpu += llvm::formatv(", of them {0} gradient reduce-scatters in {1} "
-                                 "bucket{2} beside the backward",
+    summary.gpu += llvm::formatv(", {0} of them beside the backward in {1} group{2}",
                                  st.asyncCollectives, st.asyncGroups,
                                  st.asyncGroups == 1 ? "" : "s");
   // The functions beside the step run on their own; their sizes say what

@@ -107,10 +107,11 @@ static std::optional<BlockArgument> gatheredInPlace(LoweringContext &ctx,
 }
 
 /// The asynchronous group a reduce-scatter of |bucket| joins: the open one
-/// when the command before is a collective of it, else a new pending group.
-static unsigned asyncGroupFor(LoweringContext &ctx, int64_t bucket) {
+/// when the command before is a collective of it, else a new pending group
+/// (always a new one for a collective |alone|).
+static unsigned asyncGroupFor(LoweringContext &ctx, int64_t bucket, bool alone = false) {
   const std::vector<Command> &commands = ctx.program.commands;
-  if (!commands.empty() && !ctx.pendingGroups.empty() &&
+  if (!alone && !commands.empty() && !ctx.pendingGroups.empty() &&
       ctx.pendingGroups.back().bucket == bucket)
     if (auto *last = std::get_if<CollectiveCmd>(&commands.back().op))
       if (last->asyncGroup == ctx.pendingGroups.back().id)
@@ -156,6 +157,30 @@ LogicalResult cuda::lowerCollective(LoweringContext &ctx, Operation *op) {
     cmd.kind = CollectiveCmd::Kind::AllReduce;
     cmd.reduction = reductionOf(allReduce.getReduction());
     ranks = allReduce.getRanks();
+    // The amaxes a delayed scale update reads (tx-data-parallel's max over
+    // the ranks), in a step whose reduce-scatters run beside the backward:
+    // the update itself waits for the step's end, and NCCL runs one
+    // communicator's calls in the order they were issued, so this
+    // all-reduce on the main stream would hold the backward until every
+    // bucket before it was done. Beside the backward too, in a group of its
+    // own, it keeps them going.
+    bool forDelayedScaling =
+        allReduce.getReduction() == tx::CollectiveReduction::max &&
+        !result.use_empty() && llvm::all_of(result.getUsers(), [](Operation *user) {
+          return isa<tx::FP8ScaleUpdateOp>(user);
+        });
+    auto bucketed = [&] {
+      auto func = op->getParentOfType<func::FuncOp>();
+      bool any = false;
+      func.walk([&](tx::ReduceScatterOp rs) {
+        any |= rs->hasAttr(tx::kBucketAttrName);
+      });
+      return any;
+    };
+    if (forDelayedScaling && bucketed()) {
+      ctx.awaitCollectivesTouching({src, dst});
+      cmd.asyncGroup = asyncGroupFor(ctx, /*bucket=*/-1, /*alone=*/true);
+    }
   } else if (auto reduceScatter = dyn_cast<tx::ReduceScatterOp>(op)) {
     cmd.kind = CollectiveCmd::Kind::ReduceScatter;
     cmd.reduction = reductionOf(reduceScatter.getReduction());
@@ -163,8 +188,12 @@ LogicalResult cuda::lowerCollective(LoweringContext &ctx, Operation *op) {
     // A bucket's reduce-scatters (tx-bucket-gradient-reductions), right
     // after each other: one asynchronous group, which runs beside the
     // commands after it until one of them touches its buffers.
-    if (auto bucket = op->getAttrOfType<IntegerAttr>(tx::kBucketAttrName))
+    if (auto bucket = op->getAttrOfType<IntegerAttr>(tx::kBucketAttrName)) {
+      // A join this collective needs comes before the group is chosen: it
+      // may end the open group, and a group's collectives stand together.
+      ctx.awaitCollectivesTouching({src, dst});
       cmd.asyncGroup = asyncGroupFor(ctx, bucket.getInt());
+    }
   } else {
     auto allGather = cast<tx::AllGatherOp>(op);
     cmd.kind = CollectiveCmd::Kind::AllGather;

@@ -22,8 +22,9 @@
 //
 // A launch's outputs are writes and its inputs reads; a GEMM reads its D
 // when it accumulates; the buffers a packed kernel reaches through its
-// offset table may be read or written and are not checked as reads. A
-// violation is an internal error naming both commands, never a warning.
+// offset table may be read or written, so they are checked as reads only
+// when their function wrote them before (nothing written over them since).
+// A violation is an internal error naming both commands, never a warning.
 //
 //===----------------------------------------------------------------------===//
 
@@ -190,6 +191,26 @@ struct Checker {
            << " over its bytes after it was written (the memory plan reused them too early)";
   }
 
+  /// A buffer a packed kernel reaches through its table: it may be read or
+  /// only written, so it is checked only when its function has written it
+  /// before: then nothing else may have been written over it since.
+  LogicalResult throughTable(size_t command, unsigned buffer, Operation *anchor) {
+    int r = root(buffer);
+    if (lastWriter[r] < 0)
+      return success();
+    const Slot &slot = slots[buffer];
+    std::optional<int> other = owners.otherOwner(slot.offset, slot.offset + slot.bytes, r);
+    if (!other || *other < 0)
+      return success();
+    return anchor->emitError("internal error in the GPU lowering: ")
+           << describeCommand(command) << " reaches " << describe(r)
+           << " through its table, but "
+           << (lastWriter[*other] >= 0 ? describeCommand(lastWriter[*other])
+                                       : std::string("an argument"))
+           << " wrote " << describe(*other)
+           << " over its bytes after it was written (the memory plan reused them too early)";
+  }
+
   void write(size_t command, unsigned buffer) {
     int r = root(buffer);
     const Slot &slot = slots[buffer];
@@ -229,8 +250,12 @@ LogicalResult cuda::checkCommandDataflow(const LoweringContext &ctx,
     }
     const CommandUses &uses = ctx.commandUses[i];
     std::vector<unsigned> written(uses.writes.begin(), uses.writes.end());
-    if (auto *launch = std::get_if<LaunchCmd>(&commands[i].op))
+    if (auto *launch = std::get_if<LaunchCmd>(&commands[i].op)) {
+      for (unsigned buffer : launch->through)
+        if (failed(checker.throughTable(i, buffer, anchor)))
+          return failure();
       written.insert(written.end(), launch->through.begin(), launch->through.end());
+    }
     auto *collective = std::get_if<CollectiveCmd>(&commands[i].op);
     for (unsigned buffer : uses.reads)
       if (failed(checker.checkAgainstRunning(i, buffer, /*writes=*/false, anchor)) ||

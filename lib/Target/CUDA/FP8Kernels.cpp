@@ -1284,9 +1284,13 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
   llvm::SmallVector<unsigned> inputSlots;
   std::vector<unsigned> through;
   if (table) {
+    // Every join first (see buildPackedTable), then the live ranges.
+    llvm::SmallVector<unsigned> all;
+    for (auto [word, slot] : table->offsetOf)
+      all.push_back(slot);
+    ctx.awaitCollectivesTouching(all);
     for (auto [word, slot] : table->offsetOf) {
       through.push_back(slot);
-      ctx.awaitCollectivesTouching(slot);
       ctx.touch(slot); // live at the launch appended next
     }
     inputSlots.push_back(ctx.offsetTable(std::move(*table), "fp8 site amax offsets"));

@@ -182,8 +182,7 @@ void LoweringContext::awaitCollectivesTouching(llvm::ArrayRef<unsigned> touched)
       touch(buffer); // live until the join
   pendingGroups.erase(pendingGroups.begin(), pendingGroups.begin() + last + 1);
   program.commands.push_back(
-      {JoinCmd{id}, "wait for the gradient reduce-scatters of buckets up to async group " +
-                        std::to_string(id)});
+      {JoinCmd{id}, "wait for the asynchronous collective groups up to " + std::to_string(id)});
   commandUses.push_back({});
 }
 

@@ -46,6 +46,15 @@ PackedTable cuda::buildPackedTable(LoweringContext &ctx,
   packed.perBlock = perBlock;
   LoweringContext::OffsetTable table;
   table.words.assign(packed.count + 1 + packed.wordsPerTensor * packed.count, 0);
+  // What the launch reaches must have arrived first: every join before any
+  // buffer is marked live at the launch (a join is a command, and would
+  // end the live ranges of buffers touched before it).
+  {
+    llvm::SmallVector<unsigned> all;
+    for (const auto &tensorBuffers : buffers)
+      all.append(tensorBuffers.begin(), tensorBuffers.end());
+    ctx.awaitCollectivesTouching(all);
+  }
   for (unsigned i = 0; i < packed.count; ++i) {
     table.words[i] = packed.blocks;
     packed.blocks += ceilDiv(elements[i], perBlock);
@@ -54,9 +63,7 @@ PackedTable cuda::buildPackedTable(LoweringContext &ctx,
     for (auto [k, buffer] : llvm::enumerate(buffers[i])) {
       table.offsetOf.push_back({entry + 1 + k, buffer});
       packed.through.push_back(buffer);
-      // Live at the launch that is about to be appended (after what it
-      // reads has arrived).
-      ctx.awaitCollectivesTouching(buffer);
+      // Live at the launch that is about to be appended.
       ctx.touch(buffer);
     }
     if (!extras.empty())

@@ -3,6 +3,7 @@
 // RUN: txopt-opt %s --tx-build-train-step --tx-data-parallel=ranks=4 --tx-bucket-gradient-reductions=bucket-bytes=0 | FileCheck %s --check-prefix=OFF
 // RUN: txopt-opt %s --tx-build-train-step --tx-bucket-gradient-reductions=bucket-bytes=1 | FileCheck %s --check-prefix=PLAIN
 // RUN: not txopt-opt %s --tx-bucket-gradient-reductions=bucket-bytes=-1 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: txopt-opt %S/Inputs/bucket-dependent-reductions.mlir --tx-bucket-gradient-reductions=bucket-bytes=100000 | FileCheck %S/Inputs/bucket-dependent-reductions.mlir --check-prefix=DEPENDENT
 
 // tx-bucket-gradient-reductions on the data-parallel step of two layers:
 // the backward completes w2's gradient (8 elements, 32 bytes) before it
@@ -55,6 +56,9 @@
 // PLAIN-NOT:     tx.bucket
 
 // NEG: tx-bucket-gradient-reductions: expected bucket-bytes >= 0, but got -1
+
+// DEPENDENT (Inputs/bucket-dependent-reductions.mlir): a reduce-scatter
+// reading another's result stays where it is, untagged.
 
 tx.parameter @w1 = dense<[[0.5, -0.25], [0.125, 1.0], [-1.0, 0.75]]> : tensor<3x2xf32>
 tx.parameter @w2 = dense<[[0.5, -0.5, 0.25, 1.0], [1.0, 0.25, -0.75, 0.5]]> : tensor<2x4xf32>

@@ -164,6 +164,16 @@ int main() {
     run("through-table", p);
   }
   {
+    // A packed kernel reaching a written buffer that another was placed
+    // over since.
+    Plan p;
+    unsigned a = p.buffer(256, 64), b = p.buffer(256, 64);
+    p.command({}, {a});
+    p.command({}, {b});
+    p.command({}, {}, {a});
+    run("through-table-clobbered", p);
+  }
+  {
     // A group overlapped with an unrelated command, its shard read after
     // the join.
     Plan p;

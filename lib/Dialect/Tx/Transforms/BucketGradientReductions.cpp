@@ -67,9 +67,13 @@ Reduction analyze(ReduceScatterOp op) {
   }
   r.feeders.assign(chain.begin(), chain.end());
   llvm::sort(r.feeders, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  // The latest op outside the chain that the chain or the reduce-scatter reads.
+  // The latest op outside the chain that the chain or the reduce-scatter
+  // reads (a value defined in a nested region counts by its ancestor in
+  // the step's body).
   auto consider = [&](Value v) {
     Operation *def = v.getDefiningOp();
+    if (def)
+      def = op->getBlock()->findAncestorOpInBlock(*def);
     if (!def || chain.contains(def))
       return;
     if (!r.ready || r.ready->isBeforeInBlock(def))
@@ -84,11 +88,27 @@ Reduction analyze(ReduceScatterOp op) {
 
 /// Moves |step|'s reduce-scatters into buckets of at least |bucketBytes|.
 void bucketReductions(func::FuncOp step, int64_t bucketBytes) {
+  Block &body = step.getBody().front();
+  // Only those of the step's body whose input is complete before the first
+  // reduce-scatter (a gradient, as tx-data-parallel places them all after
+  // the backward): one that reads another's result, even through other
+  // ops, stays where it is, since moving the two together could put the
+  // first below what reads it.
+  ReduceScatterOp firstReduction;
+  for (auto op : body.getOps<ReduceScatterOp>()) {
+    firstReduction = op;
+    break;
+  }
+  if (!firstReduction)
+    return;
   SmallVector<Reduction> reductions;
-  step.walk([&](ReduceScatterOp op) { reductions.push_back(analyze(op)); });
+  for (auto op : body.getOps<ReduceScatterOp>()) {
+    Reduction r = analyze(op);
+    if (!r.ready || r.ready->isBeforeInBlock(firstReduction))
+      reductions.push_back(std::move(r));
+  }
   if (reductions.empty())
     return;
-  Block &body = step.getBody().front();
   // In the order the gradients become complete (those complete from the
   // start first), keeping their order where they tie.
   llvm::stable_sort(reductions, [](const Reduction &a, const Reduction &b) {

@@ -353,9 +353,12 @@ def BucketGradientReductionsPass
     at each collective in program order, give the same numbers).
     `bucket-bytes = 0` leaves the step as it is: one bucket after the
     backward, all reduce-scatters together. Touches only functions with
-    `tx.train_step` and `data_parallel`; a reduce-scatter the pass did
-    not make (its input not a gradient's flatten and pad) moves the same
-    way.
+    `tx.train_step` and `data_parallel`, and of their reduce-scatters only
+    those in the function's body whose input is complete before the first
+    reduce-scatter: one that reads another's result, even through other
+    ops, stays where it is, untagged (moving both could put the first
+    below its reader). A reduce-scatter the pass did not make otherwise
+    moves the same way.
   }];
   let dependentDialects = ["::mlir::txopt::tx::TxDialect",
                            "::mlir::func::FuncDialect"];
