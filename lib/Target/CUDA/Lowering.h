@@ -172,6 +172,10 @@ struct LoweringContext {
   void attention(AttentionCmd cmd, Operation *origin);
   void collective(CollectiveCmd cmd, Operation *origin);
   void touch(unsigned buffer);
+  /// Appends |command| with what it reads and writes: first the joins of
+  /// the asynchronous groups it touches, then its buffers made live at it.
+  /// Every helper above goes through it.
+  void append(Command command, CommandUses uses);
   /// Records that the last command writes |buffer|, which it was given as
   /// an input (an argument order the kernel fixes): for the dataflow check.
   void markWrittenByLastCommand(unsigned buffer);

@@ -231,94 +231,55 @@ void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
   cmd.kernel = it->second;
   cmd.grid[0] = gridX;
   cmd.block[0] = kBlockSize;
-  awaitCollectivesTouching(outputs);
-  awaitCollectivesTouching(inputs);
   CommandUses uses;
-  for (unsigned id : outputs) {
-    touch(id);
-    cmd.args.push_back(id);
-    uses.writes.push_back(id);
-  }
-  for (unsigned id : inputs) {
-    touch(id);
-    cmd.args.push_back(id);
-    uses.reads.push_back(id);
-  }
-  program.commands.push_back({cmd, describeOrigin(origin)});
+  uses.writes.assign(outputs.begin(), outputs.end());
+  uses.reads.assign(inputs.begin(), inputs.end());
+  cmd.args.assign(outputs.begin(), outputs.end());
+  cmd.args.insert(cmd.args.end(), inputs.begin(), inputs.end());
+  append({cmd, describeOrigin(origin)}, std::move(uses));
+}
+
+void LoweringContext::append(Command command, CommandUses uses) {
+  // What it reads or writes must have arrived first (the joins come
+  // before it), and is live at it.
+  llvm::SmallVector<unsigned> touched(uses.reads.begin(), uses.reads.end());
+  touched.append(uses.writes.begin(), uses.writes.end());
+  awaitCollectivesTouching(touched);
+  for (unsigned buffer : touched)
+    touch(buffer);
+  program.commands.push_back(std::move(command));
   commandUses.push_back(std::move(uses));
 }
 
 void LoweringContext::memset(unsigned buffer, uint32_t value, Operation *origin) {
-  awaitCollectivesTouching(buffer);
-  touch(buffer);
-  program.commands.push_back({MemsetCmd{buffer, value}, describeOrigin(origin)});
-  commandUses.push_back({{}, {buffer}});
+  append({MemsetCmd{buffer, value}, describeOrigin(origin)}, {{}, {buffer}});
 }
 
 void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
-  llvm::SmallVector<unsigned> all{cmd.a, cmd.b, cmd.d};
-  for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax})
-    if (scalar >= 0)
-      all.push_back(static_cast<unsigned>(scalar));
-  awaitCollectivesTouching(all);
-  touch(cmd.a);
-  touch(cmd.b);
-  touch(cmd.d);
   CommandUses uses;
   uses.reads = {cmd.a, cmd.b};
   for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax})
-    if (scalar >= 0) {
-      touch(static_cast<unsigned>(scalar));
+    if (scalar >= 0)
       uses.reads.push_back(static_cast<unsigned>(scalar));
-    }
   // beta * C reads D; the amax of D is a running max into zeroed bytes.
   if (cmd.beta != 0.0f)
     uses.reads.push_back(cmd.d);
   uses.writes.push_back(cmd.d);
   if (cmd.dAmax >= 0)
     uses.writes.push_back(static_cast<unsigned>(cmd.dAmax));
-  program.commands.push_back({cmd, describeOrigin(origin)});
-  commandUses.push_back(std::move(uses));
+  append({cmd, describeOrigin(origin)}, std::move(uses));
 }
 
 void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
                            llvm::StringRef origin, uint64_t srcRankStride) {
-  awaitCollectivesTouching({dst, src});
-  touch(dst);
-  touch(src);
-  program.commands.push_back({CopyCmd{dst, src, bytes, srcRankStride}, origin.str()});
-  commandUses.push_back({{src}, {dst}});
+  append({CopyCmd{dst, src, bytes, srcRankStride}, origin.str()}, {{src}, {dst}});
 }
 
 void LoweringContext::collective(CollectiveCmd cmd, Operation *origin) {
-  awaitCollectivesTouching({cmd.src, cmd.dst});
-  touch(cmd.src);
-  touch(cmd.dst);
-  program.commands.push_back({cmd, describeOrigin(origin)});
-  commandUses.push_back({{cmd.src}, {cmd.dst}});
+  append({cmd, describeOrigin(origin)}, {{cmd.src}, {cmd.dst}});
 }
 
 void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
-  {
-    llvm::SmallVector<unsigned> all{cmd.q.slot, cmd.k.slot, cmd.v.slot, cmd.o.slot, cmd.lse};
-    if (cmd.mask)
-      all.push_back(cmd.mask->slot);
-    if (cmd.dropoutRatio > 0.0f)
-      all.append({cmd.dropoutKey, cmd.dropoutOffset});
-    if (cmd.backward)
-      all.append({cmd.gradO.slot, cmd.gradQ.slot, cmd.gradK.slot, cmd.gradV.slot});
-    awaitCollectivesTouching(all);
-  }
-  for (const AttentionTensor *t : {&cmd.q, &cmd.k, &cmd.v, &cmd.o})
-    touch(t->slot);
-  touch(cmd.lse);
-  if (cmd.mask)
-    touch(cmd.mask->slot);
-  if (cmd.dropoutRatio > 0.0f)
-    touch(cmd.dropoutKey), touch(cmd.dropoutOffset);
-  if (cmd.backward)
-    for (const AttentionTensor *t : {&cmd.gradO, &cmd.gradQ, &cmd.gradK, &cmd.gradV})
-      touch(t->slot);
   // Views are checked as their whole slots.
   CommandUses uses;
   uses.reads = {cmd.q.slot, cmd.k.slot, cmd.v.slot};
@@ -332,6 +293,5 @@ void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
   } else {
     uses.writes = {cmd.o.slot, cmd.lse};
   }
-  program.commands.push_back({std::move(cmd), describeOrigin(origin)});
-  commandUses.push_back(std::move(uses));
+  append({std::move(cmd), describeOrigin(origin)}, std::move(uses));
 }
