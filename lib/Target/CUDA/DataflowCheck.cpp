@@ -173,22 +173,35 @@ struct Checker {
         owners.assign(slots[i].offset, slots[i].offset + slots[i].bytes, static_cast<int>(i));
   }
 
+  /// Another buffer (|other| >= 0), not |r|, owns some of |buffer|'s bytes;
+  /// -1 where nobody wrote them; std::nullopt when |r| owns them all.
+  std::optional<int> otherOwnerOf(unsigned buffer, int r) const {
+    const Slot &slot = slots[buffer];
+    return owners.otherOwner(slot.offset, slot.offset + slot.bytes, r);
+  }
+
+  /// The error for |command| doing |what| (reading a buffer) whose bytes
+  /// |other| was written over.
+  LogicalResult overwritten(size_t command, const std::string &what, int other,
+                            Operation *anchor) const {
+    return anchor->emitError("internal error in the GPU lowering: ")
+           << describeCommand(command) << " " << what << ", but "
+           << (lastWriter[other] >= 0 ? describeCommand(lastWriter[other])
+                                      : std::string("an argument"))
+           << " wrote " << describe(other)
+           << " over its bytes after it was written (the memory plan reused them too early)";
+  }
+
   LogicalResult read(size_t command, unsigned buffer, Operation *anchor) {
     int r = root(buffer);
-    const Slot &slot = slots[buffer];
-    std::optional<int> other = owners.otherOwner(slot.offset, slot.offset + slot.bytes, r);
+    std::optional<int> other = otherOwnerOf(buffer, r);
     if (!other)
       return success();
     if (*other < 0)
       return anchor->emitError("internal error in the GPU lowering: ")
              << describeCommand(command) << " reads " << describe(r)
              << ", and part of its bytes no command of its function has written yet";
-    return anchor->emitError("internal error in the GPU lowering: ")
-           << describeCommand(command) << " reads " << describe(r) << ", but "
-           << (lastWriter[*other] >= 0 ? describeCommand(lastWriter[*other])
-                                       : std::string("an argument"))
-           << " wrote " << describe(*other)
-           << " over its bytes after it was written (the memory plan reused them too early)";
+    return overwritten(command, "reads " + describe(r), *other, anchor);
   }
 
   /// A buffer a packed kernel reaches through its table: it may be read or
@@ -198,17 +211,11 @@ struct Checker {
     int r = root(buffer);
     if (lastWriter[r] < 0)
       return success();
-    const Slot &slot = slots[buffer];
-    std::optional<int> other = owners.otherOwner(slot.offset, slot.offset + slot.bytes, r);
+    std::optional<int> other = otherOwnerOf(buffer, r);
     if (!other || *other < 0)
       return success();
-    return anchor->emitError("internal error in the GPU lowering: ")
-           << describeCommand(command) << " reaches " << describe(r)
-           << " through its table, but "
-           << (lastWriter[*other] >= 0 ? describeCommand(lastWriter[*other])
-                                       : std::string("an argument"))
-           << " wrote " << describe(*other)
-           << " over its bytes after it was written (the memory plan reused them too early)";
+    return overwritten(command, "reaches " + describe(r) + " through its table", *other,
+                       anchor);
   }
 
   void write(size_t command, unsigned buffer) {
