@@ -18,6 +18,7 @@
 #include "txopt/Dialect/Tx/IR/StepContract.h"
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
+#include "txopt/Reference/Executor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -1173,111 +1174,152 @@ static llvm::SmallVector<Value> storedSiteAmaxes(LoweringContext &ctx, Value ama
   return sites;
 }
 
-/// The kernel of a tx.fp8_scale_update over R rows (R = 1 for a single
-/// history [L]): block r rolls row r's history (newest first) and takes
-/// its NaN-skipping max (maxnum from 0, so max(0, maxNum(...))); thread 0
-/// derives row r's scale and scale inverse. Bit-exact: f32 divisions are
-/// correctly rounded (the serializer asks NVPTX for IEEE division).
+/// The kernel of tx.fp8_scale_updates over R rows in all (R = 1 for a
+/// single history [L]), one launch: the updates' rows follow each other
+/// (block r belongs to the update whose rows hold r). Block r rolls its
+/// row's history (newest first) and takes its NaN-skipping max (maxnum
+/// from 0, so max(0, maxNum(...))); thread 0 derives the row's scale and
+/// scale inverse. Bit-exact: f32 divisions are correctly rounded (the
+/// serializer asks NVPTX for IEEE division).
 ///
 /// |inPlace|: the results share the state arguments' buffers. Each thread
 /// then first reads the entries it will write (entry j takes old entry
 /// j - 1, entry 0 the new amax) into registers, then a barrier, then the
 /// writes, so the history rolls in place. Otherwise the old state is read
 /// from its buffers and the new one written to buffers of its own.
-static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp update,
-                                     bool inPlace) {
-  Operation *op = update.getOperation();
-  Value history = update.getAmaxHistory(), scale = update.getScale();
-  Value amax = update.getAmax();
-  Value newHistory = update.getNewAmaxHistory();
-  Value newScale = update.getNewScale(), newScaleInv = update.getNewScaleInv();
-  bool windowMax = update.getRecipe().getAmaxCompute() == tx::AmaxCompute::max;
-  double scaledMax = scaledMaxOf(update);
-  int64_t length = typeOf(history).getShape().back();
-  int64_t rows = std::max<int64_t>(typeOf(scale).getNumElements(), 1);
-  // Out of place, the scale too: a quantize may read a site of the old
-  // scales after the update (tx-insert-fp8 puts the update right after the
-  // last amax, before that amax's quantize).
-  llvm::SmallVector<Value> outputs{newHistory, newScale, newScaleInv};
-  // The amaxes: the sites' own, each in a slot of its own, reached through
-  // one offset table (one kernel argument for any number of sites: one
-  // pointer per site would outgrow the 4 KB of kernel parameters PTX 8.0
-  // allows past ~500 sites), or one stored vector (all-reduced across
-  // ranks), or whatever else the IR computes, emitted here.
-  llvm::SmallVector<Value> siteAmaxes = storedSiteAmaxes(ctx, amax);
-  std::optional<LoweringContext::OffsetTable> table;
+static LogicalResult emitScaleUpdates(LoweringContext &ctx,
+                                      llvm::ArrayRef<tx::FP8ScaleUpdateOp> updates,
+                                      bool inPlace) {
+  Operation *op = tx::FP8ScaleUpdateOp(updates.front()).getOperation();
+  // Per update: its outputs, its first row, and where its amaxes come
+  // from: the sites' own, each in a slot of its own, reached through one
+  // offset table shared by the launch (one kernel argument for any number
+  // of sites: one pointer per site would outgrow the 4 KB of kernel
+  // parameters PTX 8.0 allows past ~500 sites), or one stored vector
+  // (all-reduced across ranks), or whatever else the IR computes, emitted
+  // here.
+  struct Part {
+    tx::FP8ScaleUpdateOp update;
+    int64_t firstRow = 0, rows = 0, firstWord = -1;
+  };
+  llvm::SmallVector<Part> parts;
+  llvm::SmallVector<Value> outputs;
   llvm::SetVector<Value> inputs;
-  if (!siteAmaxes.empty()) {
-    table.emplace();
-    table->words.assign(siteAmaxes.size(), 0);
-    for (auto [i, site] : llvm::enumerate(siteAmaxes))
-      table->offsetOf.push_back({i, ctx.bufferFor(site)});
-  } else {
-    KernelBuilder::collectReadsOf(amax, ctx.plan, inputs);
-    // One pointer per stored amax: past a few hundred the kernel's
-    // parameters outgrow what PTX allows; say so here, not in ptxas.
-    if (inputs.size() > 256)
-      return update.emitError("the FP8 scale update would read ")
-             << inputs.size()
-             << " amaxes through kernel arguments (its sites' amaxes are not each one "
-                "stored f32, so the offset table does not apply)";
+  std::optional<LoweringContext::OffsetTable> table;
+  int64_t rows = 0;
+  for (tx::FP8ScaleUpdateOp update : updates) {
+    Part part{update, rows, std::max<int64_t>(typeOf(update.getScale()).getNumElements(), 1)};
+    rows += part.rows;
+    // Out of place, the scale too: a quantize may read a site of the old
+    // scales after the update (tx-insert-fp8 puts the update right after
+    // the last amax, before that amax's quantize).
+    outputs.append({update.getNewAmaxHistory(), update.getNewScale(), update.getNewScaleInv()});
+    llvm::SmallVector<Value> siteAmaxes = storedSiteAmaxes(ctx, update.getAmax());
+    if (!siteAmaxes.empty()) {
+      if (!table)
+        table.emplace();
+      part.firstWord = static_cast<int64_t>(table->words.size());
+      for (Value site : siteAmaxes) {
+        table->offsetOf.push_back({table->words.size(), ctx.bufferFor(site)});
+        table->words.push_back(0);
+      }
+    } else {
+      size_t before = inputs.size();
+      KernelBuilder::collectReadsOf(update.getAmax(), ctx.plan, inputs);
+      // One pointer per stored amax: past a few hundred the kernel's
+      // parameters outgrow what PTX allows; say so here, not in ptxas.
+      if (inputs.size() - before > 256)
+        return update.emitError("the FP8 scale update would read ")
+               << inputs.size() - before
+               << " amaxes through kernel arguments (its sites' amaxes are not each one "
+                  "stored f32, so the offset table does not apply)";
+    }
+    parts.push_back(part);
   }
   if (!inPlace)
-    for (Value state : {history, scale})
-      inputs.insert(state);
+    for (tx::FP8ScaleUpdateOp update : updates)
+      for (Value state : {update.getAmaxHistory(), update.getScale()})
+        inputs.insert(state);
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs.getArrayRef(), ctx.plan,
                    /*workgroupFloats=*/32);
   auto &b = kb.builder();
-  Value historyIn = inPlace ? newHistory : history;
-  Value scaleIn = inPlace ? newScale : scale;
-  Value row = kb.blockIndex();
-  Value rowStart = arith::MulIOp::create(b, row, kb.idx(length));
-  Value latest;
+  Value offsets;
+  Value tableArg;
   if (table) {
-    // Word r: the byte offset of row r's amax from the table's start.
+    // Word w: the byte offset of a site's amax from the table's start.
     int64_t words = static_cast<int64_t>(table->words.size());
-    Value tableArg = kb.insertBufferArgument(
-        outputs.size(), MemRefType::get({words * 8}, b.getI8Type()));
-    Value offsets = memref::ViewOp::create(b, MemRefType::get({words}, b.getI64Type()),
-                                           tableArg, kb.idx(0), ValueRange{});
-    Value offset = arith::IndexCastOp::create(
-        b, b.getIndexType(), memref::LoadOp::create(b, offsets, ValueRange{row}));
-    Value cell = memref::ViewOp::create(b, MemRefType::get({1}, b.getF32Type()), tableArg,
-                                        offset, ValueRange{});
-    latest = memref::LoadOp::create(b, cell, ValueRange{kb.idx(0)});
+    tableArg = kb.insertBufferArgument(outputs.size(),
+                                       MemRefType::get({words * 8}, b.getI8Type()));
+    offsets = memref::ViewOp::create(b, MemRefType::get({words}, b.getI64Type()), tableArg,
+                                     kb.idx(0), ValueRange{});
+  }
+  Value block = kb.blockIndex();
+  auto emitRow = [&](const Part &part, Value row) {
+    tx::FP8ScaleUpdateOp update = part.update; // (op accessors are not const)
+    Value history = update.getAmaxHistory(), scale = update.getScale();
+    Value newHistory = update.getNewAmaxHistory();
+    Value newScale = update.getNewScale(), newScaleInv = update.getNewScaleInv();
+    bool windowMax = update.getRecipe().getAmaxCompute() == tx::AmaxCompute::max;
+    int64_t length = typeOf(history).getShape().back();
+    Value historyIn = inPlace ? newHistory : history;
+    Value scaleIn = inPlace ? newScale : scale;
+    Value rowStart = arith::MulIOp::create(b, row, kb.idx(length));
+    Value latest;
+    if (part.firstWord >= 0) {
+      Value word = arith::AddIOp::create(b, row, kb.idx(part.firstWord));
+      Value offset = arith::IndexCastOp::create(
+          b, b.getIndexType(), memref::LoadOp::create(b, offsets, ValueRange{word}));
+      Value cell = memref::ViewOp::create(b, MemRefType::get({1}, b.getF32Type()), tableArg,
+                                          offset, ValueRange{});
+      latest = memref::LoadOp::create(b, cell, ValueRange{kb.idx(0)});
+    } else {
+      latest = kb.emit(update.getAmax(), {row});
+    }
+    llvm::SmallVector<Value> entries, values;
+    Value window = kb.f32(0.0);
+    for (int64_t first = 0; first < length; first += kBlockSize) {
+      Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(first));
+      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length));
+      Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
+      Value readable = arith::AndIOp::create(
+          b, inRange, arith::XOrIOp::create(b, isFirst, arith::ConstantIntOp::create(b, 1, 1)));
+      Value previous = arith::SelectOp::create(
+          b, readable, arith::SubIOp::create(b, j, kb.idx(1)), kb.idx(0));
+      Value old = kb.load(historyIn, arith::AddIOp::create(b, rowStart, previous));
+      Value v = arith::SelectOp::create(b, isFirst, latest, old);
+      window = arith::SelectOp::create(b, inRange, arith::MaxNumFOp::create(b, window, v), window);
+      entries.push_back(j);
+      values.push_back(v);
+    }
+    if (inPlace)
+      gpu::BarrierOp::create(b);
+    for (auto [j, v] : llvm::zip(entries, values))
+      kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
+                [&, j = j, v = v] {
+                  kb.store(newHistory, arith::AddIOp::create(b, rowStart, j), v);
+                });
+    Value windowAmax = windowMax ? kb.blockReduce(window, /*isMax=*/true) : latest;
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+    kb.ifThen(first, [&] {
+      auto [s, inv] = scaleFromAmax(kb, windowAmax, scaledMaxOf(update), kb.load(scaleIn, row));
+      kb.store(newScale, row, s);
+      kb.store(newScaleInv, row, inv);
+    });
+  };
+  if (parts.size() == 1) {
+    emitRow(parts.front(), block);
   } else {
-    latest = kb.emit(amax, {row});
+    // The condition is uniform over a block, so the barriers inside agree.
+    for (const Part &part : parts) {
+      Value inPart = arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, block, kb.idx(part.firstRow)),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, block,
+                                kb.idx(part.firstRow + part.rows)));
+      kb.ifThen(inPart, [&] {
+        emitRow(part, arith::SubIOp::create(b, block, kb.idx(part.firstRow)));
+      });
+    }
   }
-  llvm::SmallVector<Value> entries, values;
-  Value window = kb.f32(0.0);
-  for (int64_t first = 0; first < length; first += kBlockSize) {
-    Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(first));
-    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length));
-    Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
-    Value readable = arith::AndIOp::create(
-        b, inRange, arith::XOrIOp::create(b, isFirst, arith::ConstantIntOp::create(b, 1, 1)));
-    Value previous = arith::SelectOp::create(
-        b, readable, arith::SubIOp::create(b, j, kb.idx(1)), kb.idx(0));
-    Value old = kb.load(historyIn, arith::AddIOp::create(b, rowStart, previous));
-    Value v = arith::SelectOp::create(b, isFirst, latest, old);
-    window = arith::SelectOp::create(b, inRange, arith::MaxNumFOp::create(b, window, v), window);
-    entries.push_back(j);
-    values.push_back(v);
-  }
-  if (inPlace)
-    gpu::BarrierOp::create(b);
-  for (auto [j, v] : llvm::zip(entries, values))
-    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
-              [&, j = j, v = v] {
-                kb.store(newHistory, arith::AddIOp::create(b, rowStart, j), v);
-              });
-  Value windowAmax = windowMax ? kb.blockReduce(window, /*isMax=*/true) : latest;
-  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
-  kb.ifThen(first, [&] {
-    auto [s, inv] = scaleFromAmax(kb, windowAmax, scaledMax, kb.load(scaleIn, row));
-    kb.store(newScale, row, s);
-    kb.store(newScaleInv, row, inv);
-  });
   kb.finish();
   if (failed(kb.status()))
     return failure();
@@ -1298,8 +1340,12 @@ static LogicalResult emitScaleUpdate(LoweringContext &ctx, tx::FP8ScaleUpdateOp 
   for (unsigned slot : ctx.buffersOf(inputs.getArrayRef()))
     inputSlots.push_back(slot);
   ctx.launch(kb, op, static_cast<unsigned>(rows), ctx.buffersOf(outputs), inputSlots);
+  Command &launch = ctx.program.commands.back();
   if (!through.empty())
-    std::get<LaunchCmd>(ctx.program.commands.back().op).through = std::move(through);
+    std::get<LaunchCmd>(launch.op).through = std::move(through);
+  // Named after every update it runs ("... at 'fp8.e4m3' + 'fp8.e5m2'").
+  for (tx::FP8ScaleUpdateOp update : updates.drop_front())
+    launch.origin += " + " + reference::describeLocation(update.getLoc());
   return success();
 }
 
@@ -1322,13 +1368,14 @@ LogicalResult cuda::lowerFP8ScaleUpdate(LoweringContext &ctx, Operation *op) {
     ctx.deferredScaleUpdates.push_back(op);
     return success();
   }
-  return emitScaleUpdate(ctx, update, /*inPlace=*/false);
+  return emitScaleUpdates(ctx, {update}, /*inPlace=*/false);
 }
 
-/// The updates lowerFP8ScaleUpdate held back, each one launch in place.
+/// The updates lowerFP8ScaleUpdate held back, in place, all in one launch.
 LogicalResult cuda::flushFP8ScaleUpdates(LoweringContext &ctx, Operation *before) {
   std::vector<Operation *> pending;
   std::swap(pending, ctx.deferredScaleUpdates);
+  llvm::SmallVector<tx::FP8ScaleUpdateOp> ready;
   for (Operation *op : pending) {
     auto update = cast<tx::FP8ScaleUpdateOp>(op);
     // Before |before| (not the end): an update whose old state something at
@@ -1345,10 +1392,13 @@ LogicalResult cuda::flushFP8ScaleUpdates(LoweringContext &ctx, Operation *before
         continue;
       }
     }
-    if (failed(emitScaleUpdate(ctx, update, /*inPlace=*/true)))
-      return failure();
+    ready.push_back(update);
   }
-  return success();
+  // Every update ready here in one launch (an fp8 step's E4M3 and E5M2
+  // states at its end).
+  if (ready.empty())
+    return success();
+  return emitScaleUpdates(ctx, ready, /*inPlace=*/true);
 }
 
 /// tx.fp8_current_scale: one thread; 1 for an amax of 0, inf or NaN.
@@ -1404,43 +1454,83 @@ static LogicalResult transposeRhs(LoweringContext &ctx, Operation *op, Value rhs
   return success();
 }
 
+/// Spreads packed scale-inverse states into the 256-byte parts of one
+/// block, one launch (gemmScaleSlot says why): |state|, and with it every
+/// other packed state an FP8 GEMM of the function reads that is a step
+/// argument. Nothing writes such a state before the step's last GEMM (its
+/// update runs in place at the end, flushFP8ScaleUpdates, or out of
+/// place), so its entries now are the ones those later GEMMs would read,
+/// and an fp8 step spreads its E4M3 and E5M2 states in one launch, not
+/// one per type.
+static LogicalResult spreadScaleStates(LoweringContext &ctx, Operation *origin, Value state) {
+  llvm::SmallVector<Value> states{state};
+  auto func = origin->getParentOfType<func::FuncOp>();
+  if (isa<BlockArgument>(state) && func)
+    func.walk([&](tx::BlasGemmOp mm) {
+      if (!mm.isFP8())
+        return;
+      for (Value scaleInv : {mm.getAScaleInv(), mm.getBScaleInv()}) {
+        auto site = scaleInv ? scaleInv.getDefiningOp<tx::FP8SiteOp>() : tx::FP8SiteOp();
+        if (!site)
+          continue;
+        auto arg = dyn_cast<BlockArgument>(site.getState());
+        if (arg && arg.getOwner() == &func.getBody().front() &&
+            !ctx.spreadScaleBlocks.count(arg) && !llvm::is_contained(states, arg))
+          states.push_back(arg);
+      }
+    });
+  constexpr int64_t kStride = kSlotAlignment / sizeof(float);
+  int64_t parts = 0;
+  llvm::SmallVector<int64_t> firstParts;
+  for (Value s : states) {
+    firstParts.push_back(parts);
+    parts += typeOf(s).getNumElements();
+  }
+  unsigned block = ctx.scratch(parts * kSlotAlignment, "fp8 scale inverses spread for the GEMMs");
+  KernelBuilder kb(ctx.gpuModule, "k" + std::to_string(ctx.builtKernels++) + "_fp8_spread_scales",
+                   {}, states, ctx.plan);
+  auto &b = kb.builder();
+  Value out = kb.insertBufferArgument(0, MemRefType::get({parts * kStride}, b.getF32Type()));
+  Value i = kb.globalThreadIndex();
+  int64_t widest = 0;
+  for (auto [s, first] : llvm::zip_equal(states, firstParts)) {
+    int64_t sites = typeOf(s).getNumElements();
+    widest = std::max(widest, sites);
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(sites)), [&] {
+      Value at = arith::MulIOp::create(b, arith::AddIOp::create(b, i, kb.idx(first)),
+                                       kb.idx(kStride));
+      memref::StoreOp::create(b, kb.load(s, i), out, ValueRange{at});
+    });
+  }
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, origin, ceilDiv(widest, kBlockSize), {block}, ctx.buffersOf(states));
+  for (auto [s, first] : llvm::zip_equal(states, firstParts))
+    ctx.spreadScaleBlocks[s] = {block, first};
+  return success();
+}
+
 /// The slot a GEMM reads scale inverse |scaleInv| from. cuBLASLt refuses a
 /// scale pointer that is only 4-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED
 /// on the H200, cuBLASLt 13.1), which a site of packed state is (its 4-byte
 /// part of the state's slot): the first GEMM that reads a packed state's
-/// site spreads all its entries, one launch, into the 256-byte parts of a
-/// block, and the GEMMs read those. The state is not written again before
-/// the step's last GEMM (its update runs in place at the end, or out of
-/// place), so the spread copies hold for the whole step.
+/// site spreads its entries (spreadScaleStates) into 256-byte parts of a
+/// block, and the GEMMs read those.
 static FailureOr<unsigned> gemmScaleSlot(LoweringContext &ctx, Operation *origin, Value scaleInv) {
   auto site = scaleInv.getDefiningOp<tx::FP8SiteOp>();
   if (!site)
     return ctx.bufferFor(scaleInv);
   Value state = site.getState();
-  int64_t sites = typeOf(state).getNumElements();
-  constexpr int64_t kStride = kSlotAlignment / sizeof(float);
-  auto [it, first] = ctx.spreadScaleBlocks.try_emplace(state, 0);
-  if (first) {
-    it->second = ctx.scratch(sites * kSlotAlignment, "fp8 scale inverses spread for the GEMMs");
-    KernelBuilder kb(ctx.gpuModule, "k" + std::to_string(ctx.builtKernels++) + "_fp8_spread_scales",
-                     {}, {state}, ctx.plan);
-    auto &b = kb.builder();
-    Value block = kb.insertBufferArgument(0, MemRefType::get({sites * kStride}, b.getF32Type()));
-    Value i = kb.globalThreadIndex();
-    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, kb.idx(sites)), [&] {
-      memref::StoreOp::create(b, kb.load(state, i), block,
-                              ValueRange{arith::MulIOp::create(b, i, kb.idx(kStride))});
-    });
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    ctx.launch(kb, origin, ceilDiv(sites, kBlockSize), {it->second}, ctx.buffersOf({state}));
-  }
+  if (!ctx.spreadScaleBlocks.count(state) && failed(spreadScaleStates(ctx, origin, state)))
+    return failure();
+  LoweringContext::SpreadScales spread = ctx.spreadScaleBlocks.lookup(state);
   auto [part, made] =
       ctx.spreadScaleParts.try_emplace({state, static_cast<int64_t>(site.getIndex())}, 0);
   if (made)
-    part->second = ctx.part(it->second, site.getIndex() * kSlotAlignment, sizeof(float),
-                            "fp8 scale inverse for a GEMM");
+    part->second = ctx.part(spread.block,
+                            (spread.firstPart + site.getIndex()) * kSlotAlignment,
+                            sizeof(float), "fp8 scale inverse for a GEMM");
   return part->second;
 }
 

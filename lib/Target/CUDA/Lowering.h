@@ -134,9 +134,14 @@ struct LoweringContext {
   };
   llvm::DenseMap<Operation *, ColumnSumInAmax> columnSumInAmax;
   /// Packed FP8 scale inverses spread for the GEMMs (gemmScaleSlot): by
-  /// packed state value, the block whose 256-byte parts hold its entries,
-  /// and by (state, site) the part a GEMM reads.
-  llvm::DenseMap<Value, unsigned> spreadScaleBlocks;
+  /// packed state value, the block whose 256-byte parts hold its entries
+  /// and the part its site 0 is in (the states spread by one launch share
+  /// a block), and by (state, site) the part a GEMM reads.
+  struct SpreadScales {
+    unsigned block = 0;
+    int64_t firstPart = 0;
+  };
+  llvm::DenseMap<Value, SpreadScales> spreadScaleBlocks;
   llvm::DenseMap<std::pair<Value, int64_t>, unsigned> spreadScaleParts;
   /// The block each packed tx.amax result is a part of (packAmaxes), and
   /// the blocks already zeroed by their one memset.
