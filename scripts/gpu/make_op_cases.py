@@ -136,6 +136,32 @@ CASES = {
     # of exp in one pass (online softmax), the gradient reuses them.
     "cross_entropy_wide": model("cw", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 3000])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\"> (s, labels)"]),
+    # Class weights (one of them 0: its rows' gradient is exactly 0) with
+    # ignore_index: the weighted mean's normalizer is the counted rows'
+    # summed weights. The labels' count and largest value as integer
+    # reductions (the token count a loss is often divided by), cast into
+    # the loss.
+    "cross_entropy_weighted": model("cew", ["float[12, 8] x", "int64[12] labels"], [weights("w", [8, 10])], [
+        "s = MatMul(x, w)",
+        "cw = Constant <value = float[10] {1.0, 2.0, 0.0, 0.5, 1.0, 1.5, 3.0, 1.0, 0.25, 1.0}> ()",
+        "ce = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels, cw)",
+        "three = Constant <value = int64 {3}> ()", "ig = Equal(labels, three)", "kept = Not(ig)",
+        "ki = Cast <to = 7> (kept)", "n = ReduceSum <keepdims = 0> (ki)",
+        "mx = ReduceMax <keepdims = 0> (labels)", "nm = Add(n, mx)", "nf = Cast <to = 1> (nm)",
+        "tiny = Constant <value = float {0.001}> ()", "extra = Mul(nf, tiny)",
+        "loss = Add(ce, extra)"]),
+    # Scores [N, C, T] (the classes on axis 1, as ONNX defines the op):
+    # the GPU runs it over [N * T, C] rows (tx-cross-entropy-rows). A
+    # per-position loss (none, class weights) scaled per position, and a
+    # mean over the same scores and labels: both share the rows.
+    "cross_entropy_rank3": model("ce3", ["float[2, 6, 8] x", "int64[2, 6] labels"], [weights("w", [8, 10])], [
+        "h = MatMul(x, w)", "s = Transpose <perm = [0, 2, 1]> (h)",
+        "cw = Constant <value = float[10] {1.0, 2.0, 0.5, 0.5, 1.0, 1.5, 3.0, 1.0, 0.25, 1.0}> ()",
+        "l = SoftmaxCrossEntropyLoss <reduction = \"none\"> (s, labels, cw)",
+        "pw = Constant <value = float[2, 6] {1, 2, 3, 4, 5, 6, 6, 5, 4, 3, 2, 1}> ()",
+        "m = Mul(l, pw)", "lm = ReduceMean <keepdims = 0> (m)",
+        "l2 = SoftmaxCrossEntropyLoss <reduction = \"mean\"> (s, labels)",
+        "loss = Add(lm, l2)"]),
 }
 
 

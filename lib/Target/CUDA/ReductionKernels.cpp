@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::txopt;
@@ -332,17 +333,75 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                                 });
 }
 
+/// A reduction over integers (a count of the tokens a loss sees, a
+/// length): one thread per result element adds (or maxes) its reduced
+/// elements in order, as the executor does: i64 arithmetic that wraps, a
+/// mean that truncates toward zero, the result narrowed to its type. These
+/// tensors are small; no tiling.
+static LogicalResult lowerIntegerReduction(LoweringContext &ctx, Operation *op,
+                                           llvm::ArrayRef<bool> reduced) {
+  Value input = op->getOperand(0), result = op->getResult(0);
+  auto inType = typeOf(input);
+  if (inType.getElementType().isInteger(1))
+    return op->emitError("a reduction over booleans is not supported on the GPU");
+  bool isMax = isa<tx::ReduceMaxOp>(op), isMean = isa<tx::ReduceMeanOp>(op);
+  llvm::SmallVector<int64_t> keptShape, reducedShape;
+  for (auto [d, size] : llvm::enumerate(inType.getShape()))
+    (reduced[d] ? reducedShape : keptShape).push_back(size);
+  int64_t outCount = 1, count = 1;
+  for (int64_t s : keptShape)
+    outCount *= s;
+  for (int64_t s : reducedShape)
+    count *= s;
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectReadsOf(input, ctx.plan, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, inputs.getArrayRef(), ctx.plan);
+  auto &b = kb.builder();
+  auto i64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 64); };
+  Value o = kb.globalThreadIndex();
+  kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, o, kb.idx(outCount)), [&] {
+    llvm::SmallVector<Value> kept;
+    if (!keptShape.empty())
+      kept = kb.delinearize(o, keptShape);
+    Value init = i64(isMax ? std::numeric_limits<int64_t>::min() : 0);
+    auto acc = kb.loop(kb.idx(0), kb.idx(count), kb.idx(1), {init},
+                       [&](Value k, llvm::ArrayRef<Value> a) {
+      llvm::SmallVector<Value> red;
+      if (!reducedShape.empty())
+        red = kb.delinearize(k, reducedShape);
+      llvm::SmallVector<Value> index;
+      size_t nextKept = 0, nextReduced = 0;
+      for (bool r : reduced)
+        index.push_back(r ? red[nextReduced++] : kept[nextKept++]);
+      Value v = kb.emit(input, index);
+      Value next = isMax ? Value(arith::MaxSIOp::create(b, a[0], v))
+                         : Value(arith::AddIOp::create(b, a[0], v));
+      return llvm::SmallVector<Value>{next};
+    });
+    Value total = acc[0];
+    if (isMean && count)
+      total = arith::DivSIOp::create(b, total, i64(count));
+    kb.store(result, o, total);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, static_cast<unsigned>(ceilDiv(std::max<int64_t>(outCount, 1), kBlockSize)),
+             ctx.buffersOf({result}), ctx.buffersOf(inputs.getArrayRef()));
+  return success();
+}
+
 LogicalResult cuda::lowerReduction(LoweringContext &ctx, Operation *op) {
   Value input = op->getOperand(0), result = op->getResult(0);
   auto inType = typeOf(input);
-  if (!isa<FloatType>(inType.getElementType()))
-    return op->emitError("integer reductions are not supported on the GPU");
   int64_t rank = inType.getRank();
   llvm::ArrayRef<int64_t> axesAttr =
       cast<DenseI64ArrayAttr>(op->getAttr("axes")).asArrayRef();
   llvm::SmallVector<bool> reduced(rank, axesAttr.empty());
   for (int64_t a : axesAttr)
     reduced[a < 0 ? a + rank : a] = true;
+  if (!isa<FloatType>(inType.getElementType()))
+    return lowerIntegerReduction(ctx, op, reduced);
   llvm::SmallVector<int64_t> outer, inner;
   for (int64_t d = 0; d < rank; ++d)
     (reduced[d] ? inner : outer).push_back(inType.getShape()[d]);

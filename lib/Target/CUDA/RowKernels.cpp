@@ -884,15 +884,13 @@ LogicalResult cuda::lowerSoftmax(LoweringContext &ctx, Operation *op) {
   return success();
 }
 
-/// Checks the cross-entropy forms the GPU kernels handle: scores [N, C],
-/// labels [N], no class weights.
-static LogicalResult checkCrossEntropy(Operation *op, Value scores,
-                                       bool hasWeights) {
+/// Checks the cross-entropy forms the GPU kernels handle: scores [N, C] and
+/// labels [N] (tx-cross-entropy-rows brings [N, C, d...] scores to that
+/// form before the lowering).
+static LogicalResult checkCrossEntropy(Operation *op, Value scores) {
   if (typeOf(scores).getRank() != 2)
     return op->emitError("the GPU cross-entropy expects scores of rank 2, but got rank ")
            << typeOf(scores).getRank();
-  if (hasWeights)
-    return op->emitError("class weights are not supported by the GPU cross-entropy");
   return success();
 }
 
@@ -910,6 +908,15 @@ static std::pair<Value, Value> rowLabel(KernelBuilder &kb, Value labels,
   Value clamped = arith::MaxSIOp::create(
       b, arith::MinSIOp::create(b, label, arith::ConstantIntOp::create(b, classes - 1, 64)), zero);
   return {clamped, valid};
+}
+
+/// A row's weight: 0 when its label is ignored, else the label's class
+/// weight (|weights|, [C]) or 1 without class weights.
+static Value rowWeight(KernelBuilder &kb, Value weights, Value label, Value valid) {
+  auto &b = kb.builder();
+  Value w = weights ? kb.load(weights, arith::IndexCastOp::create(b, b.getIndexType(), label))
+                    : kb.f32(1.0);
+  return arith::SelectOp::create(b, valid, w, kb.f32(0.0));
 }
 
 /// Elements per step of a sweep over rows of |length| elements of |tensor|
@@ -981,7 +988,8 @@ static std::pair<Value, Value> rowLogSumExpParts(RowKernel &rk, Value scores,
 LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
   auto loss = cast<tx::SoftmaxCrossEntropyLossOp>(op);
   Value scores = loss.getScores(), labels = loss.getLabels(), result = loss.getResult();
-  if (failed(checkCrossEntropy(op, scores, static_cast<bool>(loss.getWeights()))))
+  Value weights = loss.getWeights();
+  if (failed(checkCrossEntropy(op, scores)))
     return failure();
   int64_t rows = typeOf(scores).getShape()[0], classes = typeOf(scores).getShape()[1];
   bool none = loss.getReduction() == tx::LossReduction::none;
@@ -990,12 +998,15 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
 
   // Row losses go straight to the result for reduction none.
   unsigned rowLoss = none ? ctx.bufferFor(result) : ctx.scratch(rows * 4, "row losses");
-  unsigned rowWeight = ctx.scratch(rows * 4, "row weights");
+  unsigned rowWeights = ctx.scratch(rows * 4, "row weights");
   unsigned rowStats = ctx.scratch(rows * 8, "row max and sum of exp");
   ctx.rowLogSumExp[scores] = rowStats;
   {
     // Stand-in values typed like the scratch buffers, for the builder.
-    RowKernel rk(ctx, op, {result, result}, {scores, labels}, classes);
+    llvm::SmallVector<Value> inputs{scores, labels};
+    if (weights)
+      inputs.push_back(weights);
+    RowKernel rk(ctx, op, {result, result}, inputs, classes);
     KernelBuilder &kb = rk.kb;
     auto &b = kb.builder();
     Value statsArg = kb.insertBufferArgument(2, MemRefType::get({rows * 2}, b.getF32Type()));
@@ -1005,8 +1016,11 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
     Value logProb = arith::SubFOp::create(
         b, arith::SubFOp::create(b, picked, max), math::LogOp::create(b, sum));
     Value zero = kb.f32(0.0);
-    Value rowValue = arith::SelectOp::create(b, valid, arith::NegFOp::create(b, logProb), zero);
-    Value weight = arith::SelectOp::create(b, valid, kb.f32(1.0), zero);
+    Value weight = rowWeight(kb, weights, label, valid);
+    Value negLogProb = arith::NegFOp::create(b, logProb);
+    Value rowValue = arith::SelectOp::create(
+        b, valid, weights ? Value(arith::MulFOp::create(b, weight, negLogProb)) : negLogProb,
+        zero);
     rk.onFirstThread([&] {
       Value ba = kb.func().getArgument(0), bw = kb.func().getArgument(1);
       memref::StoreOp::create(b, rowValue, ba, ValueRange{rk.row});
@@ -1032,7 +1046,7 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
     for (unsigned a : {0u, 1u})
       kb.func().setArgAttr(a, kArgAlignAttr, b.getI64IntegerAttr(kArgAlign));
     ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
-               {rowLoss, rowWeight, rowStats}, ctx.buffersOf({scores, labels}));
+               {rowLoss, rowWeights, rowStats}, ctx.buffersOf(inputs));
   }
   if (none)
     return success();
@@ -1058,7 +1072,7 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
     kb.finish();
     if (failed(kb.status()))
       return failure();
-    ctx.launch(kb, op, 1, ctx.buffersOf({result}), {rowLoss, rowWeight});
+    ctx.launch(kb, op, 1, ctx.buffersOf({result}), {rowLoss, rowWeights});
   }
   return success();
 }
@@ -1117,7 +1131,8 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
   auto grad = cast<tx::SoftmaxCrossEntropyGradOp>(op);
   Value dl = grad.getGrad(), scores = grad.getScores(), labels = grad.getLabels();
   Value result = grad.getResult();
-  if (failed(checkCrossEntropy(op, scores, static_cast<bool>(grad.getWeights()))))
+  Value weights = grad.getWeights();
+  if (failed(checkCrossEntropy(op, scores)))
     return failure();
   int64_t rows = typeOf(scores).getShape()[0], classes = typeOf(scores).getShape()[1];
   bool none = grad.getReduction() == tx::LossReduction::none;
@@ -1125,14 +1140,16 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
   std::optional<int64_t> ignore = grad.getIgnoreIndex() ? std::optional<int64_t>(static_cast<int64_t>(*grad.getIgnoreIndex())) : std::nullopt;
   unsigned norm = ctx.scratch(4, "loss weight");
   {
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {labels}, ctx.plan, 32);
+    llvm::SmallVector<Value> normInputs{labels};
+    if (weights)
+      normInputs.push_back(weights);
+    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, normInputs, ctx.plan, 32);
     auto &b = kb.builder();
     auto scalarType = MemRefType::get({1}, b.getF32Type());
     Value normArg = kb.insertBufferArgument(0, scalarType);
     auto count = kb.blockStridedLoop(rows, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
       auto [label, valid] = rowLabel(kb, labels, j, ignore, classes);
-      (void)label;
-      Value w = arith::SelectOp::create(b, valid, kb.f32(1.0), kb.f32(0.0));
+      Value w = rowWeight(kb, weights, label, valid);
       return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], w)};
     });
     Value total = kb.blockReduce(count[0], false);
@@ -1142,10 +1159,13 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
     kb.finish();
     if (failed(kb.status()))
       return failure();
-    ctx.launch(kb, op, 1, {norm}, ctx.buffersOf({labels}));
+    ctx.launch(kb, op, 1, {norm}, ctx.buffersOf(normInputs));
   }
   {
-    RowKernel rk(ctx, op, {result}, {dl, scores, labels}, classes);
+    llvm::SmallVector<Value> rowInputs{dl, scores, labels};
+    if (weights)
+      rowInputs.push_back(weights);
+    RowKernel rk(ctx, op, {result}, rowInputs, classes);
     KernelBuilder &kb = rk.kb;
     auto &b = kb.builder();
     auto scalarType = MemRefType::get({1}, b.getF32Type());
@@ -1154,6 +1174,14 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
     Value g = kb.load(dl, none ? rk.row : kb.idx(0));
     Value normValue = memref::LoadOp::create(b, normArg, ValueRange{kb.idx(0)});
     Value scale = arith::DivFOp::create(b, g, normValue);
+    // With class weights, the row's weight scales it, and a row of weight
+    // 0 gets exactly 0 (the op's definition), like an ignored one.
+    if (weights) {
+      Value w = rowWeight(kb, weights, label, valid);
+      scale = arith::MulFOp::create(b, scale, w);
+      valid = arith::AndIOp::create(
+          b, valid, arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, w, kb.f32(0.0)));
+    }
     // The loss kernel of the same scores left each row's max and sum (the
     // same code computed them, so the values are identical); otherwise two
     // passes over the row compute them here.
@@ -1197,7 +1225,7 @@ LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
     kb.finish();
     if (failed(kb.status()))
       return failure();
-    llvm::SmallVector<unsigned> inputs = ctx.buffersOf({dl, scores, labels});
+    llvm::SmallVector<unsigned> inputs = ctx.buffersOf(rowInputs);
     inputs.push_back(norm);
     if (known != ctx.rowLogSumExp.end())
       inputs.push_back(known->second);

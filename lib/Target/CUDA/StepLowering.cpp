@@ -14,6 +14,7 @@
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Dialect/Tx/Transforms/AttentionBias.h"
 #include "txopt/Dialect/Tx/Transforms/AttentionCasts.h"
+#include "txopt/Dialect/Tx/Transforms/CrossEntropyRows.h"
 #include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
 #include "txopt/Dialect/Tx/Transforms/GemmTransposes.h"
 #include "txopt/Dialect/Tx/Transforms/Rematerialize.h"
@@ -563,11 +564,13 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
 }
 
 /// Decides what |func| keeps in memory (the kernel grouping), with the
-/// attention rewrites around it: masks into cuDNN's bias form
+/// rewrites around it: cross-entropy over [N, C, d...] scores as rows
+/// (tx-cross-entropy-rows), attention masks into cuDNN's bias form
 /// (tx-attention-bias) and casts moved off the head split/merge
-/// (tx-attention-casts) before, results placed into their readers' buffers
-/// after.
+/// (tx-attention-casts) before, attention results placed into their
+/// readers' buffers after.
 static void groupKernels(LoweringContext &ctx, func::FuncOp func, bool isStep) {
+  tx::crossEntropyOverRows(func);
   tx::masksToAttentionBias(func);
   tx::moveCastsOffAttentionLayouts(func);
   // The report counts the step's fusions, not those of the functions

@@ -939,6 +939,26 @@ def AttentionCastsPass : Pass<"tx-attention-casts", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
 }
 
+def CrossEntropyRowsPass : Pass<"tx-cross-entropy-rows", "::mlir::func::FuncOp"> {
+  let summary = "Cross-entropy over [N, C, d...] scores as the same op over [N * d..., C] rows";
+  let description = [{
+    ONNX's SoftmaxCrossEntropyLoss takes the classes on axis 1 (scores
+    `[N, C, d1, ..., dk]`, labels `[N, d1, ..., dk]`); a row kernel wants
+    each position's classes contiguous. This pass rewrites every
+    `tx.softmax_cross_entropy_loss` and `tx.softmax_cross_entropy_grad`
+    whose scores have rank > 2 into the same op over rows: the scores
+    transposed to `[N, d..., C]` and reshaped to `[N * d..., C]`, the labels
+    (and the gradient of a `none` loss) reshaped to `[N * d...]`; a `none`
+    loss is reshaped back to `[N, d...]`, the gradient reshaped to
+    `[N, d..., C]` and transposed back to `[N, C, d...]`. A loss and its
+    gradient over the same scores and labels share the row operands. Class
+    weights, the reduction and `ignore_index` carry over. Exact: the same
+    values, moved. Must not fire: scores of rank 2. The GPU lowering runs
+    it on each function before the kernel grouping.
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
 def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
   let summary = "Turn the eligible GEMMs of a training step into FP8 GEMMs with scaling state";
   let description = [{
