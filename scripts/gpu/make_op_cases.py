@@ -129,6 +129,9 @@ CASES = {
     # a thread, the last step partly past the row's end; not pipelined):
     # 1100 rows, the gradients' blocks walking 2 rows each.
     "norms_wide_rows": layer_then_rms_norm("nx", 1100, 6000),
+    # Rows of 4096 (a multiple of 2048): the forward norms' threads take 8
+    # consecutive elements a group (16-byte accesses), two groups a row.
+    "norms_4096": layer_then_rms_norm("n4", 96, 4096),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),

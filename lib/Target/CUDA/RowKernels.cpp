@@ -73,6 +73,25 @@ static int64_t warpRowSteps(int64_t length) {
   return ceilDiv(length, 32 * kLaneWidth) * kLaneWidth;
 }
 
+/// The consecutive elements each thread of a block row held in registers
+/// takes per group (RowKernel's |width|): 8 (16 bytes of bf16, two 16-byte
+/// accesses of f32) or 4 when the row's length is a multiple of it, so each
+/// row starts 16-byte (8-byte) aligned and LLVM's vectorizer can merge a
+/// thread's loads of a group into one access, and when the thread still
+/// holds as many elements as with one element a step (no group would leave
+/// more threads idle at the row's end than steps of one do); else 1, the
+/// strided layout (element j = thread + step * blockDim). A row of 4096
+/// bf16 with one element a step moved 2 bytes a thread per load
+/// instruction: its forward norm ran at 72% of the copy bandwidth, where
+/// f32 rows (4 bytes) reached 93% (bench/results/norm-h200-s16).
+static int64_t blockRowWidth(int64_t length) {
+  for (int64_t width : {8, 4})
+    if (length % width == 0 &&
+        ceilDiv(length, kBlockSize * width) * width == ceilDiv(length, kBlockSize))
+      return width;
+  return 1;
+}
+
 namespace {
 /// A row kernel: one block per row of |rowLength| elements, or with
 /// |warpRows| one warp per row (usesWarpRows), or with setRow several rows
@@ -85,13 +104,17 @@ struct RowKernel {
   Value lane, warp; ///< with warpRows
   /// Elements per thread up to which a block row is held in registers.
   int64_t registerElements;
+  /// A block row in registers: the consecutive elements a thread takes per
+  /// group of kBlockSize * width (blockRowWidth); 1: one element a step.
+  int64_t width;
 
   RowKernel(LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
             llvm::ArrayRef<Value> inputs, int64_t rowLength, bool warpRows = false,
             unsigned workgroupFloats = 32,
-            int64_t registerElements = kRowElementsInRegisters)
+            int64_t registerElements = kRowElementsInRegisters, int64_t width = 1)
       : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, workgroupFloats),
-        length(rowLength), warpRows(warpRows), registerElements(registerElements) {
+        length(rowLength), warpRows(warpRows), registerElements(registerElements),
+        width(warpRows ? 1 : width) {
     auto &b = kb.builder();
     if (!warpRows) {
       setRow(kb.blockIndex());
@@ -154,21 +177,29 @@ struct RowKernel {
   /// Steps of a register sweep, and the element step |s| visits in this
   /// thread: j = thread + s * blockDim for a block row; for a warp row,
   /// kLaneWidth consecutive elements per lane, 32 * kLaneWidth per group.
+  /// With |width| > 1, a block row's thread takes |width| consecutive
+  /// elements per group of kBlockSize * width, like a warp row's lane.
   int64_t steps() const {
-    return warpRows ? warpRowSteps(length) : ceilDiv(length, kBlockSize);
+    if (warpRows)
+      return warpRowSteps(length);
+    return ceilDiv(length, kBlockSize * width) * width;
   }
   Value stepElement(int64_t s) { return stepElements[s]; }
   Value computeStepElement(int64_t s) {
     auto &b = kb.builder();
-    if (!warpRows)
+    if (!warpRows && width == 1)
       return arith::AddIOp::create(b, kb.threadIndex(), kb.idx(s * kBlockSize));
-    int64_t group = s / kLaneWidth, offset = s % kLaneWidth;
-    return arith::AddIOp::create(b, arith::MulIOp::create(b, lane, kb.idx(kLaneWidth)),
-                                 kb.idx(group * 32 * kLaneWidth + offset));
+    int64_t lanes = warpRows ? 32 : kBlockSize;
+    int64_t perLane = warpRows ? kLaneWidth : width;
+    int64_t group = s / perLane, offset = s % perLane;
+    Value lane = warpRows ? this->lane : kb.threadIndex();
+    return arith::AddIOp::create(b, arith::MulIOp::create(b, lane, kb.idx(perLane)),
+                                 kb.idx(group * lanes * perLane + offset));
   }
   bool stepAlwaysInRow(int64_t s) const {
-    return warpRows ? (s / kLaneWidth + 1) * 32 * kLaneWidth <= length
-                    : (s + 1) * kBlockSize <= length;
+    if (warpRows)
+      return (s / kLaneWidth + 1) * 32 * kLaneWidth <= length;
+    return (s / width + 1) * kBlockSize * width <= length;
   }
   /// stepElement(|s|), or the row's last element for a step past the row's
   /// end: where a sweep works (loads stay in bounds; it stores nothing).
@@ -180,10 +211,11 @@ struct RowKernel {
   }
 
   /// `for (j = thread; j < length; j += blockDim) acc = body(j, acc)`. For a
-  /// short row, unrolled over steps(): for a block row the k-th step visits
-  /// the same j the loop would, in the same order, so sums are bit for bit
-  /// the loop's; a j past the row's end keeps acc (and a body without acc,
-  /// which stores, is skipped there).
+  /// short row, unrolled over steps(): for a block row of width 1 the k-th
+  /// step visits the same j the loop would, in the same order, so sums are
+  /// bit for bit the loop's (with a wider layout, the thread's own elements
+  /// in their order); a j past the row's end keeps acc (and a body without
+  /// acc, which stores, is skipped there).
   llvm::SmallVector<Value>
   sweep(llvm::ArrayRef<Value> init,
         llvm::function_ref<llvm::SmallVector<Value>(Value j, llvm::ArrayRef<Value> acc)> body) {
@@ -391,7 +423,7 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   llvm::SmallVector<Value> inputs(inputSet.begin(), inputSet.end());
   bool warpRows = usesWarpRows(d);
   RowKernel rk(ctx, op, kernelOutputs, inputs, d, warpRows, /*workgroupFloats=*/32,
-               kNormRowElementsInRegisters);
+               kNormRowElementsInRegisters, blockRowWidth(d));
   if (computedX)
     rk.computed.insert(computedX);
   KernelBuilder &kb = rk.kb;
@@ -437,7 +469,7 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   else
     emitRow();
   kb.finish();
-  if (warpRows)
+  if (warpRows || (rk.inRegisters() && rk.width > 1))
     kb.groupMemoryAccesses();
   if (failed(kb.status()))
     return failure();
