@@ -29,18 +29,28 @@ def model(name, inputs, inits, body, opset=17):
             + ",\n ".join(inits) + ">\n{\n" + "\n".join("  " + l for l in body) + "\n}\n")
 
 
-def layer_then_rms_norm(name, rows, width):
+def layer_then_rms_norm(name, rows, width, bf16=False):
     """A fused LayerNorm with a residual Add, then an RMSNorm (recognized
     from its decomposition) of the sum, over rows of |width|: both norms'
-    forward and gradient kernels at one row length."""
+    forward and gradient kernels at one row length. |bf16|: the input and
+    the weights cast to bf16 first (Cast to 16), so the norms' rows are
+    bf16 in memory, as a bf16 export's are (under --precision=bf16 the
+    norms stay f32)."""
+    t = (lambda v: v + "b") if bf16 else (lambda v: v)
+    casts = [f"{v}b = Cast <to = 16> ({v})" for v in ("x", "w", "s", "b", "g")] if bf16 else []
+    eps = "eps = Constant <value = float {1e-6}> ()"
+    if bf16:
+        casts.append("epsf = Constant <value = float {1e-6}> ()")
+        eps = "eps = Cast <to = 16> (epsf)"
     return model(name, [f"float[{rows}, {width}] x"],
-                 [weights(p, [width]) for p in ("w", "s", "b", "g")], [
-        "h = Mul(x, w)", "y = LayerNormalization <axis = -1> (h, s, b)",
+                 [weights(p, [width]) for p in ("w", "s", "b", "g")], casts + [
+        f"h = Mul({t('x')}, {t('w')})", f"y = LayerNormalization <axis = -1> (h, {t('s')}, {t('b')})",
         "t = Tanh(y)", "u = Add(t, h)",
         "sq = Mul(u, u)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
-        "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
-        "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)", "o = Add(v, u)",
-        "loss = ReduceMean <keepdims = 0> (o)"])
+        eps, "ve = Add(ms, eps)", "rt = Sqrt(ve)",
+        "rn = Div(u, rt)", f"z = Mul(rn, {t('g')})", "v = Tanh(z)", "o = Add(v, u)",
+    ] + (["lo = ReduceMean <keepdims = 0> (o)", "loss = Cast <to = 1> (lo)"] if bf16
+         else ["loss = ReduceMean <keepdims = 0> (o)"]))
 
 
 CASES = {
@@ -129,9 +139,12 @@ CASES = {
     # a thread, the last step partly past the row's end; not pipelined):
     # 1100 rows, the gradients' blocks walking 2 rows each.
     "norms_wide_rows": layer_then_rms_norm("nx", 1100, 6000),
-    # Rows of 4096 (a multiple of 2048): the forward norms' threads take 8
-    # consecutive elements a group (16-byte accesses), two groups a row.
-    "norms_4096": layer_then_rms_norm("n4", 96, 4096),
+    # Rows of 4096 and 6000 of bf16 tensors: the forward norms' threads
+    # take 8 consecutive elements a group (16-byte accesses; f32 rows stay
+    # strided), two groups a row of 4096, three of 6000 (the last one
+    # partly past the row's end).
+    "norms_4096_bf16": layer_then_rms_norm("n4", 96, 4096, bf16=True),
+    "norms_wide_rows_bf16": layer_then_rms_norm("nb", 64, 6000, bf16=True),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),

@@ -74,21 +74,24 @@ static int64_t warpRowSteps(int64_t length) {
 }
 
 /// The consecutive elements each thread of a block row held in registers
-/// takes per group (RowKernel's |width|): 8 (16 bytes of bf16, two 16-byte
-/// accesses of f32) or 4 when the row's length is a multiple of it, so each
-/// row starts 16-byte (8-byte) aligned and LLVM's vectorizer can merge a
-/// thread's loads of a group into one access, and when the thread still
-/// holds as many elements as with one element a step (no group would leave
-/// more threads idle at the row's end than steps of one do); else 1, the
-/// strided layout (element j = thread + step * blockDim). A row of 4096
-/// bf16 with one element a step moved 2 bytes a thread per load
-/// instruction: its forward norm ran at 72% of the copy bandwidth, where
-/// f32 rows (4 bytes) reached 93% (bench/results/norm-h200-s16).
-static int64_t blockRowWidth(int64_t length) {
-  for (int64_t width : {8, 4})
-    if (length % width == 0 &&
-        ceilDiv(length, kBlockSize * width) * width == ceilDiv(length, kBlockSize))
-      return width;
+/// takes per group (RowKernel's |width|) for a row of 16-bit elements: 8
+/// (16 bytes) when the row's length is a multiple of 8, so every row
+/// starts 16-byte aligned and LLVM's vectorizer merges a thread's group
+/// into one access, and when the thread holds no more elements than with
+/// one element a step (no group leaves more threads idle at the row's
+/// end); else, and for wider elements, 1: the strided layout (element j =
+/// thread + step * blockDim). On the H200 (DeviceLog session 27) a bf16 row
+/// of 4096 with one 2-byte access a step ran the forward LayerNorm at 72%
+/// of the copy bandwidth, RMSNorm 83%; with 16-byte groups 79% and 94%
+/// (rows of 8192: 70 -> 82%, 79 -> 91%). f32 rows stay strided: their
+/// 4-byte accesses already coalesce a warp into 128 bytes (93%), and groups
+/// of 8 f32 (two 16-byte accesses a thread, 32 bytes apart across the warp)
+/// fell to 77%.
+static int64_t blockRowWidth(int64_t length, Type element) {
+  constexpr int64_t kWidth = 8;
+  if (element.getIntOrFloatBitWidth() == 16 && length % kWidth == 0 &&
+      ceilDiv(length, kBlockSize * kWidth) * kWidth == ceilDiv(length, kBlockSize))
+    return kWidth;
   return 1;
 }
 
@@ -422,8 +425,11 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
     inputSet.insert(beta);
   llvm::SmallVector<Value> inputs(inputSet.begin(), inputSet.end());
   bool warpRows = usesWarpRows(d);
+  // The layout follows the type the rows are loaded as (a recomputed cast
+  // of an f32 value is loaded as f32).
+  Type loaded = typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType();
   RowKernel rk(ctx, op, kernelOutputs, inputs, d, warpRows, /*workgroupFloats=*/32,
-               kNormRowElementsInRegisters, blockRowWidth(d));
+               kNormRowElementsInRegisters, blockRowWidth(d, loaded));
   if (computedX)
     rk.computed.insert(computedX);
   KernelBuilder &kb = rk.kb;
