@@ -26,7 +26,9 @@ def main():
     if not adam:
         sys.exit("no adam kernels in the profile")
     torch_results = json.load(open(os.path.join(out, "adamw_torch.json")))
-    copy = json.load(open(os.path.join(out, "copy_bandwidth.json")))["copy_gb_per_s"]
+    copy_info = json.load(open(os.path.join(out, "copy_bandwidth.json")))
+    copy = copy_info["copy_gb_per_s"]
+    device = copy_info.get("device", "GPU")
     elements = torch_results["elements"]
     txopt_ms = sum(c["ms"] for c in adam)
     txopt_bytes = sum(c["bytes"] for c in adam) + 12 * elements
@@ -35,7 +37,7 @@ def main():
              for name, v in torch_results["variants"].items()]
     fused = torch_results["variants"]["fused"]["ms"]
     lines = [f"### AdamW over GPT-2-124M's parameters ({torch_results['tensors']} tensors, "
-             f"{elements / 1e6:.1f}M elements) — one run, one H200",
+             f"{elements / 1e6:.1f}M elements) — one run, one {device}",
              "", "| optimizer | ms | launches | bytes moved GB | GB/s | % of copy | vs torch fused |",
              "|---|---|---|---|---|---|---|"]
     for name, ms, launches, moved in rows:

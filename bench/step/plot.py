@@ -31,7 +31,10 @@ def main():
     right.barh(names, [(r.get("peak_bytes") or 0) / 2**30 for r in rows], color=colors)
     right.set_xlabel("peak device memory, GiB (lower is better)")
     right.set_yticklabels([])
-    fig.suptitle(f"{bench['model']} training step, one H200 (blue: txopt, gray: PyTorch)")
+    copy_path = os.path.join(out, "copy_bandwidth.json")
+    device = (json.load(open(copy_path)).get("device", "GPU") if os.path.exists(copy_path)
+              else "GPU")
+    fig.suptitle(f"{bench['model']} training step, one {device} (blue: txopt, gray: PyTorch)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "throughput.png"), dpi=120)
 

@@ -116,8 +116,12 @@ def main():
                       f"{first_tol:g}), worst rel {max(rel):.2e} (tol {worst_tol:g}): "
                       f"{'PASS' if ok else 'FAIL'}")
         status |= 0 if ok else 1
+    # The GPU the run had (copy_bandwidth.py names it): an H100 or an H200.
+    copy_path = os.path.join(out, "copy_bandwidth.json")
+    device = (json.load(open(copy_path)).get("device", "GPU") if os.path.exists(copy_path)
+              else "GPU")
     lines = [f"### {model} (B{shape['--batch']}, T{shape['--seq']}, {shape['--layers']} layers, "
-             f"d{shape['--d-model']}) — one run, one H200", "",
+             f"d{shape['--d-model']}) — one run, one {device}", "",
              "| configuration | ms/step | tok/s | model TFLOP/s | peak memory GiB | launches/step "
              "| first step s | vs torch.compile bf16 (clipped: clipped) | vs eager (same precision) |",
              "|---|---|---|---|---|---|---|---|---|"]
