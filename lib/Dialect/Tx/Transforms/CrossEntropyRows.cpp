@@ -39,9 +39,12 @@ struct CrossEntropyRowsPass
   void runOnOperation() override { tx::crossEntropyOverRows(getOperation()); }
 };
 
-/// The row forms of scores and labels, made once per pair.
+/// The row forms of scores and labels, made once per pair, and the
+/// scores' type with the classes moved last ([N, d..., C]), which the
+/// gradient is reshaped back to before its inverse transpose.
 struct Rows {
   Value scores, labels;
+  RankedTensorType classesLast;
 };
 
 /// [N, C, d...] -> [N, d..., C] -> [N * d..., C], and [N, d...] -> [N * d...],
@@ -58,14 +61,14 @@ Rows toRows(OpBuilder &b, Location loc, Value scores, Value labels) {
     moved.push_back(sType.getShape()[p]);
   int64_t classes = sType.getShape()[1];
   int64_t positions = tensorType(labels).getNumElements();
-  Value transposed = tx::TransposeOp::create(
-      b, loc, RankedTensorType::get(moved, sType.getElementType()), scores,
-      b.getDenseI64ArrayAttr(perm));
+  auto classesLast = RankedTensorType::get(moved, sType.getElementType());
+  Value transposed =
+      tx::TransposeOp::create(b, loc, classesLast, scores, b.getDenseI64ArrayAttr(perm));
   Value rowScores = tx::ReshapeOp::create(
       b, loc, RankedTensorType::get({positions, classes}, sType.getElementType()), transposed);
   Value rowLabels = tx::ReshapeOp::create(
       b, loc, RankedTensorType::get({positions}, tensorType(labels).getElementType()), labels);
-  return {rowScores, rowLabels};
+  return {rowScores, rowLabels, classesLast};
 }
 
 } // namespace
@@ -129,14 +132,8 @@ unsigned tx::crossEntropyOverRows(func::FuncOp func) {
           b, loc, rows.scores.getType(), g, rows.scores, rows.labels, grad.getWeights(),
           grad.getReductionAttr(), grad.getIgnoreIndexAttr());
       // Back to [N, d..., C], then the classes back on axis 1.
-      auto sType = tensorType(grad.getScores());
-      int64_t rank = sType.getRank();
-      llvm::SmallVector<int64_t> moved{sType.getShape()[0]};
-      for (int64_t d = 2; d < rank; ++d)
-        moved.push_back(sType.getShape()[d]);
-      moved.push_back(sType.getShape()[1]);
-      Value unflat = tx::ReshapeOp::create(
-          b, loc, RankedTensorType::get(moved, sType.getElementType()), rowGrad);
+      int64_t rank = rows.classesLast.getRank();
+      Value unflat = tx::ReshapeOp::create(b, loc, rows.classesLast, rowGrad);
       llvm::SmallVector<int64_t> back{0, rank - 1};
       for (int64_t d = 1; d < rank - 1; ++d)
         back.push_back(d);
