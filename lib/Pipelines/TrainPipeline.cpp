@@ -61,6 +61,7 @@ void txopt::buildTrainPipelineFromOptions(OpPassManager &pm,
     fp8->amax = options.fp8Amax;
     fp8->margin = options.fp8Margin;
     fp8->exclude = options.fp8Exclude;
+    fp8->fastAccumulation = options.fp8FastAccumulation;
     fp8->target = options.target;
     fp8->explain = options.explain;
   }

@@ -185,6 +185,10 @@ TEST(Artifact, GemmOperandsChecked) {
   t = TestArtifact();
   t.gemmM = t.gemmLd = 64;
   expectRejected(t, "operand A spans");
+  // The fast accumulator is an FP8 mode: on an f32 GEMM it is a compiler bug.
+  t = TestArtifact();
+  t.gemmFastAccum = true;
+  expectRejected(t, "command 1 (origin '/MatMul'): fast_accum on a gemm without FP8 operands");
 }
 
 TEST(Artifact, ScalarSlotsMayBeUnaligned) {

@@ -34,6 +34,7 @@ struct TestArtifact {
   uint32_t gemmA = 0, gemmB = 0, gemmD = 1;
   uint64_t gemmM = 8, gemmN = 8, gemmK = 8, gemmLd = 8;
   int32_t gemmAScale = -1; ///< the GEMM's A scale slot (-1: none)
+  bool gemmFastAccum = false; ///< FP8 fast accumulation (the GEMM is f32)
   uint32_t memsetSlot = 2;
   uint64_t copyBytes = 256;
   // Argument 0: "w", f32[4, 4], INLINE f32.
@@ -102,6 +103,7 @@ struct TestArtifact {
     gb.add_lda(gemmLd), gb.add_ldb(gemmLd), gb.add_ldd(gemmLd);
     gb.add_a(gemmA), gb.add_b(gemmB), gb.add_d(gemmD);
     gb.add_a_scale(gemmAScale);
+    gb.add_fast_accum(gemmFastAccum);
     auto gemm = gb.Finish();
     auto memset = fb::CreateMemset(b, memsetSlot, 0);
     auto copy = fb::CreateCopy(b, 3, 2, copyBytes, copyRankStride);

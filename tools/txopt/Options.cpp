@@ -110,6 +110,11 @@ OPTIONS:
   --fp8-history=N         Delayed scaling: amax history length (1024).
   --fp8-amax=KIND         Delayed scaling: max (default) or most_recent.
   --fp8-margin=N          Delayed scaling: binades of headroom (0).
+  --fp8-fast-accumulation=KIND
+                          Which FP8 GEMMs sum in the tensor cores' fast
+                          accumulator: forward (default, Transformer
+                          Engine's), none or all; the others promote their
+                          sums to f32 at intervals (slower, more exact).
   --fp8-exclude=REGEX     GEMMs (by ONNX node name) kept in bf16; default:
                           the first and last forward GEMM.
   --fp8-weight-cache=on|off
@@ -359,6 +364,8 @@ static bool parseFP8Option(int argc, char **argv, int &i, Options &options,
     return oneOf(options.fp8Format, {"hybrid", "e4m3"});
   if (takeValue(argc, argv, i, "fp8-amax", value, error))
     return oneOf(options.fp8Amax, {"max", "most_recent"});
+  if (takeValue(argc, argv, i, "fp8-fast-accumulation", value, error))
+    return oneOf(options.fp8FastAccumulation, {"forward", "none", "all"});
   if (takeValue(argc, argv, i, "fp8-weight-cache", value, error))
     return oneOf(options.fp8WeightCache, {"on", "off"});
   if (takeValue(argc, argv, i, "fp8-history", value, error))

@@ -186,8 +186,11 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
     // The GEMMs as the step has them, or in normal form (tx.blas_gemm) once
     // the GPU lowering rewrote them.
     auto normal = mlir::dyn_cast<mlir::txopt::tx::BlasGemmOp>(op);
-    if (mlir::isa<mlir::txopt::tx::FP8MatmulOp>(op) || (normal && normal.isFP8()))
+    auto fp8 = mlir::dyn_cast<mlir::txopt::tx::FP8MatmulOp>(op);
+    if (fp8 || (normal && normal.isFP8()))
       ++precision.fp8Gemms;
+    if ((fp8 && fp8.getFastAccumulation()) || (normal && normal.getFastAccumulation()))
+      ++precision.fp8FastAccumulationGemms;
     if (mlir::isa<mlir::txopt::tx::AttentionOp, mlir::txopt::tx::AttentionGradOp>(op)) {
       mlir::Type q = mlir::cast<mlir::RankedTensorType>(op->getOperand(0).getType())
                          .getElementType();
@@ -309,6 +312,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
       report["fp8"] = llvm::json::Object{
           {"recipe", p.fp8Recipe},
           {"fp8_gemms", p.fp8Gemms},
+          {"fast_accumulation_gemms", p.fp8FastAccumulationGemms},
           {"bf16_gemms", p.lowPrecisionGemms},
           {"state_tensors", p.fp8StateTensors},
           {"cast_sites", p.fp8CastSites},
@@ -485,7 +489,8 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
     const PrecisionSummary &p = summary.precision;
     os << "  precision  " << p.mode << ": ";
     if (p.mode == "fp8")
-      os << p.fp8Gemms << " GEMMs in fp8 (" << p.fp8CastSites << " cast tensors' scaling state in "
+      os << p.fp8Gemms << " GEMMs in fp8 (" << p.fp8FastAccumulationGemms
+         << " with fast accumulation; " << p.fp8CastSites << " cast tensors' scaling state in "
          << p.fp8StateTensors << " tensors, " << p.fp8CachedWeights
          << " weights' codes cached), " << p.lowPrecisionGemms
          << " in bf16 (see warnings), ";

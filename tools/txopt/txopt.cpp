@@ -221,6 +221,8 @@ std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8Options(const Options &o
   fp8->amax = *mlir::txopt::tx::symbolizeAmaxCompute(options.fp8Amax);
   fp8->margin = options.fp8Margin;
   fp8->exclude = options.fp8Exclude;
+  fp8->fastAccumulation =
+      *mlir::txopt::tx::symbolizeFP8FastAccumulation(options.fp8FastAccumulation);
   fp8->target = options.target;
   fp8->explain = true;
   return fp8;

@@ -125,6 +125,12 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
           clEnumValN(tx::AmaxCompute::most_recent, "most_recent", "last"))};
   Option<int64_t> fp8Margin{*this, "fp8-margin", llvm::cl::init(0)};
   Option<std::string> fp8Exclude{*this, "fp8-exclude", llvm::cl::init("")};
+  Option<tx::FP8FastAccumulation> fp8FastAccumulation{
+      *this, "fp8-fast-accumulation", llvm::cl::init(tx::FP8FastAccumulation::forward),
+      llvm::cl::values(
+          clEnumValN(tx::FP8FastAccumulation::forward, "forward", "forward GEMMs"),
+          clEnumValN(tx::FP8FastAccumulation::none, "none", "none"),
+          clEnumValN(tx::FP8FastAccumulation::all, "all", "every FP8 GEMM"))};
   Option<bool> fp8WeightCache{
       *this, "fp8-weight-cache",
       llvm::cl::desc("Delayed scaling: FP8 weight codes as step state (tx-cache-fp8-weights)"),

@@ -1608,6 +1608,7 @@ LogicalResult cuda::lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp mm) {
     return failure();
   g.aScale = static_cast<int>(*aScale);
   g.bScale = static_cast<int>(*bScale);
+  g.fastAccumulation = mm.getFastAccumulation();
   ctx.gemm(g, op);
   return success();
 }

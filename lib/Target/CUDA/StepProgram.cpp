@@ -81,6 +81,8 @@ void StepProgram::print(llvm::raw_ostream &os) const {
          << " beta=" << g->beta;
       if (g->aScale >= 0)
         os << " a_scale=" << g->aScale << " b_scale=" << g->bScale;
+      if (g->fastAccumulation)
+        os << " fast_accum";
     } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
       os << "memset slot=" << m->slot << " value=" << m->value;
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {

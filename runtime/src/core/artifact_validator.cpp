@@ -398,6 +398,8 @@ private:
       return Status::invalid(where + ": FP8 gemm in an artifact without needs_fp8");
     if (fp8 && (!g.trans_a() || g.trans_b()))
       return Status::invalid(where + ": FP8 gemm is not in the TN form cuBLASLt needs");
+    if (!fp8 && g.fast_accum())
+      return Status::invalid(where + ": fast_accum on a gemm without FP8 operands");
     if (g.compute() != fb::ComputeType::F32 &&
         g.compute() != fb::ComputeType::F32_FAST_TF32)
       return Status::invalid(where + ": unknown compute type " +

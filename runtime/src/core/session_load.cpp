@@ -340,6 +340,7 @@ Status Session::planGemm(size_t i, const fb::Gemm *g, const std::string &where) 
   s.bias = optional(g->bias());
   s.aScale = optional(g->a_scale()), s.bScale = optional(g->b_scale());
   s.dScale = optional(g->d_scale()), s.dAmax = optional(g->d_amax());
+  s.fastAccum = g->fast_accum();
   std::string shape = "gemm m " + std::to_string(s.m) + " n " +
                       std::to_string(s.n) + " k " + std::to_string(s.k) +
                       " batch " + std::to_string(s.batch) + " (" +

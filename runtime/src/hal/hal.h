@@ -108,6 +108,7 @@ struct GemmSpec {
   fb::Epilogue epilogue = fb::Epilogue::NONE;
   DevicePtr a = 0, b = 0, d = 0;
   DevicePtr bias = 0, aScale = 0, bScale = 0, dScale = 0, dAmax = 0; // 0: none
+  bool fastAccum = false; ///< FP8: the fast accumulator (no split accumulation)
 };
 
 /// A GEMM whose descriptors and algorithm were chosen once, at load.

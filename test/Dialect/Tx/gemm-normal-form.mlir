@@ -55,12 +55,13 @@ func.func @gemm(%a: tensor<6x8xf32>, %b: tensor<5x8xf32>, %c: tensor<5xf32>) -> 
 // CHECK: %[[AT:.*]] = tx.transpose %arg0 perm [1, 0]
 // CHECK-NOT: tx.transpose
 // CHECK: tx.blas_gemm %[[AT]], %arg1 scale_inv(%arg2, %arg3) {transpose_b} : tensor<6x8xf8E5M2>, tensor<5x8xf8E4M3FN> -> tensor<6x5xbf16>
-// CHECK: tx.blas_gemm %arg1, %arg4 scale_inv(%arg3, %arg3) : tensor<5x8xf8E4M3FN>, tensor<8x5xf8E4M3FN> -> tensor<5x5xf32>
+// fast_accumulation comes along (and stays off where it was off).
+// CHECK: tx.blas_gemm %arg1, %arg4 scale_inv(%arg3, %arg3) {fast_accumulation} : tensor<5x8xf8E4M3FN>, tensor<8x5xf8E4M3FN> -> tensor<5x5xf32>
 func.func @fp8(%a: tensor<8x6xf8E5M2>, %b: tensor<5x8xf8E4M3FN>, %sa: tensor<f32>, %sb: tensor<f32>, %c: tensor<8x5xf8E4M3FN>) -> (tensor<6x5xbf16>, tensor<5x5xf32>) {
   %at = tx.transpose %a perm [1, 0] : tensor<8x6xf8E5M2>
   %bt = tx.transpose %b perm [1, 0] : tensor<5x8xf8E4M3FN>
   %y = tx.fp8_matmul %at, %bt scale_inv(%sa, %sb) : tensor<6x8xf8E5M2>, tensor<8x5xf8E4M3FN> -> tensor<6x5xbf16>
-  %z = tx.fp8_matmul %b, %c scale_inv(%sb, %sb) : tensor<5x8xf8E4M3FN>, tensor<8x5xf8E4M3FN> -> tensor<5x5xf32>
+  %z = tx.fp8_matmul %b, %c scale_inv(%sb, %sb) {fast_accumulation} : tensor<5x8xf8E4M3FN>, tensor<8x5xf8E4M3FN> -> tensor<5x5xf32>
   return %y, %z : tensor<6x5xbf16>, tensor<5x5xf32>
 }
 

@@ -114,3 +114,12 @@ func.func @c(%a: tensor<4x8xf32>, %b: tensor<8x5xf32>, %c: tensor<4xf32>) -> ten
   %y = tx.blas_gemm %a, %b, %c : tensor<4x8xf32>, tensor<8x5xf32>, tensor<4xf32> -> tensor<4x5xf32>
   return %y : tensor<4x5xf32>
 }
+
+// -----
+
+func.func @fast_accumulation_not_fp8(%a: tensor<4x8xbf16>, %b: tensor<8x5xbf16>) -> tensor<4x5xbf16> {
+  // expected-error @+1 {{'tx.blas_gemm' op expected 'fast_accumulation' only on FP8 operands (it is cuBLASLt's FP8 accumulator mode), but got 'bf16'}}
+  %y = tx.blas_gemm %a, %b {fast_accumulation} : tensor<4x8xbf16>, tensor<8x5xbf16> -> tensor<4x5xbf16>
+  return %y : tensor<4x5xbf16>
+}
+

@@ -101,6 +101,16 @@ func.func @fp8_matmul_2d(%x: tensor<16x64xf8E4M3FN>, %w: tensor<64x32xf8E4M3FN>,
 
 // -----
 
+// With the fast accumulator (a forward GEMM under tx-insert-fp8's default).
+// CHECK-LABEL: func.func @fp8_matmul_fast_accumulation
+// CHECK:         tx.fp8_matmul %{{.+}}, %{{.+}} scale_inv(%{{.+}}, %{{.+}}) {fast_accumulation} : tensor<16x64xf8E4M3FN>, tensor<64x32xf8E4M3FN> -> tensor<16x32xbf16>
+func.func @fp8_matmul_fast_accumulation(%x: tensor<16x64xf8E4M3FN>, %w: tensor<64x32xf8E4M3FN>, %sx: tensor<f32>, %sw: tensor<f32>) -> tensor<16x32xbf16> {
+  %y = tx.fp8_matmul %x, %w scale_inv(%sx, %sw) {fast_accumulation} : tensor<16x64xf8E4M3FN>, tensor<64x32xf8E4M3FN> -> tensor<16x32xbf16>
+  return %y : tensor<16x32xbf16>
+}
+
+// -----
+
 // A batched data-gradient GEMM: E5M2 gradient times E4M3 weight, the
 // weight's batch dim broadcasts, f32 out.
 // CHECK-LABEL: func.func @fp8_matmul_batched_e5m2

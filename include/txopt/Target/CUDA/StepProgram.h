@@ -70,6 +70,9 @@ struct GemmCmd {
   /// FP8: slots of f32 scalars (-1: none). aScale/bScale multiply the
   /// products (the operands' scale_inv); dScale and dAmax are for FP8 D.
   int aScale = -1, bScale = -1, dScale = -1, dAmax = -1;
+  /// FP8: the tensor cores' fast accumulator (tx.blas_gemm's
+  /// fast_accumulation), else split accumulation (promoted to f32).
+  bool fastAccumulation = false;
 };
 
 struct MemsetCmd {

@@ -45,6 +45,10 @@ LogicalResult BlasGemmOp::verify() {
   } else {
     if (scaled)
       return emitOpError("expected no scale inverses for ") << aElem << " operands";
+    if (getFastAccumulation())
+      return emitOpError("expected 'fast_accumulation' only on FP8 operands (it is "
+                         "cuBLASLt's FP8 accumulator mode), but got ")
+             << aElem;
     if (aElem != bElem || aElem != resultElem)
       return emitOpError("expected one element type for operands and result, but got ")
              << aElem << ", " << bElem << " and " << resultElem;

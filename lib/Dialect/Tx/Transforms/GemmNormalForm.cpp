@@ -117,6 +117,7 @@ tx::GemmNormalFormResult tx::toGemmNormalForm(func::FuncOp func) {
     Value a = op->getOperand(0), bm = op->getOperand(1), c, aScaleInv, bScaleInv;
     bool transposeA = false, transposeB = false;
     float alpha = 1.0f, beta = 1.0f;
+    bool fastAccumulation = false;
     if (auto gemm = dyn_cast<tx::GemmOp>(op)) {
       c = gemm.getC();
       transposeA = gemm.getTransA();
@@ -126,6 +127,7 @@ tx::GemmNormalFormResult tx::toGemmNormalForm(func::FuncOp func) {
     } else if (auto mm = dyn_cast<tx::FP8MatmulOp>(op)) {
       aScaleInv = mm.getLhsScaleInv();
       bScaleInv = mm.getRhsScaleInv();
+      fastAccumulation = mm.getFastAccumulation();
     }
     if (Operation *def = a.getDefiningOp(); def && folded.contains(def)) {
       a = def->getOperand(0);
@@ -138,7 +140,8 @@ tx::GemmNormalFormResult tx::toGemmNormalForm(func::FuncOp func) {
     auto normal = tx::BlasGemmOp::create(
         b, op->getLoc(), op->getResult(0).getType(), a, bm, c, aScaleInv, bScaleInv,
         transposeA ? b.getUnitAttr() : UnitAttr(), transposeB ? b.getUnitAttr() : UnitAttr(),
-        b.getF32FloatAttr(alpha), b.getF32FloatAttr(beta));
+        b.getF32FloatAttr(alpha), b.getF32FloatAttr(beta),
+        fastAccumulation ? b.getUnitAttr() : UnitAttr());
     op->getResult(0).replaceAllUsesWith(normal.getResult());
     op->erase();
     ++result.rewritten;

@@ -120,8 +120,9 @@ void productShapes(Operation *op, SmallVectorImpl<int64_t> &lhsShape,
 class FP8StepRewriter {
 public:
   FP8StepRewriter(func::FuncOp func, FP8RecipeAttr recipe,
-                  llvm::DenseSet<Value> &grads)
-      : func(func), recipe(recipe), grads(grads), builder(func.getContext()),
+                  FP8FastAccumulation fastAccumulation, llvm::DenseSet<Value> &grads)
+      : func(func), recipe(recipe), fastAccumulation(fastAccumulation), grads(grads),
+        builder(func.getContext()),
         entry(func.getBody().front()),
         ret(cast<func::ReturnOp>(entry.getTerminator())),
         newResults(ret.getOperands()),
@@ -149,10 +150,14 @@ public:
     if (failed(rhs))
       return failure();
     builder.setInsertionPoint(op);
+    bool backward = grads.contains(op->getResult(0));
+    bool fast = fastAccumulation == FP8FastAccumulation::all ||
+                (fastAccumulation == FP8FastAccumulation::forward && !backward);
     Value result = FP8MatmulOp::create(builder, op->getLoc(),
                                        op->getResult(0).getType(),
                                        lhs->quantized, rhs->quantized,
-                                       lhs->scaleInv, rhs->scaleInv);
+                                       lhs->scaleInv, rhs->scaleInv,
+                                       fast ? builder.getUnitAttr() : UnitAttr());
     if (gemm)
       result = applyEpilogue(gemm, result);
     // Keep |grads| exact: an erased op's address may be reused by an op
@@ -429,6 +434,7 @@ private:
 
   func::FuncOp func;
   FP8RecipeAttr recipe;
+  FP8FastAccumulation fastAccumulation;
   llvm::DenseSet<Value> &grads;
   OpBuilder builder;
   Block &entry;
@@ -571,7 +577,7 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
     if (!excludeRegex)
       excludedNames = defaultExclusions(gemms, grads);
 
-    FP8StepRewriter rewriter(func, recipe, grads);
+    FP8StepRewriter rewriter(func, recipe, fastAccumulation, grads);
     for (Operation *op : gemms) {
       std::string name = gemmName(op);
       bool excluded = excludeRegex ? excludeRegex->match(name)

@@ -118,6 +118,10 @@ public:
     TXRT_RETURN_IF_ERROR(setDesc(*plan, CUBLASLT_MATMUL_DESC_TRANSA, &transA, sizeof(transA)));
     TXRT_RETURN_IF_ERROR(setDesc(*plan, CUBLASLT_MATMUL_DESC_TRANSB, &transB, sizeof(transB)));
     TXRT_RETURN_IF_ERROR(setDesc(*plan, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (s.fastAccum) {
+      int8_t fast = 1;
+      TXRT_RETURN_IF_ERROR(setDesc(*plan, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    }
     struct {
       int attribute;
       hal::DevicePtr ptr;
@@ -238,7 +242,8 @@ private:
     for (int64_t v : {s.strideA, s.strideB, s.strideD})
       key += std::to_string(v) + ",";
     for (int v : {int(s.transA), int(s.transB), int(s.aType), int(s.bType), int(s.dType),
-                  int(s.fastTf32), int(s.epilogue), int(s.bias != 0), int(s.aScale != 0),
+                  int(s.fastTf32), int(s.fastAccum), int(s.epilogue), int(s.bias != 0),
+                  int(s.aScale != 0),
                   int(s.bScale != 0), int(s.dScale != 0), int(s.dAmax != 0)})
       key += std::to_string(v) + ",";
     return key;

@@ -79,6 +79,14 @@ def Tx_AmaxCompute : I32EnumAttr<"AmaxCompute",
   let genSpecializedAttr = 0;
 }
 
+def Tx_FP8FastAccumulation : I32EnumAttr<"FP8FastAccumulation",
+    "which FP8 GEMMs use the tensor cores' fast accumulator", [
+    I32EnumAttrCase<"forward", 0>, I32EnumAttrCase<"none", 1>,
+    I32EnumAttrCase<"all", 2>]> {
+  let cppNamespace = "::mlir::txopt::tx";
+  let genSpecializedAttr = 0;
+}
+
 def Tx_FP8RecipeAttr : AttrDef<Tx_Dialect, "FP8Recipe"> {
   let mnemonic = "fp8_recipe";
   let summary = "An FP8 scaling recipe (Transformer Engine's DelayedScaling / Float8CurrentScaling)";

@@ -47,6 +47,9 @@ def Tx_BlasGemmOp : Tx_Op<"blas_gemm", [Pure, AttrSizedOperandSegments]> {
       `a` is never transposed (`transpose_a` is refused).
     - `c` (optional, with `beta`): broadcasts unidirectionally to the result
       and has its element type (ONNX Gemm's C).
+    - `fast_accumulation` (FP8 only): the tensor cores' fast accumulator,
+      without the periodic promotion to f32 (`tx.fp8_matmul`'s attribute,
+      carried over).
 
     Numerics are those of the op it came from: the products are summed
     (the executor in f64, cuBLASLt in f32), scaled, `beta * c` added, and
@@ -64,7 +67,8 @@ def Tx_BlasGemmOp : Tx_Op<"blas_gemm", [Pure, AttrSizedOperandSegments]> {
                        Optional<Tx_F32ScalarTensor>:$b_scale_inv,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha,
-                       DefaultValuedAttr<F32Attr, "1.0">:$beta);
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                       UnitAttr:$fast_accumulation);
   let results = (outs Tx_HighPrecisionTensor:$result);
   let assemblyFormat = [{
     $a `,` $b (`,` $c^)? (`scale_inv` `(` $a_scale_inv^ `,` $b_scale_inv `)`)?

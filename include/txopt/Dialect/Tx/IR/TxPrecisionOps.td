@@ -311,6 +311,13 @@ def Tx_FP8MatmulOp : Tx_Op<"fp8_matmul", [Pure]> {
     and the hybrid format never needs one (gradients meet activations or
     weights, which are E4M3).
 
+    `fast_accumulation` lets Hopper's FP8 tensor cores keep the running sum
+    in their own reduced-precision accumulator instead of promoting it to
+    full f32 at intervals (cuBLASLt's `CUBLASLT_MATMUL_DESC_FAST_ACCUM`):
+    faster, less exact over long K. `tx-insert-fp8` sets it on the forward
+    GEMMs and leaves the gradient GEMMs' split accumulation, as Transformer
+    Engine does by default. The reference executor sums in f64 either way.
+
     ```mlir
     %y = tx.fp8_matmul %x, %w scale_inv(%x_scale_inv, %w_scale_inv)
         : tensor<16x64xf8E4M3FN>, tensor<64x32xf8E4M3FN> -> tensor<16x32xbf16>
@@ -318,7 +325,8 @@ def Tx_FP8MatmulOp : Tx_Op<"fp8_matmul", [Pure]> {
   }];
   let arguments = (ins Tx_FP8Tensor:$lhs, Tx_FP8Tensor:$rhs,
                        Tx_F32ScalarTensor:$lhs_scale_inv,
-                       Tx_F32ScalarTensor:$rhs_scale_inv);
+                       Tx_F32ScalarTensor:$rhs_scale_inv,
+                       UnitAttr:$fast_accumulation);
   let results = (outs Tx_HighPrecisionTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs `scale_inv` `(` $lhs_scale_inv `,` $rhs_scale_inv `)`

@@ -1001,6 +1001,12 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
     * M, K or N not a multiple of 16 (cuBLASLt's FP8 requirement), rank < 2
       operands, or two gradient operands (no E5M2 x E5M2 GEMM).
 
+    Accumulation: `fast-accumulation=forward` (default) marks the forward
+    FP8 GEMMs `fast_accumulation` and leaves the dgrad/wgrad GEMMs with
+    split accumulation (Transformer Engine's defaults: its fprop GEMMs run
+    without `use_split_accumulator`, its dgrad and wgrad with it); `none`
+    and `all` mark none or every one.
+
     When at least one GEMM is converted, the step's `tx.train_step` recipe
     gains `fp8 = #tx.fp8_recipe<...>`. `tx.gemm` (GPT-2's Conv1D) is
     converted too: `transA` / `transB` become a `tx.transpose` of the
@@ -1034,6 +1040,16 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
                         "most_recent", "the last step's"))}]>,
     Option<"margin", "margin", "int64_t", /*default=*/"0",
            "Binades of headroom (delayed)">,
+    Option<"fastAccumulation", "fast-accumulation",
+           "::mlir::txopt::tx::FP8FastAccumulation",
+           /*default=*/"::mlir::txopt::tx::FP8FastAccumulation::forward",
+           "Which FP8 GEMMs get fast_accumulation", [{::llvm::cl::values(
+             clEnumValN(::mlir::txopt::tx::FP8FastAccumulation::forward, "forward",
+                        "the forward GEMMs (Transformer Engine's default)"),
+             clEnumValN(::mlir::txopt::tx::FP8FastAccumulation::none, "none",
+                        "none: every sum promoted to f32 at intervals"),
+             clEnumValN(::mlir::txopt::tx::FP8FastAccumulation::all, "all",
+                        "forward and gradient GEMMs"))}]>,
     Option<"exclude", "exclude", "std::string", /*default=*/"\"\"",
            "Regex of ONNX node names whose GEMMs stay in higher precision "
            "(default: the first and last forward GEMM)">,
