@@ -145,6 +145,10 @@ CASES = {
     # partly past the row's end).
     "norms_4096_bf16": layer_then_rms_norm("n4", 96, 4096, bf16=True),
     "norms_wide_rows_bf16": layer_then_rms_norm("nb", 64, 6000, bf16=True),
+    # Rows of 8192: LayerNorm's gradient keeps dgamma and dbeta column sums
+    # (64 KiB) in dynamic shared memory, past the 48 KiB a kernel declares
+    # statically.
+    "norms_8192": layer_then_rms_norm("n8", 72, 8192),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),

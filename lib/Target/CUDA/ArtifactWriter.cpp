@@ -162,7 +162,7 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
     if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
       std::vector<uint32_t> grid(l->grid, l->grid + 3), block(l->block, l->block + 3);
       auto launch = fb::CreateLaunch(fbb, l->kernel, fbb.CreateVector(grid),
-                                     fbb.CreateVector(block), 0,
+                                     fbb.CreateVector(block), l->sharedBytes,
                                      fbb.CreateVector(l->args),
                                      l->through.empty() ? 0 : fbb.CreateVector(l->through));
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Launch, launch.Union(), origin));

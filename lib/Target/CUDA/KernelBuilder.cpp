@@ -80,15 +80,19 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
     argTypes.push_back(bufferType(storageOf(v, plan)));
   for (Value v : inputs)
     argTypes.push_back(bufferType(storageOf(v, plan)));
-  llvm::SmallVector<Type> workgroup;
-  if (workgroupFloats)
-    workgroup.push_back(MemRefType::get(
-        {workgroupFloats}, workgroupElement ? workgroupElement : b.getF32Type(),
-        MemRefLayoutAttrInterface(),
-        gpu::AddressSpaceAttr::get(b.getContext(),
-                                   gpu::AddressSpace::Workgroup)));
+  Type workgroupType = workgroupElement ? workgroupElement : b.getF32Type();
+  auto workgroupSpace =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto workgroupMemref = MemRefType::get({workgroupFloats}, workgroupType,
+                                         MemRefLayoutAttrInterface(), workgroupSpace);
+  uint64_t workgroupBytes =
+      uint64_t(workgroupFloats) * (workgroupType.getIntOrFloatBitWidth() / 8);
+  bool dynamic = workgroupBytes > kMaxStaticSharedBytes;
+  llvm::SmallVector<Type> staticWorkgroup;
+  if (workgroupFloats && !dynamic)
+    staticWorkgroup.push_back(workgroupMemref);
   kernel = gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}),
-                                  workgroup);
+                                  staticWorkgroup);
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   // Every buffer starts 256-byte aligned in the arena (StepLowering's memory
   // plan): telling LLVM lets its load/store vectorizer merge a thread's
@@ -112,6 +116,17 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
       castSources[v] = storage;
   }
   b.setInsertionPointToStart(&entry);
+  if (dynamic) {
+    // The same buffer, as a typed view of the launch's dynamic shared memory.
+    Value raw = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+                           workgroupSpace));
+    workgroup = memref::ViewOp::create(b, workgroupMemref, raw,
+                                       arith::ConstantIndexOp::create(b, 0), ValueRange{});
+    dynamicBytes = static_cast<unsigned>(workgroupBytes);
+  } else if (workgroupFloats) {
+    workgroup = kernel.getWorkgroupAttributions().front();
+  }
   scopes.emplace_back();
 }
 
@@ -684,7 +699,7 @@ llvm::SmallVector<Value> KernelBuilder::blockReduce(llvm::ArrayRef<Value> values
   constexpr unsigned kWarps = kBlockSize / 32;
   assert(values.size() * kWarps <= 32 && "the reduction's workgroup floats hold 32");
   auto warpReduce = [&](Value v) { return this->warpReduce(v, isMax); };
-  Value smem = kernel.getWorkgroupAttributions().front();
+  Value smem = workgroup;
   Value tid = threadIndex();
   Value lane = arith::RemUIOp::create(b, tid, idx(32));
   Value warp = arith::DivUIOp::create(b, tid, idx(32));

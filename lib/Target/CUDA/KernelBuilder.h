@@ -89,13 +89,23 @@ llvm::SmallVector<Value> emitFP8EncodeHardware(ImplicitLocOpBuilder &b,
 /// The exact f32 value of the FP8 code |code| (i8).
 Value emitFP8Decode(ImplicitLocOpBuilder &b, Value code, Type fp8Type);
 
+/// Workgroup memory a kernel may declare statically (CUDA's limit without
+/// the opt-in to more dynamic memory).
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+/// Dynamic shared memory a kernel may take with the opt-in, on every GPU
+/// the bf16 steps target (sm_86 and sm_89 allow 99 KiB a block, sm_80 163,
+/// sm_90 227).
+constexpr int64_t kMaxDynamicSharedBytes = 96 * 1024;
+
 /// One kernel under construction.
 class KernelBuilder {
 public:
   /// Creates `gpu.func @name` in |gpuModule| taking one memref per value of
   /// |outputs| then |inputs| (flat, of the value's storage type), with
   /// |workgroupFloats| elements of workgroup memory (of |workgroupElement|,
-  /// f32 when null).
+  /// f32 when null): a static workgroup buffer up to the 48 KiB a kernel may
+  /// declare statically, past that dynamic shared memory (the launch then
+  /// passes dynamicSharedBytes() and the runtime opts the kernel in).
   KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
                 llvm::ArrayRef<Value> outputs, llvm::ArrayRef<Value> inputs,
                 const Materialization &plan, unsigned workgroupFloats = 0,
@@ -116,6 +126,10 @@ public:
 
   ImplicitLocOpBuilder &builder() { return b; }
   gpu::GPUFuncOp func() { return kernel; }
+  /// The kernel's workgroup buffer (static or dynamic), as requested.
+  Value workgroupMemory() { return workgroup; }
+  /// Bytes of dynamic shared memory the launch must pass (0: none).
+  unsigned dynamicSharedBytes() const { return dynamicBytes; }
 
   /// An i64 index into a dim of size |dim| as gathers read it: negative
   /// counts from the end, out of range clamps (token ids are checked
@@ -261,6 +275,8 @@ private:
 
   ImplicitLocOpBuilder b;
   gpu::GPUFuncOp kernel;
+  Value workgroup;
+  unsigned dynamicBytes = 0;
   const Materialization &plan;
   /// Inputs that are casts recomputed on load (through views), by the
   /// value in memory they convert.

@@ -231,6 +231,7 @@ void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
   cmd.kernel = it->second;
   cmd.grid[0] = gridX;
   cmd.block[0] = kBlockSize;
+  cmd.sharedBytes = kernel.dynamicSharedBytes();
   CommandUses uses;
   uses.writes.assign(outputs.begin(), outputs.end());
   uses.reads.assign(inputs.begin(), inputs.end());

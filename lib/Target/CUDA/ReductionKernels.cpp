@@ -57,7 +57,7 @@ void cuda::emitColumnSum(KernelBuilder &kb, Value partials, Value parts, Value c
                          llvm::function_ref<void(Value col, Value total)> finish) {
   constexpr int64_t kWarps = kBlockSize / 32;
   auto &b = kb.builder();
-  Value smem = kb.func().getWorkgroupAttributions().front();
+  Value smem = kb.workgroupMemory();
   Value tid = kb.threadIndex();
   Value lane = arith::RemUIOp::create(b, tid, kb.idx(32));
   Value warp = arith::DivUIOp::create(b, tid, kb.idx(32));

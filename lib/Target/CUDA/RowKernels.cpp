@@ -50,9 +50,6 @@ constexpr int64_t kWarpRowMax = 1024;
 constexpr int64_t kLaneWidth = 4;
 constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
 
-/// Workgroup memory a kernel may declare statically (CUDA's limit without
-/// the opt-in to more dynamic memory).
-constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 /// The floats of workgroup memory KernelBuilder::blockReduce uses (from 0).
 constexpr int64_t kReduceFloats = 32;
 
@@ -677,7 +674,7 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
-  Value smem = kb.func().getWorkgroupAttributions().front();
+  Value smem = kb.workgroupMemory();
   // Lane |rk.lane|'s word of slot |slot| of warp |w| (slots of
   // |slotsPerWarp|): consecutive lanes, consecutive banks.
   auto smemAt = [&](Value w, Value slot, int64_t slotsPerWarp) {
@@ -799,14 +796,18 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // floats blockReduce uses): a load and a store of the partial row in
   // global memory per element and row cost as much traffic as the row
   // itself (bf16 rows of 4096: a quarter of the copy bandwidth). Each
-  // thread adds only into its own columns, as in the partial row.
-  bool sumsInShared = (kReduceFloats + cols) * 4 <= kMaxStaticSharedBytes;
+  // thread adds only into its own columns, as in the partial row. Past the
+  // 48 KiB of static shared memory (LayerNorm's dgamma and dbeta over rows
+  // of 8192: 64 KiB) the kernel takes dynamic shared memory: in global
+  // memory those rows ran at 36-45% of the copy bandwidth on an H100, half
+  // of RMSNorm's one column sum in static memory (DeviceLog session 28).
+  bool sumsInShared = (kReduceFloats + cols) * 4 <= kMaxDynamicSharedBytes;
   RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/false,
                kReduceFloats + (sumsInShared ? cols : 0), kNormRowElementsInRegisters);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
-  Value smem = kb.func().getWorkgroupAttributions().front();
+  Value smem = kb.workgroupMemory();
   Value block = kb.blockIndex();
   Value first = arith::MulIOp::create(b, block, kb.idx(perBlock));
   Value last = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, kb.idx(perBlock)),

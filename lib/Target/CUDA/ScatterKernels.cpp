@@ -274,7 +274,7 @@ static LogicalResult lowerGatherGradSorted(LoweringContext &ctx, tx::GatherGradO
     KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan, kBlockSize, i32);
     auto &b = kb.builder();
     Value start = kb.insertBufferArgument(0, i32Buffer(keys + 1));
-    Value smem = kb.func().getWorkgroupAttributions().front();
+    Value smem = kb.workgroupMemory();
     int64_t per = ceilDiv(keys, kBlockSize);
     Value t = kb.threadIndex();
     Value lo = arith::MinUIOp::create(b, arith::MulIOp::create(b, t, kb.idx(per)), kb.idx(keys));

@@ -62,7 +62,10 @@ void StepProgram::print(llvm::raw_ostream &os) const {
   auto printCommand = [&](const Command &c) {
     if (auto *l = std::get_if<LaunchCmd>(&c.op)) {
       os << "launch " << kernelNames[l->kernel] << " grid=" << l->grid[0]
-         << " block=" << l->block[0] << " args=[";
+         << " block=" << l->block[0];
+      if (l->sharedBytes)
+        os << " shared=" << l->sharedBytes;
+      os << " args=[";
       llvm::interleaveComma(l->args, os);
       os << "]";
       if (!l->through.empty()) {

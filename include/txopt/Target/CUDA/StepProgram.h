@@ -51,6 +51,9 @@ struct LaunchCmd {
   unsigned kernel;             ///< index into StepProgram::kernelNames
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
+  /// Dynamic shared memory (a kernel whose workgroup buffer is past the
+  /// 48 KiB of static shared memory); 0: none.
+  unsigned sharedBytes = 0;
   std::vector<unsigned> args;  ///< slot per kernel argument
   /// Slots the kernel reaches through an offset table argument (the
   /// packed optimizer), for the plan listing.
