@@ -112,9 +112,10 @@ OPTIONS:
   --fp8-margin=N          Delayed scaling: binades of headroom (0).
   --fp8-fast-accumulation=KIND
                           Which FP8 GEMMs sum in the tensor cores' fast
-                          accumulator: forward (default, Transformer
-                          Engine's), none or all; the others promote their
-                          sums to f32 at intervals (slower, more exact).
+                          accumulator: none (default), forward (Transformer
+                          Engine's default) or all; the others promote
+                          their sums to f32 at intervals (more exact; no
+                          slower on GPT-2's step, docs/Precision.md).
   --fp8-exclude=REGEX     GEMMs (by ONNX node name) kept in bf16; default:
                           the first and last forward GEMM.
   --fp8-weight-cache=on|off

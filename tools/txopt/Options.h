@@ -77,7 +77,7 @@ struct Options {
   int64_t fp8Margin = 0;
   std::string fp8Exclude;
   std::string fp8WeightCache = "off";
-  std::string fp8FastAccumulation = "forward";
+  std::string fp8FastAccumulation = "none";
   std::string target = "sm_90";
   std::vector<std::string> fp8Flags;
   /// GPU backend: `-o step.txa` compiles the training step for txrun;

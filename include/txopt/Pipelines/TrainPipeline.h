@@ -126,7 +126,7 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
   Option<int64_t> fp8Margin{*this, "fp8-margin", llvm::cl::init(0)};
   Option<std::string> fp8Exclude{*this, "fp8-exclude", llvm::cl::init("")};
   Option<tx::FP8FastAccumulation> fp8FastAccumulation{
-      *this, "fp8-fast-accumulation", llvm::cl::init(tx::FP8FastAccumulation::forward),
+      *this, "fp8-fast-accumulation", llvm::cl::init(tx::FP8FastAccumulation::none),
       llvm::cl::values(
           clEnumValN(tx::FP8FastAccumulation::forward, "forward", "forward GEMMs"),
           clEnumValN(tx::FP8FastAccumulation::none, "none", "none"),

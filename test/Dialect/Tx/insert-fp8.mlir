@@ -16,7 +16,7 @@
 // RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="target=hopper" 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="history=0" 2>&1 | FileCheck %s --check-prefix=BADHISTORY
 // RUN: not txopt-opt %S/Inputs/step-without-seed.mlir --tx-insert-fp8 2>&1 | FileCheck %s --check-prefix=NOSEED
-// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="fast-accumulation=none" | FileCheck %s --check-prefix=SPLIT
+// RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="fast-accumulation=forward" | FileCheck %s --check-prefix=FORWARD
 // RUN: txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="fast-accumulation=all" | FileCheck %s --check-prefix=FAST
 // RUN: not txopt-opt %S/Inputs/insert-fp8-steps.mlir --split-input-file --tx-insert-fp8="fast-accumulation=sometimes" 2>&1 | FileCheck %s --check-prefix=BADFAST
 
@@ -32,11 +32,13 @@
 // BADAMAX: for the --amax option: expected max|most_recent, but got 'mean'
 // BADFAST: for the --fast-accumulation option: Cannot find option named 'sometimes'
 
-// Accumulation (TE's default, above: the forward GEMM fast, its dgrad and
-// wgrad split). none: no GEMM fast; all: the gradients' too.
-// SPLIT-LABEL: func.func @train_step(
-// SPLIT-NOT:     fast_accumulation
-// SPLIT:         return
+// Accumulation: by default (above) every GEMM split; forward (Transformer
+// Engine's default): the forward GEMM fast, its dgrad and wgrad split;
+// all: the gradients' too.
+// FORWARD-LABEL: func.func @train_step(
+// FORWARD:       tx.fp8_matmul {{.*}} {fast_accumulation} : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32>
+// FORWARD:       tx.fp8_matmul {{.*}}) : tensor<16x16xf8E5M2>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32>
+// FORWARD:       tx.fp8_matmul {{.*}}) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E5M2> -> tensor<16x16xf32>
 // FAST-LABEL:  func.func @train_step(
 // FAST:          tx.fp8_matmul {{.*}} {fast_accumulation} : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32>
 // FAST:          tx.fp8_matmul {{.*}} {fast_accumulation} : tensor<16x16xf8E5M2>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32>
@@ -86,7 +88,7 @@
 // CHECK-NEXT:    %[[A4:.+]] = tx.concat %[[R0]], %[[R1]] axis(0) : tensor<1xf32>, tensor<1xf32>
 // CHECK-NEXT:    %[[NH4:.+]], %[[NS4:.+]], %[[NI4:.+]] = tx.fp8_scale_update %[[H4]], %[[S4]], %[[A4]] : tensor<2x1024xf32> for f8E4M3FN #tx.fp8_recipe<delayed, format = hybrid, history = 1024, amax = max, margin = 0>
 // CHECK-NEXT:    %[[QX:.+]] = tx.quantize %{{.+}}, %[[SX]] : tensor<16x16xf32> to tensor<16x16xf8E4M3FN>
-// CHECK:         tx.fp8_matmul %[[QX]], %[[QW]] scale_inv(%[[IX]], %[[IW]]) {fast_accumulation} : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
+// CHECK:         tx.fp8_matmul %[[QX]], %[[QW]] scale_inv(%[[IX]], %[[IW]]) : tensor<16x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<16x16xf32> "middle"
 // CHECK:         tx.matmul {{.*}} "last"
 // CHECK:         %[[SG:.+]] = tx.fp8_site %[[S5]][0] : tensor<1xf32>
 // CHECK-NEXT:    %[[IG:.+]] = tx.fp8_site %[[I5]][0] : tensor<1xf32>
@@ -151,7 +153,7 @@
 // EXCLUDE-LABEL: func.func @train_step(
 // EXCLUDE:       %[[Q:.+]] = tx.quantize %arg0, %{{.+}} : tensor<32x16xf32> to tensor<32x16xf8E4M3FN>
 // EXCLUDE:       %[[T:.+]] = tx.transpose %[[Q]] perm [1, 0] : tensor<32x16xf8E4M3FN> "gemm"
-// EXCLUDE:       %[[P:.+]] = tx.fp8_matmul %{{.+}}, %[[T]] scale_inv({{.*}}) {fast_accumulation} : tensor<16x16xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x32xf32> "gemm"
+// EXCLUDE:       %[[P:.+]] = tx.fp8_matmul %{{.+}}, %[[T]] scale_inv({{.*}}) : tensor<16x16xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x32xf32> "gemm"
 // EXCLUDE:       %[[A:.+]] = tx.mul %[[P]], %{{.+}} : tensor<16x32xf32>, tensor<f32> "gemm"
 // EXCLUDE:       %[[C:.+]] = tx.mul %{{.+}}, %{{.+}} : tensor<32xf32>, tensor<f32> "gemm"
 // EXCLUDE:       tx.add %[[A]], %[[C]] : tensor<16x32xf32>, tensor<32xf32> "gemm"

@@ -314,9 +314,10 @@ def Tx_FP8MatmulOp : Tx_Op<"fp8_matmul", [Pure]> {
     `fast_accumulation` lets Hopper's FP8 tensor cores keep the running sum
     in their own reduced-precision accumulator instead of promoting it to
     full f32 at intervals (cuBLASLt's `CUBLASLT_MATMUL_DESC_FAST_ACCUM`):
-    faster, less exact over long K. `tx-insert-fp8` sets it on the forward
-    GEMMs and leaves the gradient GEMMs' split accumulation, as Transformer
-    Engine does by default. The reference executor sums in f64 either way.
+    faster, less exact over long K. `tx-insert-fp8` sets it where its
+    `fast-accumulation` option says (by default nowhere; `forward` is
+    Transformer Engine's default). The reference executor sums in f64
+    either way.
 
     ```mlir
     %y = tx.fp8_matmul %x, %w scale_inv(%x_scale_inv, %w_scale_inv)
