@@ -24,7 +24,8 @@ def main():
     device = next((r["device"] for r in rows if "device" in r), "unknown GPU")
     print(f"### GEMMs: txopt's cuBLASLt calls beside PyTorch — one run, {device}\n")
     print("D[M, N] = A[M, K] W[N, K]^T, bf16 out; FP8 operands E4M3 with scales 1. "
-          "ms: median of 50 runs (CUDA events). Ratio: peer ms / txopt ms "
+          "ms: one GEMM, the median of 50 samples of 10 back to back (CUDA events). "
+          "Ratio: peer ms / txopt ms "
           f"(target for FP8: >= {TARGET} on the heuristic's first choice, what txrun runs).\n")
     print("| M x N x K | accumulation | txopt fp8 ms (first / tuned) | TFLOP/s | _scaled_mm ms | TFLOP/s "
           "| ratio first / tuned | target | txopt bf16 ms | torch.matmul bf16 ms | ratio |")

@@ -4,8 +4,10 @@
 torch._scaled_mm (E4M3 x E4M3 -> bf16, scales 1, fast accumulation as
 asked) and torch.matmul in bf16, D[M, N] = A[M, K] @ W[N, K]^T as a Linear
 layer computes it (W.t() is the column-major operand _scaled_mm takes).
-Median milliseconds over N timed runs after 5 warm-up runs, CUDA events
-around each run, as txrt-gemm-bench times. Prints one JSON line per peer.
+Median milliseconds of one GEMM over N timed samples after 5 warm-up
+ones, each sample 10 GEMMs back to back between two CUDA events, as
+txrt-gemm-bench times (one event pair around one short GEMM would count
+the host's launch time). Prints one JSON line per peer.
   torch_gemm.py M N K [--iters N]"""
 import argparse
 import json
@@ -13,16 +15,20 @@ import json
 import torch
 
 
+PER_SAMPLE = 10
+
+
 def median_ms(fn, iters):
     times = []
     for i in range(iters + 5):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(PER_SAMPLE):
+            fn()
         end.record()
         torch.cuda.synchronize()
         if i >= 5:
-            times.append(start.elapsed_time(end))
+            times.append(start.elapsed_time(end) / PER_SAMPLE)
     times.sort()
     return times[len(times) // 2]
 
