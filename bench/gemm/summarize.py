@@ -55,7 +55,7 @@ def main():
                           if not fast else " |  | ")
             print(f"| {'x'.join(map(str, key))} | {'fast' if fast else 'split'} | "
                   f"{first['ms']:.4f} / {tuned['ms']:.4f} | {first['tflops']:.0f} | {peer['ms']:.4f} | "
-                  f"{peer['tflops']:.0f} | {ratio:.2f} / {ratio_tuned:.2f} | {met} | {bf16_cells} |")
+                  f"{peer['tflops']:.0f} | {ratio:.3f} / {ratio_tuned:.3f} | {met} | {bf16_cells} |")
     return status
 
 
