@@ -83,7 +83,8 @@ static int64_t warpRowSteps(int64_t length) {
 /// (rows of 8192: 70 -> 82%, 79 -> 91%). f32 rows stay strided: their
 /// 4-byte accesses already coalesce a warp into 128 bytes (93%), and groups
 /// of 8 f32 (two 16-byte accesses a thread, 32 bytes apart across the warp)
-/// fell to 77%.
+/// fell to 77%. The norm gradients take the same groups (their column sums
+/// transposed in shared memory, lowerNormGrad).
 static int64_t blockRowWidth(int64_t length, Type element) {
   constexpr int64_t kWidth = 8;
   if (element.getIntOrFloatBitWidth() == 16 && length % kWidth == 0 &&
@@ -791,6 +792,18 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   int64_t sums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
   int64_t cols = sums * d;
   unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
+  // 16-bit rows held in registers take 8 consecutive elements a thread per
+  // group, as the forward's (blockRowWidth): 16-byte loads of dy and x and
+  // stores of dx instead of 2-byte ones (a warp's 64 bytes a request).
+  Type loaded = typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType();
+  int64_t width = blockRowInRegisters(d, kNormRowElementsInRegisters) ? blockRowWidth(d, loaded) : 1;
+  // With groups, a thread's columns j = g*256*W + t*W + i (i < W) sit W
+  // words apart across the warp: in shared memory that is a W-way bank
+  // conflict on every running-sum update. So the sums are stored
+  // transposed within each group, at g*256*W + i*256 + t (consecutive
+  // threads, consecutive banks), each sum's columns padded to whole groups.
+  int64_t groupSpan = kBlockSize * width;
+  int64_t sumSpan = width > 1 ? ceilDiv(d, groupSpan) * groupSpan : d;
 
   // The running column sums in shared memory when they fit (after the 32
   // floats blockReduce uses): a load and a store of the partial row in
@@ -801,9 +814,10 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // of 8192: 64 KiB) the kernel takes dynamic shared memory: in global
   // memory those rows ran at 36-45% of the copy bandwidth on an H100, half
   // of RMSNorm's one column sum in static memory (DeviceLog session 28).
-  bool sumsInShared = (kReduceFloats + cols) * 4 <= kMaxDynamicSharedBytes;
+  bool sumsInShared = (kReduceFloats + sums * sumSpan) * 4 <= kMaxDynamicSharedBytes;
   RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/false,
-               kReduceFloats + (sumsInShared ? cols : 0), kNormRowElementsInRegisters);
+               kReduceFloats + (sumsInShared ? sums * sumSpan : 0), kNormRowElementsInRegisters,
+               width);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
@@ -813,6 +827,21 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   Value last = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, kb.idx(perBlock)),
                                       kb.idx(rows));
   Value partialRow = arith::MulIOp::create(b, block, kb.idx(cols));
+  // The shared-memory word of sum |s| at column |j| (transposed within each
+  // group when width > 1, above).
+  auto sharedSlot = [&](int64_t s, Value j) -> Value {
+    Value within = j;
+    if (width > 1) {
+      Value group = arith::DivUIOp::create(b, j, kb.idx(groupSpan));
+      Value rest = arith::RemUIOp::create(b, j, kb.idx(groupSpan));
+      Value thread = arith::DivUIOp::create(b, rest, kb.idx(width));
+      Value lane = arith::RemUIOp::create(b, rest, kb.idx(width));
+      within = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, group, kb.idx(groupSpan)),
+          arith::AddIOp::create(b, arith::MulIOp::create(b, lane, kb.idx(kBlockSize)), thread));
+    }
+    return arith::AddIOp::create(b, within, kb.idx(kReduceFloats + s * sumSpan));
+  };
   Type element = typeOf(outputs[0]).getElementType();
   NormGradRow normRow{rk, center, dy, x, gamma, mean, rstd, addend, d, element};
   // Rows held in registers are software-pipelined: the loop carries the
@@ -835,22 +864,34 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     }
     normRow.begin(row, carried);
     Value firstRow = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, first);
-    // This thread's running sum at column |c| of the block's partial row;
-    // the block's first row starts it (neither is cleared).
-    auto accumulate = [&](Value c, Value v) {
-      Value slot = sumsInShared ? Value(arith::AddIOp::create(b, c, kb.idx(kReduceFloats)))
-                                : Value(arith::AddIOp::create(b, partialRow, c));
+    // This thread's running sum at column |j| of sum |s| (0: dgamma, 1:
+    // dbeta) of the block's partial row; the block's first row starts it
+    // (neither is cleared).
+    auto accumulate = [&](int64_t s, Value j, Value v) {
+      Value slot = sumsInShared
+                       ? sharedSlot(s, j)
+                       : Value(arith::AddIOp::create(
+                             b, partialRow, arith::AddIOp::create(b, j, kb.idx(s * d))));
       Value sums = sumsInShared ? smem : partials;
       Value old = memref::LoadOp::create(b, sums, ValueRange{slot});
       Value sum = arith::SelectOp::create(b, firstRow, v, arith::AddFOp::create(b, old, v));
       memref::StoreOp::create(b, sum, sums, ValueRange{slot});
     };
+    // In registers, every dx is computed and stored before the running
+    // sums are updated: the stores sit together, so a thread's group of 8
+    // 16-bit dx becomes one 16-byte store (between them, the shared-memory
+    // updates kept each store scalar). The two sweeps compute the same
+    // values from the same loads; LLVM keeps one copy.
+    bool storesFirst = rk.inRegisters();
+    if (storesFirst)
+      rk.storeSweep(outputs[0], [&](Value j, int64_t) { return normRow.at(j).dx; });
     rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
       NormGradRow::Element e = normRow.at(j);
-      kb.store(outputs[0], rk.at(j), e.dx);
-      accumulate(j, arith::MulFOp::create(b, e.dy, e.xhat));
+      if (!storesFirst)
+        kb.store(outputs[0], rk.at(j), e.dx);
+      accumulate(0, j, arith::MulFOp::create(b, e.dy, e.xhat));
       if (center)
-        accumulate(arith::AddIOp::create(b, j, kb.idx(d)), e.dy);
+        accumulate(1, j, e.dy);
       return llvm::SmallVector<Value>{};
     });
     return nextLoads;
@@ -862,8 +903,16 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     Value hasRows = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, first, last);
     kb.ifThen(hasRows, [&] {
       kb.blockStridedLoop(cols, {}, [&](Value c, llvm::ArrayRef<Value>) {
-        Value sum = memref::LoadOp::create(
-            b, smem, ValueRange{arith::AddIOp::create(b, c, kb.idx(kReduceFloats))});
+        Value sum;
+        if (!center) {
+          sum = memref::LoadOp::create(b, smem, ValueRange{sharedSlot(0, c)});
+        } else {
+          // Column c of the partial row is dgamma's c, or dbeta's c - d.
+          Value isBeta = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, c, kb.idx(d));
+          Value j = arith::SelectOp::create(b, isBeta, arith::SubIOp::create(b, c, kb.idx(d)), c);
+          Value slot = arith::SelectOp::create(b, isBeta, sharedSlot(1, j), sharedSlot(0, j));
+          sum = memref::LoadOp::create(b, smem, ValueRange{slot});
+        }
         memref::StoreOp::create(b, sum, partials,
                                 ValueRange{arith::AddIOp::create(b, partialRow, c)});
         return llvm::SmallVector<Value>{};
