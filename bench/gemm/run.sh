@@ -24,8 +24,9 @@ for shape in $shapes; do
     # shellcheck disable=SC2086
     "$bench" "$m" "$n" "$k" $flags >> "$out/gemm.jsonl" || { echo "txrt-gemm-bench $shape $flags failed"; status=1; }
   done
-  python3 "$root/bench/gemm/torch_gemm.py" "$m" "$n" "$k" >> "$out/gemm.jsonl" || { echo "torch_gemm.py $shape failed"; status=1; }
 done
+# shellcheck disable=SC2086
+python3 "$root/bench/gemm/torch_gemm.py" $shapes >> "$out/gemm.jsonl" || { echo "torch_gemm.py failed"; status=1; }
 python3 "$root/bench/gemm/summarize.py" "$out/gemm.jsonl" > "$out/gemm.md" || status=1
 cat "$out/gemm.md"
 exit $status

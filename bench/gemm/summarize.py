@@ -21,6 +21,9 @@ def main():
         key = (r["m"], r["n"], r["k"])
         if key not in shapes:
             shapes.append(key)
+    if not shapes:
+        print(f"summarize.py: no measurements in {sys.argv[1]}", file=sys.stderr)
+        return 1
     device = next((r["device"] for r in rows if "device" in r), "unknown GPU")
     print(f"### GEMMs: txopt's cuBLASLt calls beside PyTorch — one run, {device}\n")
     print("D[M, N] = A[M, K] W[N, K]^T, bf16 out; FP8 operands E4M3 with scales 1. "

@@ -7,8 +7,9 @@ layer computes it (W.t() is the column-major operand _scaled_mm takes).
 Median milliseconds of one GEMM over N timed samples after 5 warm-up
 ones, each sample 10 GEMMs back to back between two CUDA events, as
 txrt-gemm-bench times (one event pair around one short GEMM would count
-the host's launch time). Prints one JSON line per peer.
-  torch_gemm.py M N K [--iters N]"""
+the host's launch time). Prints one JSON line per peer and shape.
+  torch_gemm.py MxNxK... [--iters N]   (one process for every shape: a
+  Python start and torch's initialization take seconds)"""
 import argparse
 import json
 
@@ -35,12 +36,15 @@ def median_ms(fn, iters):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("m", type=int)
-    parser.add_argument("n", type=int)
-    parser.add_argument("k", type=int)
+    parser.add_argument("shapes", nargs="+", help="MxNxK")
     parser.add_argument("--iters", type=int, default=50)
     args = parser.parse_args()
-    m, n, k = args.m, args.n, args.k
+    for shape in args.shapes:
+        m, n, k = map(int, shape.split("x"))
+        measure(m, n, k, args)
+
+
+def measure(m, n, k, args):
     gen = torch.Generator(device="cuda").manual_seed(1)
     a = torch.randn(m, k, device="cuda", generator=gen)
     w = torch.randn(n, k, device="cuda", generator=gen)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Compile side of the whole benchmark harness (issue 11), on a machine
+# without a GPU: the GPT-2 step's artifacts (bench/step/prepare.sh) and the
+# norm micro-benchmark's (bench/norm/prepare.sh) into DIR. The GEMM and
+# attention benchmarks need nothing compiled. Then, on the GPU machine:
+# bench/run_all.sh DIR OUT.
+# Usage: bench/prepare_all.sh DIR   (SKIP_CPU_CHECK=1 passes to the norm
+#   side where PyTorch cannot be installed)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dir="${1:?usage: prepare_all.sh DIR}"
+mkdir -p "$dir"
+"$root/bench/step/prepare.sh" "$dir/step" gpt2
+"$root/bench/norm/prepare.sh" "$dir/norm"
+echo "prepare_all.sh: $dir ready; on the GPU machine: bench/run_all.sh $dir OUT"
