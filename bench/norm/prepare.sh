@@ -11,7 +11,8 @@
 # with seeded random values, so DIR stays small (checked at the end).
 # Before that, check_cpu.py runs one step of small models of each kind on
 # txopt-run and compares loss and gradients (dx included) with PyTorch.
-# Usage: bench/norm/prepare.sh DIR   (SHAPES=16384x768,... to change the set;
+# Usage: bench/norm/prepare.sh DIR   (SHAPES=16384x768,... and DTYPES=f32,bf16
+#   to change the set;
 #   TXOPT_BUILD=DIR and PYTHON=... where this checkout has no build/ or
 #   .venv/, e.g. a second git worktree: TXOPT_BUILD=/work/main/build;
 #   SKIP_CPU_CHECK=1 leaves check_cpu.py out, saying so, where PyTorch
@@ -28,6 +29,7 @@ for need in "$python" "$txopt" "$build/bin/txopt-run"; do
   [ -x "$need" ] || { echo "prepare.sh: '$need' not found (set PYTHON / TXOPT_BUILD)" >&2; exit 2; }
 done
 shapes="${SHAPES:-16384x768,16384x4096,8192x8192}"
+dtypes="${DTYPES:-f32,bf16}"
 mkdir -p "$dir"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -38,7 +40,7 @@ else
   "$python" "$here/check_cpu.py" "$txopt" "$build/bin/txopt-run" "$work/check"
 fi
 
-"$python" "$here/make_models.py" "$dir" --shapes "$shapes"
+"$python" "$here/make_models.py" "$dir" --shapes "$shapes" --dtypes "$dtypes"
 : > "$dir/compile.jsonl"
 for name in $("$python" -c 'import json, sys; print(" ".join(m["name"] for m in json.load(open(sys.argv[1]))))' "$dir/models.json"); do
   start=$(date +%s.%N)
