@@ -6,22 +6,25 @@
 #      cached weight codes beside eager fp32, eager AMP bf16 and
 #      torch.compile AMP bf16 (bench/step; with the packed AdamW beside
 #      torch.optim.AdamW, and the plots);
-#   2. LayerNorm/RMSNorm forward and backward (bench/norm);
-#   3. GEMMs: FP8 beside torch._scaled_mm, bf16 beside torch.matmul
+#   2. softmax cross-entropy over GPT-2's logits: txopt's kernels as they
+#      ran in the bf16 step beside F.cross_entropy (bench/loss; after step);
+#   3. LayerNorm/RMSNorm forward and backward (bench/norm);
+#   4. GEMMs: FP8 beside torch._scaled_mm, bf16 beside torch.matmul
 #      (bench/gemm);
-#   4. fused attention beside PyTorch's SDPA backends (bench/attention).
+#   5. fused attention beside PyTorch's SDPA backends (bench/attention).
 # Writes each part's tables under OUT/<part>/ and OUT/summary.md (every
 # table, and how long each part took). Exits 1 if a part failed.
 # Usage: bench/run_all.sh DIR OUT   (DIR from bench/prepare_all.sh;
-#   PARTS="step norm gemm attention" to run fewer; STEPS=15 for the steps)
+#   PARTS="step loss norm gemm attention" to run fewer; STEPS=15 for the
+#   steps)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="${1:?usage: run_all.sh DIR OUT}" out="${2:?usage: run_all.sh DIR OUT}"
-parts="${PARTS:-step norm gemm attention}"
+parts="${PARTS:-step loss norm gemm attention}"
 for p in $parts; do
   case "$p" in
-    step | norm | gemm | attention) ;;
-    *) echo "run_all.sh: unknown part '$p' (step, norm, gemm, attention)" >&2; exit 2 ;;
+    step | loss | norm | gemm | attention) ;;
+    *) echo "run_all.sh: unknown part '$p' (step, loss, norm, gemm, attention)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -52,6 +55,7 @@ for p in $parts; do
   case "$p" in
     step) part step "$out/step/bench.md" "$out/step/adamw.md" -- \
             "$root/bench/step/run.sh" "$dir/step" "$out/step" gpt2 "${STEPS:-15}" ;;
+    loss) part loss "$out/loss/loss.md" -- "$root/bench/loss/run.sh" "$out/step" "$out/loss" ;;
     norm) part norm "$out/norm/norm.md" -- "$root/bench/norm/run.sh" "$dir/norm" "$out/norm" ;;
     gemm) part gemm "$out/gemm/gemm.md" -- "$root/bench/gemm/run.sh" "$out/gemm" ;;
     attention) part attention "$out/attention/attention.md" -- \
