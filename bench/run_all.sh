@@ -6,8 +6,10 @@
 #      cached weight codes beside eager fp32, eager AMP bf16 and
 #      torch.compile AMP bf16 (bench/step; with the packed AdamW beside
 #      torch.optim.AdamW, and the plots);
-#   2. softmax cross-entropy over GPT-2's logits: txopt's kernels as they
-#      ran in the bf16 step beside F.cross_entropy (bench/loss; after step);
+#   2. softmax cross-entropy over GPT-2's logits, and the FP8 casts
+#      (+ transposed codes + amax): txopt's kernels as they ran in the bf16
+#      and fp8 steps beside F.cross_entropy and PyTorch's cast (bench/loss,
+#      bench/fp8cast; after step, which profiles both steps);
 #   3. LayerNorm/RMSNorm forward and backward (bench/norm);
 #   4. GEMMs: FP8 beside torch._scaled_mm, bf16 beside torch.matmul
 #      (bench/gemm);
@@ -15,16 +17,16 @@
 # Writes each part's tables under OUT/<part>/ and OUT/summary.md (every
 # table, and how long each part took). Exits 1 if a part failed.
 # Usage: bench/run_all.sh DIR OUT   (DIR from bench/prepare_all.sh;
-#   PARTS="step loss norm gemm attention" to run fewer; STEPS=15 for the
+#   PARTS="step loss fp8cast norm gemm attention" to run fewer; STEPS=15 for the
 #   steps)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="${1:?usage: run_all.sh DIR OUT}" out="${2:?usage: run_all.sh DIR OUT}"
-parts="${PARTS:-step loss norm gemm attention}"
+parts="${PARTS:-step loss fp8cast norm gemm attention}"
 for p in $parts; do
   case "$p" in
-    step | loss | norm | gemm | attention) ;;
-    *) echo "run_all.sh: unknown part '$p' (step, loss, norm, gemm, attention)" >&2; exit 2 ;;
+    step | loss | fp8cast | norm | gemm | attention) ;;
+    *) echo "run_all.sh: unknown part '$p' (step, loss, fp8cast, norm, gemm, attention)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -54,8 +56,10 @@ part() { # name, tables..., -- command...
 for p in $parts; do
   case "$p" in
     step) part step "$out/step/bench.md" "$out/step/adamw.md" -- \
-            "$root/bench/step/run.sh" "$dir/step" "$out/step" gpt2 "${STEPS:-15}" ;;
+            env PROFILES="bf16 fp8" "$root/bench/step/run.sh" "$dir/step" "$out/step" gpt2 "${STEPS:-15}" ;;
     loss) part loss "$out/loss/loss.md" -- "$root/bench/loss/run.sh" "$out/step" "$out/loss" ;;
+    fp8cast) part fp8cast "$out/fp8cast/fp8cast.md" -- \
+               "$root/bench/fp8cast/run.sh" "$out/step" "$out/fp8cast" ;;
     norm) part norm "$out/norm/norm.md" -- "$root/bench/norm/run.sh" "$dir/norm" "$out/norm" ;;
     gemm) part gemm "$out/gemm/gemm.md" -- "$root/bench/gemm/run.sh" "$out/gemm" ;;
     attention) part attention "$out/attention/attention.md" -- \
