@@ -766,6 +766,50 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
   return launchNormGrad(ctx, op, kb, outputs, inputs, partialBuffer, blocks, cols, center, d);
 }
 
+namespace {
+/// Where a block-row norm gradient keeps its running column sums (dgamma,
+/// and for a LayerNorm dbeta) in shared memory, after the kReduceFloats
+/// floats of the row reductions. With groups of |width| > 1 consecutive
+/// elements a thread (blockRowWidth), a thread's columns j = g*256*W + t*W
+/// + i (i < W) would sit W words apart across the warp: a W-way bank
+/// conflict on every running-sum update. So the sums are stored transposed
+/// within each group, at g*256*W + i*256 + t (consecutive threads,
+/// consecutive banks), each sum's columns padded to whole groups.
+struct ColumnSumSlots {
+  int64_t d, width;
+  int64_t groupSpan() const { return kBlockSize * width; }
+  /// Floats each sum takes (d, or padded to whole groups).
+  int64_t sumSpan() const { return width > 1 ? ceilDiv(d, groupSpan()) * groupSpan() : d; }
+  /// Floats of workgroup memory the reductions and |sums| sums take.
+  int64_t floats(int64_t sums) const { return kReduceFloats + sums * sumSpan(); }
+  /// The word of sum |s| at column |j|.
+  Value at(KernelBuilder &kb, int64_t s, Value j) const {
+    auto &b = kb.builder();
+    Value within = j;
+    if (width > 1) {
+      Value group = arith::DivUIOp::create(b, j, kb.idx(groupSpan()));
+      Value rest = arith::RemUIOp::create(b, j, kb.idx(groupSpan()));
+      Value thread = arith::DivUIOp::create(b, rest, kb.idx(width));
+      Value lane = arith::RemUIOp::create(b, rest, kb.idx(width));
+      within = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, group, kb.idx(groupSpan())),
+          arith::AddIOp::create(b, arith::MulIOp::create(b, lane, kb.idx(kBlockSize)), thread));
+    }
+    return arith::AddIOp::create(b, within, kb.idx(kReduceFloats + s * sumSpan()));
+  }
+  /// The word of column |c| of the partial row (dgamma's columns [0, d),
+  /// then with |center| dbeta's [d, 2d)).
+  Value ofPartialColumn(KernelBuilder &kb, bool center, Value c) const {
+    if (!center)
+      return at(kb, 0, c);
+    auto &b = kb.builder();
+    Value isBeta = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, c, kb.idx(d));
+    Value j = arith::SelectOp::create(b, isBeta, arith::SubIOp::create(b, c, kb.idx(d)), c);
+    return arith::SelectOp::create(b, isBeta, at(kb, 1, j), at(kb, 0, j));
+  }
+};
+} // namespace
+
 LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   bool center = isa<tx::LayerNormGradOp>(op);
   Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
@@ -797,13 +841,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // stores of dx instead of 2-byte ones (a warp's 64 bytes a request).
   Type loaded = typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType();
   int64_t width = blockRowInRegisters(d, kNormRowElementsInRegisters) ? blockRowWidth(d, loaded) : 1;
-  // With groups, a thread's columns j = g*256*W + t*W + i (i < W) sit W
-  // words apart across the warp: in shared memory that is a W-way bank
-  // conflict on every running-sum update. So the sums are stored
-  // transposed within each group, at g*256*W + i*256 + t (consecutive
-  // threads, consecutive banks), each sum's columns padded to whole groups.
-  int64_t groupSpan = kBlockSize * width;
-  int64_t sumSpan = width > 1 ? ceilDiv(d, groupSpan) * groupSpan : d;
+  ColumnSumSlots slots{d, width};
 
   // The running column sums in shared memory when they fit (after the 32
   // floats blockReduce uses): a load and a store of the partial row in
@@ -814,9 +852,9 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // of 8192: 64 KiB) the kernel takes dynamic shared memory: in global
   // memory those rows ran at 36-45% of the copy bandwidth on an H100, half
   // of RMSNorm's one column sum in static memory (DeviceLog session 28).
-  bool sumsInShared = (kReduceFloats + sums * sumSpan) * 4 <= kMaxDynamicSharedBytes;
+  bool sumsInShared = slots.floats(sums) * 4 <= kMaxDynamicSharedBytes;
   RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/false,
-               kReduceFloats + (sumsInShared ? sums * sumSpan : 0), kNormRowElementsInRegisters,
+               sumsInShared ? slots.floats(sums) : kReduceFloats, kNormRowElementsInRegisters,
                width);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
@@ -827,21 +865,6 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   Value last = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, kb.idx(perBlock)),
                                       kb.idx(rows));
   Value partialRow = arith::MulIOp::create(b, block, kb.idx(cols));
-  // The shared-memory word of sum |s| at column |j| (transposed within each
-  // group when width > 1, above).
-  auto sharedSlot = [&](int64_t s, Value j) -> Value {
-    Value within = j;
-    if (width > 1) {
-      Value group = arith::DivUIOp::create(b, j, kb.idx(groupSpan));
-      Value rest = arith::RemUIOp::create(b, j, kb.idx(groupSpan));
-      Value thread = arith::DivUIOp::create(b, rest, kb.idx(width));
-      Value lane = arith::RemUIOp::create(b, rest, kb.idx(width));
-      within = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, group, kb.idx(groupSpan)),
-          arith::AddIOp::create(b, arith::MulIOp::create(b, lane, kb.idx(kBlockSize)), thread));
-    }
-    return arith::AddIOp::create(b, within, kb.idx(kReduceFloats + s * sumSpan));
-  };
   Type element = typeOf(outputs[0]).getElementType();
   NormGradRow normRow{rk, center, dy, x, gamma, mean, rstd, addend, d, element};
   // Rows held in registers are software-pipelined: the loop carries the
@@ -869,7 +892,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     // (neither is cleared).
     auto accumulate = [&](int64_t s, Value j, Value v) {
       Value slot = sumsInShared
-                       ? sharedSlot(s, j)
+                       ? slots.at(kb, s, j)
                        : Value(arith::AddIOp::create(
                              b, partialRow, arith::AddIOp::create(b, j, kb.idx(s * d))));
       Value sums = sumsInShared ? smem : partials;
@@ -903,16 +926,8 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     Value hasRows = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, first, last);
     kb.ifThen(hasRows, [&] {
       kb.blockStridedLoop(cols, {}, [&](Value c, llvm::ArrayRef<Value>) {
-        Value sum;
-        if (!center) {
-          sum = memref::LoadOp::create(b, smem, ValueRange{sharedSlot(0, c)});
-        } else {
-          // Column c of the partial row is dgamma's c, or dbeta's c - d.
-          Value isBeta = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, c, kb.idx(d));
-          Value j = arith::SelectOp::create(b, isBeta, arith::SubIOp::create(b, c, kb.idx(d)), c);
-          Value slot = arith::SelectOp::create(b, isBeta, sharedSlot(1, j), sharedSlot(0, j));
-          sum = memref::LoadOp::create(b, smem, ValueRange{slot});
-        }
+        Value sum = memref::LoadOp::create(b, smem,
+                                           ValueRange{slots.ofPartialColumn(kb, center, c)});
         memref::StoreOp::create(b, sum, partials,
                                 ValueRange{arith::AddIOp::create(b, partialRow, c)});
         return llvm::SmallVector<Value>{};
