@@ -88,6 +88,14 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   uint64_t workgroupBytes =
       uint64_t(workgroupFloats) * (workgroupType.getIntOrFloatBitWidth() / 8);
   bool dynamic = workgroupBytes > kMaxStaticSharedBytes;
+  // Callers size their buffers within the limit (RowKernels.cpp); one past
+  // it would fail at load on some GPUs, so it is a compile error here.
+  if (static_cast<int64_t>(workgroupBytes) > kMaxDynamicSharedBytes) {
+    emitError(gpuModule.getLoc(), "kernel '")
+        << name << "' needs " << workgroupBytes << " bytes of shared memory, past the "
+        << kMaxDynamicSharedBytes << " every targeted GPU allows";
+    failed = true;
+  }
   llvm::SmallVector<Type> staticWorkgroup;
   if (workgroupFloats && !dynamic)
     staticWorkgroup.push_back(workgroupMemref);
