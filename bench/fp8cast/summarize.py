@@ -39,7 +39,7 @@ def main():
         k["bytes"] += c.get("bytes", 0)
     total_ms = sum(k["ms"] for k in by_kernel.values())
     total_bytes = sum(k["bytes"] for k in by_kernel.values())
-    rate = lambda b, ms: b / (ms / 1e3) / 1e9
+    rate = lambda b, ms: b / (ms / 1e3) / 1e9 if ms > 0 else 0.0
     print(f"### FP8 casts (+ transposed codes + amax) — one run, {device}\n")
     print(f"copy ceiling {copy:.0f} GB/s. txopt: the {len(casts)} cast launches of GPT-2's fp8 step, "
           f"{total_ms:.3f} ms, {rate(total_bytes, total_ms):.0f} GB/s "

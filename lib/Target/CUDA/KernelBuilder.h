@@ -93,8 +93,8 @@ Value emitFP8Decode(ImplicitLocOpBuilder &b, Value code, Type fp8Type);
 /// the opt-in to more dynamic memory).
 constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 /// Dynamic shared memory a kernel may take with the opt-in, on every GPU
-/// the bf16 steps target (sm_86 and sm_89 allow 99 KiB a block, sm_80 163,
-/// sm_90 227).
+/// from sm_80 on (sm_86 and sm_89 allow 99 KiB a block, sm_80 163, sm_90
+/// 227); older targets keep to the static 48 KiB (RowKernels.cpp).
 constexpr int64_t kMaxDynamicSharedBytes = 96 * 1024;
 
 /// One kernel under construction.

@@ -53,6 +53,17 @@ constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
 /// The floats of workgroup memory KernelBuilder::blockReduce uses (from 0).
 constexpr int64_t kReduceFloats = 32;
 
+/// Shared memory a row kernel may take on the step's target: with the
+/// dynamic opt-in on sm_80 and later (kMaxDynamicSharedBytes), else the
+/// static 48 KiB (sm_75 allows only 64 KiB a block).
+static int64_t maxSharedBytes(const LoweringContext &ctx) {
+  llvm::StringRef target = ctx.options.target;
+  int sm = 0;
+  if (target.consume_front("sm_") && !target.getAsInteger(10, sm) && sm >= 80)
+    return kMaxDynamicSharedBytes;
+  return kMaxStaticSharedBytes;
+}
+
 static bool usesWarpRows(int64_t length) {
   return length > 0 && length % kLaneWidth == 0 && length <= kWarpRowMax;
 }
@@ -852,7 +863,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // of 8192: 64 KiB) the kernel takes dynamic shared memory: in global
   // memory those rows ran at 36-45% of the copy bandwidth on an H100, half
   // of RMSNorm's one column sum in static memory (DeviceLog session 28).
-  bool sumsInShared = slots.floats(sums) * 4 <= kMaxDynamicSharedBytes;
+  bool sumsInShared = slots.floats(sums) * 4 <= maxSharedBytes(ctx);
   RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/false,
                sumsInShared ? slots.floats(sums) : kReduceFloats, kNormRowElementsInRegisters,
                width);

@@ -101,7 +101,8 @@ func.func @fp8_matmul_2d(%x: tensor<16x64xf8E4M3FN>, %w: tensor<64x32xf8E4M3FN>,
 
 // -----
 
-// With the fast accumulator (a forward GEMM under tx-insert-fp8's default).
+// With the fast accumulator (a forward GEMM under tx-insert-fp8's
+// fast-accumulation=forward).
 // CHECK-LABEL: func.func @fp8_matmul_fast_accumulation
 // CHECK:         tx.fp8_matmul %{{.+}}, %{{.+}} scale_inv(%{{.+}}, %{{.+}}) {fast_accumulation} : tensor<16x64xf8E4M3FN>, tensor<64x32xf8E4M3FN> -> tensor<16x32xbf16>
 func.func @fp8_matmul_fast_accumulation(%x: tensor<16x64xf8E4M3FN>, %w: tensor<64x32xf8E4M3FN>, %sx: tensor<f32>, %sw: tensor<f32>) -> tensor<16x32xbf16> {

@@ -81,7 +81,7 @@ def Tx_AmaxCompute : I32EnumAttr<"AmaxCompute",
 
 def Tx_FP8FastAccumulation : I32EnumAttr<"FP8FastAccumulation",
     "which FP8 GEMMs use the tensor cores' fast accumulator", [
-    I32EnumAttrCase<"forward", 0>, I32EnumAttrCase<"none", 1>,
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"forward", 1>,
     I32EnumAttrCase<"all", 2>]> {
   let cppNamespace = "::mlir::txopt::tx";
   let genSpecializedAttr = 0;
