@@ -454,11 +454,7 @@ Value addTileMemory(KernelBuilder &kb, int64_t tiles = 1) {
 /// Whether the kernels' target has the FP8 conversion instructions
 /// (sm_89 and newer: every target an FP8 step runs on, since its GEMMs need
 /// them too).
-bool cuda::hasFP8Conversions(LoweringContext &ctx) {
-  llvm::StringRef target = ctx.program.target;
-  unsigned sm = 0;
-  return target.consume_front("sm_") && !target.getAsInteger(10, sm) && sm >= 89;
-}
+bool cuda::hasFP8Conversions(LoweringContext &ctx) { return ctx.targetSM() >= 89; }
 
 llvm::SmallVector<Value> cuda::emitFP8Codes(LoweringContext &ctx, ImplicitLocOpBuilder &b,
                                             llvm::ArrayRef<Value> scaled, Type fp8Type) {

@@ -152,6 +152,9 @@ struct LoweringContext {
                   const GPUOptions &options)
       : program(program), gpuModule(gpuModule), options(options) {}
 
+  /// The target's compute capability XY of "sm_XY" (0 if unparsable): what
+  /// the kernels may use (FP8 conversions, dynamic shared memory).
+  unsigned targetSM() const;
   /// The buffer holding |v| (created on first request).
   unsigned bufferFor(Value v);
   /// A scratch buffer private to one op's kernels.

@@ -209,6 +209,14 @@ LoweringContext::buffersOf(llvm::ArrayRef<Value> values) {
   return ids;
 }
 
+unsigned LoweringContext::targetSM() const {
+  llvm::StringRef target = program.target;
+  unsigned sm = 0;
+  if (!target.consume_front("sm_") || target.getAsInteger(10, sm))
+    return 0;
+  return sm;
+}
+
 void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
                              unsigned gridX, llvm::ArrayRef<unsigned> outputs,
                              llvm::ArrayRef<unsigned> inputs) {

@@ -57,11 +57,7 @@ constexpr int64_t kReduceFloats = 32;
 /// dynamic opt-in on sm_80 and later (kMaxDynamicSharedBytes), else the
 /// static 48 KiB (sm_75 allows only 64 KiB a block).
 static int64_t maxSharedBytes(const LoweringContext &ctx) {
-  llvm::StringRef target = ctx.options.target;
-  int sm = 0;
-  if (target.consume_front("sm_") && !target.getAsInteger(10, sm) && sm >= 80)
-    return kMaxDynamicSharedBytes;
-  return kMaxStaticSharedBytes;
+  return ctx.targetSM() >= 80 ? kMaxDynamicSharedBytes : kMaxStaticSharedBytes;
 }
 
 static bool usesWarpRows(int64_t length) {
