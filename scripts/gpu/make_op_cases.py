@@ -98,6 +98,15 @@ CASES = {
         "shp = Constant <value = int64[2] {12, 5}> ()",
         "y = Gemm <alpha = 0.5, beta = 2.0, transB = 1> (r, g, c)",
         "loss = ReduceMean <keepdims = 0> (y)"]),
+    # Biases cuBLASLt adds in the GEMM's epilogue: ONNX Gemm's C with beta 1,
+    # and a MatMul + Add whose sum only another GEMM reads (tx-gemm-bias).
+    "linear_bias": model("lb", ["float[4, 6, 8] x"], [weights("w", [8, 12]), weights("b", [12]),
+                                                      weights("v", [12, 5]), weights("g", [7, 5]),
+                                                      weights("c", [7])], [
+        "h = MatMul(x, w)", "hb = Add(h, b)", "k = MatMul(hb, v)",
+        "shp = Constant <value = int64[2] {24, 5}> ()", "r = Reshape(k, shp)",
+        "y = Gemm <transB = 1> (r, g, c)", "z = Mul(y, y)",
+        "loss = ReduceMean <keepdims = 0> (z)"]),
     # The ONNX-level norms (norm fusion off) over the last two dims.
     "norms": model("nm", ["float[4, 6, 8] x"], [weights("w", [6, 8]), weights("s", [6, 8]), weights("b", [6, 8]),
                                                  weights("r", [8])], [
@@ -185,18 +194,24 @@ CASES = {
 }
 
 
-def attention(name, mask_lines, inputs=(), heads=4, d=16, t=64, b=2):
+def attention(name, mask_lines, inputs=(), heads=4, d=16, t=64, b=2, biases=False):
     """Self-attention over x [b, t, heads*d] as exporters write it (head
     split by Reshape + Transpose, q.kT scaled, an additive mask, Softmax,
     times v), which tx-fuse-attention turns into tx.attention; in a bf16 GPU
     step that is one cuDNN SDPA call forward and one backward. The lines of
-    `mask_lines` define `mask`."""
+    `mask_lines` define `mask`. With `biases`, the q/k/v projections add
+    one each (then cuBLASLt's epilogue adds them: tx-gemm-bias)."""
     c = heads * d
+    bias_inits = [weights(f"b{p}", [c], 0.5) for p in "qkv"] if biases else []
+    projections = (["qm = MatMul(x, wq)", "km = MatMul(x, wk)", "vm = MatMul(x, wv)",
+                    "q0 = Add(qm, bq)", "k0 = Add(km, bk)", "v0 = Add(vm, bv)"] if biases else
+                   ["q0 = MatMul(x, wq)", "k0 = MatMul(x, wk)", "v0 = MatMul(x, wv)"])
     return model(name, [f"float[{b}, {t}, {c}] x", *inputs],
-                 [weights("wq", [c, c]), weights("wk", [c, c], 0.2), weights("wv", [c, c])], [
+                 [weights("wq", [c, c]), weights("wk", [c, c], 0.2), weights("wv", [c, c]),
+                  *bias_inits], [
         f"split = Constant <value = int64[4] {{{b}, {t}, {heads}, {d}}}> ()",
         f"merge = Constant <value = int64[3] {{{b}, {t}, {c}}}> ()",
-        "q0 = MatMul(x, wq)", "k0 = MatMul(x, wk)", "v0 = MatMul(x, wv)",
+        *projections,
         "q1 = Reshape(q0, split)", "k1 = Reshape(k0, split)", "v1 = Reshape(v0, split)",
         "q = Transpose <perm = [0, 2, 1, 3]> (q1)", "kt = Transpose <perm = [0, 2, 3, 1]> (k1)",
         "v = Transpose <perm = [0, 2, 1, 3]> (v1)",
@@ -230,9 +245,13 @@ CASES["attention_causal_bf16"] = attention("atc", band_mask(64))
 CASES["attention_window_bf16"] = attention("atw", band_mask(64, window=16))
 CASES["attention_bias_bf16"] = attention("atb", ["mask = Identity(m)"],
                                          inputs=["float[2, 1, 1, 64] m"])
+# q/k/v projections with biases: each added in its GEMM's epilogue, q, k
+# and v then read by cuDNN in place (no kernel between the GEMMs and SDPA).
+CASES["attention_qkv_bias_bf16"] = attention("atq", band_mask(64), biases=True)
 
 FLAGS = {"norms": "--no-fuse=norms", "attention_causal_bf16": "--precision=bf16",
-         "attention_window_bf16": "--precision=bf16", "attention_bias_bf16": "--precision=bf16"}
+         "attention_window_bf16": "--precision=bf16", "attention_bias_bf16": "--precision=bf16",
+         "attention_qkv_bias_bf16": "--precision=bf16"}
 
 
 def main():

@@ -327,6 +327,9 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
     summary.gpu += llvm::formatv(
         "; {0} values recomputed for the backward ({1:F1} MB not kept)",
         st.rematerializedValues, st.rematerializedBytes / 1e6);
+  if (st.biasEpilogues)
+    summary.gpu += llvm::formatv("; {0} GEMMs add their bias in cuBLASLt's epilogue",
+                                 st.biasEpilogues);
   if (f32GpuAttentionUnfused)
     summary.gpu += "; attention unfused (an f32 step: cuDNN's fused "
                    "attention runs bf16/fp16)";

@@ -172,8 +172,8 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
           g->ldd, g->strideA, g->strideB, g->strideD, toFb(g->aType),
           toFb(g->bType), toFb(g->dType),
           g->allowTF32 ? fb::ComputeType::F32_FAST_TF32 : fb::ComputeType::F32,
-          g->alpha, g->beta, g->a, g->b, g->d, /*bias=*/-1,
-          fb::Epilogue::NONE, g->aScale, g->bScale, g->dScale, g->dAmax,
+          g->alpha, g->beta, g->a, g->b, g->d, g->bias,
+          g->bias >= 0 ? fb::Epilogue::BIAS : fb::Epilogue::NONE, g->aScale, g->bScale, g->dScale, g->dAmax,
           g->fastAccumulation);
       // FP8 GEMMs need compute capability 8.9 (the FP8 casts do not: they
       // are integer code in the kernels).

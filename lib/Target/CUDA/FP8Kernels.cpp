@@ -1541,8 +1541,8 @@ static FailureOr<unsigned> gemmScaleSlot(LoweringContext &ctx, Operation *origin
 /// scale or D amax.
 LogicalResult cuda::lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp mm) {
   Operation *op = mm.getOperation();
-  if (mm.getC() || mm.getTransposeA() || mm.getAlpha().convertToFloat() != 1.0f)
-    return op->emitError("the GPU FP8 GEMM takes neither c, a transposed a nor alpha");
+  if (mm.getTransposeA() || mm.getAlpha().convertToFloat() != 1.0f)
+    return op->emitError("the GPU FP8 GEMM takes neither a transposed a nor alpha");
   Value lhs = mm.getA(), rhs = mm.getB(), result = mm.getResult();
   bool rhsStoredTransposed = mm.getTransposeB();
   auto lt = typeOf(lhs), rt = typeOf(rhs);
@@ -1605,6 +1605,15 @@ LogicalResult cuda::lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp mm) {
   g.aScale = static_cast<int>(*aScale);
   g.bScale = static_cast<int>(*bScale);
   g.fastAccumulation = mm.getFastAccumulation();
+  // A c only as cuBLASLt's bias (tx-gemm-bias: a row vector, beta 1, of
+  // the bf16/f16 result's type).
+  if (mm.getC()) {
+    std::optional<unsigned> bias = epilogueBiasSlot(ctx, mm, g);
+    if (!bias)
+      return op->emitError("the GPU FP8 GEMM takes a c only as a bias: a 16-byte aligned row "
+                           "vector added with beta 1 to one matrix");
+    g.bias = static_cast<int>(*bias);
+  }
   ctx.gemm(g, op);
   return success();
 }

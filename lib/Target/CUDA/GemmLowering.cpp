@@ -19,13 +19,36 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
+std::optional<unsigned> cuda::epilogueBiasSlot(LoweringContext &ctx, tx::BlasGemmOp op,
+                                               const GemmCmd &g) {
+  Value c = op.getC();
+  if (!c || op.getBeta().convertToFloat() != 1.0f || g.batch != 1 ||
+      ctx.accumulatingGemms.contains(op.getResult()))
+    return std::nullopt;
+  llvm::ArrayRef<int64_t> shape = typeOf(c).getShape();
+  if (shape.empty() || static_cast<uint64_t>(shape.back()) != g.m ||
+      llvm::any_of(shape.drop_back(), [](int64_t d) { return d != 1; }))
+    return std::nullopt;
+  // cuBLASLt reads the bias with vector loads: a part of a packed buffer
+  // must start on 16 bytes (a whole slot always does).
+  unsigned slot = ctx.bufferFor(c);
+  uint64_t offset = 0;
+  for (int b = static_cast<int>(slot); ctx.buffers[b].partOf >= 0; b = ctx.buffers[b].partOf)
+    offset += ctx.buffers[b].offsetInWhole;
+  if (offset % 16 != 0)
+    return std::nullopt;
+  return slot;
+}
+
 /// The tx.blas_gemm |op| of f32, bf16 or f16 operands as one (batched)
 /// cuBLASLt GEMM. Row-major C[M, N] = A[M, K] B[K, N] is column-major
 /// C^T = B^T A^T: cuBLASLt's A is our b (m = N), its B our a (n = M), each
 /// read with the op's transpose flag. Batches: equal on both sides
 /// (strided), or one side shared (stride 0); a shared b with an
-/// untransposed a folds a's batch into M. With c (tx.gemm's C), c is first
-/// broadcast into the result by a loop kernel and the GEMM adds with beta.
+/// untransposed a folds a's batch into M. With c (tx.gemm's C, or a bias
+/// tx-gemm-bias folded), a row vector with beta 1 is cuBLASLt's epilogue
+/// bias; any other c is first broadcast into the result by a loop kernel
+/// and the GEMM adds it with beta.
 LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
   Value a = op.getA(), bm = op.getB(), y = op.getResult();
   auto at = typeOf(a), bt = typeOf(bm), yt = typeOf(y);
@@ -67,7 +90,9 @@ LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
   }
   g.alpha = op.getAlpha().convertToFloat();
   g.beta = 0.0f;
-  if (Value c = op.getC()) {
+  if (std::optional<unsigned> bias = epilogueBiasSlot(ctx, op, g)) {
+    g.bias = static_cast<int>(*bias);
+  } else if (Value c = op.getC()) {
     float beta = op.getBeta().convertToFloat();
     if (beta != 0.0f) {
       // Y = broadcast(C), elementwise, then the GEMM adds alpha * AB.

@@ -17,6 +17,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <optional>
+
 namespace mlir::txopt::cuda {
 
 
@@ -250,9 +252,16 @@ bool sumsLeadingAxes(tx::ReduceSumOp sum);
 void packAmaxes(LoweringContext &ctx, func::FuncOp func);
 
 /// GEMMs in normal form (tx.blas_gemm, tx-gemm-normal-form; GemmLowering.cpp):
-/// one cuBLASLt call each (C first broadcast into the output by a loop
-/// kernel). FP8 ones are lowerFP8Gemm's.
+/// one cuBLASLt call each (a row-vector C with beta 1 as cuBLASLt's bias,
+/// any other C first broadcast into the output by a loop kernel). FP8 ones
+/// are lowerFP8Gemm's.
 LogicalResult lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op);
+
+/// The slot of |op|'s `c` when cuBLASLt's epilogue can add it as a bias to
+/// the GEMM |g| describes: a row vector over the columns, beta 1, one
+/// (unbatched) matrix, 16-byte aligned; std::nullopt otherwise.
+std::optional<unsigned> epilogueBiasSlot(LoweringContext &ctx, tx::BlasGemmOp op,
+                                         const GemmCmd &g);
 
 /// Emits the kernel(s) of |op|: a materialized elemental value, a
 /// reduction, a fused norm/softmax/loss, an optimizer or a scatter.

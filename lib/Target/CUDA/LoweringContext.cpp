@@ -267,7 +267,7 @@ void LoweringContext::memset(unsigned buffer, uint32_t value, Operation *origin)
 void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
   CommandUses uses;
   uses.reads = {cmd.a, cmd.b};
-  for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax})
+  for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax, cmd.bias})
     if (scalar >= 0)
       uses.reads.push_back(static_cast<unsigned>(scalar));
   // beta * C reads D; the amax of D is a running max into zeroed bytes.

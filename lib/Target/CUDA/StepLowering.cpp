@@ -15,6 +15,7 @@
 #include "txopt/Dialect/Tx/Transforms/AttentionBias.h"
 #include "txopt/Dialect/Tx/Transforms/AttentionCasts.h"
 #include "txopt/Dialect/Tx/Transforms/CrossEntropyRows.h"
+#include "txopt/Dialect/Tx/Transforms/GemmBias.h"
 #include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
 #include "txopt/Dialect/Tx/Transforms/GemmTransposes.h"
 #include "txopt/Dialect/Tx/Transforms/Rematerialize.h"
@@ -711,6 +712,11 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   for (func::FuncOp f : {step, micro, eval, logits, stateInit})
     if (f)
       tx::toGemmNormalForm(f);
+  // A bias add no kernel would absorb (the q/k/v projection's, read by
+  // attention in place) goes to the GEMM's epilogue (tx-gemm-bias).
+  for (func::FuncOp f : {step, micro, eval, logits, stateInit})
+    if (f)
+      tx::foldBiasesIntoGemms(f);
 
   LoweringContext ctx(program, gpuModule, options);
   ctx.recomputedBySum = std::move(recomputedBySum);
@@ -804,6 +810,8 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
       ++program.stats.gemms;
       if (g->aType == DType::F8E4M3FN || g->aType == DType::F8E5M2)
         ++program.stats.fp8Gemms;
+      if (g->bias >= 0)
+        ++program.stats.biasEpilogues;
     }
     else if (std::holds_alternative<MemsetCmd>(c.op)) ++program.stats.memsets;
     else if (std::holds_alternative<AttentionCmd>(c.op)) ++program.stats.attentions;

@@ -30,6 +30,8 @@ void StepProgram::print(llvm::raw_ostream &os) const {
      << (stats.fp8Gemms ? std::to_string(stats.fp8Gemms) + " of them fp8, " : "")
      << stats.memsets << " memsets, " << stats.copies << " copies"
      << (stats.attentions ? ", " + std::to_string(stats.attentions) + " fused attention" : "")
+     << (stats.biasEpilogues ? ", " + std::to_string(stats.biasEpilogues) + " gemms adding a bias"
+                             : "")
      << (stats.collectives ? ", " + std::to_string(stats.collectives) + " collectives over " +
                                  std::to_string(ranks) + " ranks"
                            : "")
@@ -86,6 +88,8 @@ void StepProgram::print(llvm::raw_ostream &os) const {
         os << " a_scale=" << g->aScale << " b_scale=" << g->bScale;
       if (g->fastAccumulation)
         os << " fast_accum";
+      if (g->bias >= 0)
+        os << " bias=" << g->bias;
     } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
       os << "memset slot=" << m->slot << " value=" << m->value;
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {

@@ -76,6 +76,9 @@ struct GemmCmd {
   /// FP8: the tensor cores' fast accumulator (tx.blas_gemm's
   /// fast_accumulation), else split accumulation (promoted to f32).
   bool fastAccumulation = false;
+  /// A row vector of D's type added to every row (cuBLASLt's BIAS
+  /// epilogue: a tx.blas_gemm's row-vector c, tx-gemm-bias); -1: none.
+  int bias = -1;
 };
 
 struct MemsetCmd {
@@ -204,6 +207,8 @@ struct StepStatistics {
   /// Stored forward values recomputed for the backward (tx-rematerialize)
   /// and their bytes, which no longer stay alive in between.
   unsigned rematerializedValues = 0;
+  /// Bias adds the step's GEMMs do in cuBLASLt's epilogue (tx-gemm-bias).
+  unsigned biasEpilogues = 0;
   uint64_t rematerializedBytes = 0;
   uint64_t argumentBytes = 0; ///< parameters, state and batch
   uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments

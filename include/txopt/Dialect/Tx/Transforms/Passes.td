@@ -853,6 +853,44 @@ def GemmNormalFormPass : Pass<"tx-gemm-normal-form", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
 }
 
+def GemmBiasPass : Pass<"tx-gemm-bias", "::mlir::func::FuncOp"> {
+  let summary = "Fold a row-vector bias into its GEMM's epilogue where no kernel would absorb the add";
+  let description = [{
+    A linear layer's bias is a row vector added to its GEMM's result. Where
+    the sum's readers compute with it, the add runs in their kernel at no
+    extra traffic. Where they only move it (reshape, split, transpose, cast)
+    into library calls (`tx.attention`, `tx.attention_grad`,
+    `tx.blas_gemm`), the add is a kernel of its own, reading and writing the
+    whole product (GPT-2's q/k/v projection before cuDNN's attention). This
+    pass folds such an add into the `tx.blas_gemm` as its `c` with beta 1,
+    which the GPU lowering passes to cuBLASLt as the epilogue's bias:
+
+    - `add(gemm, bias)` or `add(cast(gemm), bias)` (either order), `bias` a
+      row vector (`[N]` or `[1, ..., N]`, N the GEMM's columns);
+    - the GEMM has no `c`, its result (and the cast's) has no other reader;
+      an FP8 GEMM only with a bf16 or f16 result (cuBLASLt's FP8 bias rule);
+    - the bias is rounded to the GEMM's type (bf16 under
+      `--precision=bf16`) and the sum rounds once, as PyTorch's autocast
+      `F.linear` does; in f32 the sum rounds once instead of twice.
+
+    Must not fire (a remark says why): a sum some reader computes with, a
+    GEMM already adding a `c`, a GEMM result read without the bias too, a
+    bias that is not a row vector over the columns. The GPU lowering runs
+    it after tx-gemm-normal-form.
+
+    ```mlir
+    %y = tx.blas_gemm %x, %w : tensor<64x128xbf16>, tensor<128x384xbf16> -> tensor<64x384xbf16>
+    %f = tx.cast %y : tensor<64x384xbf16> to tensor<64x384xf32>
+    %s = tx.add %f, %bias : tensor<64x384xf32>, tensor<384xf32>
+    // (%s read by reshapes and transposes into tx.attention) becomes
+    %b = tx.cast %bias : tensor<384xf32> to tensor<384xbf16>
+    %y = tx.blas_gemm %x, %w, %b : tensor<64x128xbf16>, tensor<128x384xbf16>, tensor<384xbf16> -> tensor<64x384xbf16>
+    %s = tx.cast %y : tensor<64x384xbf16> to tensor<64x384xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
 def GemmTransposesPass : Pass<"tx-gemm-transposes", "::mlir::func::FuncOp"> {
   let summary = "Move transposes to where the GEMMs reading or writing them fold them";
   let description = [{

@@ -1,0 +1,35 @@
+//===- GemmBias.h - bias adds as GEMM epilogues --------------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0
+// The transformation of tx-gemm-bias (Passes.td) as a function, so that the
+// GPU lowering can run it after tx-gemm-normal-form.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXOPT_DIALECT_TX_TRANSFORMS_GEMMBIAS_H
+#define TXOPT_DIALECT_TX_TRANSFORMS_GEMMBIAS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <utility>
+
+namespace mlir::txopt::tx {
+
+struct GemmBiasResult {
+  unsigned folded = 0; ///< bias adds now the `c` of their GEMM
+  /// Bias adds of a GEMM's result left where they were, with the reason.
+  llvm::SmallVector<std::pair<Operation *, std::string>> left;
+};
+
+/// Folds each row-vector bias added to a tx.blas_gemm's result (maybe after
+/// a widening cast) into the GEMM as its `c` (beta 1), where the add would
+/// otherwise be a kernel of its own: every reader of the sum reaches it
+/// through layout ops only (reshape, split, transpose, cast) and is a
+/// library call (tx.attention, its gradient, another GEMM).
+GemmBiasResult foldBiasesIntoGemms(func::FuncOp func);
+
+} // namespace mlir::txopt::tx
+
+#endif // TXOPT_DIALECT_TX_TRANSFORMS_GEMMBIAS_H
