@@ -66,5 +66,14 @@ for p in $parts; do
                  "$root/bench/attention/run.sh" "$out/attention" ;;
   esac
 done
+# The plots (bench/step/plot.py) where matplotlib is installed; elsewhere
+# they are made from the fetched OUT/step on a machine that has it.
+if [ -f "$out/step/bench.json" ]; then
+  if python3 -c "import matplotlib" 2>/dev/null; then
+    python3 "$root/bench/step/plot.py" "$out/step" || status=1
+  else
+    echo "run_all.sh: no matplotlib here: no plots; run bench/step/plot.py on the fetched $out/step"
+  fi
+fi
 echo "run_all.sh: $summary"
 exit $status

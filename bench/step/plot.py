@@ -37,6 +37,7 @@ def main():
     fig.suptitle(f"{bench['model']} training step, one {device} (blue: txopt, gray: PyTorch)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "throughput.png"), dpi=120)
+    print(f"plot.py: {os.path.join(out, 'throughput.png')}: {len(rows)} configurations")
 
     profile = os.path.join(out, "profile_bf16.json")
     copy = os.path.join(out, "copy_bandwidth.json")
@@ -61,6 +62,10 @@ def main():
         ax.legend(fontsize=7, ncol=2)
         fig.tight_layout()
         fig.savefig(os.path.join(out, "bandwidth.png"), dpi=120)
+        print(f"plot.py: {os.path.join(out, 'bandwidth.png')}: {len(commands)} kernels in "
+              f"{len(families)} families against {ceiling:.0f} GB/s")
+    else:
+        print(f"plot.py: no bandwidth.png (no profile_bf16.json or copy_bandwidth.json in {out})")
 
 
 if __name__ == "__main__":
