@@ -98,14 +98,22 @@ CASES = {
         "shp = Constant <value = int64[2] {12, 5}> ()",
         "y = Gemm <alpha = 0.5, beta = 2.0, transB = 1> (r, g, c)",
         "loss = ReduceMean <keepdims = 0> (y)"]),
-    # Biases cuBLASLt adds in the GEMM's epilogue: ONNX Gemm's C with beta 1,
-    # and a MatMul + Add whose sum only another GEMM reads (tx-gemm-bias).
+    # Biases cuBLASLt adds in the GEMM's epilogue: ONNX Gemm's C with beta 1
+    # (after alpha scales the product), and a MatMul + Add whose sum only
+    # another GEMM reads (tx-gemm-bias).
     "linear_bias": model("lb", ["float[4, 6, 8] x"], [weights("w", [8, 12]), weights("b", [12]),
                                                       weights("v", [12, 5]), weights("g", [7, 5]),
                                                       weights("c", [7])], [
         "h = MatMul(x, w)", "hb = Add(h, b)", "k = MatMul(hb, v)",
         "shp = Constant <value = int64[2] {24, 5}> ()", "r = Reshape(k, shp)",
-        "y = Gemm <transB = 1> (r, g, c)", "z = Mul(y, y)",
+        "y = Gemm <alpha = 0.5, transB = 1> (r, g, c)", "z = Mul(y, y)",
+        "loss = ReduceMean <keepdims = 0> (z)"]),
+    # A bias folded into a batched GEMM (weights with a batch dim): the
+    # lowering broadcasts it into the result and the GEMM adds with beta 1.
+    "linear_bias_batched": model("lbb", ["float[2, 4, 8] x"], [weights("w", [2, 8, 6]),
+                                                              weights("b", [6]),
+                                                              weights("v", [6, 5])], [
+        "h = MatMul(x, w)", "hb = Add(h, b)", "k = MatMul(hb, v)", "z = Mul(k, k)",
         "loss = ReduceMean <keepdims = 0> (z)"]),
     # The ONNX-level norms (norm fusion off) over the last two dims.
     "norms": model("nm", ["float[4, 6, 8] x"], [weights("w", [6, 8]), weights("s", [6, 8]), weights("b", [6, 8]),

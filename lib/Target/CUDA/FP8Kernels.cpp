@@ -1608,10 +1608,14 @@ LogicalResult cuda::lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp mm) {
   // A c only as cuBLASLt's bias (tx-gemm-bias: a row vector, beta 1, of
   // the bf16/f16 result's type).
   if (mm.getC()) {
-    std::optional<unsigned> bias = epilogueBiasSlot(ctx, mm, g);
+    // cuBLASLt's FP8 bias has D's type only for a bf16 or f16 D (an f32 D
+    // would take a bf16 bias: another layout than the IR's c).
+    std::optional<unsigned> bias;
+    if (g.dType == DType::BF16 || g.dType == DType::F16)
+      bias = epilogueBiasSlot(ctx, mm, g);
     if (!bias)
       return op->emitError("the GPU FP8 GEMM takes a c only as a bias: a 16-byte aligned row "
-                           "vector added with beta 1 to one matrix");
+                           "vector added with beta 1 to one matrix with a bf16 or f16 result");
     g.bias = static_cast<int>(*bias);
   }
   ctx.gemm(g, op);

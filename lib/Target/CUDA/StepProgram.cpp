@@ -90,6 +90,8 @@ void StepProgram::print(llvm::raw_ostream &os) const {
         os << " fast_accum";
       if (g->bias >= 0)
         os << " bias=" << g->bias;
+      if (g->alpha != 1.0f)
+        os << " alpha=" << g->alpha;
     } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
       os << "memset slot=" << m->slot << " value=" << m->value;
     } else if (auto *cp = std::get_if<CopyCmd>(&c.op)) {

@@ -53,26 +53,44 @@ std::optional<BiasAdd> matchBiasAdd(tx::AddOp add) {
   return std::nullopt;
 }
 
-/// Why a kernel of |sum|'s readers would absorb the add (the fold would
-/// then gain nothing), or "" when only library calls read it: layout ops
-/// (reshape, split, transpose, cast) pass the value on; tx.attention, its
-/// gradient and GEMMs take only what is in memory.
-std::string whyReadersAbsorbTheAdd(Value sum) {
-  llvm::SmallVector<Value> work{sum};
+/// Why a kernel would still read the sum, so that the add runs in it at no
+/// extra traffic and the fold gains nothing; "" when no kernel does: every
+/// path from the sum ends in a library call with nothing but views on the
+/// way. A reshape is a view everywhere. Before tx.attention and its
+/// gradient, a head split (split, transpose) is a strided view cuDNN reads
+/// (AttentionLayouts.cpp) and a cast back to the GEMM's element type
+/// cancels the widening one (AttentionCasts.cpp). Before a GEMM, only
+/// reshapes: a transpose the GEMM could read through its flag was folded
+/// by tx-gemm-normal-form already, so one that is left is a copy kernel,
+/// as is a split or a cast.
+std::string whyAKernelReadsTheSum(Value sum, Type gemmElement) {
+  // (value, whether a view only attention can take is on the path)
+  llvm::SmallVector<std::pair<Value, bool>> work{{sum, false}};
   bool anyLibraryCall = false;
+  auto name = [](Operation *op) { return "'" + op->getName().getStringRef().str() + "'"; };
   while (!work.empty()) {
-    Value v = work.pop_back_val();
+    auto [v, attentionViewsOnly] = work.pop_back_val();
     for (Operation *user : v.getUsers()) {
-      if (isa<tx::ReshapeOp, tx::SplitOp, tx::TransposeOp, tx::CastOp>(user)) {
-        llvm::append_range(work, user->getResults());
+      if (isa<tx::ReshapeOp>(user)) {
+        work.push_back({user->getResult(0), attentionViewsOnly});
         continue;
       }
-      if (isa<tx::AttentionOp, tx::AttentionGradOp, tx::BlasGemmOp>(user)) {
+      auto cast = dyn_cast<tx::CastOp>(user);
+      if (isa<tx::SplitOp, tx::TransposeOp>(user) ||
+          (cast && tensorType(cast.getResult()).getElementType() == gemmElement)) {
+        for (Value r : user->getResults())
+          work.push_back({r, true});
+        continue;
+      }
+      if (isa<tx::AttentionOp, tx::AttentionGradOp>(user) ||
+          (isa<tx::BlasGemmOp>(user) && !attentionViewsOnly)) {
         anyLibraryCall = true;
         continue;
       }
-      return "'" + user->getName().getStringRef().str() +
-             "' reads the sum (the add runs in its kernel)";
+      if (isa<tx::BlasGemmOp>(user))
+        return "a split, transpose or cast before a GEMM is a kernel that reads the sum "
+               "(the add runs in it)";
+      return name(user) + " reads the sum (the add runs in its kernel)";
     }
   }
   return anyLibraryCall ? "" : "no library call reads the sum";
@@ -106,7 +124,7 @@ std::string whyNotFolded(BiasAdd m) {
     return "the bias is not of the GEMM's element type";
   if (m.widen && !isa<FloatType>(biasType.getElementType()))
     return "the bias is not a float";
-  return whyReadersAbsorbTheAdd(m.add.getResult());
+  return whyAKernelReadsTheSum(m.add.getResult(), gemmElement);
 }
 
 void fold(BiasAdd m) {

@@ -24,10 +24,10 @@ struct GemmBiasResult {
 };
 
 /// Folds each row-vector bias added to a tx.blas_gemm's result (maybe after
-/// a widening cast) into the GEMM as its `c` (beta 1), where the add would
-/// otherwise be a kernel of its own: every reader of the sum reaches it
-/// through layout ops only (reshape, split, transpose, cast) and is a
-/// library call (tx.attention, its gradient, another GEMM).
+/// a cast) into the GEMM as its `c` (beta 1), where the add would otherwise
+/// be a kernel of its own: every reader of the sum is a library call
+/// reached through views only (reshapes; before tx.attention and its
+/// gradient also the head split and the cast back to the GEMM's type).
 GemmBiasResult foldBiasesIntoGemms(func::FuncOp func);
 
 } // namespace mlir::txopt::tx

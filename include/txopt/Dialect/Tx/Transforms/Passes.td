@@ -858,25 +858,30 @@ def GemmBiasPass : Pass<"tx-gemm-bias", "::mlir::func::FuncOp"> {
   let description = [{
     A linear layer's bias is a row vector added to its GEMM's result. Where
     the sum's readers compute with it, the add runs in their kernel at no
-    extra traffic. Where they only move it (reshape, split, transpose, cast)
-    into library calls (`tx.attention`, `tx.attention_grad`,
-    `tx.blas_gemm`), the add is a kernel of its own, reading and writing the
-    whole product (GPT-2's q/k/v projection before cuDNN's attention). This
+    extra traffic. Where only library calls read it through views, the add
+    is a kernel of its own, reading and writing the whole product (GPT-2's
+    q/k/v projection before cuDNN's attention). Views: reshapes; before
+    `tx.attention`/`tx.attention_grad` also the head split (split,
+    transpose: cuDNN's strides) and the cast back to the GEMM's type (it
+    cancels the widening cast); before a `tx.blas_gemm`, reshapes only. This
     pass folds such an add into the `tx.blas_gemm` as its `c` with beta 1,
     which the GPU lowering passes to cuBLASLt as the epilogue's bias:
 
     - `add(gemm, bias)` or `add(cast(gemm), bias)` (either order), `bias` a
       row vector (`[N]` or `[1, ..., N]`, N the GEMM's columns);
     - the GEMM has no `c`, its result (and the cast's) has no other reader;
-      an FP8 GEMM only with a bf16 or f16 result (cuBLASLt's FP8 bias rule);
+      an FP8 GEMM only with a bf16 or f16 result (cuBLASLt's FP8 bias rule)
+      and a `b` without batch dims;
     - the bias is rounded to the GEMM's type (bf16 under
       `--precision=bf16`) and the sum rounds once, as PyTorch's autocast
       `F.linear` does; in f32 the sum rounds once instead of twice.
 
-    Must not fire (a remark says why): a sum some reader computes with, a
-    GEMM already adding a `c`, a GEMM result read without the bias too, a
-    bias that is not a row vector over the columns. The GPU lowering runs
-    it after tx-gemm-normal-form.
+    Must not fire (a remark says why): a sum some reader computes with
+    (the function's result included), a split, transpose or cast before a
+    GEMM (a kernel that absorbs the add), a GEMM already adding a `c`, a
+    GEMM result (or its cast) read without the bias too, a bias that is not
+    a float row vector over the columns, the FP8 cases above. The GPU
+    lowering runs it after tx-gemm-normal-form.
 
     ```mlir
     %y = tx.blas_gemm %x, %w : tensor<64x128xbf16>, tensor<128x384xbf16> -> tensor<64x384xbf16>
