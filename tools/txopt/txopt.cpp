@@ -356,6 +356,7 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
                         st.attentions + st.collectives;
   summary.gpuModelFlops = st.modelFlops;
   summary.gpuAttentionCalls = st.attentions;
+  summary.gpuBiasEpilogues = st.biasEpilogues;
   summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;
   summary.gpuRematerializedBytes = st.rematerializedBytes;
   summary.gpuArenaBytes = gpuProgram.arenaBytes;
