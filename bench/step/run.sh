@@ -20,6 +20,10 @@
 #   fp8-lmhead puts the LM head's GEMMs in FP8 too; bf16-unfused leaves
 #   attention unfused (its scores in memory), for the time and peak memory
 #   the fused attention saves;
+#   any other name is an A/B variant: MODEL_NAME.txa and its .report.json
+#   put into DIR by hand (an older commit's bf16 artifact as
+#   gpt2_bf16-base.txa, say), run beside the others and checked against
+#   its base's peer (summarize.py);
 #   TXRUN_FLAGS
 #   adds flags to every txrun (e.g. --tune-gemms, for a comparison);
 #   PROFILES="bf16" (the default) names the txopt steps profiled per

@@ -10,6 +10,12 @@ Step time is the median over the steps after the first 5 (txopt: its
 per-step JSONL log, CUDA events around the replayed graph; PyTorch: CUDA
 events around forward, backward and optimizer). Ratios are tokens/s of the
 row over tokens/s of the peer named in the column.
+
+A txopt configuration not named in TOLERANCE (an A/B variant such as
+bf16-base: another artifact copied into DIR as MODEL_bf16-base.txa with its
+.report.json) is a row too, after the named ones, checked against the
+peer and tolerances of its base (the name before the first '-'); its first
+step time is "-" when prepare.sh did not compile it.
 """
 
 import json
@@ -53,6 +59,18 @@ def model_flops_per_token(shape):
     return 6 * n + 12 * layers * t * d
 
 
+def tolerance_of(precision):
+    """TOLERANCE's entry for |precision|, or its base's (bf16-base: bf16's)."""
+    return TOLERANCE.get(precision) or TOLERANCE.get(precision.split("-")[0])
+
+
+def variants_in(out, named):
+    """The txopt configurations run into |out| beyond the |named| ones."""
+    found = [f[len("txopt_"):-len(".jsonl")] for f in os.listdir(out)
+             if f.startswith("txopt_") and f.endswith(".jsonl")]
+    return sorted(p for p in found if p not in named and tolerance_of(p))
+
+
 def txopt_row(directory, out, model, precision, shape):
     log = os.path.join(out, f"txopt_{precision}.jsonl")
     if not os.path.exists(log):
@@ -62,8 +80,8 @@ def txopt_row(directory, out, model, precision, shape):
     text = open(os.path.join(out, f"txopt_{precision}.txt")).read()
     peak = re.search(r"peak device memory [\d.]+ MiB \((\d+) bytes", text)
     report = json.load(open(os.path.join(directory, f"{model}_{precision}.report.json")))
-    compile_s = next(r["compile_s"] for r in read_jsonl(os.path.join(directory, f"{model}.compile.jsonl"))
-                     if r["precision"] == precision)
+    compile_s = next((r["compile_s"] for r in read_jsonl(os.path.join(directory, f"{model}.compile.jsonl"))
+                      if r["precision"] == precision), None)
     first = json.load(open(os.path.join(out, f"txopt_{precision}_first.json")))
     window = shape["--batch"] * shape["--seq"]
     return {"system": "txopt", "config": f"txopt {precision}", "precision": precision,
@@ -71,7 +89,7 @@ def txopt_row(directory, out, model, precision, shape):
             "model_tflops": model_flops_per_token(shape) * window / (ms / 1e3) / 1e12,
             "peak_bytes": int(peak.group(1)) if peak else None,
             "launches": report.get("launches"),
-            "first_step_s": compile_s + first["first_step_run_s"],
+            "first_step_s": (compile_s + first["first_step_run_s"]) if compile_s is not None else None,
             "losses": [s["loss"] for s in steps]}
 
 
@@ -94,9 +112,10 @@ def main():
     directory, out, model = sys.argv[1:4]
     words = open(os.path.join(directory, f"{model}.shape")).read().split()
     shape = {k: int(v) for k, v in zip(words[::2], words[1::2])}
-    rows = [r for r in [txopt_row(directory, out, model, p, shape) for p in ("fp32", "bf16", "fp8", "fp8-cached",
-                                                                           "bf16-clip", "fp8-clip", "bf16-dp1",
-                                                                           "fp8-lmhead", "bf16-unfused", "fp8-fast")] +
+    named = ("fp32", "bf16", "fp8", "fp8-cached", "bf16-clip", "fp8-clip", "bf16-dp1",
+             "fp8-lmhead", "bf16-unfused", "fp8-fast")
+    rows = [r for r in [txopt_row(directory, out, model, p, shape)
+                        for p in named + tuple(variants_in(out, named))] +
             [torch_row(out, m, shape) for m in ("eager-fp32", "eager-bf16", "compile-bf16",
                                                 "eager-bf16-clip", "compile-bf16-clip")] if r]
     peers = {r["precision"]: r for r in rows if r["system"] == "pytorch"}
@@ -105,7 +124,7 @@ def main():
     for r in rows:
         if r["system"] != "txopt":
             continue
-        peer_mode, worst_tol, first_tol = TOLERANCE[r["precision"]]
+        peer_mode, worst_tol, first_tol = tolerance_of(r["precision"])
         peer = peers.get(peer_mode)
         if not peer:
             checks.append(f"{r['config']}: no {peer_mode} run to compare losses with")
@@ -132,14 +151,15 @@ def main():
         # A clipped step is compared with the clipped peers.
         clipped = "-clip" if r["precision"].endswith("-clip") else ""
         compiled = peers.get("compile-bf16" + clipped)
-        eager = peers.get("eager-fp32" if r["precision"] in ("fp32", "eager-fp32")
-                          else "eager-bf16" + clipped)
+        eager = peers.get("eager-fp32" if r["precision"].split("-")[0] == "fp32"
+                          or r["precision"] == "eager-fp32" else "eager-bf16" + clipped)
         ratio = f"{r['tok_per_s'] / compiled['tok_per_s']:.2f}x" if compiled else "-"
         vs_eager = f"{r['tok_per_s'] / eager['tok_per_s']:.2f}x" if eager else "-"
         peak = f"{r['peak_bytes'] / 2**30:.1f}" if r.get("peak_bytes") else "-"
+        first_step = f"{r['first_step_s']:.1f}" if r.get("first_step_s") is not None else "-"
         lines.append(f"| {r['config']} | {r['ms']:.1f} | {r['tok_per_s'] / 1e3:.1f}k | "
                      f"{r['model_tflops']:.0f} | {peak} | {r['launches']} | "
-                     f"{r['first_step_s']:.1f} | {ratio} | {vs_eager} |")
+                     f"{first_step} | {ratio} | {vs_eager} |")
     lines += ["", "Loss agreement (same weights, same token windows):"] + [f"- {c}" for c in checks]
     profile = os.path.join(out, "profile_bf16.json")
     copy = os.path.join(out, "copy_bandwidth.json")
