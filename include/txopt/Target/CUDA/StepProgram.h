@@ -207,9 +207,9 @@ struct StepStatistics {
   /// Stored forward values recomputed for the backward (tx-rematerialize)
   /// and their bytes, which no longer stay alive in between.
   unsigned rematerializedValues = 0;
+  uint64_t rematerializedBytes = 0;
   /// Bias adds the step's GEMMs do in cuBLASLt's epilogue (tx-gemm-bias).
   unsigned biasEpilogues = 0;
-  uint64_t rematerializedBytes = 0;
   uint64_t argumentBytes = 0; ///< parameters, state and batch
   uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments
   uint64_t unplannedBytes = 0; ///< every value in its own buffer, for comparison

@@ -39,6 +39,7 @@ struct BiasAdd {
   tx::AddOp add;
   tx::BlasGemmOp gemm;
   tx::CastOp widen; ///< the cast between them, or null
+  Value product;    ///< the add's operand that is the GEMM's result (or cast)
   Value bias;
 };
 
@@ -48,7 +49,7 @@ std::optional<BiasAdd> matchBiasAdd(tx::AddOp add) {
     tx::CastOp widen = product.getDefiningOp<tx::CastOp>();
     Value gemmResult = widen ? widen.getInput() : product;
     if (auto gemm = gemmResult.getDefiningOp<tx::BlasGemmOp>())
-      return BiasAdd{add, gemm, widen, bias};
+      return BiasAdd{add, gemm, widen, product, bias};
   }
   return std::nullopt;
 }
@@ -67,7 +68,6 @@ std::string whyAKernelReadsTheSum(Value sum, Type gemmElement) {
   // (value, whether a view only attention can take is on the path)
   llvm::SmallVector<std::pair<Value, bool>> work{{sum, false}};
   bool anyLibraryCall = false;
-  auto name = [](Operation *op) { return "'" + op->getName().getStringRef().str() + "'"; };
   while (!work.empty()) {
     auto [v, attentionViewsOnly] = work.pop_back_val();
     for (Operation *user : v.getUsers()) {
@@ -90,7 +90,8 @@ std::string whyAKernelReadsTheSum(Value sum, Type gemmElement) {
       if (isa<tx::BlasGemmOp>(user))
         return "a split, transpose or cast before a GEMM is a kernel that reads the sum "
                "(the add runs in it)";
-      return name(user) + " reads the sum (the add runs in its kernel)";
+      return "'" + user->getName().getStringRef().str() +
+             "' reads the sum (the add runs in its kernel)";
     }
   }
   return anyLibraryCall ? "" : "no library call reads the sum";
@@ -104,7 +105,7 @@ std::string whyNotFolded(BiasAdd m) {
   if (!gemm.getResult().hasOneUse() || (m.widen && !m.widen.getResult().hasOneUse()))
     return "the GEMM's result is read without the bias too";
   RankedTensorType sumType = tensorType(m.add.getResult());
-  RankedTensorType productType = tensorType(m.add->getOperand(m.bias == m.add.getRhs() ? 0 : 1));
+  RankedTensorType productType = tensorType(m.product);
   RankedTensorType gemmType = tensorType(gemm.getResult());
   RankedTensorType biasType = tensorType(m.bias);
   if (sumType != productType)
