@@ -59,6 +59,16 @@ void txopt::buildTrainPipeline(
     const std::optional<tx::UntieParametersPassOptions> &untie,
     const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights,
     int64_t bucketBytes) {
+  buildTrainPipelineFront(pm, fusion, step, fp8, untie);
+  buildTrainPipelineTail(pm, fp8.has_value(), dataParallelRanks, cacheFP8Weights,
+                         bucketBytes);
+}
+
+void txopt::buildTrainPipelineFront(
+    OpPassManager &pm, const DefaultPipelineOptions &fusion,
+    const tx::BuildTrainStepPassOptions &step,
+    const std::optional<tx::InsertFP8PassOptions> &fp8,
+    const std::optional<tx::UntieParametersPassOptions> &untie) {
   // Before fusion, while every op still carries its ONNX node's location.
   if (untie)
     pm.addPass(tx::createUntieParametersPass(*untie));
@@ -66,6 +76,12 @@ void txopt::buildTrainPipeline(
   pm.addPass(tx::createBuildTrainStepPass(step));
   if (fp8)
     pm.addPass(tx::createInsertFP8Pass(*fp8));
+}
+
+void txopt::buildTrainPipelineTail(
+    OpPassManager &pm, bool fp8, int64_t dataParallelRanks,
+    const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights,
+    int64_t bucketBytes) {
   // Before the cleanup, which could reshape the norm computation the pass
   // finds the gradients by.
   if (dataParallelRanks >= 1)

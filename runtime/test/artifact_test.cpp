@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "core/artifact.h"
+#include "core/session.h"
 #include "test_artifact.h"
 
 #include <gtest/gtest.h>
@@ -517,4 +518,89 @@ TEST(Artifact, RankStrideStaysInsideTheSource) {
   t.ranks = 0;
   t.copyRankStride = 128;
   expectRejected(t, "a per-rank copy (rank stride 128) in a step that is not data-parallel");
+}
+
+// Several rank counts in one artifact (txopt --data-parallel=2,4): the
+// root is the step for 2 ranks, a rank variant the step for 4; a run picks
+// its count's step and refuses any other count, naming those it holds.
+namespace {
+TestArtifact dataParallelStep(uint32_t ranks) {
+  TestArtifact t;
+  t.ranks = ranks;
+  t.withCollective = true; // reduce-scatter of 64 f32 into 64 / ranks
+  t.recvCount = 64 / ranks;
+  return t;
+}
+} // namespace
+
+TEST(Artifact, RankVariantsLoadAndOneIsSelected) {
+  TestArtifact t = dataParallelStep(2);
+  t.rankVariants = {{4, dataParallelStep(4).build()}};
+  std::unique_ptr<Artifact> artifact;
+  Status s = Artifact::fromBytes(t.build(), ".", artifact);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(artifact->rankCounts(), (std::vector<unsigned>{2, 4}));
+  EXPECT_EQ(artifact->root().ranks(), 2u);
+  EXPECT_EQ(rankCountMismatch(*artifact, 2, true), "");
+  artifact->selectRanks(4);
+  EXPECT_EQ(artifact->root().ranks(), 4u);
+  auto *collective = artifact->root().commands()->Get(4)->op_as_Collective();
+  ASSERT_NE(collective, nullptr);
+  EXPECT_EQ(collective->recv_count(), 16u);
+  EXPECT_EQ(rankCountMismatch(*artifact, 4, true), "");
+  // A count it does not hold leaves the selection as it was, and the
+  // mismatch names every count.
+  artifact->selectRanks(3);
+  EXPECT_EQ(artifact->root().ranks(), 4u);
+  EXPECT_EQ(rankCountMismatch(*artifact, 3, true),
+            "this step is data-parallel over 2 or 4 ranks, but 3 were started");
+  artifact->selectRanks(2);
+  EXPECT_EQ(artifact->root().ranks(), 2u);
+  EXPECT_EQ(artifact->rankCounts(), (std::vector<unsigned>{2, 4}));
+}
+
+TEST(Artifact, OneRankCountSuggestsCompilingForBoth) {
+  std::unique_ptr<Artifact> artifact;
+  ASSERT_TRUE(Artifact::fromBytes(dataParallelStep(2).build(), ".", artifact).ok());
+  EXPECT_EQ(artifact->rankCounts(), (std::vector<unsigned>{2}));
+  EXPECT_EQ(rankCountMismatch(*artifact, 4, true),
+            "this step is data-parallel over 2 ranks, but 4 were started (compile it "
+            "with txopt --train --data-parallel=2,4 for both counts in one artifact)");
+}
+
+TEST(Artifact, RankVariantsAreValidated) {
+  TestArtifact t = dataParallelStep(2);
+  t.rankVariants = {{4, dataParallelStep(4).build()}};
+  TestArtifact plain = t;
+  plain.ranks = 0;
+  plain.withCollective = false;
+  expectRejected(plain, "the artifact has rank variants, but its step is not data-parallel");
+  t.rankVariants = {{0, dataParallelStep(4).build()}};
+  expectRejected(t, "rank variant 0 (0 ranks): a rank count of 0");
+  t.rankVariants = {{2, dataParallelStep(2).build()}};
+  expectRejected(t, "rank variant 0 (2 ranks): a second step for 2 ranks");
+  t.rankVariants = {{4, dataParallelStep(4).build()}, {4, dataParallelStep(4).build()}};
+  expectRejected(t, "rank variant 1 (4 ranks): a second step for 4 ranks");
+  t.rankVariants = {{4, dataParallelStep(2).build()}};
+  expectRejected(t, "rank variant 0 (4 ranks): its step is for 2 ranks");
+  // The variant's own commands are checked like the root's.
+  TestArtifact wrongCounts = dataParallelStep(4);
+  wrongCounts.recvCount = 32;
+  t.rankVariants = {{4, wrongCounts.build()}};
+  expectRejected(t, "rank variant 0 (4 ranks): command 4 (origin '/reduce_scatter'): "
+                    "collective receives 32 elements, expected 16 over 4 ranks");
+  // Another file's identifier inside: the FlatBuffers verifier accepts it
+  // (nested buffers are verified without one), the loader does not.
+  std::vector<uint8_t> renamed = dataParallelStep(4).build();
+  std::memcpy(renamed.data() + 4, "XXXX", 4);
+  t.rankVariants = {{4, renamed}};
+  expectRejected(t, "rank variant 0 (4 ranks): not a txopt artifact or truncated: the file "
+                    "identifier is not 'TXA1'");
+  TestArtifact nested = dataParallelStep(4);
+  nested.rankVariants = {{8, dataParallelStep(8).build()}};
+  t.rankVariants = {{4, nested.build()}};
+  expectRejected(t, "rank variant 0 (4 ranks): it has rank variants of its own");
+  t.rankVariants = {{4, dataParallelStep(4).build()}};
+  t.variantMisalignment = 4;
+  expectRejected(t, "rank variant 0 (4 ranks): its bytes do not start at a 16-byte boundary");
 }

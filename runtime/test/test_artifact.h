@@ -87,6 +87,11 @@ struct TestArtifact {
   // (0: none), then a Join per entry of joinGroups.
   std::vector<uint32_t> collectiveAsyncGroups = {0};
   std::vector<uint32_t> joinGroups;
+  // Several rank counts (Artifact.rank_variants): each entry's rank count
+  // and bytes (another TestArtifact's build()), the bytes starting
+  // variantMisalignment bytes before a 16-byte boundary (0: on one).
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> rankVariants;
+  size_t variantMisalignment = 0;
 
   std::vector<uint8_t> build() const {
     flatbuffers::FlatBufferBuilder b;
@@ -192,13 +197,21 @@ struct TestArtifact {
       eval = fb::CreateFunction(b, b.CreateString("eval"), b.CreateVector(evalCommands),
                                 b.CreateVector(evalResultList));
     }
+    std::vector<flatbuffers::Offset<fb::RankVariant>> variants;
+    for (const auto &[count, bytes] : rankVariants) {
+      // The builder pads so that the last len - m bytes pushed end on a
+      // 16-byte boundary: the data then starts m bytes before one.
+      b.ForceVectorAlignment(bytes.size() - variantMisalignment, 1, 16);
+      variants.push_back(fb::CreateRankVariant(b, count, b.CreateVector(bytes)));
+    }
     auto root = fb::CreateArtifact(
         b, version, b.CreateString("txopt test"), b.CreateString(target), false,
         b.CreateString("{\"optimizer\": \"sgd\"}"), arena,
         b.CreateVectorOfStructs(slots), b.CreateVector(&image, 1),
         b.CreateVector(&kernel, 1), 0, b.CreateVector(args), b.CreateVector(results),
         b.CreateVector(commands), arena, 0, gradAccum, micro, eval, /*logits=*/0,
-        /*model_flops=*/0.0, /*state_init=*/0, ranks);
+        /*model_flops=*/0.0, /*state_init=*/0, ranks,
+        variants.empty() ? 0 : b.CreateVector(variants));
     fb::FinishArtifactBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }

@@ -35,6 +35,11 @@
 #  8. errors end with one line and no hang: two NCCL ranks on one GPU
 #     (NCCL refuses a duplicate device), a rank whose peer never starts
 #     (the rendezvous times out after --rank-timeout).
+#  9. one artifact for 1, 2 and 4 ranks (--data-parallel=1,2,4): each run
+#     picks the step for its count: 2 threads equal the 2-rank artifact to
+#     the bit, 4 threads the CPU executor's 4 simulated ranks within 1e-5
+#     (and must differ from 2 ranks), one NCCL rank the 1-rank artifact to
+#     the bit.
 # Exits non-zero if any failed.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -78,6 +83,10 @@ prepare)
   # The f32 GPU step keeps attention unfused: so does its CPU reference.
   "$txopt" "$model" --train "${clip[@]}" --data-parallel=2 --no-fuse=attention -q -o "$dir/dp2.mlir"
   "$root/build/bin/txopt-run" "$dir/dp2.mlir" --ranks 2 "${flags[@]}" --log "$dir/cpu-dp2.jsonl" > /dev/null
+  # One artifact for any of 1, 2 and 4 ranks, and the 4-rank reference.
+  "$txopt" "$model" --train "${clip[@]}" --data-parallel=1,2,4 -q -o "$dir/dp-any.txa"
+  "$txopt" "$model" --train "${clip[@]}" --data-parallel=4 --no-fuse=attention -q -o "$dir/dp4.mlir"
+  "$root/build/bin/txopt-run" "$dir/dp4.mlir" --ranks 4 "${flags[@]}" --log "$dir/cpu-dp4.jsonl" > /dev/null
   "$txopt" "$model" --train "${clip[@]}" --grad-accum=2 --data-parallel=2 --no-fuse=attention \
     -q -o "$dir/dp2-accum.mlir"
   "$root/build/bin/txopt-run" "$dir/dp2-accum.mlir" --ranks 2 "${flags[@]}" \
@@ -130,6 +139,24 @@ run)
   verdict "1 rank through NCCL vs 1 rank (threads), f32" \
     "$py" "$compare" "$dir/gpu-dp1-nccl.jsonl" "$dir/gpu-dp1-threads.jsonl" 1e-5
   grep -m1 "data-parallel:" "$dir/gpu-dp1-nccl.txt"
+  # One artifact, three rank counts: the run picks its count's step.
+  train dp2-threads-det "$txrun" "$dir/dp2.txa" --ranks 2 --deterministic
+  train any-2 "$txrun" "$dir/dp-any.txa" --ranks 2 --deterministic
+  train any-4 "$txrun" "$dir/dp-any.txa" --ranks 4
+  train dp1-nccl-det launched 0 1 29525 "$txrun" "$dir/dp1.txa" --deterministic
+  train any-1-nccl launched 0 1 29526 "$txrun" "$dir/dp-any.txa" --deterministic
+  verdict "one artifact for 1,2,4 ranks: 2 threads vs the 2-rank artifact, f32 (to the bit)" \
+    "$py" "$compare" "$dir/gpu-any-2.jsonl" "$dir/gpu-dp2-threads-det.jsonl" 0
+  verdict "one artifact for 1,2,4 ranks: 4 threads vs 4 simulated ranks (CPU executor), f32" \
+    "$py" "$compare" "$dir/gpu-any-4.jsonl" "$dir/cpu-dp4.jsonl" 1e-5
+  verdict "one artifact for 1,2,4 ranks: 1 NCCL rank vs the 1-rank artifact, f32 (to the bit)" \
+    "$py" "$compare" "$dir/gpu-any-1-nccl.jsonl" "$dir/gpu-dp1-nccl-det.jsonl" 0
+  if "$py" "$compare" "$dir/gpu-any-4.jsonl" "$dir/cpu-dp2.jsonl" 1e-3 > /dev/null 2>&1; then
+    echo "FAIL negative control: 4 ranks indistinguishable from 2"; status=1
+  else
+    echo "PASS negative control: 4 ranks differ from 2 beyond 1e-3"
+  fi
+  grep -m1 "data-parallel:" "$dir/gpu-any-4.txt"
   # Buckets beside the backward change where the collectives run, not what
   # they compute: the same bits as the step without, replayed as a CUDA
   # graph (two streams captured) and run directly.

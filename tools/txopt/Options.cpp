@@ -9,6 +9,7 @@
 #include "Options.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
 
 #include <cerrno>
@@ -87,6 +88,11 @@ OPTIONS:
                           txopt-run --ranks=N, or on the GPU under a
                           launcher (txrun: NCCL) or as txrun --ranks=N
                           threads. N=1 keeps the collectives.
+  --data-parallel=N1,N2,...
+                          With -o step.txa: one artifact holding the step
+                          for each rank count; txrun runs the one for the
+                          ranks it was started with (--gpu-plan, --gpu-
+                          kernels and --gpu-ptx show the smallest count's).
   --bucket-mb=X           With --data-parallel: reduce-scatter the gradients
                           in buckets of X MiB (default 25) as the backward
                           completes them, beside the backward on the GPU;
@@ -263,13 +269,25 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
     return true;
   }
   if (takeValue(argc, argv, i, "data-parallel", value, error)) {
-    char *end = nullptr;
-    errno = 0;
-    long long n = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || errno || *end || n < 1 || n > 4096)
-      error = "bad --data-parallel '" + value +
-              "' (expected a rank count in 1..4096)";
-    options.dataParallel = n;
+    // One rank count, or a comma-separated list of them (one artifact that
+    // runs on any of them).
+    options.dataParallelRanks.clear();
+    for (llvm::StringRef item : llvm::split(llvm::StringRef(value), ',')) {
+      long long n = 0;
+      if (item.getAsInteger(10, n) || n < 1 || n > 4096) {
+        error = "bad --data-parallel '" + value +
+                "' (expected a rank count in 1..4096, or a comma-separated list of them)";
+        return true;
+      }
+      if (llvm::is_contained(options.dataParallelRanks, n)) {
+        error = "bad --data-parallel '" + value + "': rank count " +
+                std::to_string(n) + " is listed twice";
+        return true;
+      }
+      options.dataParallelRanks.push_back(n);
+    }
+    llvm::sort(options.dataParallelRanks);
+    options.dataParallel = options.dataParallelRanks.front();
     options.trainFlags.push_back(flag);
     return true;
   }
@@ -461,6 +479,12 @@ static bool checkCombinations(const Options &options, std::string &error) {
   if (options.train && options.emit == EmitKind::Imported) {
     error = "--train and --emit=tx exclude each other (the step is built "
             "after the fusions)";
+    return false;
+  }
+  if (options.dataParallelRanks.size() > 1 && !options.emitsArtifact()) {
+    error = "--data-parallel with several rank counts needs a GPU artifact "
+            "(-o step.txa); the IR holds the step for one rank count "
+            "(txopt-run --ranks N runs the step compiled for N)";
     return false;
   }
   if (options.emitsArtifact() && !options.train) {

@@ -54,8 +54,13 @@ struct Options {
   double gradClip = 0.0;
   /// --grad-accum N: micro-batches per optimizer step (1: none).
   int64_t gradAccum = 1;
-  /// --data-parallel N: a ZeRO-1 step for N ranks (1: a plain step).
+  /// --data-parallel N: a ZeRO-1 step for N ranks (1: the collectives
+  /// kept over one rank); with a list N1,N2,...: the smallest count (the
+  /// artifact's root step).
   int64_t dataParallel = 0; ///< 0: a plain step (no --data-parallel)
+  /// --data-parallel's rank counts, ascending, without repeats (one count
+  /// unless a list was given; a list makes one artifact for every count).
+  std::vector<int64_t> dataParallelRanks;
   /// --bucket-mb X: gradient bytes per data-parallel bucket (0: the
   /// reduce-scatters stay after the backward).
   int64_t bucketBytes = 25 * 1024 * 1024;

@@ -288,6 +288,14 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
     report["gemm_bias_epilogues"] = summary.gpuBiasEpilogues;
     report["model_flops"] = summary.gpuModelFlops;
     report["gpu"] = summary.gpu;
+    if (!summary.gpuRankVariants.empty()) {
+      llvm::json::Array variants;
+      for (const CompileSummary::RankVariant &v : summary.gpuRankVariants)
+        variants.push_back(llvm::json::Object{{"ranks", v.ranks},
+                                              {"arena_bytes", v.arenaBytes},
+                                              {"launches", v.launches}});
+      report["rank_variants"] = std::move(variants);
+    }
   }
   {
     const PrecisionSummary &p = summary.precision;

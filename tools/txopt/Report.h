@@ -104,6 +104,14 @@ struct CompileSummary {
   int64_t gpuAttentionBytesAvoided = 0; ///< scores/probabilities not stored
   int64_t gpuRematerializedBytes = 0;   ///< recomputed for the backward
   double gpuModelFlops = 0;             ///< per optimizer step (StepStatistics)
+  /// --data-parallel with several counts: each other count's step in the
+  /// same artifact (the numbers above are the smallest count's).
+  struct RankVariant {
+    int64_t ranks = 0;
+    int64_t arenaBytes = 0;
+    int64_t launches = 0;
+  };
+  std::vector<RankVariant> gpuRankVariants;
 };
 
 /// Counts the ops of |module| by name (func.func and the module excluded).

@@ -106,9 +106,15 @@ llvm::Error writeAtomically(llvm::StringRef path,
 
 /// Lowers the training step of |module| for the GPU and writes step.txa
 /// (plus the plan and kernels when asked). Returns an error message or "".
-std::string writeGPUArtifact(ModuleOp module, const Options &options,
-                             DiagnosticCollector &collector,
-                             mlir::txopt::cuda::StepProgram &program) {
+/// Lowers the training step of |module| for the GPU into |program| and
+/// serializes it, with |variants| (the step for other rank counts), into
+/// |bytes|. |debugOutputs|: also writes --gpu-plan, --gpu-kernels and
+/// --gpu-ptx (of the root step only). Returns an error or "".
+std::string compileGPUStep(ModuleOp module, const Options &options,
+                           DiagnosticCollector &collector, bool debugOutputs,
+                           mlir::txopt::cuda::StepProgram &program,
+                           llvm::ArrayRef<mlir::txopt::cuda::RankVariantBytes> variants,
+                           std::vector<uint8_t> &bytes, bool &hasCubins) {
   namespace cuda = mlir::txopt::cuda;
   func::FuncOp step;
   module.walk([&](func::FuncOp f) {
@@ -123,12 +129,12 @@ std::string writeGPUArtifact(ModuleOp module, const Options &options,
   if (failed(cuda::lowerStepForGPU(module, step, gpuOptions, program)))
     return collector.firstError().empty() ? "GPU lowering failed"
                                           : collector.firstError();
-  if (options.gpuKernelsPath)
+  if (debugOutputs && options.gpuKernelsPath)
     if (llvm::Error err = writeAtomically(*options.gpuKernelsPath, [&](llvm::raw_ostream &os) {
           program.kernels->print(os);
         }))
       return "cannot write '" + *options.gpuKernelsPath + "': " + llvm::toString(std::move(err));
-  if (options.gpuPlanPath)
+  if (debugOutputs && options.gpuPlanPath)
     if (llvm::Error err = writeAtomically(*options.gpuPlanPath, [&](llvm::raw_ostream &os) {
           program.print(os);
         }))
@@ -137,19 +143,52 @@ std::string writeGPUArtifact(ModuleOp module, const Options &options,
   std::string error;
   if (failed(cuda::compileKernels(program, images, error)))
     return error;
-  if (options.gpuPtxPath)
+  if (debugOutputs && options.gpuPtxPath)
     if (llvm::Error err = writeAtomically(*options.gpuPtxPath, [&](llvm::raw_ostream &os) {
           os << images.allPtx();
         }))
       return "cannot write '" + *options.gpuPtxPath + "': " + llvm::toString(std::move(err));
+  if (failed(cuda::writeArtifact(program, images, bytes, error, variants)))
+    return error;
+  hasCubins = images.hasCubins();
+  return "";
+}
+
+/// Compiles |module|'s training step for the GPU into |program| and writes
+/// the artifact; each of |rankVariants| (the step for another rank count,
+/// --data-parallel=2,4,8) is compiled into it too, and described in
+/// |summary|. Returns an error or "".
+std::string writeGPUArtifact(ModuleOp module,
+                             llvm::ArrayRef<OwningOpRef<ModuleOp>> rankVariants,
+                             const Options &options, DiagnosticCollector &collector,
+                             mlir::txopt::cuda::StepProgram &program,
+                             CompileSummary &summary) {
+  namespace cuda = mlir::txopt::cuda;
+  bool hasCubins = false;
+  std::vector<cuda::RankVariantBytes> variants(rankVariants.size());
+  for (size_t i = 0; i < rankVariants.size(); ++i) {
+    cuda::StepProgram variantProgram;
+    variants[i].ranks = options.dataParallelRanks[i + 1];
+    if (std::string error = compileGPUStep(rankVariants[i].get(), options, collector,
+                                           /*debugOutputs=*/false, variantProgram, {},
+                                           variants[i].bytes, hasCubins);
+        !error.empty())
+      return "the step for " + std::to_string(variants[i].ranks) + " ranks: " + error;
+    const auto &st = variantProgram.stats;
+    summary.gpuRankVariants.push_back(
+        {variants[i].ranks, static_cast<int64_t>(variantProgram.arenaBytes),
+         st.launches + st.gemms + st.memsets + st.copies + st.attentions + st.collectives});
+  }
   std::vector<uint8_t> bytes;
-  if (failed(cuda::writeArtifact(program, images, bytes, error)))
+  if (std::string error = compileGPUStep(module, options, collector, /*debugOutputs=*/true,
+                                         program, variants, bytes, hasCubins);
+      !error.empty())
     return error;
   if (llvm::Error err = writeAtomically(options.output, [&](llvm::raw_ostream &os) {
         os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
       }))
     return "cannot write '" + options.output + "': " + llvm::toString(std::move(err));
-  if (!images.hasCubins())
+  if (!hasCubins)
     llvm::errs() << "txopt: warning: ptxas not found (no CUDA toolkit): the "
                     "artifact carries PTX, which the driver compiles at load\n";
   return "";
@@ -263,25 +302,33 @@ void setPipelineOptions(const Options &options, CompileSummary &summary,
 /// the training pipeline, on |module|. Returns an error or "".
 std::string runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
                         DiagnosticCollector &collector, CompileSummary &summary,
-                        bool &f32GpuAttentionUnfused) {
+                        bool &f32GpuAttentionUnfused,
+                        std::vector<OwningOpRef<ModuleOp>> &rankVariants) {
   PassManager pm(&context);
   txopt::DefaultPipelineOptions pipeline;
   setPipelineOptions(options, summary, f32GpuAttentionUnfused, pipeline);
-  if (options.train) {
-    std::optional<mlir::txopt::tx::CacheFP8WeightsPassOptions> cache;
-    if (options.precision == "fp8" && options.fp8Scaling == "delayed" &&
-        options.fp8WeightCache == "on") {
-      cache.emplace();
-      cache->explain = false;
-    }
+  std::optional<mlir::txopt::tx::CacheFP8WeightsPassOptions> cache;
+  if (options.train && options.precision == "fp8" && options.fp8Scaling == "delayed" &&
+      options.fp8WeightCache == "on") {
+    cache.emplace();
+    cache->explain = false;
+  }
+  // Several rank counts: the part of the pipeline that does not depend on
+  // the count runs once, the rest once per count (below).
+  bool severalRankCounts = options.dataParallelRanks.size() > 1;
+  if (options.train && severalRankCounts) {
+    txopt::buildTrainPipelineFront(pm, pipeline, trainStepOptions(options),
+                                   fp8Options(options), std::nullopt);
+  } else if (options.train) {
     txopt::buildTrainPipeline(pm, pipeline, trainStepOptions(options), fp8Options(options),
                               options.dataParallel, std::nullopt, cache,
                               options.bucketBytes);
-    // The step is built for one GPU architecture: record it in the IR.
-    module->setAttr("tx.target", StringAttr::get(&context, options.target));
   } else {
     txopt::buildDefaultPipeline(pm, pipeline);
   }
+  // The step is built for one GPU architecture: record it in the IR.
+  if (options.train)
+    module->setAttr("tx.target", StringAttr::get(&context, options.target));
   if (options.fuseNorms)
     summary.fusionsRun.push_back("norms");
   if (options.fuseOptimizer)
@@ -291,6 +338,28 @@ std::string runPipeline(MLIRContext &context, ModuleOp module, const Options &op
   if (failed(pm.run(module)))
     return collector.firstError().empty() ? "the default pipeline failed"
                                           : collector.firstError();
+  if (!(options.train && severalRankCounts))
+    return "";
+  // |module| becomes the step for the smallest count, a copy of it the
+  // step for each other count.
+  for (size_t i = 1; i < options.dataParallelRanks.size(); ++i)
+    rankVariants.push_back(module.clone());
+  auto runTail = [&](ModuleOp m, int64_t ranks) -> std::string {
+    PassManager tail(&context);
+    txopt::buildTrainPipelineTail(tail, options.precision == "fp8", ranks, cache,
+                                  options.bucketBytes);
+    if (succeeded(tail.run(m)))
+      return "";
+    std::string error = collector.firstError().empty() ? "the training pipeline failed"
+                                                       : collector.firstError();
+    return "the step for " + std::to_string(ranks) + " ranks: " + error;
+  };
+  if (std::string error = runTail(module, options.dataParallelRanks.front()); !error.empty())
+    return error;
+  for (size_t i = 0; i < rankVariants.size(); ++i)
+    if (std::string error = runTail(rankVariants[i].get(), options.dataParallelRanks[i + 1]);
+        !error.empty())
+      return error;
   return "";
 }
 
@@ -346,6 +415,11 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
     summary.gpu += llvm::formatv(", {0} of them beside the backward in {1} group{2}",
                                  st.asyncCollectives, st.asyncGroups,
                                  st.asyncGroups == 1 ? "" : "s");
+  // The other rank counts' steps in the same artifact: what each costs.
+  for (const CompileSummary::RankVariant &v : summary.gpuRankVariants)
+    summary.gpu += llvm::formatv("; also the step for {0} ranks (arena {1:F1} MB, "
+                                 "{2} launches)",
+                                 v.ranks, v.arenaBytes / 1e6, v.launches);
   // The functions beside the step run on their own; their sizes say what
   // validation and sampling cost per call.
   for (const auto *f : {&gpuProgram.microStep, &gpuProgram.evaluation, &gpuProgram.logits})
@@ -364,12 +438,13 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
 
 /// Writes what --emit asks for: the GPU artifact, or the IR. Returns an
 /// error or "".
-std::string writeOutput(ModuleOp module, const Options &options,
-                        DiagnosticCollector &collector, bool f32GpuAttentionUnfused,
-                        CompileSummary &summary) {
+std::string writeOutput(ModuleOp module, llvm::ArrayRef<OwningOpRef<ModuleOp>> rankVariants,
+                        const Options &options, DiagnosticCollector &collector,
+                        bool f32GpuAttentionUnfused, CompileSummary &summary) {
   if (options.emitsArtifact()) {
     mlir::txopt::cuda::StepProgram gpuProgram;
-    std::string gpuError = writeGPUArtifact(module, options, collector, gpuProgram);
+    std::string gpuError =
+        writeGPUArtifact(module, rankVariants, options, collector, gpuProgram, summary);
     if (!gpuError.empty())
       return gpuError;
     summarizeGPUProgram(gpuProgram, f32GpuAttentionUnfused, summary);
@@ -460,18 +535,23 @@ static int runMain(int argc, char **argv) {
     return fail(kUsageError, bad);
 
   bool f32GpuAttentionUnfused = false;
+  std::vector<OwningOpRef<ModuleOp>> rankVariants;
   if (options.emit == EmitKind::Fused)
     if (std::string err = runPipeline(context, *module, options, collector, summary,
-                                      f32GpuAttentionUnfused);
+                                      f32GpuAttentionUnfused, rankVariants);
         !err.empty())
       return fail(kCompileError, err);
   if (failed(verify(*module)))
     return fail(kCompileError, "internal error: invalid IR after compilation: " +
                                    collector.firstError());
+  for (OwningOpRef<ModuleOp> &variant : rankVariants)
+    if (failed(verify(*variant)))
+      return fail(kCompileError, "internal error: invalid IR after compilation: " +
+                                     collector.firstError());
 
   summarizeModule(*module, options, collector, summary);
-  if (std::string err =
-          writeOutput(*module, options, collector, f32GpuAttentionUnfused, summary);
+  if (std::string err = writeOutput(*module, rankVariants, options, collector,
+                                    f32GpuAttentionUnfused, summary);
       !err.empty())
     return fail(kCompileError, err);
 

@@ -81,6 +81,22 @@ void buildTrainPipeline(
     const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights = std::nullopt,
     int64_t bucketBytes = kDefaultBucketBytes);
 
+/// The two halves of buildTrainPipeline, for a driver that builds one step
+/// for several rank counts (txopt --data-parallel=2,4,8): the rank-count
+/// independent part (untie, the default pipeline, tx-build-train-step,
+/// tx-insert-fp8) runs once, and the rest, from tx-data-parallel on, once
+/// per rank count on a copy of its result. Together they append exactly
+/// what buildTrainPipeline does.
+void buildTrainPipelineFront(
+    OpPassManager &pm, const DefaultPipelineOptions &fusion,
+    const tx::BuildTrainStepPassOptions &step,
+    const std::optional<tx::InsertFP8PassOptions> &fp8,
+    const std::optional<tx::UntieParametersPassOptions> &untie);
+void buildTrainPipelineTail(
+    OpPassManager &pm, bool fp8, int64_t dataParallelRanks,
+    const std::optional<tx::CacheFP8WeightsPassOptions> &cacheFP8Weights,
+    int64_t bucketBytes);
+
 /// Registers `txopt-default` (and `txopt-train`, TrainPipeline.h) for
 /// txopt-opt and mlir-opt plugins.
 void registerTxoptPipelines();

@@ -207,7 +207,8 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
 LogicalResult cuda::writeArtifact(const StepProgram &program,
                                   const KernelImages &images,
                                   std::vector<uint8_t> &bytes,
-                                  std::string &error) {
+                                  std::string &error,
+                                  llvm::ArrayRef<RankVariantBytes> variants) {
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   std::vector<fb::Slot> slots;
   // A scalar between the 256-byte boundaries: an entry of packed FP8 state.
@@ -266,6 +267,18 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
   flatbuffers::Offset<fb::Function> logits = writeFunction(program.logits);
   flatbuffers::Offset<fb::Function> stateInit = writeFunction(program.stateInit);
 
+  // Each variant is a whole artifact read in place: its bytes start at a
+  // 16-byte boundary (the builder's buffer is aligned to its largest
+  // scalar, 8 bytes, and the runtime's copy of the file to 16), so its
+  // scalars are as aligned as the root's.
+  std::vector<flatbuffers::Offset<fb::RankVariant>> variantList;
+  for (const RankVariantBytes &variant : variants) {
+    fbb.ForceVectorAlignment(variant.bytes.size(), sizeof(uint8_t), 16);
+    auto nested = fbb.CreateVector(variant.bytes);
+    variantList.push_back(
+        fb::CreateRankVariant(fbb, static_cast<uint32_t>(variant.ranks), nested));
+  }
+
   auto artifact = fb::CreateArtifact(
       fbb,
       // An older runtime would skip the collectives and copy rank 0's
@@ -287,7 +300,8 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       fbb.CreateVector(arguments), results, commands, program.arenaBytes,
       program.weightsDir.empty() ? 0 : fbb.CreateString(program.weightsDir),
       static_cast<uint32_t>(program.gradAccum), microStep, evaluation, logits,
-      program.stats.modelFlops, stateInit, static_cast<uint32_t>(program.ranks));
+      program.stats.modelFlops, stateInit, static_cast<uint32_t>(program.ranks),
+      variantList.empty() ? 0 : fbb.CreateVector(variantList));
   fbb.Finish(artifact, fb::ArtifactIdentifier());
   bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   if (bytes.empty()) {

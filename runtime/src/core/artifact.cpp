@@ -11,6 +11,8 @@
 #include "core/dtype.h"
 #include "txrt/artifact_format.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -84,6 +86,7 @@ Status Artifact::fromBytes(std::vector<uint8_t> bytes, std::string directory,
   artifact->directory_ = std::move(directory);
   artifact->root_ = fb::GetArtifact(artifact->bytes_.data());
   TXRT_RETURN_IF_ERROR(validateArtifact(*artifact->root_));
+  TXRT_RETURN_IF_ERROR(validateRankVariants(*artifact->root_));
   out = std::move(artifact);
   return Status();
 }
@@ -101,6 +104,71 @@ Status Artifact::loadFile(const std::string &path, std::unique_ptr<Artifact> &ou
   if (directory.empty())
     directory = "/";
   return fromBytes(std::move(bytes), directory, out).withContext(path);
+}
+
+Status validateRankVariants(const fb::Artifact &artifact) {
+  const auto *variants = artifact.rank_variants();
+  if (!variants || variants->size() == 0)
+    return Status();
+  if (artifact.ranks() == 0)
+    return Status::invalid("the artifact has rank variants, but its step is not "
+                           "data-parallel (ranks 0)");
+  std::vector<unsigned> seen{artifact.ranks()};
+  for (unsigned i = 0; i < variants->size(); ++i) {
+    const fb::RankVariant *v = variants->Get(i);
+    std::string where = "rank variant " + std::to_string(i) + " (" +
+                        std::to_string(v->ranks()) + " ranks)";
+    if (v->ranks() == 0)
+      return Status::invalid(where + ": a rank count of 0");
+    for (unsigned count : seen)
+      if (count == v->ranks())
+        return Status::invalid(where + ": a second step for " + std::to_string(count) +
+                               " ranks");
+    seen.push_back(v->ranks());
+    const flatbuffers::Vector<uint8_t> *bytes = v->artifact();
+    if (!bytes)
+      return Status::invalid(where + ": no artifact");
+    // Read in place: its scalars are only as aligned as its first byte.
+    if (reinterpret_cast<uintptr_t>(bytes->data()) % 16 != 0)
+      return Status::invalid(where + ": its bytes do not start at a 16-byte boundary");
+    TXRT_RETURN_IF_ERROR(verifyArtifactBytes(bytes->data(), bytes->size()).withContext(where));
+    const fb::Artifact *step = fb::GetArtifact(bytes->data());
+    if (step->ranks() != v->ranks())
+      return Status::invalid(where + ": its step is for " + std::to_string(step->ranks()) +
+                             " ranks");
+    if (step->rank_variants() && step->rank_variants()->size() > 0)
+      return Status::invalid(where + ": it has rank variants of its own");
+    TXRT_RETURN_IF_ERROR(validateArtifact(*step).withContext(where));
+  }
+  return Status();
+}
+
+std::vector<unsigned> Artifact::rankCounts() const {
+  // The root as loaded: after selectRanks the variants are still the
+  // file root's.
+  const fb::Artifact *file = fb::GetArtifact(bytes_.data());
+  std::vector<unsigned> counts;
+  if (file->ranks() > 0)
+    counts.push_back(file->ranks());
+  for (unsigned i = 0; i < sizeOf(file->rank_variants()); ++i)
+    counts.push_back(file->rank_variants()->Get(i)->ranks());
+  std::sort(counts.begin(), counts.end());
+  return counts;
+}
+
+void Artifact::selectRanks(unsigned ranks) {
+  const fb::Artifact *file = fb::GetArtifact(bytes_.data());
+  if (file->ranks() == ranks) {
+    root_ = file;
+    return;
+  }
+  for (unsigned i = 0; i < sizeOf(file->rank_variants()); ++i) {
+    const fb::RankVariant *v = file->rank_variants()->Get(i);
+    if (v->ranks() == ranks) {
+      root_ = fb::GetArtifact(v->artifact()->data());
+      return;
+    }
+  }
 }
 
 int Artifact::findArgument(const std::string &name) const {

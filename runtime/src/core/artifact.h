@@ -45,6 +45,15 @@ public:
   /// "command 12 (origin 'x')" for messages.
   std::string describeCommand(unsigned index) const;
 
+  /// The rank counts this artifact holds a step for, ascending: the root
+  /// step's and each rank variant's (txopt --data-parallel=2,4,8); empty
+  /// for a plain step.
+  std::vector<unsigned> rankCounts() const;
+  /// Makes the step for |ranks| ranks the root when a rank variant holds
+  /// it; otherwise changes nothing (rankCountMismatch then says why the
+  /// run cannot start). Call before anything reads the root.
+  void selectRanks(unsigned ranks);
+
 private:
   std::vector<uint8_t> bytes_;
   std::string directory_;
@@ -62,6 +71,10 @@ bool shapeElements(const flatbuffers::Vector<int64_t> *shape, uint64_t &out);
 Status verifyArtifactBytes(const uint8_t *data, size_t size);
 /// Checks every index and size of a verified artifact.
 Status validateArtifact(const fb::Artifact &artifact);
+/// Checks the rank variants of a verified, validated artifact: each a
+/// whole artifact (verified and validated like the root) for a rank count
+/// of its own, aligned for its scalars, with no variants of its own.
+Status validateRankVariants(const fb::Artifact &artifact);
 
 } // namespace txrt
 

@@ -246,10 +246,11 @@ struct Session::LaunchPlan {
 };
 
 /// Why |artifact| cannot run as |size| ranks (with a communicator or not),
-/// or "": a data-parallel step needs exactly its rank count, a plain step
-/// one rank. Session::create refuses such a run; txrun asks first, before
-/// any device, rendezvous or NCCL setup.
-std::string rankCountMismatch(const fb::Artifact &artifact, int size, bool hasCommunicator);
+/// or "": a data-parallel step needs exactly its rank count (after
+/// Artifact::selectRanks(size), which picks the step for it among several),
+/// a plain step one rank. Session::create refuses such a run; txrun asks
+/// first, before any device, rendezvous or NCCL setup.
+std::string rankCountMismatch(const Artifact &artifact, int size, bool hasCommunicator);
 
 /// "sm_90" -> 9, 0 (also "sm_90a", "sm_100"). False when unparsable.
 bool parseSmTarget(const std::string &target, int &major, int &minor);

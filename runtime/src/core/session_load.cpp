@@ -117,29 +117,47 @@ Status Session::load(const SessionOptions &options) {
   return sampleMemory();
 }
 
-std::string rankCountMismatch(const fb::Artifact &artifact, int size, bool hasCommunicator) {
-  unsigned stepRanks = artifact.ranks();
+/// "2", "2 or 4", "2, 4 or 8".
+static std::string listCounts(const std::vector<unsigned> &counts) {
+  std::string list;
+  for (size_t i = 0; i < counts.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == counts.size() ? " or " : ", ") + std::to_string(counts[i]);
+  return list;
+}
+
+std::string rankCountMismatch(const Artifact &artifact, int size, bool hasCommunicator) {
+  unsigned stepRanks = artifact.root().ranks();
+  std::vector<unsigned> counts = artifact.rankCounts();
   if (stepRanks == 0 && size > 1)
     return "this step is not data-parallel, but " + std::to_string(size) +
            " ranks were started: compile it with txopt --train --data-parallel=" +
            std::to_string(size);
+  // The counts the artifact holds, as txopt was given them.
+  std::string flag;
+  for (unsigned count : counts)
+    flag += (flag.empty() ? "" : ",") + std::to_string(count);
   if (stepRanks > 0 && size == 1 && !hasCommunicator)
-    return "this step is data-parallel over " + std::to_string(stepRanks) +
-           " ranks (txopt --data-parallel=" + std::to_string(stepRanks) +
-           "): start " + std::to_string(stepRanks) +
-           " processes under a launcher (torchrun-style RANK, WORLD_SIZE, "
+    return "this step is data-parallel over " + listCounts(counts) +
+           " ranks (txopt --data-parallel=" + flag + "): start " +
+           std::to_string(stepRanks) + (stepRanks == 1 ? " process" : " processes") +
+           " under a launcher (torchrun-style RANK, WORLD_SIZE, "
            "LOCAL_RANK, MASTER_ADDR, MASTER_PORT, or mpirun), or run them as "
            "threads on one GPU with txrun --ranks " + std::to_string(stepRanks);
   if (stepRanks > 0 && static_cast<unsigned>(size) != stepRanks)
-    return "this step is data-parallel over " + std::to_string(stepRanks) +
-           " ranks, but " + std::to_string(size) + " were started";
+    return "this step is data-parallel over " + listCounts(counts) + " ranks, but " +
+           std::to_string(size) + " were started" +
+           (counts.size() > 1 ? ""
+                              : " (compile it with txopt --train --data-parallel=" +
+                                    std::to_string(std::min<unsigned>(stepRanks, size)) + "," +
+                                    std::to_string(std::max<unsigned>(stepRanks, size)) +
+                                    " for both counts in one artifact)");
   return "";
 }
 
 Status Session::checkCommunicator(const SessionOptions &options) {
   const hal::Communicator *comm = options.communicator.get();
   if (std::string mismatch =
-          rankCountMismatch(artifact_->root(), comm ? comm->size() : 1, comm != nullptr);
+          rankCountMismatch(*artifact_, comm ? comm->size() : 1, comm != nullptr);
       !mismatch.empty())
     return Status::invalid(mismatch);
   if (artifact_->root().ranks() == 0)

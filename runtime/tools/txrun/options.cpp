@@ -121,6 +121,9 @@ OPTIONS:
                        device, exchanging through host memory in rank
                        order (a check of the sharded step on one GPU; no
                        CUDA graph). Rank 0 prints and writes outputs.
+                       An artifact compiled for several counts
+                       (--data-parallel=1,2,4) runs the step for N; so
+                       does one under a launcher, for WORLD_SIZE.
   --rank-timeout S     How long a rank waits for the others (NCCL setup,
                        the id's rendezvous, a threads' exchange) before it
                        stops with a message naming who is missing

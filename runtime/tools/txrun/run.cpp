@@ -164,11 +164,14 @@ std::optional<int> TrainingRun::loadArtifact() {
   std::unique_ptr<Artifact> loaded;
   if (Status s = Artifact::loadFile(o.artifact, loaded); !s.ok())
     return fail(kRunError, s.message());
+  // The step for this run's rank count (an artifact may hold several),
+  // before any device is touched (every rank finds the same; rank 0 says
+  // why it cannot run).
+  loaded->selectRanks(static_cast<unsigned>(ranks.size));
   artifact = std::move(loaded);
   root = &artifact->root();
-  // The rank count, before any device is touched (every rank finds the
-  // same; rank 0 says it).
-  std::string mismatch = rankCountMismatch(*root, ranks.size, ranks.communicator != nullptr);
+  std::string mismatch =
+      rankCountMismatch(*artifact, ranks.size, ranks.communicator != nullptr);
   if (!mismatch.empty())
     return ranks.rank == 0 ? fail(kRunError, mismatch) : kRunError;
   return std::nullopt;
@@ -813,12 +816,13 @@ static int runLaunched(const Options &o, const LaunchEnvironment &env) {
   std::unique_ptr<Artifact> artifact;
   if (Status s = Artifact::loadFile(o.artifact, artifact); !s.ok())
     return fail(kRunError, s.message());
+  artifact->selectRanks(static_cast<unsigned>(env.worldSize));
   if (artifact->root().ranks() == 0 && env.worldSize == 1) {
     Options options = o;
     options.device = env.localRank;
     return TrainingRun(options).run();
   }
-  if (std::string mismatch = rankCountMismatch(artifact->root(), env.worldSize, true);
+  if (std::string mismatch = rankCountMismatch(*artifact, env.worldSize, true);
       !mismatch.empty())
     return env.rank == 0 ? fail(kRunError, mismatch) : kRunError;
   std::unique_ptr<hal::Device> device;

@@ -314,10 +314,20 @@ struct KernelImages {
 LogicalResult compileKernels(StepProgram &program, KernelImages &images,
                              std::string &error);
 
-/// Serializes |program| and |images| as a step.txa artifact.
+/// The same step compiled for another rank count, already serialized by
+/// writeArtifact (txopt --data-parallel=2,4,8).
+struct RankVariantBytes {
+  int64_t ranks = 0;
+  std::vector<uint8_t> bytes;
+};
+
+/// Serializes |program| and |images| as a step.txa artifact; |variants|,
+/// when any, become its Artifact.rank_variants (the program is then the
+/// step for its own rank count, the smallest).
 LogicalResult writeArtifact(const StepProgram &program,
                             const KernelImages &images,
-                            std::vector<uint8_t> &bytes, std::string &error);
+                            std::vector<uint8_t> &bytes, std::string &error,
+                            llvm::ArrayRef<RankVariantBytes> variants = {});
 
 } // namespace mlir::txopt::cuda
 
