@@ -643,13 +643,20 @@ static double modelFlopsOf(const std::vector<Command> &commands) {
   return flops;
 }
 
-LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
-                                    const GPUOptions &options,
-                                    StepProgram &program) {
-  MLIRContext *context = module.getContext();
-  // The functions beside |step|, each naming it in an attribute: gradient
-  // accumulation's micro-step, validation's @eval and sampling's @logits.
-  // All take the step's arguments and are lowered over its argument slots.
+namespace {
+/// The functions lowered beside the step over its argument slots, each
+/// naming it in an attribute: gradient accumulation's micro-step,
+/// validation's @eval, sampling's @logits and the FP8 weight cache's state
+/// init (null where the module has none).
+struct FunctionsBesideStep {
+  func::FuncOp micro, eval, logits, stateInit;
+};
+} // namespace
+
+/// Finds |step|'s functions beside it in |module|; each must take the
+/// step's arguments.
+static FailureOr<FunctionsBesideStep> findFunctionsBesideStep(ModuleOp module,
+                                                              func::FuncOp step) {
   auto besideStep = [&](StringRef attrName) {
     func::FuncOp found;
     for (auto func : module.getOps<func::FuncOp>())
@@ -658,15 +665,93 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
           found = func;
     return found;
   };
-  func::FuncOp micro = besideStep(tx::kMicroStepAttrName);
-  func::FuncOp eval = besideStep(tx::kEvalAttrName);
-  func::FuncOp logits = besideStep(tx::kLogitsAttrName);
-  func::FuncOp stateInit = besideStep(tx::kStateInitAttrName);
-  for (func::FuncOp f : {micro, eval, logits, stateInit})
+  FunctionsBesideStep beside{besideStep(tx::kMicroStepAttrName), besideStep(tx::kEvalAttrName),
+                             besideStep(tx::kLogitsAttrName),
+                             besideStep(tx::kStateInitAttrName)};
+  for (func::FuncOp f : {beside.micro, beside.eval, beside.logits, beside.stateInit})
     if (f && f.getFunctionType().getInputs() != step.getFunctionType().getInputs())
-      return f == micro ? f.emitError("expected the micro-step to take the step's arguments")
-                        : f.emitError("expected '")
-                              << f.getName() << "' to take the step's arguments";
+      return f == beside.micro
+                 ? f.emitError("expected the micro-step to take the step's arguments")
+                 : f.emitError("expected '") << f.getName() << "' to take the step's arguments";
+  return beside;
+}
+
+/// The IR rewrites the kernel grouping builds on, over |step| and the
+/// functions beside it. Fills |recomputedBySum| (RecomputeScheduling.cpp)
+/// and the step's rematerialization counts.
+static void rewriteForLowering(func::FuncOp step, const FunctionsBesideStep &beside,
+                               StepStatistics &stats,
+                               llvm::DenseMap<Operation *, Value> &recomputedBySum) {
+  func::FuncOp all[] = {step, beside.micro, beside.eval, beside.logits, beside.stateInit};
+  // Transposes around GEMMs moved to where the GEMMs fold them first
+  // (tx-gemm-transposes), so that what follows sees (and pairs up) the ops
+  // that stay.
+  for (func::FuncOp f : all)
+    if (f)
+      tx::moveTransposesIntoGemms(f);
+  // Forward values the backward reads again are recomputed there when that
+  // is a cheap elementwise chain (tx-rematerialize): the memory plan then
+  // frees them after the forward. The micro-step has a backward too. The
+  // report counts the step's (the micro-step repeats its forward). A copy
+  // whose inputs a nearby column sum reads anyway is written by that sum's
+  // kernel (RecomputeScheduling.cpp).
+  for (func::FuncOp f : {step, beside.micro}) {
+    if (!f)
+      continue;
+    tx::RematerializeResult freed = tx::rematerializeForBackward(f);
+    if (f == step) {
+      stats.rematerializedValues = freed.values;
+      stats.rematerializedBytes = freed.bytes;
+    }
+    scheduleRecomputesIntoColumnSums(f, freed.recomputed, recomputedBySum);
+  }
+  // Every GEMM as the one cuBLASLt call it becomes (tx-gemm-normal-form):
+  // transposes the GEMMs read through flags disappear. One that has no
+  // normal form is an error where it is lowered, naming the reason.
+  for (func::FuncOp f : all)
+    if (f)
+      tx::toGemmNormalForm(f);
+  // A bias add no kernel would absorb (the q/k/v projection's, read by
+  // attention in place) goes to the GEMM's epilogue (tx-gemm-bias).
+  for (func::FuncOp f : all)
+    if (f)
+      tx::foldBiasesIntoGemms(f);
+}
+
+/// Counts |program|'s step commands by kind into its statistics.
+static void countCommands(StepProgram &program) {
+  StepStatistics &stats = program.stats;
+  for (const Command &c : program.commands) {
+    if (std::holds_alternative<LaunchCmd>(c.op)) ++stats.launches;
+    else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
+      ++stats.gemms;
+      if (g->aType == DType::F8E4M3FN || g->aType == DType::F8E5M2)
+        ++stats.fp8Gemms;
+      if (g->bias >= 0)
+        ++stats.biasEpilogues;
+    }
+    else if (std::holds_alternative<MemsetCmd>(c.op)) ++stats.memsets;
+    else if (std::holds_alternative<AttentionCmd>(c.op)) ++stats.attentions;
+    else if (auto *col = std::get_if<CollectiveCmd>(&c.op)) {
+      ++stats.collectives;
+      if (col->asyncGroup) {
+        ++stats.asyncCollectives;
+        stats.asyncGroups = std::max(stats.asyncGroups, col->asyncGroup);
+      }
+    }
+    else if (std::holds_alternative<JoinCmd>(c.op)) continue;
+    else ++stats.copies;
+  }
+}
+
+LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
+                                    const GPUOptions &options,
+                                    StepProgram &program) {
+  MLIRContext *context = module.getContext();
+  FailureOr<FunctionsBesideStep> found = findFunctionsBesideStep(module, step);
+  if (failed(found))
+    return failure();
+  auto [micro, eval, logits, stateInit] = *found;
   context->loadDialect<gpu::GPUDialect, arith::ArithDialect, math::MathDialect,
                        vector::VectorDialect, NVVM::NVVMDialect,
                        memref::MemRefDialect, scf::SCFDialect>();
@@ -683,40 +768,8 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   builder.setInsertionPointToEnd(program.kernels->getBody());
   auto gpuModule = gpu::GPUModuleOp::create(builder, step.getLoc(), "kernels");
 
-  // Forward values the backward reads again are recomputed there when that
-  // is a cheap elementwise chain (tx-rematerialize): the memory plan below
-  // then frees them after the forward. The micro-step has a backward too.
-  // The report counts the step's (the micro-step repeats its forward).
-  // A copy whose inputs a nearby column sum reads anyway is written by that
-  // sum's kernel (RecomputeScheduling.cpp).
-  // Transposes around GEMMs moved to where the GEMMs fold them first
-  // (tx-gemm-transposes), so that what follows sees (and pairs up) the ops
-  // that stay.
-  for (func::FuncOp f : {step, micro, eval, logits, stateInit})
-    if (f)
-      tx::moveTransposesIntoGemms(f);
   llvm::DenseMap<Operation *, Value> recomputedBySum;
-  for (func::FuncOp f : {step, micro}) {
-    if (!f)
-      continue;
-    tx::RematerializeResult freed = tx::rematerializeForBackward(f);
-    if (f == step) {
-      program.stats.rematerializedValues = freed.values;
-      program.stats.rematerializedBytes = freed.bytes;
-    }
-    scheduleRecomputesIntoColumnSums(f, freed.recomputed, recomputedBySum);
-  }
-  // Every GEMM as the one cuBLASLt call it becomes (tx-gemm-normal-form):
-  // transposes the GEMMs read through flags disappear. One that has no
-  // normal form is an error where it is lowered, naming the reason.
-  for (func::FuncOp f : {step, micro, eval, logits, stateInit})
-    if (f)
-      tx::toGemmNormalForm(f);
-  // A bias add no kernel would absorb (the q/k/v projection's, read by
-  // attention in place) goes to the GEMM's epilogue (tx-gemm-bias).
-  for (func::FuncOp f : {step, micro, eval, logits, stateInit})
-    if (f)
-      tx::foldBiasesIntoGemms(f);
+  rewriteForLowering(step, *found, program.stats, recomputedBySum);
 
   LoweringContext ctx(program, gpuModule, options);
   ctx.recomputedBySum = std::move(recomputedBySum);
@@ -804,26 +857,6 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
                              (program.microStep ? (program.gradAccum - 1) *
                                                       modelFlopsOf(program.microStep->commands)
                                                 : 0.0);
-  for (const Command &c : program.commands) {
-    if (std::holds_alternative<LaunchCmd>(c.op)) ++program.stats.launches;
-    else if (auto *g = std::get_if<GemmCmd>(&c.op)) {
-      ++program.stats.gemms;
-      if (g->aType == DType::F8E4M3FN || g->aType == DType::F8E5M2)
-        ++program.stats.fp8Gemms;
-      if (g->bias >= 0)
-        ++program.stats.biasEpilogues;
-    }
-    else if (std::holds_alternative<MemsetCmd>(c.op)) ++program.stats.memsets;
-    else if (std::holds_alternative<AttentionCmd>(c.op)) ++program.stats.attentions;
-    else if (auto *col = std::get_if<CollectiveCmd>(&c.op)) {
-      ++program.stats.collectives;
-      if (col->asyncGroup) {
-        ++program.stats.asyncCollectives;
-        program.stats.asyncGroups = std::max(program.stats.asyncGroups, col->asyncGroup);
-      }
-    }
-    else if (std::holds_alternative<JoinCmd>(c.op)) continue;
-    else ++program.stats.copies;
-  }
+  countCommands(program);
   return success();
 }
