@@ -180,34 +180,226 @@ static AdamElement adamElement(KernelBuilder &kb, const AdamConfig &c, const Ada
   return {arith::SubFOp::create(b, pd, update), m, v};
 }
 
-/// The parameters |members| of |adam| (f32, updated in place, gradients
-/// stored as |gradStorage|) in one launch. The tensors lie wherever the
-/// memory plan put them; the kernel finds them through an offset table
-/// (PackedKernels.cpp: each tensor's parameter, gradient, first and second
-/// moment). Each block updates 8 elements per thread: two 16-byte vectors of each of p, g, m, v
-/// (all loaded before the math), or element by element in a tensor's last,
-/// partial block. The same arithmetic as the per-tensor kernel, so the
-/// result is bit-identical to it and to the executor.
-///
-/// With |codes| (FP8 weight caching, planAdamWritingCodes) every member is a
-/// cached weight: the kernel also rounds each new weight to |codes->cast|
-/// (when set), writes its FP8 codes (|codes->fp8|, scaled by the weight's
-/// new scale) and folds the block's max |x| into the weight's amax: the
-/// next step's plain codes and amax, which the weight's own cast kernel
-/// wrote before from a second read of the f32 weight.
+namespace {
+/// FP8 weight caching (planAdamWritingCodes): the packed Adam also rounds
+/// each new weight to |cast| (when set), writes its |fp8| codes (scaled by
+/// the weight's new scale) and folds the block's max |x| into the weight's
+/// amax: the next step's plain codes and amax, which the weight's own cast
+/// kernel wrote before from a second read of the f32 weight.
 struct PackedCodes {
   Type fp8, cast; ///< cast: the type the weight is rounded to first, or null
 };
+
 /// The scalar all members' gradients are multiplied (or divided) by as
 /// they are read (scaledGradient), when set.
 struct GradientScale {
   Value scale;
   bool divide = false;
 };
+
+/// The body of the packed Adam kernel (lowerPackedAdam) for the block of
+/// one tensor: the tensor's views, the update's scalars, and the two ways a
+/// block runs (whole vectors, or a tensor's last, partial block).
+class PackedAdamBody {
+public:
+  /// Builds the views and scalars at |kb|'s insertion point. |squares|:
+  /// the thread's running sum of squared gradients (a one-float alloca),
+  /// or null when the kernel does not add them up.
+  PackedAdamBody(LoweringContext &ctx, KernelBuilder &kb, const AdamConfig &c,
+                 const PackedBlock &block, Type gradStorage, GradientScale gradScale,
+                 std::optional<PackedCodes> codes, Value squares, Value lr, Value step)
+      : ctx(ctx), kb(kb), b(kb.builder()), c(c), block(block), gradStorage(gradStorage),
+        divide(gradScale.divide), codes(codes), squares(squares) {
+    Type f32 = b.getF32Type();
+    p = view(0, f32), g = view(1, gradStorage), m = view(2, f32), v = view(3, f32);
+    s = adamScalars(kb, c, lr, step);
+    gradScaleValue = gradScale.scale ? kb.emit(gradScale.scale, {}) : Value();
+    if (codes) {
+      codesView = view(4, b.getI8Type());
+      amaxView = view(5, b.getI32Type());
+      scale = memref::LoadOp::create(b, view(6, f32), ValueRange{kb.idx(0)});
+    }
+  }
+
+  /// Whether the block is whole: perBlock elements of its tensor.
+  Value isFull(int64_t perBlock) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                 arith::AddIOp::create(b, block.start, kb.idx(perBlock)),
+                                 block.elements);
+  }
+
+  /// A whole block. Thread i covers 4 consecutive elements at i * 4 and
+  /// again one block-width of vectors further: each vector access of a
+  /// warp is 512 contiguous bytes (the memory plan aligns buffers to 256
+  /// bytes). All of p, g, m and v are loaded before the math.
+  void wholeBlock() {
+    Type f32 = b.getF32Type();
+    struct Group {
+      Value at, p, g, m, v;
+    };
+    llvm::SmallVector<Group> groups;
+    for (int64_t k = 0; k < kVectors; ++k) {
+      Value at = arith::AddIOp::create(
+          b, block.start,
+          arith::AddIOp::create(
+              b, kb.idx(k * kBlockSize * kPackedVectorWidth),
+              arith::MulIOp::create(b, kb.threadIndex(), kb.idx(kPackedVectorWidth))));
+      auto load = [&](Value view, Type element) {
+        return Value(vector::LoadOp::create(
+            b, vectorOf(element), view, ValueRange{at}, /*nontemporal=*/false,
+            llvm::MaybeAlign(kPackedVectorWidth * element.getIntOrFloatBitWidth() / 8)));
+      };
+      groups.push_back({at, load(p, f32), load(g, gradStorage), load(m, f32), load(v, f32)});
+    }
+    Value acc = kb.f32(0.0);
+    for (Group &group : groups) {
+      llvm::SmallVector<Value> newP, newM, newV;
+      for (int64_t lane = 0; lane < kPackedVectorWidth; ++lane) {
+        auto extract = [&](Value vec) { return Value(vector::ExtractOp::create(b, vec, lane)); };
+        Value gk = readGradient(extract(group.g));
+        addSquare(gk);
+        AdamElement e =
+            adamElement(kb, c, s, extract(group.p), gk, extract(group.m), extract(group.v));
+        newP.push_back(e.p);
+        newM.push_back(e.m);
+        newV.push_back(e.v);
+      }
+      for (auto [view, lanes] : {std::pair{p, &newP}, {m, &newM}, {v, &newV}})
+        vector::StoreOp::create(b, vector::FromElementsOp::create(b, vectorOf(f32), *lanes),
+                                view, ValueRange{group.at}, /*nontemporal=*/false,
+                                llvm::MaybeAlign(kPackedVectorWidth * 4));
+      if (codes) {
+        llvm::SmallVector<Value> rounded;
+        for (Value x : newP) {
+          rounded.push_back(castValue(x));
+          acc = absMax(acc, rounded.back());
+        }
+        llvm::SmallVector<Value> laneCodes = encode(rounded);
+        vector::StoreOp::create(
+            b, vector::FromElementsOp::create(b, vectorOf(b.getI8Type()), laneCodes),
+            codesView, ValueRange{group.at}, /*nontemporal=*/false,
+            llvm::MaybeAlign(kPackedVectorWidth));
+      }
+    }
+    // Every thread of the block takes this branch (whether the block is
+    // whole is the block's): the block reduction's barriers are safe here.
+    if (codes)
+      emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxView);
+  }
+
+  /// A tensor's last, partial block, element by element.
+  void partialBlock() {
+    if (codes)
+      return partialBlockWritingCodes();
+    for (int64_t k = 0; k < kOptimizerElementsPerThread; ++k) {
+      Value at = elementIndex(k);
+      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, block.elements);
+      kb.ifThen(inRange, [&] {
+        auto load = [&](Value view) {
+          return Value(memref::LoadOp::create(b, view, ValueRange{at}));
+        };
+        Value gk = readGradient(load(g));
+        addSquare(gk);
+        AdamElement e = adamElement(kb, c, s, load(p), gk, load(m), load(v));
+        memref::StoreOp::create(b, e.p, p, ValueRange{at});
+        memref::StoreOp::create(b, e.m, m, ValueRange{at});
+        memref::StoreOp::create(b, e.v, v, ValueRange{at});
+      });
+    }
+  }
+
+private:
+  static constexpr int64_t kVectors = kOptimizerElementsPerThread / kPackedVectorWidth;
+
+  /// With codes: every thread computes a clamped element (the amax's block
+  /// reduction needs them all), only those in range store, and only they
+  /// count in the amax.
+  void partialBlockWritingCodes() {
+    Value acc = kb.f32(0.0);
+    Value last = arith::SubIOp::create(b, block.elements, kb.idx(1));
+    for (int64_t k = 0; k < kOptimizerElementsPerThread; ++k) {
+      Value at = elementIndex(k);
+      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, block.elements);
+      Value i = arith::MinUIOp::create(b, at, last);
+      auto load = [&](Value view) { return Value(memref::LoadOp::create(b, view, ValueRange{i})); };
+      Value gk = readGradient(load(g));
+      addSquare(gk, inRange);
+      AdamElement e = adamElement(kb, c, s, load(p), gk, load(m), load(v));
+      Value rounded = castValue(e.p);
+      Value code = encode({rounded}).front();
+      acc = arith::SelectOp::create(b, inRange, absMax(acc, rounded), acc);
+      kb.ifThen(inRange, [&] {
+        memref::StoreOp::create(b, e.p, p, ValueRange{at});
+        memref::StoreOp::create(b, e.m, m, ValueRange{at});
+        memref::StoreOp::create(b, e.v, v, ValueRange{at});
+        memref::StoreOp::create(b, code, codesView, ValueRange{at});
+      });
+    }
+    emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxView);
+  }
+
+  Value view(unsigned k, Type element) { return packedView(kb, block, k, element); }
+  VectorType vectorOf(Type element) { return VectorType::get({kPackedVectorWidth}, element); }
+  /// Element k of this thread in a partial block: k block-widths further.
+  Value elementIndex(int64_t k) {
+    return arith::AddIOp::create(
+        b, block.start, arith::AddIOp::create(b, kb.idx(k * kBlockSize), kb.threadIndex()));
+  }
+  Value readGradient(Value stored) {
+    return applyGradientScale(kb, kb.fromStorage(stored, gradStorage), gradScaleValue, divide);
+  }
+  /// Adds g^2 to the thread's sum of squares (where |inRange|, if given).
+  void addSquare(Value gk, Value inRange = Value()) {
+    if (!squares)
+      return;
+    Value square = arith::MulFOp::create(b, gk, gk);
+    if (inRange)
+      square = arith::SelectOp::create(b, inRange, square, kb.f32(0.0));
+    Value sum = memref::LoadOp::create(b, squares, ValueRange{kb.idx(0)});
+    memref::StoreOp::create(b, arith::AddFOp::create(b, sum, square), squares,
+                            ValueRange{kb.idx(0)});
+  }
+  /// The new weight as its cast rounds it (what the codes and amax are of).
+  Value castValue(Value newP) { return codes->cast ? kb.roundTo(newP, codes->cast) : newP; }
+  llvm::SmallVector<Value> encode(llvm::ArrayRef<Value> values) {
+    llvm::SmallVector<Value> scaled;
+    for (Value x : values)
+      scaled.push_back(arith::MulFOp::create(b, x, scale));
+    return emitFP8Codes(ctx, b, scaled, codes->fp8);
+  }
+  Value absMax(Value acc, Value x) {
+    return arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, x));
+  }
+
+  LoweringContext &ctx;
+  KernelBuilder &kb;
+  ImplicitLocOpBuilder &b;
+  const AdamConfig &c;
+  const PackedBlock &block;
+  Type gradStorage;
+  bool divide;
+  std::optional<PackedCodes> codes;
+  Value squares;
+  Value p, g, m, v, gradScaleValue, codesView, amaxView, scale;
+  AdamScalars s;
+};
+} // namespace
+
+/// The parameters |members| of |adam| (f32, updated in place, gradients
+/// stored as |gradStorage|, scaled by |gradScale| as they are read) in one
+/// launch. The tensors lie wherever the memory plan put them; the kernel
+/// finds them through an offset table (PackedKernels.cpp: each tensor's
+/// parameter, gradient, first and second moment). Each block updates 8
+/// elements per thread: two 16-byte vectors of each of p, g, m, v (all
+/// loaded before the math), or element by element in a tensor's last,
+/// partial block. The same arithmetic as the per-tensor kernel, so the
+/// result is bit-identical to it and to the executor.
 ///
-/// With |sumRoot| (planSumsOfSquaresInAdam) the kernel also adds up the
-/// squares of the gradients it reads, one partial sum a block, for the
-/// gradient norm that |sumRoot| computes.
+/// With |codes| every member is a cached FP8 weight whose next codes and
+/// amax the kernel writes too (PackedCodes). With |sumRoot|
+/// (planSumsOfSquaresInAdam) the kernel also adds up the squares of the
+/// gradients it reads, one partial sum a block, for the gradient norm that
+/// |sumRoot| computes.
 static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, const AdamConfig &c,
                                      llvm::ArrayRef<unsigned> members, Type gradStorage,
                                      GradientScale gradScale,
@@ -255,162 +447,8 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
     squares = memref::AllocaOp::create(b, MemRefType::get({1}, b.getF32Type()));
     memref::StoreOp::create(b, kb.f32(0.0), squares, ValueRange{kb.idx(0)});
   }
-  // Adds g^2 to the thread's sum of squares (where |inRange|, if given).
-  auto addSquare = [&](Value gk, Value inRange = Value()) {
-    if (!sumRoot)
-      return;
-    Value square = arith::MulFOp::create(b, gk, gk);
-    if (inRange)
-      square = arith::SelectOp::create(b, inRange, square, kb.f32(0.0));
-    Value sum = memref::LoadOp::create(b, squares, ValueRange{kb.idx(0)});
-    memref::StoreOp::create(b, arith::AddFOp::create(b, sum, square), squares,
-                            ValueRange{kb.idx(0)});
-  };
-  Value elements = block.elements, blockStart = block.start;
-  auto tensorView = [&](unsigned k, Type element) { return packedView(kb, block, k, element); };
-  Type f32 = b.getF32Type();
-  Value p = tensorView(0, f32), g = tensorView(1, gradStorage);
-  Value m = tensorView(2, f32), v = tensorView(3, f32);
-  AdamScalars s = adamScalars(kb, c, lr, step);
-  Value gradScaleValue = gradScale.scale ? kb.emit(gradScale.scale, {}) : Value();
-  auto readGradient = [&](Value stored) {
-    return applyGradientScale(kb, kb.fromStorage(stored, gradStorage), gradScaleValue,
-                              gradScale.divide);
-  };
-  Value codesView, amaxView, scale;
-  if (codes) {
-    codesView = tensorView(4, b.getI8Type());
-    amaxView = tensorView(5, b.getI32Type());
-    scale = memref::LoadOp::create(b, tensorView(6, f32), ValueRange{kb.idx(0)});
-  }
-  // The new weight as its cast rounds it (what the codes and amax are of).
-  auto castValue = [&](Value newP) {
-    return codes->cast ? kb.roundTo(newP, codes->cast) : newP;
-  };
-  auto encode = [&](llvm::ArrayRef<Value> values) {
-    llvm::SmallVector<Value> scaled;
-    for (Value x : values)
-      scaled.push_back(arith::MulFOp::create(b, x, scale));
-    return emitFP8Codes(ctx, b, scaled, codes->fp8);
-  };
-  auto absMax = [&](Value acc, Value x) {
-    return Value(arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, x)));
-  };
-  Value full = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
-                                     arith::AddIOp::create(b, blockStart, kb.idx(perBlock)),
-                                     elements);
-  constexpr int64_t vectors = kOptimizerElementsPerThread / kPackedVectorWidth;
-  kb.ifThenElse(
-      full,
-      [&] {
-        // Thread i covers 4 consecutive elements at i * 4 and again one
-        // block-width of vectors further: each vector access of a warp is
-        // 512 contiguous bytes. The memory plan aligns buffers to 256 bytes.
-        auto vectorOf = [&](Type element) {
-          return VectorType::get({kPackedVectorWidth}, element);
-        };
-        struct Group {
-          Value at, p, g, m, v;
-        };
-        llvm::SmallVector<Group> groups;
-        for (int64_t k = 0; k < vectors; ++k) {
-          Value at = arith::AddIOp::create(
-              b, blockStart,
-              arith::AddIOp::create(
-                  b, kb.idx(k * kBlockSize * kPackedVectorWidth),
-                  arith::MulIOp::create(b, kb.threadIndex(), kb.idx(kPackedVectorWidth))));
-          auto load = [&](Value view, Type element) {
-            return Value(vector::LoadOp::create(
-                b, vectorOf(element), view, ValueRange{at}, /*nontemporal=*/false,
-                llvm::MaybeAlign(kPackedVectorWidth * element.getIntOrFloatBitWidth() / 8)));
-          };
-          groups.push_back({at, load(p, f32), load(g, gradStorage), load(m, f32), load(v, f32)});
-        }
-        Value acc = kb.f32(0.0);
-        for (Group &group : groups) {
-          llvm::SmallVector<Value> newP, newM, newV;
-          for (int64_t lane = 0; lane < kPackedVectorWidth; ++lane) {
-            auto extract = [&](Value vec) {
-              return Value(vector::ExtractOp::create(b, vec, lane));
-            };
-            Value gk = readGradient(extract(group.g));
-            addSquare(gk);
-            AdamElement e = adamElement(kb, c, s, extract(group.p), gk, extract(group.m),
-                                        extract(group.v));
-            newP.push_back(e.p);
-            newM.push_back(e.m);
-            newV.push_back(e.v);
-          }
-          for (auto [view, lanes] : {std::pair{p, &newP}, {m, &newM}, {v, &newV}})
-            vector::StoreOp::create(b, vector::FromElementsOp::create(b, vectorOf(f32), *lanes),
-                                    view, ValueRange{group.at}, /*nontemporal=*/false,
-                                    llvm::MaybeAlign(kPackedVectorWidth * 4));
-          if (codes) {
-            llvm::SmallVector<Value> rounded;
-            for (Value x : newP) {
-              rounded.push_back(castValue(x));
-              acc = absMax(acc, rounded.back());
-            }
-            llvm::SmallVector<Value> laneCodes = encode(rounded);
-            vector::StoreOp::create(
-                b, vector::FromElementsOp::create(b, vectorOf(b.getI8Type()), laneCodes),
-                codesView, ValueRange{group.at}, /*nontemporal=*/false,
-                llvm::MaybeAlign(kPackedVectorWidth));
-          }
-        }
-        // Every thread of the block takes this branch (|full| is the
-        // block's): the block reduction's barriers are safe here.
-        if (codes)
-          emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxView);
-      },
-      [&] {
-        if (codes) {
-          // A tensor's last, partial block: every thread computes a clamped
-          // element (the amax's block reduction needs them all), only those
-          // in range store, and only they count in the amax.
-          Value acc = kb.f32(0.0);
-          Value last = arith::SubIOp::create(b, elements, kb.idx(1));
-          for (int64_t k = 0; k < kOptimizerElementsPerThread; ++k) {
-            Value at = arith::AddIOp::create(
-                b, blockStart, arith::AddIOp::create(b, kb.idx(k * kBlockSize), kb.threadIndex()));
-            Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, elements);
-            Value i = arith::MinUIOp::create(b, at, last);
-            auto load = [&](Value view) {
-              return Value(memref::LoadOp::create(b, view, ValueRange{i}));
-            };
-            Value gk = readGradient(load(g));
-            addSquare(gk, inRange);
-            AdamElement e = adamElement(kb, c, s, load(p), gk, load(m), load(v));
-            Value rounded = castValue(e.p);
-            Value code = encode({rounded}).front();
-            acc = arith::SelectOp::create(b, inRange, absMax(acc, rounded), acc);
-            kb.ifThen(inRange, [&] {
-              memref::StoreOp::create(b, e.p, p, ValueRange{at});
-              memref::StoreOp::create(b, e.m, m, ValueRange{at});
-              memref::StoreOp::create(b, e.v, v, ValueRange{at});
-              memref::StoreOp::create(b, code, codesView, ValueRange{at});
-            });
-          }
-          emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxView);
-          return;
-        }
-        for (int64_t k = 0; k < kOptimizerElementsPerThread; ++k) {
-          Value at = arith::AddIOp::create(
-              b, blockStart, arith::AddIOp::create(b, kb.idx(k * kBlockSize), kb.threadIndex()));
-          Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, elements);
-          kb.ifThen(inRange, [&] {
-            auto load = [&](Value view) {
-              return Value(memref::LoadOp::create(b, view, ValueRange{at}));
-            };
-            Value gk = readGradient(load(g));
-            addSquare(gk);
-            AdamElement e = adamElement(kb, c, s, load(p), gk, load(m), load(v));
-            memref::StoreOp::create(b, e.p, p, ValueRange{at});
-            memref::StoreOp::create(b, e.m, m, ValueRange{at});
-            memref::StoreOp::create(b, e.v, v, ValueRange{at});
-          });
-        }
-      });
+  PackedAdamBody body(ctx, kb, c, block, gradStorage, gradScale, codes, squares, lr, step);
+  kb.ifThenElse(body.isFull(perBlock), [&] { body.wholeBlock(); }, [&] { body.partialBlock(); });
   if (sumRoot) {
     // Every thread reaches this (after both branches): the block's sum.
     Value total = kb.blockReduce(memref::LoadOp::create(b, squares, ValueRange{kb.idx(0)}),
