@@ -1,9 +1,10 @@
 //===- AttentionOps.cpp - tx.attention and tx.attention_grad --------------===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// The fused attention ops (TxAttentionOps.td). Scores, probabilities and
-// every sum are computed in double, row by row, and never stored as a
-// [B, H, Tq, Tk] tensor; the executor rounds each result once.
+// The fused attention ops (TxAttentionOps.td) and their FP8 forms
+// (tx.fp8_attention, tx.fp8_attention_grad: TxPrecisionOps.td). Scores,
+// probabilities and every sum are computed in double, row by row, and never
+// stored as a [B, H, Tq, Tk] tensor; the executor rounds each result once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -259,10 +260,177 @@ void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
   results.push_back(std::move(dv));
 }
 
+/// The FP8 attention ops' quantization: fp8_T(x * scale), the product
+/// rounded to f32 first as TE's casts and cuDNN's scale nodes do. The
+/// executor's own final rounding does the same for the ops' FP8 results.
+struct FP8Cast {
+  Type type;
+  const ExecutorOptions &options;
+  double scaled(double x, double scale) const {
+    return saturateInfinityForFP8(
+        type, roundUnlessF64(Float32Type::get(type.getContext()), x * scale, options));
+  }
+  double operator()(double x, double scale) const {
+    return roundUnlessF64(type, scaled(x, scale), options);
+  }
+};
+
+double scalar(const Tensor *t) { return t->floats()[0]; }
+
+/// |amax| and the max |x| of |values|: NaN propagates, as tx.amax's does.
+void foldAmax(double &amax, double x) {
+  if (std::isnan(amax) || std::isnan(x))
+    amax = std::numeric_limits<double>::quiet_NaN();
+  else
+    amax = std::max(amax, std::fabs(x));
+}
+
+void evalFP8Forward(tx::FP8AttentionOp op, llvm::ArrayRef<const Tensor *> in,
+                    llvm::SmallVectorImpl<Tensor> &results, const ExecutorOptions &options) {
+  const Tensor &q = *in[0], &k = *in[1], &v = *in[2];
+  double qDescale = scalar(in[3]), kDescale = scalar(in[4]), vDescale = scalar(in[5]);
+  double sDescale = scalar(in[6]), sScale = scalar(in[7]), oScale = scalar(in[8]);
+  FP8Cast cast{q.getElementType(), options};
+  Geometry geo(q, k, v, /*mask=*/nullptr, op.getScale().convertToDouble(), op.getCausal(),
+               /*window=*/std::nullopt);
+  // The descales multiply the score after the attention scale (cuDNN's
+  // graph: ((q . k) * scale) * d(q) * d(k)).
+  geo.scale = geo.scale * qDescale * kDescale;
+  Tensor out = makeResult(op, 0), lse = makeResult(op, 1);
+  Tensor sAmax = makeResult(op, 2), oAmax = makeResult(op, 3);
+  double amaxS = 0.0, amaxO = 0.0;
+  std::vector<double> s(geo.tk), o(geo.dv);
+  for (int64_t bi = 0; bi < geo.b; ++bi)
+    for (int64_t hi = 0; hi < geo.h; ++hi)
+      for (int64_t i = 0; i < geo.tq; ++i) {
+        geo.scores(q, k, bi, hi, i, s);
+        int64_t row = (bi * geo.h + hi) * geo.tq + i;
+        double l = logSumExp(s);
+        lse.floats()[row] = l;
+        probabilities(s, l);
+        std::fill(o.begin(), o.end(), 0.0);
+        int64_t g = hi / geo.group;
+        for (int64_t j = 0; j < geo.tk; ++j) {
+          foldAmax(amaxS, s[j]);
+          double p8 = cast(s[j], sScale);
+          if (p8 == 0.0)
+            continue;
+          const double *vr = v.floats().data() + ((bi * geo.hkv + g) * geo.tk + j) * geo.dv;
+          for (int64_t e = 0; e < geo.dv; ++e)
+            o[e] += p8 * vr[e];
+        }
+        double *outRow = out.floats().data() + row * geo.dv;
+        for (int64_t e = 0; e < geo.dv; ++e) {
+          double real = o[e] * sDescale * vDescale;
+          foldAmax(amaxO, real);
+          outRow[e] = cast.scaled(real, oScale);
+        }
+      }
+  sAmax.floats()[0] = amaxS;
+  oAmax.floats()[0] = amaxO;
+  results.push_back(std::move(out));
+  results.push_back(std::move(lse));
+  results.push_back(std::move(sAmax));
+  results.push_back(std::move(oAmax));
+}
+
+void evalFP8Backward(tx::FP8AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
+                     llvm::SmallVectorImpl<Tensor> &results, const ExecutorOptions &options) {
+  const Tensor &dO = *in[0], &q = *in[1], &k = *in[2], &v = *in[3], &out = *in[4],
+               &lse = *in[5];
+  double qDescale = scalar(in[6]), kDescale = scalar(in[7]), vDescale = scalar(in[8]);
+  double outDescale = scalar(in[9]), gradDescale = scalar(in[10]);
+  double sDescale = scalar(in[11]), dpDescale = scalar(in[12]);
+  double sScale = scalar(in[13]), dqScale = scalar(in[14]), dkScale = scalar(in[15]);
+  double dvScale = scalar(in[16]), dpScale = scalar(in[17]);
+  FP8Cast castS{q.getElementType(), options}, castGrad{dO.getElementType(), options};
+  double attnScale = op.getScale().convertToDouble();
+  Geometry geo(q, k, v, /*mask=*/nullptr, attnScale * qDescale * kDescale, op.getCausal(),
+               /*window=*/std::nullopt);
+  // The real gradients accumulate in double tensors of q's, k's and v's
+  // shapes; the scales and the executor's rounding make them FP8 at the end.
+  auto shaped = [](const Tensor &like) {
+    return Tensor(RankedTensorType::get(like.getShape(),
+                                        Float64Type::get(like.getElementType().getContext())));
+  };
+  Tensor dq = shaped(q), dk = shaped(k), dv = shaped(v);
+  double amaxDP = 0.0;
+  std::vector<double> p(geo.tk);
+  for (int64_t bi = 0; bi < geo.b; ++bi)
+    for (int64_t hi = 0; hi < geo.h; ++hi) {
+      int64_t g = hi / geo.group;
+      for (int64_t i = 0; i < geo.tq; ++i) {
+        int64_t row = (bi * geo.h + hi) * geo.tq + i;
+        geo.scores(q, k, bi, hi, i, p);
+        probabilities(p, lse.floats()[row]);
+        const double *dor = dO.floats().data() + row * geo.dv;
+        const double *outr = out.floats().data() + row * geo.dv;
+        const double *qr = q.floats().data() + row * geo.d;
+        double *dqr = dq.floats().data() + row * geo.d;
+        double rowTerm = 0.0;
+        for (int64_t e = 0; e < geo.dv; ++e)
+          rowTerm += dor[e] * outr[e];
+        rowTerm = rowTerm * gradDescale * outDescale;
+        for (int64_t j = 0; j < geo.tk; ++j) {
+          if (!geo.visible(i, j))
+            continue;
+          int64_t kvRow = (bi * geo.hkv + g) * geo.tk + j;
+          const double *vr = v.floats().data() + kvRow * geo.dv;
+          const double *kr = k.floats().data() + kvRow * geo.d;
+          double *dkr = dk.floats().data() + kvRow * geo.d;
+          double *dvr = dv.floats().data() + kvRow * geo.dv;
+          double p8 = castS(p[j], sScale), dpBar = 0.0;
+          for (int64_t e = 0; e < geo.dv; ++e) {
+            dpBar += dor[e] * vr[e];
+            dvr[e] += p8 * dor[e];
+          }
+          dpBar = dpBar * gradDescale * vDescale;
+          double ds = p[j] * (dpBar - rowTerm) * attnScale;
+          foldAmax(amaxDP, ds);
+          double ds8 = castGrad(ds, dpScale);
+          for (int64_t e = 0; e < geo.d; ++e) {
+            dqr[e] += ds8 * kr[e];
+            dkr[e] += ds8 * qr[e];
+          }
+        }
+      }
+    }
+  // Real values, their amaxes, then the scaled values the executor rounds.
+  auto finish = [&](unsigned index, Tensor &sum, double descale, double scale) {
+    Tensor grad = makeResult(op, index), amax = makeResult(op, index + 3);
+    double m = 0.0;
+    for (int64_t x = 0, n = grad.getNumElements(); x < n; ++x) {
+      double real = sum.floats()[x] * descale;
+      foldAmax(m, real);
+      grad.floats()[x] = castGrad.scaled(real, scale);
+    }
+    amax.floats()[0] = m;
+    results.push_back(std::move(grad));
+    return amax;
+  };
+  Tensor dqAmax = finish(0, dq, dpDescale * kDescale, dqScale);
+  Tensor dkAmax = finish(1, dk, dpDescale * qDescale, dkScale);
+  Tensor dvAmax = finish(2, dv, sDescale * gradDescale, dvScale);
+  Tensor dpAmax = makeResult(op, 6);
+  dpAmax.floats()[0] = amaxDP;
+  results.push_back(std::move(dqAmax));
+  results.push_back(std::move(dkAmax));
+  results.push_back(std::move(dvAmax));
+  results.push_back(std::move(dpAmax));
+}
+
 } // namespace
 
 llvm::Expected<bool>
 mlir::txopt::reference::evalAttentionOp(Operation *op, const KernelArgs &args) {
+  if (auto attention = dyn_cast<tx::FP8AttentionOp>(op)) {
+    evalFP8Forward(attention, args.operands, args.results, args.options);
+    return true;
+  }
+  if (auto grad = dyn_cast<tx::FP8AttentionGradOp>(op)) {
+    evalFP8Backward(grad, args.operands, args.results, args.options);
+    return true;
+  }
   if (auto attention = dyn_cast<tx::AttentionOp>(op)) {
     FlashRounding round{cast<RankedTensorType>(attention.getQ().getType()).getElementType(),
                         args.options};

@@ -1,8 +1,9 @@
 //===- TxAttentionOps.cpp - fused attention verifiers and type inference --===//
 //
 // SPDX-License-Identifier: Apache-2.0
-// Result-type inference and verifiers of tx.attention and tx.attention_grad
-// (the op classes are generated into TxOps.cpp.inc).
+// Result-type inference and verifiers of tx.attention and tx.attention_grad,
+// and of their FP8 forms tx.fp8_attention and tx.fp8_attention_grad (the op
+// classes are generated into TxOps.cpp.inc).
 //
 //===----------------------------------------------------------------------===//
 
@@ -171,6 +172,74 @@ LogicalResult AttentionGradOp::verify() {
   if (getOut().getType() != forward[0])
     return emitOpError("expected out (and grad) type ")
            << forward[0] << ", but got " << getOut().getType();
+  if (getLse().getType() != forward[1])
+    return emitOpError("expected lse type ")
+           << forward[1] << ", but got " << getLse().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FP8AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FP8AttentionOp::inferReturnTypes(MLIRContext *context,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferred) {
+  if (failed(inferAttention(loc, adaptor.getQ(), adaptor.getV(), inferred)))
+    return failure();
+  auto amax = RankedTensorType::get({}, Float32Type::get(context));
+  inferred.append({amax, amax});
+  return success();
+}
+
+LogicalResult FP8AttentionOp::verify() {
+  return verifyAttentionOperands(*this, getQ(), getK(), getV(), /*mask=*/Value(),
+                                 getScale().convertToDouble(), getCausal(),
+                                 /*window=*/std::nullopt);
+}
+
+//===----------------------------------------------------------------------===//
+// FP8AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FP8AttentionGradOp::inferReturnTypes(MLIRContext *context,
+                                                   std::optional<Location> loc,
+                                                   Adaptor adaptor,
+                                                   SmallVectorImpl<Type> &inferred) {
+  // The gradients: q's, k's and v's shapes in grad's FP8 type.
+  auto gradType = dyn_cast<RankedTensorType>(adaptor.getGrad().getType());
+  if (!gradType)
+    return emitOptionalError(loc, "expected a ranked grad, but got ",
+                             adaptor.getGrad().getType());
+  for (Value operand : {adaptor.getQ(), adaptor.getK(), adaptor.getV()}) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type)
+      return emitOptionalError(loc, "expected ranked q, k and v, but got ",
+                               operand.getType());
+    inferred.push_back(type.clone(gradType.getElementType()));
+  }
+  auto amax = RankedTensorType::get({}, Float32Type::get(context));
+  inferred.append({amax, amax, amax, amax});
+  return success();
+}
+
+LogicalResult FP8AttentionGradOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQ(), getK(), getV(), /*mask=*/Value(),
+                                     getScale().convertToDouble(), getCausal(),
+                                     /*window=*/std::nullopt)))
+    return failure();
+  SmallVector<Type> forward;
+  if (failed(inferAttention(getLoc(), getQ(), getV(), forward)))
+    return failure();
+  auto outType = cast<RankedTensorType>(forward[0]);
+  if (getOut().getType() != outType)
+    return emitOpError("expected out type ")
+           << outType << " (the forward's result), but got " << getOut().getType();
+  if (getGrad().getType().getShape() != outType.getShape())
+    return emitOpError("expected grad of shape ")
+           << formatShape(outType.getShape()) << " (out's), but got "
+           << formatShape(getGrad().getType().getShape());
   if (getLse().getType() != forward[1])
     return emitOpError("expected lse type ")
            << forward[1] << ", but got " << getLse().getType();

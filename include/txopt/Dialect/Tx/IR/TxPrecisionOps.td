@@ -14,6 +14,7 @@ include "txopt/Dialect/Tx/IR/TxBase.td"
 include "txopt/Dialect/Tx/IR/TxAttrs.td"
 include "txopt/Dialect/Tx/IR/TxOptimOps.td"
 include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // The two OCP FP8 formats Hopper's tensor cores and cuBLASLt take.
@@ -332,6 +333,152 @@ def Tx_FP8MatmulOp : Tx_Op<"fp8_matmul", [Pure]> {
   let assemblyFormat = [{
     $lhs `,` $rhs `scale_inv` `(` $lhs_scale_inv `,` $rhs_scale_inv `)`
     attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// FP8AttentionOp, FP8AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+def Tx_FP8AttentionOp : Tx_Op<"fp8_attention", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Fused attention over FP8 q, k, v with an FP8 output (cuDNN's sdpa_fp8)";
+  let description = [{
+    `tx.attention` (causal or not, grouped-query heads; no mask, window or
+    dropout) over FP8 operands with per-tensor scaling, as cuDNN's FP8
+    flash attention computes it on Hopper (`sdpa_fp8`, cudnn-frontend's
+    graph). With `d(x)` the operand's scale inverse, `fp8_T(x)` the
+    saturating round-to-nearest-even cast of `f32(x)` to FP8 type `T`, and
+    `visible` as in `tx.attention`:
+
+    ```
+    S[b,h,i,j]   = (sum_d q[b,h,i,d] * k[b,h/n,j,d]) * scale * d(q) * d(k)   (visible; else -inf)
+    lse[b,h,i]   = log(sum_j exp(S[b,h,i,j]))
+    P[b,h,i,j]   = exp(S[b,h,i,j] - lse[b,h,i])
+    s_amax       = max |P|
+    P8[b,h,i,j]  = fp8_{type(q)}(P * s_scale)
+    O[b,h,i,e]   = (sum_j P8[b,h,i,j] * v[b,h/n,j,e]) * d(s) * d(v)
+    o_amax       = max |O|
+    result       = fp8_{type(q)}(O * o_scale)
+    ```
+
+    The quantized probabilities take q's FP8 type and have a scaling state
+    of their own (`s_scale`, `s_scale_inv`): they are the A operand of the
+    second product on FP8 tensor cores. The output is FP8 too (on Hopper
+    cuDNN writes no other type): the scaled, saturated `O` in q's type,
+    read by the next GEMM as its FP8 operand or dequantized. `s_amax` and
+    `o_amax` are of the real values (before the scale), as a `tx.amax` of
+    them would be: they feed their sites' scale updates like any amax.
+    `lse` is the f32 row log-sum-exp the backward reads.
+
+    Numerics: the reference executor sums in f64 and rounds where the
+    formula says. cuDNN's kernel quantizes `exp(S - running max)` over
+    blocks of keys and divides by the row sum at the end rather than
+    quantizing the normalized `P`, and accumulates on FP8 tensor cores:
+    GPU results match within a tolerance (NVIDIA's own tests accept the
+    output within 0.08 absolute / 0.2 relative in real units), not bit
+    for bit. `tx.attention` in bf16 is what FP8 attention is measured
+    against (docs/Precision.md).
+
+    ```mlir
+    %o, %lse, %s_amax, %o_amax = tx.fp8_attention %q, %k, %v
+        scale_inv(%q_si, %k_si, %v_si, %s_si) fp8_scale(%s_s, %o_s) scale(0.0883883) causal
+        : tensor<2x16x128x128xf8E4M3FN>, tensor<2x16x128x128xf8E4M3FN>, tensor<2x16x128x128xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins Tx_FP8Tensor:$q, Tx_FP8Tensor:$k, Tx_FP8Tensor:$v,
+                       Tx_F32ScalarTensor:$q_scale_inv,
+                       Tx_F32ScalarTensor:$k_scale_inv,
+                       Tx_F32ScalarTensor:$v_scale_inv,
+                       Tx_F32ScalarTensor:$s_scale_inv,
+                       Tx_F32ScalarTensor:$s_scale,
+                       Tx_F32ScalarTensor:$o_scale,
+                       F64Attr:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Tx_FP8Tensor:$result,
+                      StaticShapeTensorOf<[F32]>:$lse,
+                      Tx_F32ScalarTensor:$s_amax,
+                      Tx_F32ScalarTensor:$o_amax);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v
+    `scale_inv` `(` $q_scale_inv `,` $k_scale_inv `,` $v_scale_inv `,` $s_scale_inv `)`
+    `fp8_scale` `(` $s_scale `,` $o_scale `)`
+    `scale` `(` $scale `)` (`causal` $causal^)? attr-dict
+    `:` type($q) `,` type($k) `,` type($v)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tx_FP8AttentionGradOp : Tx_Op<"fp8_attention_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradients of tx.fp8_attention with FP8 gradients (cuDNN's sdpa_fp8_backward)";
+  let description = [{
+    Given the FP8 upstream gradient `grad` (dO) of the FP8 `out` of a
+    `tx.fp8_attention` with the same `q`, `k`, `v`, attributes and
+    `s_scale`/`s_scale_inv`, and its `lse`; `S`, `P`, `n`, `d(x)` and
+    `fp8_T` as there:
+
+    ```
+    D[b,h,i]     = (sum_e grad[b,h,i,e] * out[b,h,i,e]) * d(grad) * d(out)
+    P8[b,h,i,j]  = fp8_{type(q)}(P * s_scale)                 (P from lse)
+    dV[b,g,j,e]  = (sum_{h: h/n = g} sum_i P8[b,h,i,j] * grad[b,h,i,e]) * d(s) * d(grad)
+    dPbar[b,h,i,j] = (sum_e grad[b,h,i,e] * v[b,h/n,j,e]) * d(grad) * d(v)
+    dS[b,h,i,j]  = P * (dPbar - D) * scale
+    dp_amax      = max |dS|
+    dS8          = fp8_{type(grad)}(dS * dp_scale)
+    dQ[b,h,i,d]  = (sum_j dS8[b,h,i,j] * k[b,h/n,j,d]) * d(dp) * d(k)
+    dK[b,g,j,d]  = (sum_{h: h/n = g} sum_i dS8[b,h,i,j] * q[b,h,i,d]) * d(dp) * d(q)
+    x_grad_amax  = max |dX|,  x_grad = fp8_{type(grad)}(dX * x_grad_scale)   for X in Q, K, V
+    ```
+
+    The gradients take the FP8 type of `grad` (E5M2 under the hybrid
+    format) and so does the quantized `dS`, cuDNN's `dP` (the gradient of
+    the scaled scores, `scale` included), which has a scaling state of its
+    own (`dp_scale`, `dp_scale_inv`, `dp_amax`). The row term `D` comes
+    from the FP8 `out` and `grad`, not from the real values. The amaxes are
+    of the real gradients before their scales; grouped-query heads' `dK`
+    and `dV` are summed over their query heads before. Numerics as for
+    `tx.fp8_attention`: the GPU matches within a tolerance (NVIDIA's tests
+    accept dQ, dK, dV within 0.04 absolute / 0.2 relative).
+
+    ```mlir
+    %dq, %dk, %dv, %dq_amax, %dk_amax, %dv_amax, %dp_amax = tx.fp8_attention_grad
+        %do, %q, %k, %v, %o, %lse
+        scale_inv(%q_si, %k_si, %v_si, %o_si, %do_si, %s_si, %dp_si)
+        fp8_scale(%s_s, %dq_s, %dk_s, %dv_s, %dp_s) scale(0.0883883) causal
+        : tensor<2x16x128x128xf8E5M2>, tensor<2x16x128x128xf8E4M3FN>,
+          tensor<2x16x128x128xf8E4M3FN>, tensor<2x16x128x128xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins Tx_FP8Tensor:$grad, Tx_FP8Tensor:$q, Tx_FP8Tensor:$k,
+                       Tx_FP8Tensor:$v, Tx_FP8Tensor:$out,
+                       StaticShapeTensorOf<[F32]>:$lse,
+                       Tx_F32ScalarTensor:$q_scale_inv,
+                       Tx_F32ScalarTensor:$k_scale_inv,
+                       Tx_F32ScalarTensor:$v_scale_inv,
+                       Tx_F32ScalarTensor:$out_scale_inv,
+                       Tx_F32ScalarTensor:$grad_scale_inv,
+                       Tx_F32ScalarTensor:$s_scale_inv,
+                       Tx_F32ScalarTensor:$dp_scale_inv,
+                       Tx_F32ScalarTensor:$s_scale,
+                       Tx_F32ScalarTensor:$q_grad_scale,
+                       Tx_F32ScalarTensor:$k_grad_scale,
+                       Tx_F32ScalarTensor:$v_grad_scale,
+                       Tx_F32ScalarTensor:$dp_scale,
+                       F64Attr:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Tx_FP8Tensor:$q_grad, Tx_FP8Tensor:$k_grad, Tx_FP8Tensor:$v_grad,
+                      Tx_F32ScalarTensor:$q_grad_amax,
+                      Tx_F32ScalarTensor:$k_grad_amax,
+                      Tx_F32ScalarTensor:$v_grad_amax,
+                      Tx_F32ScalarTensor:$dp_amax);
+  let assemblyFormat = [{
+    $grad `,` $q `,` $k `,` $v `,` $out `,` $lse
+    `scale_inv` `(` $q_scale_inv `,` $k_scale_inv `,` $v_scale_inv `,` $out_scale_inv `,`
+                    $grad_scale_inv `,` $s_scale_inv `,` $dp_scale_inv `)`
+    `fp8_scale` `(` $s_scale `,` $q_grad_scale `,` $k_grad_scale `,` $v_grad_scale `,`
+                    $dp_scale `)`
+    `scale` `(` $scale `)` (`causal` $causal^)? attr-dict
+    `:` type($grad) `,` type($q) `,` type($k) `,` type($v) `,` type($out) `,` type($lse)
   }];
   let hasVerifier = 1;
 }
