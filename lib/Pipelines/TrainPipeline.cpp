@@ -64,6 +64,7 @@ void txopt::buildTrainPipelineFromOptions(OpPassManager &pm,
     fp8->fastAccumulation = options.fp8FastAccumulation;
     fp8->target = options.target;
     fp8->explain = options.explain;
+    fp8->attention = options.fp8Attention;
   }
   tx::UntieParametersPassOptions untie;
   untie.tie = options.tie;

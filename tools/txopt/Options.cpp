@@ -130,6 +130,11 @@ OPTIONS:
                           weights (bit-identical results; default off: on
                           the GPU it saves no time yet and keeps the codes
                           between steps, docs/Precision.md).
+  --fp8-attention         Delayed scaling: also run each eligible fused
+                          attention in FP8 (cuDNN's FP8 flash attention:
+                          bf16/f16, causal or no mask, head dim 128; the
+                          others are reported). CPU executor only so far:
+                          its GPU lowering is not built (docs/Precision.md).
   --target=sm_XY          GPU architecture (default sm_90); below sm_89 no
                           GEMM can use FP8 (reported).
   -o step.txa             With --train: compile the step for the GPU (CUDA
@@ -455,6 +460,16 @@ static bool checkCombinations(const Options &options, std::string &error) {
   }
   bool cacheAsked = llvm::is_contained(options.fp8Flags, "--fp8-weight-cache") &&
                     options.fp8WeightCache == "on";
+  if (options.fp8Attention && options.fp8Scaling != "delayed") {
+    error = "--fp8-attention needs --fp8-recipe=delayed (cuDNN's FP8 attention "
+            "writes an FP8 output whose scale must be known before the call)";
+    return false;
+  }
+  if (options.fp8Attention && options.emitsArtifact()) {
+    error = "--fp8-attention runs on the CPU executor only so far (-o step.mlir, "
+            "txopt-run): its GPU lowering is not built (docs/Precision.md)";
+    return false;
+  }
   if (cacheAsked && options.fp8Scaling != "delayed") {
     error = "--fp8-weight-cache=on needs --fp8-recipe=delayed (current scaling "
             "derives each weight's scale from this step's amax, so its codes "
@@ -547,6 +562,9 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       }
     } else if (arg == "--tf32") {
       options.allowTF32 = true;
+    } else if (arg == "--fp8-attention") {
+      options.fp8Attention = true;
+      options.fp8Flags.push_back(arg);
     } else if (takeValue(argc, argv, i, "gpu-plan", value, error)) {
       options.gpuPlanPath = value;
     } else if (takeValue(argc, argv, i, "gpu-ptx", value, error)) {

@@ -83,6 +83,8 @@ struct Options {
   std::string fp8Exclude;
   std::string fp8WeightCache = "off";
   std::string fp8FastAccumulation = "none";
+  /// --fp8-attention: tx-insert-fp8's attention=true.
+  bool fp8Attention = false;
   std::string target = "sm_90";
   std::vector<std::string> fp8Flags;
   /// GPU backend: `-o step.txa` compiles the training step for txrun;

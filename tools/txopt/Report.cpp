@@ -48,6 +48,11 @@ std::map<std::string, int64_t> txopt_cli::countFused(mlir::ModuleOp module) {
       ++fused["attention"];
     else if (mlir::isa<tx::AttentionGradOp>(op))
       ++fused["attention_grad"];
+    // FP8 attention replaces a fused attention (tx-insert-fp8): still fused.
+    else if (mlir::isa<tx::FP8AttentionOp>(op))
+      ++fused["attention"];
+    else if (mlir::isa<tx::FP8AttentionGradOp>(op))
+      ++fused["attention_grad"];
     else if (auto adam = mlir::dyn_cast<tx::AdamOp>(op)) {
       ++fused["optimizer_ops"];
       fused["optimizer_params"] += adam.getParams().size();
@@ -191,6 +196,8 @@ PrecisionSummary txopt_cli::describePrecision(mlir::ModuleOp module,
       ++precision.fp8Gemms;
     if ((fp8 && fp8.getFastAccumulation()) || (normal && normal.getFastAccumulation()))
       ++precision.fp8FastAccumulationGemms;
+    precision.fp8Attention += mlir::isa<mlir::txopt::tx::FP8AttentionOp>(op);
+    precision.fp8AttentionGrads += mlir::isa<mlir::txopt::tx::FP8AttentionGradOp>(op);
     if (mlir::isa<mlir::txopt::tx::AttentionOp, mlir::txopt::tx::AttentionGradOp>(op)) {
       mlir::Type q = mlir::cast<mlir::RankedTensorType>(op->getOperand(0).getType())
                          .getElementType();
@@ -307,7 +314,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
         {"policy",
          llvm::json::Object{{"tx.matmul", low},
                             {"tx.gemm", p.mode == "fp8" ? "bf16" : low},
-                            {"tx.attention", p.mode == "fp8" ? "bf16" : low},
+                            {"tx.attention", p.mode != "fp8" ? low : p.fp8Attention ? "fp8 where eligible, else bf16" : "bf16"},
                             {"reductions, softmax, norms and statistics", "f32"},
                             {"loss", "f32"},
                             {"optimizer and master weights", "f32"}}},
@@ -326,6 +333,8 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
           {"state_tensors", p.fp8StateTensors},
           {"cast_sites", p.fp8CastSites},
           {"cached_weights", p.fp8CachedWeights},
+          {"fp8_attention", p.fp8Attention},
+          {"fp8_attention_grads", p.fp8AttentionGrads},
       };
   }
   if (summary.train) {
@@ -509,6 +518,9 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
     if (p.lowPrecisionAttention || p.lowPrecisionAttentionGrads)
       os << p.lowPrecisionAttention << " attention and " << p.lowPrecisionAttentionGrads
          << " attention gradient(s) in " << (p.mode == "fp8" ? "bf16" : p.mode) << "; ";
+    if (p.fp8Attention || p.fp8AttentionGrads)
+      os << p.fp8Attention << " attention and " << p.fp8AttentionGrads
+         << " attention gradient(s) in fp8; ";
     os << "everything else f32" << (p.lossScaling ? "; dynamic loss scaling" : "") << "\n";
   }
   if (info.warnings.empty()) {

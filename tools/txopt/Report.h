@@ -65,6 +65,8 @@ struct PrecisionSummary {
   int64_t lowPrecisionAttention = 0, lowPrecisionAttentionGrads = 0;
   bool lossScaling = false;
   int64_t fp8Gemms = 0;        ///< tx.fp8_matmul ops
+  /// tx.fp8_attention / tx.fp8_attention_grad (--fp8-attention).
+  int64_t fp8Attention = 0, fp8AttentionGrads = 0;
   int64_t fp8FastAccumulationGemms = 0; ///< of them, with fast_accumulation
   int64_t fp8StateTensors = 0; ///< amax histories, scales, scale_invs
   /// Tensors cast to FP8 under delayed scaling: the rows of the packed

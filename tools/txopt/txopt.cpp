@@ -263,6 +263,7 @@ std::optional<mlir::txopt::tx::InsertFP8PassOptions> fp8Options(const Options &o
   fp8->fastAccumulation =
       *mlir::txopt::tx::symbolizeFP8FastAccumulation(options.fp8FastAccumulation);
   fp8->target = options.target;
+  fp8->attention = options.fp8Attention;
   fp8->explain = true;
   return fp8;
 }
@@ -372,10 +373,15 @@ void summarizeModule(ModuleOp module, const Options &options,
   summary.fused = countFused(module);
   summary.notFused = collector.takeNearMisses();
   // A GEMM that cannot use FP8 is worth a warning, not just a report row.
-  for (const NearMiss &miss : summary.notFused)
+  for (const NearMiss &miss : summary.notFused) {
     if (miss.pattern == "fp8")
       summary.import.warnings.push_back("GEMM '" + miss.node +
                                         "' stays bf16: " + miss.reason);
+    // Asked for with --fp8-attention, so each one left out is worth a line.
+    if (miss.pattern == "fp8 attention")
+      summary.import.warnings.push_back("attention '" + miss.node +
+                                        "' stays bf16: " + miss.reason);
+  }
   if (options.train)
     summary.train = describeTrainStep(module);
   summary.precision = describePrecision(module, options.precision);

@@ -135,6 +135,10 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       *this, "fp8-weight-cache",
       llvm::cl::desc("Delayed scaling: FP8 weight codes as step state (tx-cache-fp8-weights)"),
       llvm::cl::init(false)};
+  Option<bool> fp8Attention{
+      *this, "fp8-attention",
+      llvm::cl::desc("Delayed scaling: eligible fused attentions in FP8 (tx-insert-fp8 attention)"),
+      llvm::cl::init(false)};
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("GPU architecture (FP8: sm_89+)"),
                              llvm::cl::init("sm_90")};

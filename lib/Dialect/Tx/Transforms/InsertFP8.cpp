@@ -185,6 +185,81 @@ public:
     return success();
   }
 
+  /// Replaces |forward| and its gradient |backward| (checked eligible:
+  /// delayed scaling) by tx.fp8_attention and tx.fp8_attention_grad: q, k,
+  /// v and the upstream gradient cast like GEMM operands, sites of their own
+  /// for the quantized probabilities, the output, the quantized dS and the
+  /// gradients (their amaxes are the ops' results), and the FP8 output and
+  /// gradients dequantized for every other reader.
+  LogicalResult convertAttention(AttentionOp forward, AttentionGradOp backward) {
+    MLIRContext *context = func.getContext();
+    Type e4m3 = Float8E4M3FNType::get(context);
+    Type gradFP8 = fp8TypeFor(backward.getGrad());
+    FailureOr<Cast> q = castOf(forward.getQ(), e4m3, forward, "q");
+    if (failed(q))
+      return failure();
+    FailureOr<Cast> k = castOf(forward.getK(), e4m3, forward, "k");
+    if (failed(k))
+      return failure();
+    FailureOr<Cast> v = castOf(forward.getV(), e4m3, forward, "v");
+    if (failed(v))
+      return failure();
+    builder.setInsertionPoint(forward);
+    ImplicitLocOpBuilder fb(forward.getLoc(), builder);
+    FailureOr<Site> s = addSite(e4m3, siteName(forward, "s"), fb);
+    if (failed(s))
+      return failure();
+    FailureOr<Site> o = addSite(e4m3, siteName(forward, "o"), fb);
+    if (failed(o))
+      return failure();
+    auto fp8Forward = FP8AttentionOp::create(
+        fb, q->quantized, k->quantized, v->quantized, q->scaleInv, k->scaleInv, v->scaleInv,
+        s->scaleInv, s->scale, o->scale, forward.getScaleAttr(), forward.getCausalAttr());
+    s->setAmax(fp8Forward.getSAmax());
+    o->setAmax(fp8Forward.getOAmax());
+    Value out = DequantizeOp::create(fb, forward.getResult().getType(), fp8Forward.getResult(),
+                                     o->scaleInv);
+
+    FailureOr<Cast> dO = castOf(backward.getGrad(), gradFP8, backward, "do");
+    if (failed(dO))
+      return failure();
+    builder.setInsertionPoint(backward);
+    ImplicitLocOpBuilder bb(backward.getLoc(), builder);
+    SmallVector<Site> gradSites;
+    for (StringRef what : {"dq", "dk", "dv", "dp"}) {
+      FailureOr<Site> site = addSite(gradFP8, siteName(backward, what), bb);
+      if (failed(site))
+        return failure();
+      gradSites.push_back(*site);
+    }
+    auto [dq, dk, dv, dp] = std::tie(gradSites[0], gradSites[1], gradSites[2], gradSites[3]);
+    auto fp8Backward = FP8AttentionGradOp::create(
+        bb, dO->quantized, q->quantized, k->quantized, v->quantized, fp8Forward.getResult(),
+        fp8Forward.getLse(), q->scaleInv, k->scaleInv, v->scaleInv, o->scaleInv, dO->scaleInv,
+        s->scaleInv, dp.scaleInv, s->scale, dq.scale, dk.scale, dv.scale, dp.scale,
+        backward.getScaleAttr(), backward.getCausalAttr());
+    dq.setAmax(fp8Backward.getQGradAmax());
+    dk.setAmax(fp8Backward.getKGradAmax());
+    dv.setAmax(fp8Backward.getVGradAmax());
+    dp.setAmax(fp8Backward.getDpAmax());
+    for (auto [old, fp8, site] :
+         {std::tuple{backward.getQGrad(), fp8Backward.getQGrad(), dq},
+          std::tuple{backward.getKGrad(), fp8Backward.getKGrad(), dk},
+          std::tuple{backward.getVGrad(), fp8Backward.getVGrad(), dv}}) {
+      Value real = DequantizeOp::create(bb, old.getType(), fp8, site.scaleInv);
+      // Keep |grads| exact (an erased op's address may be reused).
+      grads.erase(old);
+      grads.insert(real);
+      old.replaceAllUsesWith(real);
+    }
+    backward.erase();
+    forward.getResult().replaceAllUsesWith(out);
+    forward.getLse().replaceAllUsesWith(fp8Forward.getLse());
+    forward.erase();
+    ++convertedAttentions;
+    return success();
+  }
+
   /// Returns the carried state too, and records the recipe on the step
   /// when anything was converted.
   void finish() {
@@ -197,7 +272,7 @@ public:
         func.getContext(), entry.getArgumentTypes(),
         ValueRange(newResults).getTypes()));
     func.setAllResultAttrs(resultAttrs);
-    if (converted) {
+    if (converted || convertedAttentions) {
       NamedAttrList stepRecipe(
           func->getAttrOfType<DictionaryAttr>(kTrainStepAttrName));
       stepRecipe.set("fp8", recipe);
@@ -354,6 +429,37 @@ private:
                                                  arg.getArgNumber()))}));
   }
 
+  /// A delayed-scaling site: a row of |fp8|'s packed state, read through
+  /// tx.fp8_site ops, whose amax of this step is set once it is known.
+  struct Site {
+    Value scale, scaleInv;
+    PackedState *state;
+    size_t index;
+    void setAmax(Value amax) { state->amaxes[index] = amax; }
+  };
+
+  /// "<node>.<what>", or "<node>.backward.<what>" when |user| computes a
+  /// gradient.
+  std::string siteName(Operation *user, StringRef what) {
+    bool backward = grads.contains(user->getResult(0));
+    return gemmName(user) + (backward ? ".backward." : ".") + what.str();
+  }
+
+  /// A new site of |fp8|'s packed state named |name|; its scale and scale
+  /// inverse are read at |b|'s insertion point.
+  FailureOr<Site> addSite(Type fp8, const std::string &name, ImplicitLocOpBuilder &b) {
+    FailureOr<PackedState *> state = stateFor(fp8);
+    if (failed(state))
+      return failure();
+    size_t index = (*state)->sites.size();
+    (*state)->sites.push_back(builder.getStringAttr(name));
+    (*state)->amaxes.push_back(Value());
+    auto row = static_cast<int64_t>(index);
+    Value scale = FP8SiteOp::create(b, scalarType, (*state)->scale, row);
+    Value scaleInv = FP8SiteOp::create(b, scalarType, (*state)->scaleInv, row);
+    return Site{scale, scaleInv, *state, index};
+  }
+
   /// |value| cast to |fp8| with its scale_inv, made once where |value| is
   /// defined, so every GEMM reading it can use it.
   ///
@@ -405,20 +511,14 @@ private:
       // previous step; this step's amax goes to the update at its end. The
       // site is named after the first GEMM that reads the tensor, and
       // whether that GEMM is one of the backward's.
-      FailureOr<PackedState *> state = stateFor(fp8);
-      if (failed(state))
-        return failure();
-      auto index = static_cast<int64_t>((*state)->sites.size());
-      bool backward = grads.contains(user->getResult(0));
-      (*state)->sites.push_back(builder.getStringAttr(
-          gemmName(user) + (backward ? ".backward." : ".") + what.str()));
       // Before the amax: a backend fuses the quantize into the amax's
       // kernel, which must find its scale already defined.
-      Value scale = FP8SiteOp::create(b, scalarType, (*state)->scale, index);
-      result.scaleInv = FP8SiteOp::create(b, scalarType, (*state)->scaleInv, index);
-      Value amaxValue = AmaxOp::create(b, value);
-      (*state)->amaxes.push_back(amaxValue);
-      result.quantized = QuantizeOp::create(b, fp8Type, value, scale);
+      FailureOr<Site> site = addSite(fp8, siteName(user, what), b);
+      if (failed(site))
+        return failure();
+      result.scaleInv = site->scaleInv;
+      site->setAmax(AmaxOp::create(b, value));
+      result.quantized = QuantizeOp::create(b, fp8Type, value, site->scale);
     } else {
       Value amaxValue = AmaxOp::create(b, value);
       auto current = FP8CurrentScaleOp::create(b, scalarType, scalarType,
@@ -445,6 +545,7 @@ private:
   llvm::DenseMap<std::pair<Value, Type>, Cast> casts;
   std::deque<PackedState> states;
   unsigned converted = 0;
+  unsigned convertedAttentions = 0;
 };
 
 struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
@@ -560,6 +661,46 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
     return "";
   }
 
+  /// The gradient of |forward| (the tx.attention_grad reading its lse with
+  /// the same operands), or null.
+  static AttentionGradOp gradientOf(AttentionOp forward) {
+    for (Operation *user : forward.getLse().getUsers())
+      if (auto grad = dyn_cast<AttentionGradOp>(user))
+        if (grad.getQ() == forward.getQ() && grad.getK() == forward.getK() &&
+            grad.getV() == forward.getV() && grad.getOut() == forward.getResult() &&
+            grad.getScale() == forward.getScale() && grad.getCausal() == forward.getCausal())
+          return grad;
+    return nullptr;
+  }
+
+  /// Why |forward| stays in its precision under `attention=true`, or "".
+  static std::string whyNotAttention(AttentionOp forward, AttentionGradOp backward,
+                                     FP8RecipeAttr recipe, int sm) {
+    if (!recipe.isDelayed())
+      return "current scaling: cuDNN's FP8 attention writes an FP8 output whose scale "
+             "must be known before the call (use delayed scaling)";
+    if (sm < 90)
+      return "target sm_" + std::to_string(sm) +
+             " (cuDNN's FP8 attention needs sm_90 or newer)";
+    Type element = getElementTypeOrSelf(forward.getQ().getType());
+    if (!element.isBF16() && !element.isF16())
+      return "an f32 attention (FP8 attention replaces a bf16 or f16 one)";
+    if (forward.getMask())
+      return "an attention mask (cuDNN's FP8 attention takes causal or no mask only)";
+    if (forward.getWindow())
+      return "a sliding window (not in cuDNN's FP8 attention on Hopper)";
+    if (forward.getDropoutKey())
+      return "dropout of the probabilities (not in the FP8 attention ops yet)";
+    int64_t dqk = cast<RankedTensorType>(forward.getQ().getType()).getShape()[3];
+    int64_t dv = cast<RankedTensorType>(forward.getV().getType()).getShape()[3];
+    if (dqk != 128 || dv != 128)
+      return "head dim " + std::to_string(dqk) + (dv != dqk ? "/" + std::to_string(dv) : "") +
+             ": cuDNN's FP8 attention backward on Hopper takes head dim 128 only";
+    if (!backward)
+      return "no gradient of it in the step (FP8 attention is converted with its backward)";
+    return "";
+  }
+
   LogicalResult insertInto(func::FuncOp func, FP8RecipeAttr recipe, int sm,
                            llvm::Regex *excludeRegex) {
     // Without the seed marker every value would look like a forward value
@@ -594,6 +735,21 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
       }
       if (failed(rewriter.convert(op)))
         return failure();
+    }
+    if (attention) {
+      SmallVector<AttentionOp> attentions;
+      func.walk([&](AttentionOp op) { attentions.push_back(op); });
+      for (AttentionOp forward : attentions) {
+        AttentionGradOp backward = gradientOf(forward);
+        std::string reason = whyNotAttention(forward, backward, recipe, sm);
+        if (!reason.empty()) {
+          if (explain)
+            reportNearMiss(forward, "fp8 attention", reason);
+          continue;
+        }
+        if (failed(rewriter.convertAttention(forward, backward)))
+          return failure();
+      }
     }
     rewriter.finish();
     return success();

@@ -1054,6 +1054,21 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
     on GPT-2's step (H100: forward FP8 GEMMs 4.46 ms fast against 4.48
     split, DeviceLog session 28) while summing less exactly.
 
+    With `attention=true` (txopt `--fp8-attention`) each eligible
+    `tx.attention` and its `tx.attention_grad` become `tx.fp8_attention`
+    and `tx.fp8_attention_grad` (cuDNN's FP8 flash attention): q, k, v and
+    the upstream gradient are cast like GEMM operands (sites `<node>.q`,
+    `.k`, `.v`, `<node>.backward.do`); the quantized probabilities (`.s`),
+    the output (`.o`), the quantized dS (`.backward.dp`) and the gradients
+    (`.backward.dq`, `.dk`, `.dv`) get sites of their own whose amaxes are
+    the ops' results; the FP8 output and gradients are dequantized for
+    their other readers. Eligible: delayed scaling (the FP8 output needs its
+    scale before the call), a bf16 or f16 attention with its gradient, no
+    mask, window or dropout, target sm_90 or newer, and q, k and v of head
+    dim 128 (cuDNN's FP8 attention backward on Hopper takes no other).
+    Others stay as they are with a remark `not fused: fp8 attention:
+    <reason>`.
+
     When at least one GEMM is converted, the step's `tx.train_step` recipe
     gains `fp8 = #tx.fp8_recipe<...>`. `tx.gemm` (GPT-2's Conv1D) is
     converted too: `transA` / `transB` become a `tx.transpose` of the
@@ -1105,6 +1120,8 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
            "below sm_89 nothing is converted">,
     Option<"explain", "explain", "bool", /*default=*/"false",
            "Emit a remark for every GEMM left in higher precision, with the reason">,
+    Option<"attention", "attention", "bool", /*default=*/"false",
+           "Also make the eligible fused attentions FP8 (cuDNN's FP8 flash attention)">,
   ];
 }
 
