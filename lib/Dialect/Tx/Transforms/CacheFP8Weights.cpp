@@ -290,6 +290,8 @@ private:
                                            step.getBody().front().getArgumentTypes(),
                                            ValueRange(results).getTypes()));
     step.setAllResultAttrs(attrs);
+    // @eval and @logits take the step's arguments: the cache too.
+    appendStepArgumentsToCompanions(step);
   }
 
   /// `@<step>_state_init`: the step's arguments in, the first value of

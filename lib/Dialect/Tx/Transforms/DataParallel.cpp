@@ -118,18 +118,7 @@ private:
   LogicalResult retypeCompanions(ModuleOp module);
   /// The @micro_step, @eval and @logits of the step (they take its
   /// arguments).
-  SmallVector<func::FuncOp> companions(ModuleOp module) {
-    SmallVector<func::FuncOp> found;
-    for (auto func : module.getOps<func::FuncOp>())
-      for (StringLiteral link : {kMicroStepAttrName, kEvalAttrName, kLogitsAttrName}) {
-        auto ref = func->getAttrOfType<FlatSymbolRefAttr>(link);
-        if (ref && ref.getValue() == step.getName() && !func.isExternal()) {
-          found.push_back(func);
-          break;
-        }
-      }
-    return found;
-  }
+  SmallVector<func::FuncOp> companions(ModuleOp) { return stepCompanions(step); }
   /// Finds, for |optimizer|'s parameter |index|, the gradient the norm
   /// squares and the scaling chain after it.
   LogicalResult traceGradient(Operation *optimizer, Value operand,

@@ -272,6 +272,8 @@ public:
         func.getContext(), entry.getArgumentTypes(),
         ValueRange(newResults).getTypes()));
     func.setAllResultAttrs(resultAttrs);
+    // @eval and @logits take the step's arguments: the state too.
+    appendStepArgumentsToCompanions(func);
     if (converted || convertedAttentions) {
       NamedAttrList stepRecipe(
           func->getAttrOfType<DictionaryAttr>(kTrainStepAttrName));

@@ -92,3 +92,26 @@ std::string mlir::txopt::tx::trainStepRecipeJson(func::FuncOp step) {
   os << llvm::json::Value(std::move(object));
   return text;
 }
+
+SmallVector<func::FuncOp> mlir::txopt::tx::stepCompanions(func::FuncOp step) {
+  SmallVector<func::FuncOp> found;
+  auto module = step->getParentOfType<ModuleOp>();
+  if (!module)
+    return found;
+  for (auto func : module.getOps<func::FuncOp>())
+    for (StringLiteral link : {kMicroStepAttrName, kEvalAttrName, kLogitsAttrName}) {
+      auto ref = func->getAttrOfType<FlatSymbolRefAttr>(link);
+      if (ref && ref.getValue() == step.getName() && !func.isExternal()) {
+        found.push_back(func);
+        break;
+      }
+    }
+  return found;
+}
+
+void mlir::txopt::tx::appendStepArgumentsToCompanions(func::FuncOp step) {
+  for (func::FuncOp companion : stepCompanions(step))
+    for (unsigned i = companion.getNumArguments(), e = step.getNumArguments(); i < e; ++i)
+      (void)companion.insertArgument(i, step.getArgument(i).getType(), step.getArgAttrDict(i),
+                                     step.getArgument(i).getLoc());
+}

@@ -106,6 +106,17 @@ FailureOr<func::FuncOp> buildTrainStep(ModuleOp module,
 /// checkpoints compare it, so it is written in one place.
 std::string trainStepRecipeJson(func::FuncOp step);
 
+/// The functions beside |step| that take its arguments: gradient
+/// accumulation's @micro_step, validation's @eval and sampling's @logits
+/// (each names the step in tx.micro_step, tx.eval or tx.logits).
+SmallVector<func::FuncOp> stepCompanions(func::FuncOp step);
+
+/// After a pass appended arguments to |step| (FP8 scaling state, cached FP8
+/// weights), appends the same ones (types and attributes) to each of its
+/// companions, which ignore them: drivers call them with the step's
+/// arguments, so their signatures must stay the step's.
+void appendStepArgumentsToCompanions(func::FuncOp step);
+
 // The contract's attribute names (kRoleAttrName, ...): StepContract.h.
 
 /// The names of the functions emitted beside step |stepName|.
