@@ -170,6 +170,23 @@ struct AttentionSpec {
   float dropout = 0.0f;
   DevicePtr dropoutKey = 0;
   DevicePtr dropoutOffset = 0;
+  /// FP8 attention (tx.fp8_attention / tx.fp8_attention_grad; cuDNN's
+  /// sdpa_fp8 and sdpa_fp8_backward, which on Hopper take no mask, window
+  /// or dropout): |dtype| is q's FP8 type, shared by k, v and o (and the
+  /// quantized probabilities); |gradType| that of dO, the gradients and the
+  /// quantized dS. Each scale, scale inverse ("descale") and amax is one f32
+  /// in device memory; the call writes the amaxes.
+  bool fp8 = false;
+  fb::DType gradType = fb::DType::F8E5M2;
+  struct FP8Scalars {
+    // The forward's, and the backward's reads of the same (q, k, v, s).
+    DevicePtr descaleQ = 0, descaleK = 0, descaleV = 0, descaleS = 0, scaleS = 0;
+    DevicePtr scaleO = 0, amaxS = 0, amaxO = 0;
+    // The backward's own.
+    DevicePtr descaleO = 0, descaleDO = 0, descaleDP = 0;
+    DevicePtr scaleDQ = 0, scaleDK = 0, scaleDV = 0, scaleDP = 0;
+    DevicePtr amaxDQ = 0, amaxDK = 0, amaxDV = 0, amaxDP = 0;
+  } fp8Scalars;
 };
 
 /// An attention call whose plan was built once, at load.

@@ -100,7 +100,12 @@ const std::string &openCudnn() {
 }
 
 fe::DataType_t feType(fb::DType type) {
-  return type == fb::DType::F16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16;
+  switch (type) {
+  case fb::DType::F16: return fe::DataType_t::HALF;
+  case fb::DType::F8E4M3FN: return fe::DataType_t::FP8_E4M3;
+  case fb::DType::F8E5M2: return fe::DataType_t::FP8_E5M2;
+  default: return fe::DataType_t::BFLOAT16;
+  }
 }
 
 std::vector<int64_t> dimsOf(const hal::AttentionTensorSpec &t) {
@@ -123,8 +128,14 @@ void setMasking(Attributes &options, const hal::AttentionSpec &spec,
     options.set_bias(bias);
 }
 
-/// Tensor uids of the variant pack.
-enum Uid : int64_t { Q = 1, K, V, O, LSE, BIAS, DO, DQ, DK, DV, SEED, OFFSET };
+/// Tensor uids of the variant pack (FP8 attention's scalars after the
+/// tensors).
+enum Uid : int64_t {
+  Q = 1, K, V, O, LSE, BIAS, DO, DQ, DK, DV, SEED, OFFSET,
+  DESCALE_Q, DESCALE_K, DESCALE_V, DESCALE_S, SCALE_S, SCALE_O, AMAX_S, AMAX_O,
+  DESCALE_O, DESCALE_DO, DESCALE_DP, SCALE_DQ, SCALE_DK, SCALE_DV, SCALE_DP,
+  AMAX_DQ, AMAX_DK, AMAX_DV, AMAX_DP
+};
 
 /// Dropout of the probabilities with cuDNN's own mask (see the top).
 template <typename Attributes>
@@ -164,7 +175,8 @@ std::string graphKey(const hal::AttentionSpec &spec) {
   std::string key;
   auto add = [&](int64_t v) { key += std::to_string(v) + ","; };
   add(spec.backward), add(static_cast<int64_t>(spec.dtype)), add(spec.causal),
-      add(spec.window), add(spec.hasMask), add(spec.deterministic);
+      add(spec.window), add(spec.hasMask), add(spec.deterministic), add(spec.fp8),
+      add(static_cast<int64_t>(spec.gradType));
   uint32_t scaleBits, dropoutBits;
   std::memcpy(&scaleBits, &spec.scale, sizeof scaleBits);
   std::memcpy(&dropoutBits, &spec.dropout, sizeof dropoutBits);
@@ -231,7 +243,14 @@ public:
 
 private:
   Status build(const hal::AttentionSpec &spec, BuiltGraph &built) {
-    fe::graph::Graph &graph = built.graph;
+    if (spec.fp8)
+      TXRT_RETURN_IF_ERROR(buildFP8(spec, built.graph));
+    else
+      buildBF16(spec, built.graph);
+    return plan(built);
+  }
+
+  void buildBF16(const hal::AttentionSpec &spec, fe::graph::Graph &graph) {
     graph.set_io_data_type(feType(spec.dtype))
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
         .set_compute_data_type(fe::DataType_t::FLOAT);
@@ -282,7 +301,95 @@ private:
       dK->set_output(true).set_uid(DK).set_dim(dimsOf(spec.gradK)).set_stride(stridesOf(spec.gradK));
       dV->set_output(true).set_uid(DV).set_dim(dimsOf(spec.gradV)).set_stride(stridesOf(spec.gradV));
     }
+  }
 
+  /// cuDNN's FP8 flash attention (sdpa_fp8, sdpa_fp8_backward): the
+  /// tensors in their FP8 types, every scale an f32 [1, 1, 1, 1] tensor in
+  /// device memory, the amaxes outputs of the same form.
+  Status buildFP8(const hal::AttentionSpec &spec, fe::graph::Graph &graph) {
+    if (spec.hasMask || spec.window > 0 || spec.dropout > 0.0f)
+      return Status::unavailable(
+          "cuDNN's FP8 attention on Hopper takes no mask, sliding window or dropout");
+    graph.set_io_data_type(feType(spec.dtype))
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    auto tensor = [&](const char *name, Uid uid, const hal::AttentionTensorSpec &t,
+                      fb::DType type) {
+      return graph.tensor(fe::graph::Tensor_attributes()
+                              .set_name(name)
+                              .set_uid(uid)
+                              .set_dim(dimsOf(t))
+                              .set_stride(stridesOf(t))
+                              .set_data_type(feType(type)));
+    };
+    auto scalar = [&](const char *name, Uid uid) {
+      return graph.tensor(fe::graph::Tensor_attributes()
+                              .set_name(name)
+                              .set_uid(uid)
+                              .set_dim({1, 1, 1, 1})
+                              .set_stride({1, 1, 1, 1})
+                              .set_data_type(fe::DataType_t::FLOAT));
+    };
+    auto asScalarOutput = [](const std::shared_ptr<fe::graph::Tensor_attributes> &t, Uid uid) {
+      t->set_output(true).set_uid(uid).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
+          .set_data_type(fe::DataType_t::FLOAT);
+    };
+    auto q = tensor("Q", Q, spec.q, spec.dtype);
+    auto k = tensor("K", K, spec.k, spec.dtype);
+    auto v = tensor("V", V, spec.v, spec.dtype);
+    const int64_t b = spec.q.dims[0], h = spec.q.dims[1], tq = spec.q.dims[2];
+    std::vector<int64_t> lseDims = {b, h, tq, 1}, lseStrides = {h * tq, tq, 1, 1};
+    auto descaleQ = scalar("Descale_Q", DESCALE_Q), descaleK = scalar("Descale_K", DESCALE_K);
+    auto descaleV = scalar("Descale_V", DESCALE_V), descaleS = scalar("Descale_S", DESCALE_S);
+    auto scaleS = scalar("Scale_S", SCALE_S);
+    if (!spec.backward) {
+      auto options = fe::graph::SDPA_fp8_attributes()
+                         .set_name("sdpa_fp8")
+                         .set_generate_stats(true)
+                         .set_causal_mask(spec.causal)
+                         .set_attn_scale(spec.scale);
+      auto [o, stats, amaxS, amaxO] =
+          graph.sdpa_fp8(q, k, v, descaleQ, descaleK, descaleV, descaleS, scaleS,
+                         scalar("Scale_O", SCALE_O), options);
+      o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o))
+          .set_data_type(feType(spec.dtype));
+      stats->set_output(true).set_uid(LSE).set_data_type(fe::DataType_t::FLOAT)
+          .set_dim(lseDims).set_stride(lseStrides);
+      asScalarOutput(amaxS, AMAX_S);
+      asScalarOutput(amaxO, AMAX_O);
+      return Status();
+    }
+    auto o = tensor("O", O, spec.o, spec.dtype);
+    auto dO = tensor("dO", DO, spec.gradO, spec.gradType);
+    auto stats = graph.tensor(fe::graph::Tensor_attributes()
+                                  .set_name("Stats")
+                                  .set_uid(LSE)
+                                  .set_dim(lseDims)
+                                  .set_stride(lseStrides)
+                                  .set_data_type(fe::DataType_t::FLOAT));
+    auto options = fe::graph::SDPA_fp8_backward_attributes()
+                       .set_name("sdpa_fp8_backward")
+                       .set_causal_mask(spec.causal)
+                       .set_attn_scale(spec.scale);
+    auto [dQ, dK, dV, amaxDQ, amaxDK, amaxDV, amaxDP] = graph.sdpa_fp8_backward(
+        q, k, v, o, dO, stats, descaleQ, descaleK, descaleV, scalar("Descale_O", DESCALE_O),
+        scalar("Descale_dO", DESCALE_DO), descaleS, scalar("Descale_dP", DESCALE_DP), scaleS,
+        scalar("Scale_dQ", SCALE_DQ), scalar("Scale_dK", SCALE_DK), scalar("Scale_dV", SCALE_DV),
+        scalar("Scale_dP", SCALE_DP), options);
+    for (auto [t, uid, spec_] : {std::tuple{dQ, DQ, &spec.gradQ}, {dK, DK, &spec.gradK},
+                                 {dV, DV, &spec.gradV}})
+      t->set_output(true).set_uid(uid).set_dim(dimsOf(*spec_)).set_stride(stridesOf(*spec_))
+          .set_data_type(feType(spec.gradType));
+    asScalarOutput(amaxDQ, AMAX_DQ);
+    asScalarOutput(amaxDK, AMAX_DK);
+    asScalarOutput(amaxDV, AMAX_DV);
+    asScalarOutput(amaxDP, AMAX_DP);
+    return Status();
+  }
+
+  /// Validates |built|'s graph and makes its execution plan.
+  Status plan(BuiltGraph &built) {
+    fe::graph::Graph &graph = built.graph;
     auto check = [](fe::error_t result, const char *stage) -> Status {
       if (result.is_good())
         return Status();
@@ -316,6 +423,20 @@ private:
     if (spec.backward)
       bind(DO, spec.gradO.ptr), bind(DQ, spec.gradQ.ptr), bind(DK, spec.gradK.ptr),
           bind(DV, spec.gradV.ptr);
+    if (!spec.fp8)
+      return;
+    const hal::AttentionSpec::FP8Scalars &f = spec.fp8Scalars;
+    bind(DESCALE_Q, f.descaleQ), bind(DESCALE_K, f.descaleK), bind(DESCALE_V, f.descaleV);
+    bind(DESCALE_S, f.descaleS), bind(SCALE_S, f.scaleS);
+    if (!spec.backward) {
+      bind(SCALE_O, f.scaleO), bind(AMAX_S, f.amaxS), bind(AMAX_O, f.amaxO);
+      return;
+    }
+    bind(DESCALE_O, f.descaleO), bind(DESCALE_DO, f.descaleDO), bind(DESCALE_DP, f.descaleDP);
+    bind(SCALE_DQ, f.scaleDQ), bind(SCALE_DK, f.scaleDK), bind(SCALE_DV, f.scaleDV);
+    bind(SCALE_DP, f.scaleDP);
+    bind(AMAX_DQ, f.amaxDQ), bind(AMAX_DK, f.amaxDK), bind(AMAX_DV, f.amaxDV);
+    bind(AMAX_DP, f.amaxDP);
   }
 
   cudnnHandle_t handle_;
