@@ -26,6 +26,8 @@
 #include "core/npy.h"
 #include "hal/cuda/cuda_hal.h"
 
+#include "attention_tool_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -53,44 +55,8 @@ struct Tensor {
     for (int64_t d : shape) n *= static_cast<size_t>(d);
     return n;
   }
-  hal::AttentionTensorSpec spec() const {
-    hal::AttentionTensorSpec s;
-    s.ptr = buffer->address();
-    int64_t stride = 1;
-    for (int d = 3; d >= 0; --d) {
-      s.dims[d] = shape[d];
-      s.strides[d] = stride;
-      stride *= shape[d];
-    }
-    return s;
-  }
+  hal::AttentionTensorSpec spec() const { return tools::contiguousSpec(shape, buffer->address()); }
 };
-
-/// The median over |iters| runs (after 3 warm-up runs) of the forward
-/// |fwd|, followed by the backward |bwd| when given.
-Status medianMs(hal::Device &device, hal::Stream &stream, hal::Attention &attention,
-                hal::AttentionPlan &fwd, hal::AttentionPlan *bwd, hal::DevicePtr workspace,
-                int iters, double &median) {
-  std::unique_ptr<hal::Event> start, end;
-  TXRT_RETURN_IF_ERROR(device.createEvent(start));
-  TXRT_RETURN_IF_ERROR(device.createEvent(end));
-  std::vector<float> times;
-  for (int i = 0; i < iters + 3; ++i) {
-    TXRT_RETURN_IF_ERROR(stream.record(*start));
-    TXRT_RETURN_IF_ERROR(attention.run(fwd, workspace, stream));
-    if (bwd)
-      TXRT_RETURN_IF_ERROR(attention.run(*bwd, workspace, stream));
-    TXRT_RETURN_IF_ERROR(stream.record(*end));
-    TXRT_RETURN_IF_ERROR(stream.synchronize());
-    float ms = 0;
-    TXRT_RETURN_IF_ERROR(device.elapsedMs(*start, *end, ms));
-    if (i >= 3)
-      times.push_back(ms);
-  }
-  std::sort(times.begin(), times.end());
-  median = times[times.size() / 2];
-  return Status();
-}
 
 /// --dump: |t| (bf16, or f32 when |f32|) as an f32 .npy file at |path|.
 Status dumpTensor(hal::Stream &stream, const Tensor &t, bool f32, const std::string &path) {
@@ -252,7 +218,7 @@ int main(int argc, char **argv) {
     return fail(s.message());
 
   auto timeMs = [&](bool withBackward, double &median) {
-    return medianMs(*device, *stream, *attention, *fwdPlan, withBackward ? bwdPlan.get() : nullptr,
+    return tools::medianMs(*device, *stream, *attention, *fwdPlan, withBackward ? bwdPlan.get() : nullptr,
                     workspace->address(), iters, median);
   };
   double fwdMs = 0, bothMs = 0;

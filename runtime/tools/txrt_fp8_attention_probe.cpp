@@ -25,6 +25,8 @@
 #include "core/npy.h"
 #include "hal/cuda/cuda_hal.h"
 
+#include "attention_tool_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,17 +56,7 @@ struct FP8Tensor {
     for (int64_t d : shape) n *= static_cast<size_t>(d);
     return n;
   }
-  hal::AttentionTensorSpec spec() const {
-    hal::AttentionTensorSpec s;
-    s.ptr = buffer->address();
-    int64_t stride = 1;
-    for (int d = 3; d >= 0; --d) {
-      s.dims[d] = shape[d];
-      s.strides[d] = stride;
-      stride *= shape[d];
-    }
-    return s;
-  }
+  hal::AttentionTensorSpec spec() const { return tools::contiguousSpec(shape, buffer->address()); }
   double value(size_t i) const {
     return type == DType::F8E4M3FN ? f8e4m3fnToDouble(codes[i]) : f8e5m2ToDouble(codes[i]);
   }
@@ -197,26 +189,10 @@ int main(int argc, char **argv) {
       !s.ok())
     return fail(s.message());
 
-  std::unique_ptr<hal::Event> start, end;
-  if (Status s = device->createEvent(start); !s.ok()) return fail(s.message());
-  if (Status s = device->createEvent(end); !s.ok()) return fail(s.message());
-  auto timeMs = [&](bool withBackward, double &median) -> Status {
-    std::vector<float> times;
-    for (int i = 0; i < iters + 3; ++i) {
-      TXRT_RETURN_IF_ERROR(stream->record(*start));
-      TXRT_RETURN_IF_ERROR(attention->run(*fwdPlan, workspace->address(), *stream));
-      if (withBackward)
-        TXRT_RETURN_IF_ERROR(attention->run(*bwdPlan, workspace->address(), *stream));
-      TXRT_RETURN_IF_ERROR(stream->record(*end));
-      TXRT_RETURN_IF_ERROR(stream->synchronize());
-      float ms = 0;
-      TXRT_RETURN_IF_ERROR(device->elapsedMs(*start, *end, ms));
-      if (i >= 3)
-        times.push_back(ms);
-    }
-    std::sort(times.begin(), times.end());
-    median = times[times.size() / 2];
-    return Status();
+  auto timeMs = [&](bool withBackward, double &median) {
+    return tools::medianMs(*device, *stream, *attention, *fwdPlan,
+                           withBackward ? bwdPlan.get() : nullptr, workspace->address(), iters,
+                           median);
   };
   double fwdMs = 0, bothMs = 0;
   if (Status s = timeMs(false, fwdMs); !s.ok()) return fail(s.message());
