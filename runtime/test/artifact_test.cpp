@@ -604,3 +604,27 @@ TEST(Artifact, RankVariantsAreValidated) {
   t.variantMisalignment = 4;
   expectRejected(t, "rank variant 0 (4 ranks): its bytes do not start at a 16-byte boundary");
 }
+
+// Variants inside variants are refused one level down, however deep the
+// chain: the loader verifies each variant itself rather than letting
+// FlatBuffers' verifier follow nested buffers (a chain 60,000 deep once
+// overflowed the stack).
+TEST(Artifact, DeepVariantChainsAreRefusedOneLevelDown) {
+  std::vector<uint8_t> chain = dataParallelStep(8).build();
+  for (uint32_t level = 0; level < 2000; ++level) {
+    TestArtifact wrapper = dataParallelStep(4);
+    wrapper.rankVariants = {{8, chain}};
+    chain = wrapper.build();
+  }
+  TestArtifact t = dataParallelStep(2);
+  t.rankVariants = {{4, chain}};
+  expectRejected(t, "rank variant 0 (4 ranks): it has rank variants of its own");
+}
+
+TEST(Artifact, TooManyRankVariantsAreRefused) {
+  TestArtifact t = dataParallelStep(1);
+  std::vector<uint8_t> variant = dataParallelStep(2).build();
+  for (uint32_t i = 0; i < kMaxRankVariants + 1; ++i)
+    t.rankVariants.push_back({2 + i, variant});
+  expectRejected(t, "the artifact has 64 rank variants, more than the 63 txopt writes at most");
+}

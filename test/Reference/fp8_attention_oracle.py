@@ -162,7 +162,8 @@ def run(args, model, function, inputs, out_dir):
     return lambda name: np.load(os.path.join(out_dir, name + ".npy")).astype(np.float64)
 
 
-def check_case(args, rng, work, label, b, h, h_kv, t, d_qk, d_v, causal, fp8, fp8_grad):
+def check_case(args, rng, work, label, b, h, h_kv, t, d_qk, d_v, causal, fp8, fp8_grad,
+               o_scales=(2.0, 20.0)):
     shapes = ([b, h, t, d_qk], [b, h_kv, t, d_qk], [b, h_kv, t, d_v])
     attn_scale = float(F32(1.0 / np.sqrt(d_qk)))
     model = os.path.join(work, label + ".mlir")
@@ -175,7 +176,7 @@ def check_case(args, rng, work, label, b, h, h_kv, t, d_qk, d_v, causal, fp8, fp
     # (f32; a scale's inverse is its f32 reciprocal), P's scale below 448.
     f32 = lambda x: float(F32(x))
     fwd_d = {n: f32(rng.uniform(0.25, 1.0)) for n in ("q", "k", "v")}
-    s_scale, o_scale = f32(rng.uniform(100.0, 400.0)), f32(rng.uniform(2.0, 20.0))
+    s_scale, o_scale = f32(rng.uniform(100.0, 400.0)), f32(rng.uniform(*o_scales))
     fwd_d["s"] = f32(np.float32(1.0) / np.float32(s_scale))
     fwd_s = {"s": s_scale, "o": o_scale}
     inputs = {"q": q, "k": k, "v": v, "q_si": fwd_d["q"], "k_si": fwd_d["k"],
@@ -215,7 +216,7 @@ def check_case(args, rng, work, label, b, h, h_kv, t, d_qk, d_v, causal, fp8, fp
         problems.append(close(got_b(name), want_b[name], name))
     loose = backward(do, q, k, v, o, p_lse, bwd_d, bwd_s, attn_scale, fp8, fp8_grad,
                      quantize_ds=False)
-    control_bwd = agree(got_b("dq"), loose["dq"], fp8_grad, "dq") != ""
+    control_bwd = all(agree(got_b(n), loose[n], fp8_grad, n) != "" for n in ("dq", "dk"))
     problems = [x for x in problems if x]
     if not control_fwd or not control_bwd:
         problems.append("a control without P's or dS's quantization passed the comparison")
@@ -241,7 +242,8 @@ def main():
     cases = [
         ("mha-causal", 2, 2, 2, 24, 16, 16, True, "f8E4M3FN", "f8E5M2"),
         ("gqa", 1, 4, 2, 20, 16, 8, False, "f8E4M3FN", "f8E5M2"),
-        ("e4m3-grads", 1, 2, 1, 16, 8, 8, True, "f8E4M3FN", "f8E4M3FN"),
+        # The output's scale large enough that some of it saturates at 448.
+        ("e4m3-grads", 1, 2, 1, 16, 8, 8, True, "f8E4M3FN", "f8E4M3FN", (300.0, 600.0)),
     ]
     ok = all([check_case(args, rng, args.work, *case) for case in cases])
     return 0 if ok else 1

@@ -291,6 +291,11 @@ static bool parseTrainOption(int argc, char **argv, int &i, Options &options,
       }
       options.dataParallelRanks.push_back(n);
     }
+    // The root's count and at most 63 variants (the runtime's limit).
+    if (options.dataParallelRanks.size() > 64) {
+      error = "bad --data-parallel '" + value + "': at most 64 rank counts";
+      return true;
+    }
     llvm::sort(options.dataParallelRanks);
     options.dataParallel = options.dataParallelRanks.front();
     options.trainFlags.push_back(flag);

@@ -424,7 +424,7 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
   // The other rank counts' steps in the same artifact: what each costs.
   for (const CompileSummary::RankVariant &v : summary.gpuRankVariants)
     summary.gpu += llvm::formatv("; also the step for {0} ranks (arena {1:F1} MB, "
-                                 "{2} launches)",
+                                 "{2} commands)",
                                  v.ranks, v.arenaBytes / 1e6, v.launches);
   // The functions beside the step run on their own; their sizes say what
   // validation and sampling cost per call.

@@ -113,6 +113,10 @@ Status validateRankVariants(const fb::Artifact &artifact) {
   if (artifact.ranks() == 0)
     return Status::invalid("the artifact has rank variants, but its step is not "
                            "data-parallel (ranks 0)");
+  if (variants->size() > kMaxRankVariants)
+    return Status::invalid("the artifact has " + std::to_string(variants->size()) +
+                           " rank variants, more than the " +
+                           std::to_string(kMaxRankVariants) + " txopt writes at most");
   std::vector<unsigned> seen{artifact.ranks()};
   for (unsigned i = 0; i < variants->size(); ++i) {
     const fb::RankVariant *v = variants->Get(i);

@@ -71,6 +71,10 @@ bool shapeElements(const flatbuffers::Vector<int64_t> *shape, uint64_t &out);
 Status verifyArtifactBytes(const uint8_t *data, size_t size);
 /// Checks every index and size of a verified artifact.
 Status validateArtifact(const fb::Artifact &artifact);
+/// The most rank counts one artifact holds (txopt --data-parallel=N1,N2,...
+/// takes as many); more is a damaged or crafted file.
+inline constexpr unsigned kMaxRankVariants = 63;
+
 /// Checks the rank variants of a verified, validated artifact: each a
 /// whole artifact (verified and validated like the root) for a rank count
 /// of its own, aligned for its scalars, with no variants of its own.

@@ -5,6 +5,7 @@
 // RUN: txopt-opt %s --split-input-file --tx-build-train-step --tx-insert-fp8="attention=1" | FileCheck %s
 // RUN: txopt-opt %s --split-input-file --tx-build-train-step --tx-insert-fp8="attention=1 explain=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: txopt-opt %s --split-input-file --tx-build-train-step --tx-insert-fp8 | FileCheck %s --check-prefix=OFF
+// RUN: txopt-opt %s --split-input-file --tx-build-train-step --tx-insert-fp8="attention=1 exclude=^none$" | FileCheck %s --check-prefix=HOIST
 // RUN: txopt-opt %s --split-input-file --tx-build-train-step --tx-insert-fp8="attention=1 explain=1 scaling=current" 2>&1 | FileCheck %s --check-prefix=CURRENT
 // RUN: txopt-opt %s --split-input-file --tx-build-train-step --tx-insert-fp8="attention=1 explain=1 target=sm_89" 2>&1 | FileCheck %s --check-prefix=SM89
 
@@ -134,4 +135,40 @@ func.func @main(%key: tensor<i64> {tx.name = "key"}) -> (tensor<f32> {tx.name = 
   %of = tx.cast %o : tensor<1x2x16x128xbf16> to tensor<1x2x16x128xf32>
   %l = tx.reduce_mean %of axes [] : tensor<1x2x16x128xf32>
   return %l : tensor<f32>
+}
+
+// -----
+
+// v is a layout value (two transposes) that a GEMM converted before the
+// attention also reads through a reshape (every GEMM converted: exclude matches none): its cast's layout ops, made next
+// to that GEMM (after the attention), move up before the attention that
+// reads them (once, the FP8 attention read a value defined further down).
+// HOIST:       %[[V1:.+]] = tx.transpose %{{.+}} perm [0, 1, 3, 2] : tensor<1x2x16x128xf8E4M3FN>
+// HOIST-NEXT:  %[[V2:.+]] = tx.transpose %[[V1]] perm [0, 1, 3, 2] : tensor<1x2x128x16xf8E4M3FN>
+// HOIST:       tx.fp8_attention %{{.+}}, %{{.+}}, %[[V2]]
+// HOIST:       tx.reshape %[[V2]]
+// HOIST:       tx.fp8_matmul
+tx.parameter @p = dense<0.5> : tensor<1x2x16x128xf32>
+tx.parameter @w = dense<0.5> : tensor<128x128xf32>
+func.func @main(%x: tensor<1x2x16x128xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
+  %p = tx.load_parameter @p : tensor<1x2x16x128xf32>
+  %w = tx.load_parameter @w : tensor<128x128xf32>
+  %q = tx.mul %x, %p : tensor<1x2x16x128xf32>, tensor<1x2x16x128xf32>
+  %qb = tx.cast %q : tensor<1x2x16x128xf32> to tensor<1x2x16x128xbf16>
+  %pb = tx.cast %p : tensor<1x2x16x128xf32> to tensor<1x2x16x128xbf16>
+  %vt = tx.transpose %pb perm [0, 1, 3, 2] : tensor<1x2x16x128xbf16>
+  %v = tx.transpose %vt perm [0, 1, 3, 2] : tensor<1x2x128x16xbf16>
+  %o, %lse = tx.attention %qb, %qb, %v scale(0.088388347648318) causal : tensor<1x2x16x128xbf16>, tensor<1x2x16x128xbf16>, tensor<1x2x16x128xbf16> loc("attn")
+  %v2 = tx.reshape %v : tensor<1x2x16x128xbf16> -> tensor<32x128xbf16>
+  %wb = tx.cast %w : tensor<128x128xf32> to tensor<128x128xbf16>
+  %y0 = tx.matmul %v2, %wb : tensor<32x128xbf16>, tensor<128x128xbf16> loc("g0")
+  %y = tx.matmul %y0, %wb : tensor<32x128xbf16>, tensor<128x128xbf16> loc("g1")
+  %y2 = tx.matmul %y, %wb : tensor<32x128xbf16>, tensor<128x128xbf16> loc("g2")
+  %yf = tx.cast %y2 : tensor<32x128xbf16> to tensor<32x128xf32>
+  %of = tx.cast %o : tensor<1x2x16x128xbf16> to tensor<1x2x16x128xf32>
+  %sq = tx.mul %of, %of : tensor<1x2x16x128xf32>, tensor<1x2x16x128xf32>
+  %l = tx.reduce_mean %sq axes [] : tensor<1x2x16x128xf32>
+  %l2 = tx.reduce_mean %yf axes [] : tensor<32x128xf32>
+  %lt = tx.add %l, %l2 : tensor<f32>, tensor<f32>
+  return %lt : tensor<f32>
 }

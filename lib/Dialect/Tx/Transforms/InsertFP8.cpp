@@ -176,9 +176,7 @@ public:
     for (Value made : operands)
       if (made.use_empty() && made.getDefiningOp<TransposeOp>()) {
         grads.erase(made);
-        for (Type fp8 : {Type(Float8E4M3FNType::get(func.getContext())),
-                         Type(Float8E5M2Type::get(func.getContext()))})
-          casts.erase(std::make_pair(made, fp8));
+        forgetCasts(made);
         made.getDefiningOp()->erase();
       }
     ++converted;
@@ -204,6 +202,10 @@ public:
     FailureOr<Cast> v = castOf(forward.getV(), e4m3, forward, "v");
     if (failed(v))
       return failure();
+    // A cast of a transpose or reshape that a converted GEMM read first
+    // sits next to that GEMM, which may come after the attention.
+    for (const Cast *cast : {&*q, &*k, &*v})
+      hoistBefore(cast->quantized, forward);
     builder.setInsertionPoint(forward);
     ImplicitLocOpBuilder fb(forward.getLoc(), builder);
     FailureOr<Site> s = addSite(e4m3, siteName(forward, "s"), fb);
@@ -223,6 +225,7 @@ public:
     FailureOr<Cast> dO = castOf(backward.getGrad(), gradFP8, backward, "do");
     if (failed(dO))
       return failure();
+    hoistBefore(dO->quantized, backward);
     builder.setInsertionPoint(backward);
     ImplicitLocOpBuilder bb(backward.getLoc(), builder);
     SmallVector<Site> gradSites;
@@ -247,12 +250,15 @@ public:
           std::tuple{backward.getKGrad(), fp8Backward.getKGrad(), dk},
           std::tuple{backward.getVGrad(), fp8Backward.getVGrad(), dv}}) {
       Value real = DequantizeOp::create(bb, old.getType(), fp8, site.scaleInv);
-      // Keep |grads| exact (an erased op's address may be reused).
+      // Keep |grads| and the cast cache exact (an erased op's address may
+      // be reused by an op made later).
       grads.erase(old);
       grads.insert(real);
+      forgetCasts(old);
       old.replaceAllUsesWith(real);
     }
     backward.erase();
+    forgetCasts(forward.getResult());
     forward.getResult().replaceAllUsesWith(out);
     forward.getLse().replaceAllUsesWith(fp8Forward.getLse());
     forward.erase();
@@ -429,6 +435,26 @@ private:
                                                          tx::kNameAttrName)),
          builder.getNamedAttr(kNextAttrName, builder.getI64IntegerAttr(
                                                  arg.getArgNumber()))}));
+  }
+
+  /// Moves the op defining |value|, and before it those of its operands,
+  /// up to just before |user| where they come after it in its block: a
+  /// cast's layout ops (transposes, reshapes of the codes), whose own base
+  /// cast sits right after the tensor it casts.
+  void hoistBefore(Value value, Operation *user) {
+    Operation *def = value.getDefiningOp();
+    if (!def || def->getBlock() != user->getBlock() || def->isBeforeInBlock(user))
+      return;
+    for (Value operand : def->getOperands())
+      hoistBefore(operand, user);
+    def->moveBefore(user);
+  }
+
+  /// Drops |value|'s casts from the cache before its op is erased.
+  void forgetCasts(Value value) {
+    for (Type fp8 : {Type(Float8E4M3FNType::get(func.getContext())),
+                     Type(Float8E5M2Type::get(func.getContext()))})
+      casts.erase(std::make_pair(value, fp8));
   }
 
   /// A delayed-scaling site: a row of |fp8|'s packed state, read through

@@ -1058,16 +1058,18 @@ def InsertFP8Pass : Pass<"tx-insert-fp8", "::mlir::ModuleOp"> {
     `tx.attention` and its `tx.attention_grad` become `tx.fp8_attention`
     and `tx.fp8_attention_grad` (cuDNN's FP8 flash attention): q, k, v and
     the upstream gradient are cast like GEMM operands (sites `<node>.q`,
-    `.k`, `.v`, `<node>.backward.do`); the quantized probabilities (`.s`),
+    `.k`, `.v`, `<node>.backward.do`, E5M2 under the hybrid format); the
+    quantized probabilities (`.s`),
     the output (`.o`), the quantized dS (`.backward.dp`) and the gradients
     (`.backward.dq`, `.dk`, `.dv`) get sites of their own whose amaxes are
     the ops' results; the FP8 output and gradients are dequantized for
-    their other readers. Eligible: delayed scaling (the FP8 output needs its
+    their readers (a GEMM that reads one casts it again, with a site of
+    its own). Eligible: delayed scaling (the FP8 output needs its
     scale before the call), a bf16 or f16 attention with its gradient, no
     mask, window or dropout, target sm_90 or newer, and q, k and v of head
     dim 128 (cuDNN's FP8 attention backward on Hopper takes no other).
-    Others stay as they are with a remark `not fused: fp8 attention:
-    <reason>`.
+    Others stay as they are (with `explain=true`, a remark `not fused: fp8
+    attention: <reason>`; txopt turns each into a warning).
 
     When at least one GEMM is converted, the step's `tx.train_step` recipe
     gains `fp8 = #tx.fp8_recipe<...>`. `tx.gemm` (GPT-2's Conv1D) is
