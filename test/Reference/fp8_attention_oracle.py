@@ -163,7 +163,7 @@ def run(args, model, function, inputs, out_dir):
 
 
 def check_case(args, rng, work, label, b, h, h_kv, t, d_qk, d_v, causal, fp8, fp8_grad,
-               o_scales=(2.0, 20.0)):
+               o_scales=(2.0, 20.0), grad_scales=(0.5, 4.0)):
     shapes = ([b, h, t, d_qk], [b, h_kv, t, d_qk], [b, h_kv, t, d_v])
     attn_scale = float(F32(1.0 / np.sqrt(d_qk)))
     model = os.path.join(work, label + ".mlir")
@@ -196,8 +196,9 @@ def check_case(args, rng, work, label, b, h, h_kv, t, d_qk, d_v, causal, fp8, fp
     bwd_d = dict(fwd_d)
     bwd_d.update({"o": f32(1.0 / o_scale), "do": f32(rng.uniform(0.5, 2.0)),
                   "dp": f32(rng.uniform(0.5, 2.0))})
-    bwd_s = {"s": s_scale, "dq": f32(rng.uniform(0.5, 4.0)), "dk": f32(rng.uniform(0.5, 4.0)),
-             "dv": f32(rng.uniform(0.5, 4.0)), "dp": f32(rng.uniform(50.0, 200.0))}
+    bwd_s = {"s": s_scale, "dq": f32(rng.uniform(*grad_scales)),
+             "dk": f32(rng.uniform(*grad_scales)), "dv": f32(rng.uniform(*grad_scales)),
+             "dp": f32(rng.uniform(50.0, 200.0))}
     inputs = {"do": do, "q": q, "k": k, "v": v, "o": o, "lse": got("lse"),
               "q_si": bwd_d["q"], "k_si": bwd_d["k"], "v_si": bwd_d["v"], "o_si": bwd_d["o"],
               "do_si": bwd_d["do"], "s_si": bwd_d["s"], "dp_si": bwd_d["dp"],
@@ -244,6 +245,9 @@ def main():
         ("gqa", 1, 4, 2, 20, 16, 8, False, "f8E4M3FN", "f8E5M2"),
         # The output's scale large enough that some of it saturates at 448.
         ("e4m3-grads", 1, 2, 1, 16, 8, 8, True, "f8E4M3FN", "f8E4M3FN", (300.0, 600.0)),
+        # E5M2 gradients scaled past 57344 in part.
+        ("e5m2-saturating", 1, 2, 2, 16, 8, 8, True, "f8E4M3FN", "f8E5M2", (2.0, 20.0),
+         (2e3, 6e3)),
     ]
     ok = all([check_case(args, rng, args.work, *case) for case in cases])
     return 0 if ok else 1
