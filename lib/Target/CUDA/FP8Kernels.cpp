@@ -574,6 +574,46 @@ void cuda::planColumnSumsInAmax(LoweringContext &ctx, func::FuncOp step) {
   }
 }
 
+/// The amax kernel's column sums of its 64 x 64 tile (planColumnSumsInAmax):
+/// the |summands| of thread |t| (its run of one row) added in a fixed
+/// order, within a warp (8 rows, lanes 4 apart share columns) by shuffles, then
+/// the 8 warps in order through |warpSums| (workgroup memory), and the
+/// tile's 64 sums stored as one partial row of |partials| ([parts,
+/// |sumCols|]).
+static void emitTileColumnSums(KernelBuilder &kb, const Tile &coords, Value t,
+                               llvm::SmallVectorImpl<Value> &summands, Value warpSums,
+                               Value partials, int64_t sumCols) {
+  auto &b = kb.builder();
+  Value lane = arith::RemUIOp::create(b, t, kb.idx(32));
+  Value warp = arith::DivUIOp::create(b, t, kb.idx(32));
+  for (Value &s : summands)
+    for (int32_t offset : {4, 8, 16})
+      s = arith::AddFOp::create(
+          b, s, gpu::ShuffleOp::create(b, s, offset, 32, gpu::ShuffleMode::XOR).getShuffleResult());
+  kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane, kb.idx(kTile / kRun)), [&] {
+    Value first = arith::AddIOp::create(b, arith::MulIOp::create(b, warp, kb.idx(kTile)),
+                                        coords.localCol);
+    for (auto [e, s] : llvm::enumerate(summands))
+      memref::StoreOp::create(b, s, warpSums,
+                              ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
+  });
+  gpu::BarrierOp::create(b);
+  kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, t, kb.idx(kTile)), [&] {
+    Value total = kb.f32(0.0);
+    for (int64_t w = 0; w < kBlockSize / 32; ++w)
+      total = arith::AddFOp::create(
+          b, total,
+          memref::LoadOp::create(b, warpSums,
+                                 ValueRange{arith::AddIOp::create(b, kb.idx(w * kTile), t)}));
+    Value part = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, coords.batch, kb.idx(coords.rows / kTile)), coords.tileR);
+    Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, coords.tileC, kb.idx(kTile)), t);
+    memref::StoreOp::create(
+        b, total, partials,
+        ValueRange{arith::AddIOp::create(b, arith::MulIOp::create(b, part, kb.idx(sumCols)), col)});
+  });
+}
+
 /// tx.amax with its fused quantize, each thread reading and quantizing a
 /// run of kRun consecutive elements (so its loads and stores become 16-byte
 /// vector accesses): block b covers elements [b * 4096, (b + 1) * 4096).
@@ -691,38 +731,8 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     gpu::BarrierOp::create(b);
     coords->storeTransposed(kb, tile, transposedArg);
   }
-  if (summed) {
-    // The tile's 64 column sums, in a fixed order: within a warp (8 rows,
-    // lanes 4 apart share columns) by shuffles, then the 8 warps in order.
-    Value lane = arith::RemUIOp::create(b, t, kb.idx(32));
-    Value warp = arith::DivUIOp::create(b, t, kb.idx(32));
-    for (Value &s : summands)
-      for (int32_t offset : {4, 8, 16})
-        s = arith::AddFOp::create(
-            b, s, gpu::ShuffleOp::create(b, s, offset, 32, gpu::ShuffleMode::XOR).getShuffleResult());
-    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane, kb.idx(kTile / kRun)), [&] {
-      Value first = arith::AddIOp::create(b, arith::MulIOp::create(b, warp, kb.idx(kTile)),
-                                          coords->localCol);
-      for (auto [e, s] : llvm::enumerate(summands))
-        memref::StoreOp::create(b, s, warpSums,
-                                ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
-    });
-    gpu::BarrierOp::create(b);
-    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, t, kb.idx(kTile)), [&] {
-      Value total = kb.f32(0.0);
-      for (int64_t w = 0; w < kBlockSize / 32; ++w)
-        total = arith::AddFOp::create(
-            b, total,
-            memref::LoadOp::create(b, warpSums,
-                                   ValueRange{arith::AddIOp::create(b, kb.idx(w * kTile), t)}));
-      Value part = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, coords->batch, kb.idx(coords->rows / kTile)), coords->tileR);
-      Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, coords->tileC, kb.idx(kTile)), t);
-      memref::StoreOp::create(
-          b, total, partialsArg,
-          ValueRange{arith::AddIOp::create(b, arith::MulIOp::create(b, part, kb.idx(sumCols)), col)});
-    });
-  }
+  if (summed)
+    emitTileColumnSums(kb, *coords, t, summands, warpSums, partialsArg, sumCols);
   emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxArg);
   kb.finish();
   kb.groupMemoryAccesses();
