@@ -199,6 +199,58 @@ void evalForward(tx::AttentionOp op, llvm::ArrayRef<const Tensor *> in,
   results.push_back(std::move(lse));
 }
 
+/// One query row of a backward pass (BackwardRows): P recomputed from lse,
+/// the row's dO, out, q and dQ, and sum_e dO * out over it.
+struct BackwardRow {
+  int64_t row, i;
+  const std::vector<double> &p;
+  const double *dO, *out, *q;
+  double *dq;
+  double rowDot;
+};
+
+/// One key of a backward row: its k and v, and where its dK and dV add up.
+struct BackwardKey {
+  const double *k, *v;
+  double *dk, *dv;
+};
+
+/// Walks the query rows of an attention backward in order (batch, head,
+/// row), handing |visitRow| each row and a function that finds key j's
+/// tensors (the shared key/value head of grouped-query attention).
+template <typename VisitRow>
+void forEachBackwardRow(const Geometry &geo, const Tensor &q, const Tensor &k, const Tensor &v,
+                        const Tensor &dO, const Tensor &out, const Tensor &lse, Tensor &dq,
+                        Tensor &dk, Tensor &dv, VisitRow visitRow) {
+  std::vector<double> p(geo.tk);
+  for (int64_t bi = 0; bi < geo.b; ++bi)
+    for (int64_t hi = 0; hi < geo.h; ++hi) {
+      int64_t g = hi / geo.group;
+      auto key = [&](int64_t j) {
+        int64_t kvRow = (bi * geo.hkv + g) * geo.tk + j;
+        return BackwardKey{k.floats().data() + kvRow * geo.d, v.floats().data() + kvRow * geo.dv,
+                           dk.floats().data() + kvRow * geo.d,
+                           dv.floats().data() + kvRow * geo.dv};
+      };
+      for (int64_t i = 0; i < geo.tq; ++i) {
+        int64_t row = (bi * geo.h + hi) * geo.tq + i;
+        geo.scores(q, k, bi, hi, i, p);
+        probabilities(p, lse.floats()[row]);
+        BackwardRow r{row,
+                      i,
+                      p,
+                      dO.floats().data() + row * geo.dv,
+                      out.floats().data() + row * geo.dv,
+                      q.floats().data() + row * geo.d,
+                      dq.floats().data() + row * geo.d,
+                      0.0};
+        for (int64_t e = 0; e < geo.dv; ++e)
+          r.rowDot += r.dO[e] * r.out[e];
+        visitRow(r, key);
+      }
+    }
+}
+
 void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
                   llvm::SmallVectorImpl<Tensor> &results,
                   const FlashRounding &round) {
@@ -213,48 +265,29 @@ void evalBackward(tx::AttentionGradOp op, llvm::ArrayRef<const Tensor *> in,
   // Gradients accumulate in double tensors of the results' shapes; the
   // executor rounds them once.
   Tensor dq = makeResult(op, 0), dk = makeResult(op, 1), dv = makeResult(op, 2);
-  std::vector<double> p(geo.tk);
-  for (int64_t bi = 0; bi < geo.b; ++bi)
-    for (int64_t hi = 0; hi < geo.h; ++hi) {
-      int64_t g = hi / geo.group;
-      for (int64_t i = 0; i < geo.tq; ++i) {
-        int64_t row = (bi * geo.h + hi) * geo.tq + i;
-        geo.scores(q, k, bi, hi, i, p);
-        probabilities(p, lse.floats()[row]);
-        const double *dor = dO.floats().data() + row * geo.dv;
-        const double *outr = out.floats().data() + row * geo.dv;
-        const double *qr = q.floats().data() + row * geo.d;
-        double *dqr = dq.floats().data() + row * geo.d;
-        double dsum = 0.0;
-        for (int64_t e = 0; e < geo.dv; ++e)
-          dsum += dor[e] * outr[e];
-        for (int64_t j = 0; j < geo.tk; ++j) {
-          if (p[j] == 0.0)
-            continue;
-          int64_t kvRow = (bi * geo.hkv + g) * geo.tk + j;
-          const double *vr = v.floats().data() + kvRow * geo.dv;
-          const double *kr = k.floats().data() + kvRow * geo.d;
-          double *dkr = dk.floats().data() + kvRow * geo.d;
-          double *dvr = dv.floats().data() + kvRow * geo.dv;
-          // With dropout: v sees the dropped probabilities Pd = P * m, and
-          // the gradient reaches P through the same mask (dP = m * dPd);
-          // Dsum = dO . out holds with it (sum_j P dP = sum_j Pd dPd).
-          double m = dropout.factor(row, geo.tk, j);
-          double dp = 0.0;
-          double pr = round(p[j]) * m;
-          for (int64_t e = 0; e < geo.dv; ++e) {
-            dp += dor[e] * vr[e];
-            dvr[e] += pr * dor[e];
-          }
-          dp *= m;
-          double ds = round(p[j] * (dp - dsum)) * geo.scale;
-          for (int64_t e = 0; e < geo.d; ++e) {
-            dqr[e] += ds * kr[e];
-            dkr[e] += ds * qr[e];
-          }
-        }
+  forEachBackwardRow(geo, q, k, v, dO, out, lse, dq, dk, dv, [&](const BackwardRow &r, auto key) {
+    for (int64_t j = 0; j < geo.tk; ++j) {
+      if (r.p[j] == 0.0)
+        continue;
+      BackwardKey kj = key(j);
+      // With dropout: v sees the dropped probabilities Pd = P * m, and
+      // the gradient reaches P through the same mask (dP = m * dPd);
+      // Dsum = dO . out holds with it (sum_j P dP = sum_j Pd dPd).
+      double m = dropout.factor(r.row, geo.tk, j);
+      double dp = 0.0;
+      double pr = round(r.p[j]) * m;
+      for (int64_t e = 0; e < geo.dv; ++e) {
+        dp += r.dO[e] * kj.v[e];
+        kj.dv[e] += pr * r.dO[e];
+      }
+      dp *= m;
+      double ds = round(r.p[j] * (dp - r.rowDot)) * geo.scale;
+      for (int64_t e = 0; e < geo.d; ++e) {
+        r.dq[e] += ds * kj.k[e];
+        kj.dk[e] += ds * r.q[e];
       }
     }
+  });
   results.push_back(std::move(dq));
   results.push_back(std::move(dk));
   results.push_back(std::move(dv));
@@ -355,46 +388,27 @@ void evalFP8Backward(tx::FP8AttentionGradOp op, llvm::ArrayRef<const Tensor *> i
   };
   Tensor dq = shaped(q), dk = shaped(k), dv = shaped(v);
   double amaxDP = 0.0;
-  std::vector<double> p(geo.tk);
-  for (int64_t bi = 0; bi < geo.b; ++bi)
-    for (int64_t hi = 0; hi < geo.h; ++hi) {
-      int64_t g = hi / geo.group;
-      for (int64_t i = 0; i < geo.tq; ++i) {
-        int64_t row = (bi * geo.h + hi) * geo.tq + i;
-        geo.scores(q, k, bi, hi, i, p);
-        probabilities(p, lse.floats()[row]);
-        const double *dor = dO.floats().data() + row * geo.dv;
-        const double *outr = out.floats().data() + row * geo.dv;
-        const double *qr = q.floats().data() + row * geo.d;
-        double *dqr = dq.floats().data() + row * geo.d;
-        double rowTerm = 0.0;
-        for (int64_t e = 0; e < geo.dv; ++e)
-          rowTerm += dor[e] * outr[e];
-        rowTerm = rowTerm * gradDescale * outDescale;
-        for (int64_t j = 0; j < geo.tk; ++j) {
-          if (!geo.visible(i, j))
-            continue;
-          int64_t kvRow = (bi * geo.hkv + g) * geo.tk + j;
-          const double *vr = v.floats().data() + kvRow * geo.dv;
-          const double *kr = k.floats().data() + kvRow * geo.d;
-          double *dkr = dk.floats().data() + kvRow * geo.d;
-          double *dvr = dv.floats().data() + kvRow * geo.dv;
-          double p8 = castS(p[j], sScale), dpBar = 0.0;
-          for (int64_t e = 0; e < geo.dv; ++e) {
-            dpBar += dor[e] * vr[e];
-            dvr[e] += p8 * dor[e];
-          }
-          dpBar = dpBar * gradDescale * vDescale;
-          double ds = p[j] * (dpBar - rowTerm) * attnScale;
-          foldAmax(amaxDP, ds);
-          double ds8 = castGrad(ds, dpScale);
-          for (int64_t e = 0; e < geo.d; ++e) {
-            dqr[e] += ds8 * kr[e];
-            dkr[e] += ds8 * qr[e];
-          }
-        }
+  forEachBackwardRow(geo, q, k, v, dO, out, lse, dq, dk, dv, [&](const BackwardRow &r, auto key) {
+    double rowTerm = r.rowDot * gradDescale * outDescale;
+    for (int64_t j = 0; j < geo.tk; ++j) {
+      if (!geo.visible(r.i, j))
+        continue;
+      BackwardKey kj = key(j);
+      double p8 = castS(r.p[j], sScale), dpBar = 0.0;
+      for (int64_t e = 0; e < geo.dv; ++e) {
+        dpBar += r.dO[e] * kj.v[e];
+        kj.dv[e] += p8 * r.dO[e];
+      }
+      dpBar = dpBar * gradDescale * vDescale;
+      double ds = r.p[j] * (dpBar - rowTerm) * attnScale;
+      foldAmax(amaxDP, ds);
+      double ds8 = castGrad(ds, dpScale);
+      for (int64_t e = 0; e < geo.d; ++e) {
+        r.dq[e] += ds8 * kj.k[e];
+        kj.dk[e] += ds8 * r.q[e];
       }
     }
+  });
   // Real values, their amaxes, then the scaled values the executor rounds.
   auto finish = [&](unsigned index, Tensor &sum, double descale, double scale) {
     Tensor grad = makeResult(op, index), amax = makeResult(op, index + 3);

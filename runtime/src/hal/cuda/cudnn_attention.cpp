@@ -137,21 +137,46 @@ enum Uid : int64_t {
   AMAX_DQ, AMAX_DK, AMAX_DV, AMAX_DP
 };
 
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+/// A one-element [1, 1, 1, 1] tensor of |type| in device memory (a
+/// dropout key or offset, an FP8 scale).
+TensorPtr scalarTensor(fe::graph::Graph &graph, const char *name, Uid uid,
+                       fe::DataType_t type) {
+  return graph.tensor(fe::graph::Tensor_attributes()
+                          .set_name(name)
+                          .set_uid(uid)
+                          .set_dim({1, 1, 1, 1})
+                          .set_stride({1, 1, 1, 1})
+                          .set_data_type(type));
+}
+
+/// Describes |stats| as cuDNN's row statistics of |spec|: f32 [B, H, Tq, 1]
+/// (tx.attention's lse), written by a forward, read by a backward.
+void describeStats(fe::graph::Tensor_attributes &stats, const hal::AttentionSpec &spec) {
+  const int64_t b = spec.q.dims[0], h = spec.q.dims[1], tq = spec.q.dims[2];
+  stats.set_uid(LSE)
+      .set_dim({b, h, tq, 1})
+      .set_stride({h * tq, tq, 1, 1})
+      .set_data_type(fe::DataType_t::FLOAT);
+}
+
+/// The backward's input statistics (the forward's output).
+TensorPtr statsInput(fe::graph::Graph &graph, const hal::AttentionSpec &spec) {
+  fe::graph::Tensor_attributes stats;
+  stats.set_name("Stats");
+  describeStats(stats, spec);
+  return graph.tensor(stats);
+}
+
 /// Dropout of the probabilities with cuDNN's own mask (see the top).
 template <typename Attributes>
 void setDropout(fe::graph::Graph &graph, Attributes &options, const hal::AttentionSpec &spec) {
   if (spec.dropout <= 0.0f)
     return;
-  auto scalar = [&](const char *name, Uid uid) {
-    return graph.tensor(fe::graph::Tensor_attributes()
-                            .set_name(name)
-                            .set_uid(uid)
-                            .set_dim({1, 1, 1, 1})
-                            .set_stride({1, 1, 1, 1})
-                            .set_data_type(fe::DataType_t::INT64));
-  };
-  options.set_dropout(spec.dropout, scalar("DropoutKey", SEED),
-                      scalar("DropoutOffset", OFFSET));
+  options.set_dropout(spec.dropout,
+                      scalarTensor(graph, "DropoutKey", SEED, fe::DataType_t::INT64),
+                      scalarTensor(graph, "DropoutOffset", OFFSET, fe::DataType_t::INT64));
 }
 
 /// A built graph: the operation graph and its execution plan. The addresses
@@ -264,8 +289,6 @@ private:
     auto q = tensor("Q", Q, spec.q);
     auto k = tensor("K", K, spec.k);
     auto v = tensor("V", V, spec.v);
-    const int64_t b = spec.q.dims[0], h = spec.q.dims[1], tq = spec.q.dims[2];
-    std::vector<int64_t> lseDims = {b, h, tq, 1}, lseStrides = {h * tq, tq, 1, 1};
     std::shared_ptr<fe::graph::Tensor_attributes> bias;
     if (spec.hasMask)
       bias = tensor("Bias", BIAS, spec.mask);
@@ -279,17 +302,11 @@ private:
       setDropout(graph, options, spec);
       auto [o, stats] = graph.sdpa(q, k, v, options);
       o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o));
-      stats->set_output(true).set_uid(LSE).set_data_type(fe::DataType_t::FLOAT)
-          .set_dim(lseDims).set_stride(lseStrides);
+      describeStats(stats->set_output(true), spec);
     } else {
       auto o = tensor("O", O, spec.o);
       auto dO = tensor("dO", DO, spec.gradO);
-      auto stats = graph.tensor(fe::graph::Tensor_attributes()
-                                    .set_name("Stats")
-                                    .set_uid(LSE)
-                                    .set_dim(lseDims)
-                                    .set_stride(lseStrides)
-                                    .set_data_type(fe::DataType_t::FLOAT));
+      auto stats = statsInput(graph, spec);
       auto options = fe::graph::SDPA_backward_attributes()
                          .set_name("sdpa_backward")
                          .set_attn_scale(spec.scale)
@@ -323,12 +340,7 @@ private:
                               .set_data_type(feType(type)));
     };
     auto scalar = [&](const char *name, Uid uid) {
-      return graph.tensor(fe::graph::Tensor_attributes()
-                              .set_name(name)
-                              .set_uid(uid)
-                              .set_dim({1, 1, 1, 1})
-                              .set_stride({1, 1, 1, 1})
-                              .set_data_type(fe::DataType_t::FLOAT));
+      return scalarTensor(graph, name, uid, fe::DataType_t::FLOAT);
     };
     auto asScalarOutput = [](const std::shared_ptr<fe::graph::Tensor_attributes> &t, Uid uid) {
       t->set_output(true).set_uid(uid).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
@@ -337,8 +349,6 @@ private:
     auto q = tensor("Q", Q, spec.q, spec.dtype);
     auto k = tensor("K", K, spec.k, spec.dtype);
     auto v = tensor("V", V, spec.v, spec.dtype);
-    const int64_t b = spec.q.dims[0], h = spec.q.dims[1], tq = spec.q.dims[2];
-    std::vector<int64_t> lseDims = {b, h, tq, 1}, lseStrides = {h * tq, tq, 1, 1};
     auto descaleQ = scalar("Descale_Q", DESCALE_Q), descaleK = scalar("Descale_K", DESCALE_K);
     auto descaleV = scalar("Descale_V", DESCALE_V), descaleS = scalar("Descale_S", DESCALE_S);
     auto scaleS = scalar("Scale_S", SCALE_S);
@@ -353,20 +363,14 @@ private:
                          scalar("Scale_O", SCALE_O), options);
       o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o))
           .set_data_type(feType(spec.dtype));
-      stats->set_output(true).set_uid(LSE).set_data_type(fe::DataType_t::FLOAT)
-          .set_dim(lseDims).set_stride(lseStrides);
+      describeStats(stats->set_output(true), spec);
       asScalarOutput(amaxS, AMAX_S);
       asScalarOutput(amaxO, AMAX_O);
       return Status();
     }
     auto o = tensor("O", O, spec.o, spec.dtype);
     auto dO = tensor("dO", DO, spec.gradO, spec.gradType);
-    auto stats = graph.tensor(fe::graph::Tensor_attributes()
-                                  .set_name("Stats")
-                                  .set_uid(LSE)
-                                  .set_dim(lseDims)
-                                  .set_stride(lseStrides)
-                                  .set_data_type(fe::DataType_t::FLOAT));
+    auto stats = statsInput(graph, spec);
     auto options = fe::graph::SDPA_fp8_backward_attributes()
                        .set_name("sdpa_fp8_backward")
                        .set_causal_mask(spec.causal)
