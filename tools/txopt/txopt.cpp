@@ -106,6 +106,11 @@ llvm::Error writeAtomically(llvm::StringRef path,
 
 /// Lowers the training step of |module| for the GPU and writes step.txa
 /// (plus the plan and kernels when asked). Returns an error message or "".
+/// Every command of a lowered step (the report's "launches").
+int64_t commandCount(const mlir::txopt::cuda::StepStatistics &st) {
+  return st.launches + st.gemms + st.memsets + st.copies + st.attentions + st.collectives;
+}
+
 /// Lowers the training step of |module| for the GPU into |program| and
 /// serializes it, with |variants| (the step for other rank counts), into
 /// |bytes|. |debugOutputs|: also writes --gpu-plan, --gpu-kernels and
@@ -174,10 +179,9 @@ std::string writeGPUArtifact(ModuleOp module,
                                            variants[i].bytes, hasCubins);
         !error.empty())
       return "the step for " + std::to_string(variants[i].ranks) + " ranks: " + error;
-    const auto &st = variantProgram.stats;
-    summary.gpuRankVariants.push_back(
-        {variants[i].ranks, static_cast<int64_t>(variantProgram.arenaBytes),
-         st.launches + st.gemms + st.memsets + st.copies + st.attentions + st.collectives});
+    summary.gpuRankVariants.push_back({variants[i].ranks,
+                                       static_cast<int64_t>(variantProgram.arenaBytes),
+                                       commandCount(variantProgram.stats)});
   }
   std::vector<uint8_t> bytes;
   if (std::string error = compileGPUStep(module, options, collector, /*debugOutputs=*/true,
@@ -432,8 +436,7 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
     if (*f)
       summary.gpu += llvm::formatv("; @{0} {1} commands", (*f)->name, (*f)->commands.size());
   summary.gpu += llvm::formatv("; {0:F3} model TFLOP per step", st.modelFlops / 1e12);
-  summary.gpuLaunches = st.launches + st.gemms + st.memsets + st.copies +
-                        st.attentions + st.collectives;
+  summary.gpuLaunches = commandCount(st);
   summary.gpuModelFlops = st.modelFlops;
   summary.gpuAttentionCalls = st.attentions;
   summary.gpuBiasEpilogues = st.biasEpilogues;

@@ -114,11 +114,10 @@ public:
   LogicalResult run();
 
 private:
-  LogicalResult checkSupported(ModuleOp module);
-  LogicalResult retypeCompanions(ModuleOp module);
-  /// The @micro_step, @eval and @logits of the step (they take its
-  /// arguments).
-  SmallVector<func::FuncOp> companions(ModuleOp) { return stepCompanions(step); }
+  LogicalResult checkSupported();
+  /// The step's @micro_step, @eval and @logits (stepCompanions) take its
+  /// arguments: its sharded ones take the shard types there too.
+  LogicalResult retypeCompanions();
   /// Finds, for |optimizer|'s parameter |index|, the gradient the norm
   /// squares and the scaling chain after it.
   LogicalResult traceGradient(Operation *optimizer, Value operand,
@@ -139,7 +138,7 @@ private:
   llvm::SmallPtrSet<Value, 16> squaredGradients;
 };
 
-LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
+LogicalResult DataParallelRewriter::checkSupported() {
   auto recipe = step->getAttrOfType<DictionaryAttr>(kTrainStepAttrName);
   if (recipe.get(kDataParallelKey))
     return step.emitError("the step is already data-parallel");
@@ -158,7 +157,7 @@ LogicalResult DataParallelRewriter::checkSupported(ModuleOp module) {
   // @micro_step, @eval and @logits take the step's arguments; the optimizer
   // state among them becomes shards (retypeCompanions), which they must not
   // read.
-  for (func::FuncOp func : companions(module)) {
+  for (func::FuncOp func : stepCompanions(step)) {
     if (func.getNumArguments() != step.getNumArguments())
       return func.emitError("expected the step's ")
              << step.getNumArguments() << " arguments, but got " << func.getNumArguments();
@@ -312,7 +311,7 @@ DataParallelRewriter::shardOptimizer(Operation *optimizer,
 }
 
 LogicalResult DataParallelRewriter::run() {
-  if (failed(checkSupported(step->getParentOfType<ModuleOp>())))
+  if (failed(checkSupported()))
     return failure();
   Block &body = step.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -436,7 +435,7 @@ LogicalResult DataParallelRewriter::run() {
   NamedAttrList recipe(step->getAttrOfType<DictionaryAttr>(kTrainStepAttrName));
   recipe.set(kDataParallelKey, b.getI64IntegerAttr(ranks));
   step->setAttr(kTrainStepAttrName, recipe.getDictionary(step.getContext()));
-  return retypeCompanions(step->getParentOfType<ModuleOp>());
+  return retypeCompanions();
 }
 
 /// @micro_step, @eval and @logits take the step's arguments (drivers bind
@@ -447,8 +446,8 @@ LogicalResult DataParallelRewriter::run() {
 /// step reduce-scatters the rank's mean over its micro-batches once (what
 /// DDP's no_sync does): the mean over ranks of those means is the gradient
 /// of the global batch of ranks x micro-batches x B rows.
-LogicalResult DataParallelRewriter::retypeCompanions(ModuleOp module) {
-  for (func::FuncOp func : companions(module)) {
+LogicalResult DataParallelRewriter::retypeCompanions() {
+  for (func::FuncOp func : stepCompanions(step)) {
     // checkSupported made sure: as many arguments, no sharded one read.
     Block &entry = func.getBody().front();
     for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i)
