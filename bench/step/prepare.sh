@@ -30,8 +30,13 @@ echo "${shape[*]}" > "$dir/$model.shape"
 # fp8-fast: the forward FP8 GEMMs in the fast accumulator
 # (--fp8-fast-accumulation=forward, Transformer Engine's default; txopt's
 # is split accumulation everywhere), what it gains.
-for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead bf16-unfused fp8-fast; do
+# FP8 attention needs head dim 128 on Hopper: GPT-1.3B has it, GPT-2 (64) not.
+extra=()
+[ "$model" = gpt1.3b ] && extra=(fp8-attention)
+for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead bf16-unfused fp8-fast \
+                 "${extra[@]}"; do
   case "$precision" in
+    fp8-attention) flags=(--precision=fp8 --fp8-attention) ;;
     # Attention left unfused (the B*H*T*T scores and probabilities in
     # memory): what the fused attention saves in time and peak memory.
     bf16-unfused) flags=(--precision=bf16 --no-fuse=attention) ;;

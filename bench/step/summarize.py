@@ -42,6 +42,8 @@ TOLERANCE = {"fp32": ("eager-fp32", 1e-3, 1e-5),
              # The forward FP8 GEMMs in the fast accumulator
              # (--fp8-fast-accumulation=forward).
              "fp8-fast": ("eager-bf16", 5e-2, 2e-2),
+             # Attention in FP8 too (--fp8-attention; GPT-1.3B: head dim 128).
+             "fp8-attention": ("eager-bf16", 5e-2, 2e-2),
              "bf16-unfused": ("eager-bf16", 2e-2, 5e-3)}
 
 
@@ -113,7 +115,7 @@ def main():
     words = open(os.path.join(directory, f"{model}.shape")).read().split()
     shape = {k: int(v) for k, v in zip(words[::2], words[1::2])}
     named = ("fp32", "bf16", "fp8", "fp8-cached", "bf16-clip", "fp8-clip", "bf16-dp1",
-             "fp8-lmhead", "bf16-unfused", "fp8-fast")
+             "fp8-lmhead", "bf16-unfused", "fp8-fast", "fp8-attention")
     rows = [r for r in [txopt_row(directory, out, model, p, shape)
                         for p in named + tuple(variants_in(out, named))] +
             [torch_row(out, m, shape) for m in ("eager-fp32", "eager-bf16", "compile-bf16",

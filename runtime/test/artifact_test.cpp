@@ -287,6 +287,56 @@ TEST(Artifact, AttentionOffsetsAreValidated) {
   expectRejected(t, "attention tensor v spans 532 elements");
 }
 
+// Format 9: FP8 attention, its f32 scales and amaxes each a slot of at
+// least 4 bytes at a 4-byte offset (a site's entry of packed FP8 state).
+TEST(Artifact, FP8AttentionChecked) {
+  constexpr uint32_t kNone = 0xffffffffu;
+  auto fp8Forward = [&] {
+    TestArtifact t;
+    t.withAttention = true;
+    t.attnFP8 = true;
+    t.attnType = fb::DType::F8E4M3FN;
+    t.slots.push_back(fb::Slot(2560, 4)); // 4: the scales
+    t.slots.push_back(fb::Slot(2564, 4)); // 5: amax_s
+    t.slots.push_back(fb::Slot(2568, 4)); // 6: amax_o
+    t.slots.push_back(fb::Slot(2572, 2)); // 7: too small for an f32
+    // DESCALE_Q..SCALE_O read slot 4, AMAX_S and AMAX_O are 5 and 6; the
+    // backward's own eleven are unused.
+    t.attnFP8Scalars = {4, 4, 4, 4, 4, 4, 5, 6};
+    t.attnFP8Scalars.resize(19, kNone);
+    return t;
+  };
+  TestArtifact t = fp8Forward();
+  std::unique_ptr<Artifact> artifact;
+  Status loaded = Artifact::fromBytes(t.build(), "/weights", artifact);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  t.attnType = fb::DType::BF16;
+  expectRejected(t, "FP8 attention of types bf16 / f8e5m2 (expected FP8)");
+  t = fp8Forward();
+  t.attnFP8Scalars.pop_back();
+  expectRejected(t, "FP8 attention has 18 scalars, not 19");
+  t = fp8Forward();
+  t.attnFP8Scalars[0] = kNone;
+  expectRejected(t, "FP8 attention scalar DESCALE_Q is missing");
+  t = fp8Forward();
+  t.attnFP8Scalars[8] = 4;
+  expectRejected(t, "FP8 attention scalar DESCALE_O is set, but the forward has none");
+  t = fp8Forward();
+  t.attnFP8Scalars[5] = 99;
+  expectRejected(t, "FP8 attention scalar SCALE_O names slot 99");
+  t = fp8Forward();
+  t.attnFP8Scalars[6] = 7;
+  expectRejected(t, "FP8 attention scalar AMAX_S slot 7 is not a 4-byte aligned f32");
+  t = fp8Forward();
+  t.attnWindow = 2;
+  expectRejected(t, "FP8 attention with a mask, window or dropout");
+  // FP8 scalars on a bf16 attention.
+  t = fp8Forward();
+  t.attnFP8 = false;
+  t.attnType = fb::DType::BF16;
+  expectRejected(t, "FP8 scalars on an attention that is not FP8");
+}
+
 TEST(Artifact, MissingFileIsNamed) {
   std::unique_ptr<Artifact> artifact;
   Status s = Artifact::loadFile("/nonexistent/step.txa", artifact);

@@ -59,6 +59,12 @@ struct TestArtifact {
   uint32_t attnDropoutKey = 2, attnDropoutOffset = 3;
   // Format 3: the attention's element offsets (empty: none written).
   std::vector<int64_t> attnOffsets;
+  // Format 9: FP8 attention (attnFP8: the flag; attnType is then q's FP8
+  // type) and its scalar slots in AttentionScalar order (empty: none
+  // written).
+  bool attnFP8 = false;
+  fb::DType attnGradType = fb::DType::F8E5M2;
+  std::vector<uint32_t> attnFP8Scalars;
   // Gradient accumulation: grad_accum, and an optional micro-step of one
   // memset (of microMemsetSlot) with result "loss" in slot 3.
   uint32_t gradAccum = 1;
@@ -127,7 +133,14 @@ struct TestArtifact {
       flatbuffers::Offset<flatbuffers::Vector<int64_t>> offsets;
       if (!attnOffsets.empty())
         offsets = b.CreateVector(attnOffsets);
+      flatbuffers::Offset<flatbuffers::Vector<uint32_t>> scalars;
+      if (!attnFP8Scalars.empty())
+        scalars = b.CreateVector(attnFP8Scalars);
       fb::AttentionBuilder ab(b);
+      if (attnFP8)
+        ab.add_fp8(true), ab.add_grad_dtype(attnGradType);
+      if (!attnFP8Scalars.empty())
+        ab.add_fp8_scalars(scalars);
       if (!attnOffsets.empty())
         ab.add_offsets(offsets);
       ab.add_dtype(attnType);

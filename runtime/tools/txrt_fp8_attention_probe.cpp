@@ -7,7 +7,7 @@
 // bench/attention/check_fp8_attention.py compares with the reference
 // executor's formulas (TxPrecisionOps.td):
 //   txrt-fp8-attention-probe B H HKV T D [--causal] [--iters N] [--dump DIR]
-//       [--grad-type e4m3|e5m2]
+//       [--grad-type e4m3|e5m2] [--scalar-offset 0|4|8|12]
 // Prints one JSON line: median milliseconds of the forward and of forward +
 // backward, their TFLOP/s (the FLOP count of txrt-attention-bench), and the
 // six amaxes cuDNN wrote. With --dump, DIR gets q, k, v, do, o, lse, dq, dk,
@@ -80,11 +80,12 @@ Status dumpValues(const FP8Tensor &t, const std::string &path) {
 int main(int argc, char **argv) {
   if (argc < 6)
     return fail("usage: txrt-fp8-attention-probe B H HKV T D [--causal] [--iters N] "
-                "[--dump DIR] [--grad-type e4m3|e5m2]");
+                "[--dump DIR] [--grad-type e4m3|e5m2] [--scalar-offset 0|4|8|12]");
   int64_t B = std::atoll(argv[1]), H = std::atoll(argv[2]), HKV = std::atoll(argv[3]),
           T = std::atoll(argv[4]), D = std::atoll(argv[5]);
   bool causal = false;
   int iters = 20;
+  int scalarOffset = 0;
   std::string dump;
   DType gradType = DType::F8E5M2;
   for (int i = 6; i < argc; ++i) {
@@ -92,6 +93,11 @@ int main(int argc, char **argv) {
     if (a == "--causal") causal = true;
     else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+    else if (a == "--scalar-offset" && i + 1 < argc) {
+      scalarOffset = std::atoi(argv[++i]);
+      if (scalarOffset < 0 || scalarOffset > 12 || scalarOffset % 4 != 0)
+        return fail("--scalar-offset must be 0, 4, 8 or 12");
+    }
     else if (a == "--grad-type" && i + 1 < argc) {
       std::string t = argv[++i];
       if (t != "e4m3" && t != "e5m2")
@@ -154,10 +160,13 @@ int main(int argc, char **argv) {
   scalars[SDQ_].value = 2.0f, scalars[SDK_].value = 2.0f, scalars[SDV_].value = 2.0f;
   for (Scalar &s : scalars) {
     if (Status st = device->allocate(256, s.buffer); !st.ok()) return fail(st.message());
-    if (Status st = stream->copyHostToDevice(s.buffer->address(), &s.value, 4); !st.ok())
+    if (Status st = stream->copyHostToDevice(s.buffer->address() + scalarOffset, &s.value, 4);
+        !st.ok())
       return fail(st.message());
   }
-  auto at = [&](int i) { return scalars[i].buffer->address(); };
+  // --scalar-offset: every scale and amax 4, 8 or 12 bytes past a 256-byte
+  // boundary, as a step's scales sit inside its packed FP8 state.
+  auto at = [&](int i) { return scalars[i].buffer->address() + scalarOffset; };
 
   hal::AttentionSpec forward;
   forward.fp8 = true;
@@ -204,7 +213,7 @@ int main(int argc, char **argv) {
   if (Status s = attention->run(*bwdPlan, workspace->address(), *stream); !s.ok())
     return fail(s.message());
   for (Scalar &s : scalars)
-    if (Status st = stream->copyDeviceToHost(&s.value, s.buffer->address(), 4); !st.ok())
+    if (Status st = stream->copyDeviceToHost(&s.value, s.buffer->address() + scalarOffset, 4); !st.ok())
       return fail(st.message());
   double flops = 4.0 * B * H * static_cast<double>(T) * T * D * (causal ? 0.5 : 1.0);
   std::printf("{\"B\": %lld, \"H\": %lld, \"HKV\": %lld, \"T\": %lld, \"D\": %lld, "

@@ -110,6 +110,16 @@ rm -f "$out/gpt_deep.onnx"
   --layers 1 --d-model 96 --heads 3 --vocab 512 --seq 256 --batch 4 > /dev/null
 add_case gpt_small_cached_fp8 "$out/gpt_small.onnx" "$steps" --precision=fp8 --fp8-weight-cache=on
 rm -f "$out/gpt_small.onnx"
+# FP8 attention (--fp8-attention) in a head-dim-128 GPT (cuDNN's FP8
+# backward on Hopper takes no other): each attention runs as cuDNN's
+# sdpa_fp8 / sdpa_fp8_backward with ten delayed-scaling sites, 256 keys
+# (two of the kernel's 128-key tiles). Compared by loss, with the FP8
+# tolerance: the executor quantizes the normalized probabilities where the
+# kernel quantizes exp(S - running max) tile by tile (Precision.md).
+"$root/.venv/bin/python" "$root/scripts/export_gpt_external.py" "$out/gpt_head128.onnx" \
+  --layers 2 --d-model 128 --heads 1 --vocab 512 --seq 256 --batch 4 > /dev/null
+add_case gpt_head128_attention_fp8 "$out/gpt_head128.onnx" "$steps" --precision=fp8 --fp8-attention
+rm -f "$out/gpt_head128.onnx"
 # One small model per kernel family (elementwise math, data movement,
 # reductions, softmax over two axes, gathers and cum-sum, matmul/gemm forms,
 # ONNX-level norms, cross-entropy): each family's forward and backward

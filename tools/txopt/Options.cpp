@@ -133,8 +133,7 @@ OPTIONS:
   --fp8-attention         Delayed scaling: also run each eligible fused
                           attention in FP8 (cuDNN's FP8 flash attention:
                           bf16/f16, causal or no mask, head dim 128; the
-                          others are reported). CPU executor only so far:
-                          its GPU lowering is not built (docs/Precision.md).
+                          others are reported; docs/Precision.md).
   --target=sm_XY          GPU architecture (default sm_90); below sm_89 no
                           GEMM can use FP8 (reported).
   -o step.txa             With --train: compile the step for the GPU (CUDA
@@ -468,11 +467,6 @@ static bool checkCombinations(const Options &options, std::string &error) {
   if (options.fp8Attention && options.fp8Scaling != "delayed") {
     error = "--fp8-attention needs --fp8-recipe=delayed (cuDNN's FP8 attention "
             "writes an FP8 output whose scale must be known before the call)";
-    return false;
-  }
-  if (options.fp8Attention && options.emitsArtifact()) {
-    error = "--fp8-attention runs on the CPU executor only so far (-o step.mlir, "
-            "txopt-run): its GPU lowering is not built (docs/Precision.md)";
     return false;
   }
   if (cacheAsked && options.fp8Scaling != "delayed") {

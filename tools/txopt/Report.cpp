@@ -292,6 +292,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
         {"attention_score_bytes_avoided", summary.gpuAttentionBytesAvoided},
         {"rematerialized_bytes", summary.gpuRematerializedBytes}};
     report["attention_calls"] = summary.gpuAttentionCalls;
+    report["attention_calls_fp8"] = summary.gpuFP8AttentionCalls;
     report["gemm_bias_epilogues"] = summary.gpuBiasEpilogues;
     report["model_flops"] = summary.gpuModelFlops;
     report["gpu"] = summary.gpu;

@@ -102,6 +102,7 @@ struct CompileSummary {
   int64_t gpuLaunches = 0;
   int64_t gpuArenaBytes = 0;
   int64_t gpuAttentionCalls = 0;        ///< fused attention, fwd + bwd
+  int64_t gpuFP8AttentionCalls = 0;     ///< of them in FP8
   int64_t gpuBiasEpilogues = 0;         ///< GEMMs adding their bias (cuBLASLt)
   int64_t gpuAttentionBytesAvoided = 0; ///< scores/probabilities not stored
   int64_t gpuRematerializedBytes = 0;   ///< recomputed for the backward

@@ -414,9 +414,10 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
                    "attention runs bf16/fp16)";
   if (st.attentions)
     summary.gpu += llvm::formatv(
-        "; {0} fused attention calls (cuDNN SDPA), {1:F1} MB of attention "
+        "; {0} fused attention calls (cuDNN SDPA{2}), {1:F1} MB of attention "
         "scores and probabilities never materialized",
-        st.attentions, st.attentionScoreBytesAvoided / 1e6);
+        st.attentions, st.attentionScoreBytesAvoided / 1e6,
+        st.fp8Attentions ? llvm::formatv(", {0} in FP8", st.fp8Attentions).str() : "");
   if (gpuProgram.ranks)
     summary.gpu += llvm::formatv(
         "; data-parallel over {0} ranks: {1} collectives (NCCL)",
@@ -439,6 +440,7 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
   summary.gpuLaunches = commandCount(st);
   summary.gpuModelFlops = st.modelFlops;
   summary.gpuAttentionCalls = st.attentions;
+  summary.gpuFP8AttentionCalls = st.fp8Attentions;
   summary.gpuBiasEpilogues = st.biasEpilogues;
   summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;
   summary.gpuRematerializedBytes = st.rematerializedBytes;

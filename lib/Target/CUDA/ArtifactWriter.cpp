@@ -20,12 +20,14 @@ using namespace mlir::txopt::cuda;
 namespace fb = txrt::fb;
 
 /// The artifact format this compiler writes (runtime's kFormatVersion), the
-/// oldest that holds what the step uses: 8 adds asynchronous collective
+/// oldest that holds what the step uses: 9 adds FP8 attention, 8
+/// asynchronous collective
 /// groups (Join commands), 7 attention dropout, 6 adds 4-byte slots at 4-byte
 /// offsets (an entry of packed FP8 state), 5 data parallelism, 4 the
 /// state-init function, 3 adds attention tensors at an
 /// offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersionFP8Attention = 9;
 static constexpr uint32_t kFormatVersionAsyncCollectives = 8;
 static constexpr uint32_t kFormatVersionAttentionDropout = 7;
 static constexpr uint32_t kFormatVersionScalarSlots = 6;
@@ -92,10 +94,22 @@ writeResults(flatbuffers::FlatBufferBuilder &fbb, const std::vector<ResultBindin
   return fbb.CreateVector(results);
 }
 
+static_assert(kNumAttentionScalars ==
+                  static_cast<unsigned>(fb::AttentionScalar::MAX) + 1,
+              "AttentionScalar (StepProgram.h) and artifact.fbs disagree");
+
+/// What the commands use that decides the artifact's format version (and
+/// whether it needs an FP8 GPU).
+struct CommandFeatures {
+  bool fp8 = false;          ///< an FP8 GEMM or attention
+  bool attentionOffsets = false;
+  bool attentionDropout = false;
+  bool fp8Attention = false;
+};
+
 static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBufferBuilder &fbb,
                                                          const AttentionCmd *at,
-                                                         bool &usesOffsets,
-                                                         bool &usesDropout) {
+                                                         CommandFeatures &features) {
   auto tensor = [](const AttentionTensor &t) {
     return fb::AttentionTensor(t.slot, flatbuffers::span<const int64_t, 4>(t.dims),
                                flatbuffers::span<const int64_t, 4>(t.strides));
@@ -108,11 +122,21 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> offsetVector;
   if (llvm::any_of(offsets, [](int64_t o) { return o != 0; })) {
     offsetVector = fbb.CreateVector(offsets);
-    usesOffsets = true;
+    features.attentionOffsets = true;
   }
+  flatbuffers::Offset<flatbuffers::Vector<uint32_t>> scalarVector;
+  if (at->fp8)
+    scalarVector = fbb.CreateVector(at->fp8Scalars.data(), at->fp8Scalars.size());
   fb::AttentionBuilder ab(fbb);
   if (!offsetVector.IsNull())
     ab.add_offsets(offsetVector);
+  if (at->fp8) {
+    // An older runtime would run the FP8 codes as bf16.
+    features.fp8Attention = features.fp8 = true;
+    ab.add_fp8(true);
+    ab.add_grad_dtype(toFb(at->gradType));
+    ab.add_fp8_scalars(scalarVector);
+  }
   ab.add_backward(at->backward);
   ab.add_dtype(toFb(at->dtype));
   ab.add_scale(at->scale);
@@ -126,7 +150,7 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
   ab.add_lse(at->lse);
   if (at->dropoutRatio > 0.0f) {
     // An older runtime would ignore the fields and run without dropout.
-    usesDropout = true;
+    features.attentionDropout = true;
     ab.add_dropout_ratio(at->dropoutRatio);
     ab.add_dropout_key(at->dropoutKey);
     ab.add_dropout_offset(at->dropoutOffset);
@@ -150,12 +174,10 @@ static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBuffer
   return ab.Finish();
 }
 
-/// The commands of one function; sets |needsFP8| when a GEMM reads or
-/// writes FP8, |usesOffsets| and |usesDropout| when an attention call has
-/// tensors at an offset or dropout.
+/// The commands of one function; adds what they use to |features|.
 static flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Command>>>
 writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &list,
-              bool &needsFP8, bool &usesOffsets, bool &usesDropout) {
+              CommandFeatures &features) {
   std::vector<flatbuffers::Offset<fb::Command>> commands;
   for (const Command &c : list) {
     auto origin = fbb.CreateString(c.origin);
@@ -178,7 +200,7 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
       // FP8 GEMMs need compute capability 8.9 (the FP8 casts do not: they
       // are integer code in the kernels).
       for (DType t : {g->aType, g->bType, g->dType})
-        needsFP8 |= t == DType::F8E4M3FN || t == DType::F8E5M2;
+        features.fp8 |= t == DType::F8E4M3FN || t == DType::F8E5M2;
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Gemm, gemm.Union(), origin));
     } else if (auto *m = std::get_if<MemsetCmd>(&c.op)) {
       auto memset = fb::CreateMemset(fbb, m->slot, m->value);
@@ -197,7 +219,7 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
       auto joinTable = fb::CreateJoin(fbb, join->group);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Join, joinTable.Union(), origin));
     } else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
-      auto attention = writeAttention(fbb, at, usesOffsets, usesDropout);
+      auto attention = writeAttention(fbb, at, features);
       commands.push_back(fb::CreateCommand(fbb, fb::Op::Attention, attention.Union(), origin));
     }
   }
@@ -247,8 +269,8 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       writeArguments(fbb, program.arguments);
   auto results = writeResults(fbb, program.results);
 
-  bool needsFP8 = false, usesOffsets = false, usesDropout = false;
-  auto commands = writeCommands(fbb, program.commands, needsFP8, usesOffsets, usesDropout);
+  CommandFeatures features;
+  auto commands = writeCommands(fbb, program.commands, features);
   // Gradient accumulation: the micro-step's commands and results. An older
   // runtime would run the step alone (1/N of the gradient), so such an
   // artifact is format version 2, which those refuse.
@@ -256,7 +278,7 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
     if (!function)
       return flatbuffers::Offset<fb::Function>();
     auto functionCommands =
-        writeCommands(fbb, function->commands, needsFP8, usesOffsets, usesDropout);
+        writeCommands(fbb, function->commands, features);
     auto functionResults = writeResults(fbb, function->results);
     return fb::CreateFunction(fbb, fbb.CreateString(function->name),
                               functionCommands, functionResults);
@@ -284,16 +306,17 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       // An older runtime would skip the collectives and copy rank 0's
       // shard on every rank.
       // An older runtime refuses such slots, naming the misaligned one.
-      program.stats.asyncGroups ? kFormatVersionAsyncCollectives
-      : usesDropout          ? kFormatVersionAttentionDropout
+      features.fp8Attention     ? kFormatVersionFP8Attention
+      : program.stats.asyncGroups ? kFormatVersionAsyncCollectives
+      : features.attentionDropout ? kFormatVersionAttentionDropout
       : scalarSlots        ? kFormatVersionScalarSlots
       : program.ranks > 0  ? kFormatVersionDataParallel
       : program.stateInit  ? kFormatVersionStateInit
-      : usesOffsets        ? kFormatVersionAttentionOffsets
+      : features.attentionOffsets ? kFormatVersionAttentionOffsets
       : program.microStep ? kFormatVersionMicroStep
                           : kFormatVersionBase,
       fbb.CreateString("txopt 0.1.0"),
-      fbb.CreateString(program.target), needsFP8,
+      fbb.CreateString(program.target), features.fp8,
       fbb.CreateString(program.recipe), program.arenaBytes,
       fbb.CreateVectorOfStructs(slots), fbb.CreateVector(imageList),
       fbb.CreateVector(kernels), fbb.CreateVector(constants),

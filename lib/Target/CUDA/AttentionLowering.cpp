@@ -13,6 +13,14 @@
 // [B|1, H|1, Tq, Tk]: tx-attention-bias (AttentionBias.cpp) has rewritten
 // any other broadcastable mask into that form before the grouping runs.
 //
+// tx.fp8_attention and tx.fp8_attention_grad (tx-insert-fp8 attention=1)
+// become the same command with `fp8` set, run as cuDNN's sdpa_fp8 and
+// sdpa_fp8_backward: FP8 tensors, and each scale, scale inverse and amax an
+// f32 slot of its own. The scales are sites of the packed FP8 state
+// (tx.fp8_site), read through the spread, 16-byte aligned copy the FP8
+// GEMMs read too (librarySiteSlot). The amaxes are the ops' own scalar
+// results, which the scale update reads like any site's stored amax.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
@@ -22,6 +30,7 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir;
@@ -131,15 +140,127 @@ LogicalResult fillCommon(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
   return success();
 }
 
-/// Scores and probabilities of the unfused attention, for the report.
+/// Scores and probabilities of the unfused attention, for the report (in
+/// q's type; an FP8 attention's unfused form is bf16's: 2 bytes).
 uint64_t scoreBytes(Value q, Value k) {
   auto qs = typeOf(q).getShape();
   uint64_t elements = static_cast<uint64_t>(qs[0] * qs[1] * qs[2]) *
                       static_cast<uint64_t>(typeOf(k).getShape()[2]);
-  return 2 * elements * dtypeBytes(*dtypeOf(typeOf(q).getElementType()));
+  return 2 * elements * std::max<uint64_t>(dtypeBytes(*dtypeOf(typeOf(q).getElementType())), 2);
+}
+
+/// What cuDNN's FP8 attention supports on Hopper, checked at compile time
+/// (tx-insert-fp8 converts only such attentions; a hand-written step may
+/// hold others).
+LogicalResult checkFP8Supported(Operation *op, Value q, Value v, bool backward) {
+  int64_t d = typeOf(q).getShape()[3], dv = typeOf(v).getShape()[3];
+  if (d % 16 != 0 || d > 256 || dv != d)
+    return op->emitError("FP8 attention on the GPU needs equal q/k and v head dims, "
+                         "multiples of 16 up to 256 (cuDNN's sdpa_fp8), but got ")
+           << d << " and " << dv;
+  if (backward && d != 128)
+    return op->emitError("the FP8 attention backward on Hopper takes head dim 128 only "
+                         "(cuDNN's sdpa_fp8_backward), but got ")
+           << d;
+  // Both cuDNN's FP8 causal mask and tx's are aligned top-left.
+  return success();
+}
+
+/// Sets the slot of an FP8 attention's f32 scalar: a scale or scale inverse
+/// it reads (a site of packed state: its spread, 16-byte aligned copy), or
+/// an amax it writes (a result of its own).
+LogicalResult setScalar(LoweringContext &ctx, Operation *op, AttentionCmd &cmd,
+                        AttentionScalar which, Value v) {
+  unsigned &slot = cmd.fp8Scalars[static_cast<unsigned>(which)];
+  if (v.getDefiningOp() == op) {
+    slot = ctx.bufferFor(v);
+    return success();
+  }
+  FailureOr<unsigned> read = librarySiteSlot(ctx, op, v);
+  if (failed(read))
+    return failure();
+  slot = *read;
+  return success();
+}
+
+/// Fills what tx.fp8_attention and tx.fp8_attention_grad share.
+template <typename OpT>
+LogicalResult fillFP8Common(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
+  cmd.fp8 = true;
+  cmd.dtype = *dtypeOf(typeOf(op.getQ()).getElementType());
+  cmd.scale = static_cast<float>(op.getScale().convertToDouble());
+  cmd.causal = op.getCausal();
+  cmd.q = tensorOf(ctx, op.getQ());
+  cmd.k = tensorOf(ctx, op.getK());
+  cmd.v = tensorOf(ctx, op.getV());
+  using S = AttentionScalar;
+  for (auto [which, v] : {std::pair{S::DescaleQ, op.getQScaleInv()},
+                          {S::DescaleK, op.getKScaleInv()},
+                          {S::DescaleV, op.getVScaleInv()},
+                          {S::DescaleS, op.getSScaleInv()},
+                          {S::ScaleS, op.getSScale()}})
+    if (failed(setScalar(ctx, op, cmd, which, v)))
+      return failure();
+  return success();
 }
 
 } // namespace
+
+LogicalResult cuda::lowerFP8Attention(LoweringContext &ctx, Operation *op) {
+  auto attention = cast<tx::FP8AttentionOp>(op);
+  if (failed(checkFP8Supported(op, attention.getQ(), attention.getV(), /*backward=*/false)))
+    return failure();
+  AttentionCmd cmd;
+  if (failed(fillFP8Common(ctx, attention, cmd)))
+    return failure();
+  cmd.gradType = cmd.dtype; // no gradients forward
+  cmd.o = tensorOf(ctx, attention.getResult());
+  cmd.lse = ctx.bufferFor(attention.getLse());
+  using S = AttentionScalar;
+  for (auto [which, v] : {std::pair{S::ScaleO, attention.getOScale()},
+                          {S::AmaxS, attention.getSAmax()},
+                          {S::AmaxO, attention.getOAmax()}})
+    if (failed(setScalar(ctx, op, cmd, which, v)))
+      return failure();
+  ctx.program.stats.attentionScoreBytesAvoided +=
+      scoreBytes(attention.getQ(), attention.getK());
+  ctx.attention(std::move(cmd), op);
+  return success();
+}
+
+LogicalResult cuda::lowerFP8AttentionGrad(LoweringContext &ctx, Operation *op) {
+  auto grad = cast<tx::FP8AttentionGradOp>(op);
+  if (failed(checkFP8Supported(op, grad.getQ(), grad.getV(), /*backward=*/true)))
+    return failure();
+  AttentionCmd cmd;
+  cmd.backward = true;
+  if (failed(fillFP8Common(ctx, grad, cmd)))
+    return failure();
+  cmd.gradType = *dtypeOf(typeOf(grad.getGrad()).getElementType());
+  cmd.o = tensorOf(ctx, grad.getOut());
+  cmd.lse = ctx.bufferFor(grad.getLse());
+  cmd.gradO = tensorOf(ctx, grad.getGrad());
+  cmd.gradQ = tensorOf(ctx, grad.getQGrad());
+  cmd.gradK = tensorOf(ctx, grad.getKGrad());
+  cmd.gradV = tensorOf(ctx, grad.getVGrad());
+  using S = AttentionScalar;
+  for (auto [which, v] : {std::pair{S::DescaleO, grad.getOutScaleInv()},
+                          {S::DescaleDO, grad.getGradScaleInv()},
+                          {S::DescaleDP, grad.getDpScaleInv()},
+                          {S::ScaleDQ, grad.getQGradScale()},
+                          {S::ScaleDK, grad.getKGradScale()},
+                          {S::ScaleDV, grad.getVGradScale()},
+                          {S::ScaleDP, grad.getDpScale()},
+                          {S::AmaxDQ, grad.getQGradAmax()},
+                          {S::AmaxDK, grad.getKGradAmax()},
+                          {S::AmaxDV, grad.getVGradAmax()},
+                          {S::AmaxDP, grad.getDpAmax()}})
+    if (failed(setScalar(ctx, op, cmd, which, v)))
+      return failure();
+  ctx.program.stats.attentionScoreBytesAvoided += 2 * scoreBytes(grad.getQ(), grad.getK());
+  ctx.attention(std::move(cmd), op);
+  return success();
+}
 
 LogicalResult cuda::lowerAttention(LoweringContext &ctx, Operation *op) {
   auto attention = cast<tx::AttentionOp>(op);

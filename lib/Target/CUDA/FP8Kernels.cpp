@@ -1460,23 +1460,32 @@ static LogicalResult transposeRhs(LoweringContext &ctx, Operation *op, Value rhs
   return success();
 }
 
-/// Spreads packed scale-inverse states into the 256-byte parts of one
-/// block, one launch (gemmScaleSlot says why): |state|, and with it every
-/// other packed state an FP8 GEMM of the function reads that is a step
-/// argument. Nothing writes such a state before the step's last GEMM (its
-/// update runs in place at the end, flushFP8ScaleUpdates, or out of
-/// place), so its entries now are the ones those later GEMMs would read,
-/// and an fp8 step spreads its E4M3 and E5M2 states in one launch, not
-/// one per type.
+/// The library calls that read FP8 scales through sites of packed state
+/// (librarySiteSlot): FP8 GEMMs (their operands' scale inverses) and FP8
+/// attention (scales and scale inverses).
+static bool readsScalesInLibrary(Operation *op) {
+  if (auto mm = dyn_cast<tx::BlasGemmOp>(op))
+    return mm.isFP8();
+  return isa<tx::FP8AttentionOp, tx::FP8AttentionGradOp>(op);
+}
+
+/// Spreads packed scale states into the 256-byte parts of one block, one
+/// launch (librarySiteSlot says why): |state|, and with it every other
+/// packed state a library call of the function reads that is a step
+/// argument. Nothing writes such a state before the step's last library
+/// call (its update runs in place at the end, flushFP8ScaleUpdates, or out
+/// of place), so its entries now are the ones those later calls would
+/// read, and an fp8 step spreads its E4M3 and E5M2 states (and, with FP8
+/// attention, their scales) in one launch, not one per state.
 static LogicalResult spreadScaleStates(LoweringContext &ctx, Operation *origin, Value state) {
   llvm::SmallVector<Value> states{state};
   auto func = origin->getParentOfType<func::FuncOp>();
   if (isa<BlockArgument>(state) && func)
-    func.walk([&](tx::BlasGemmOp mm) {
-      if (!mm.isFP8())
+    func.walk([&](Operation *call) {
+      if (!readsScalesInLibrary(call))
         return;
-      for (Value scaleInv : {mm.getAScaleInv(), mm.getBScaleInv()}) {
-        auto site = scaleInv ? scaleInv.getDefiningOp<tx::FP8SiteOp>() : tx::FP8SiteOp();
+      for (Value operand : call->getOperands()) {
+        auto site = operand.getDefiningOp<tx::FP8SiteOp>();
         if (!site)
           continue;
         auto arg = dyn_cast<BlockArgument>(site.getState());
@@ -1492,7 +1501,7 @@ static LogicalResult spreadScaleStates(LoweringContext &ctx, Operation *origin, 
     firstParts.push_back(parts);
     parts += typeOf(s).getNumElements();
   }
-  unsigned block = ctx.scratch(parts * kSlotAlignment, "fp8 scale inverses spread for the GEMMs");
+  unsigned block = ctx.scratch(parts * kSlotAlignment, "fp8 scales spread for the library calls");
   KernelBuilder kb(ctx.gpuModule, "k" + std::to_string(ctx.builtKernels++) + "_fp8_spread_scales",
                    {}, states, ctx.plan);
   auto &b = kb.builder();
@@ -1517,16 +1526,18 @@ static LogicalResult spreadScaleStates(LoweringContext &ctx, Operation *origin, 
   return success();
 }
 
-/// The slot a GEMM reads scale inverse |scaleInv| from. cuBLASLt refuses a
+/// The slot a library call reads scale |scale| from. cuBLASLt refuses a
 /// scale pointer that is only 4-byte aligned (CUBLAS_STATUS_NOT_SUPPORTED
 /// on the H200, cuBLASLt 13.1), which a site of packed state is (its 4-byte
-/// part of the state's slot): the first GEMM that reads a packed state's
-/// site spreads its entries (spreadScaleStates) into 256-byte parts of a
-/// block, and the GEMMs read those.
-static FailureOr<unsigned> gemmScaleSlot(LoweringContext &ctx, Operation *origin, Value scaleInv) {
-  auto site = scaleInv.getDefiningOp<tx::FP8SiteOp>();
+/// part of the state's slot), and cuDNN assumes 16-byte aligned tensors
+/// unless told otherwise: the first call that reads a packed state's site
+/// spreads its entries (spreadScaleStates) into 256-byte parts of a block,
+/// and the calls read those.
+FailureOr<unsigned> cuda::librarySiteSlot(LoweringContext &ctx, Operation *origin,
+                                          Value scale) {
+  auto site = scale.getDefiningOp<tx::FP8SiteOp>();
   if (!site)
-    return ctx.bufferFor(scaleInv);
+    return ctx.bufferFor(scale);
   Value state = site.getState();
   if (!ctx.spreadScaleBlocks.count(state) && failed(spreadScaleStates(ctx, origin, state)))
     return failure();
@@ -1536,7 +1547,7 @@ static FailureOr<unsigned> gemmScaleSlot(LoweringContext &ctx, Operation *origin
   if (made)
     part->second = ctx.part(spread.block,
                             (spread.firstPart + site.getIndex()) * kSlotAlignment,
-                            sizeof(float), "fp8 scale inverse for a GEMM");
+                            sizeof(float), "fp8 scale for a library call");
   return part->second;
 }
 
@@ -1608,8 +1619,8 @@ LogicalResult cuda::lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp mm) {
   g.a = rhsT;
   g.b = ctx.bufferFor(lhs);
   g.d = ctx.bufferFor(result);
-  FailureOr<unsigned> aScale = gemmScaleSlot(ctx, op, mm.getBScaleInv());
-  FailureOr<unsigned> bScale = gemmScaleSlot(ctx, op, mm.getAScaleInv());
+  FailureOr<unsigned> aScale = librarySiteSlot(ctx, op, mm.getBScaleInv());
+  FailureOr<unsigned> bScale = librarySiteSlot(ctx, op, mm.getAScaleInv());
   if (failed(aScale) || failed(bScale))
     return failure();
   g.aScale = static_cast<int>(*aScale);

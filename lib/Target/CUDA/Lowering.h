@@ -313,6 +313,13 @@ void findAttentionInputViews(func::FuncOp step, Materialization &plan,
 void placeAttentionResults(LoweringContext &ctx, func::FuncOp step);
 LogicalResult lowerAttention(LoweringContext &ctx, Operation *op);
 LogicalResult lowerAttentionGrad(LoweringContext &ctx, Operation *op);
+/// The 16-byte aligned slot a library call (cuBLASLt, cuDNN) reads the f32
+/// scale |scale| from: a site of packed FP8 state is read through a spread
+/// copy (FP8Kernels.cpp), anything else from its own buffer.
+FailureOr<unsigned> librarySiteSlot(LoweringContext &ctx, Operation *origin, Value scale);
+/// tx.fp8_attention(_grad): cuDNN's FP8 flash attention (AttentionLowering.cpp).
+LogicalResult lowerFP8Attention(LoweringContext &ctx, Operation *op);
+LogicalResult lowerFP8AttentionGrad(LoweringContext &ctx, Operation *op);
 /// Checks that every command of the planned program reads bytes its
 /// buffer was the last to write since its function began (|functionBegins|:
 /// the first command of each function, in order), or persistent ones;

@@ -541,6 +541,10 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       result = lowerAttention(ctx, &op);
     else if (isa<tx::AttentionGradOp>(op))
       result = lowerAttentionGrad(ctx, &op);
+    else if (isa<tx::FP8AttentionOp>(op))
+      result = lowerFP8Attention(ctx, &op);
+    else if (isa<tx::FP8AttentionGradOp>(op))
+      result = lowerFP8AttentionGrad(ctx, &op);
     else if (isa<tx::AllReduceOp, tx::ReduceScatterOp, tx::AllGatherOp,
                  tx::RankShardOp>(op))
       result = lowerCollective(ctx, &op);
@@ -731,7 +735,10 @@ static void countCommands(StepProgram &program) {
         ++stats.biasEpilogues;
     }
     else if (std::holds_alternative<MemsetCmd>(c.op)) ++stats.memsets;
-    else if (std::holds_alternative<AttentionCmd>(c.op)) ++stats.attentions;
+    else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
+      ++stats.attentions;
+      stats.fp8Attentions += at->fp8;
+    }
     else if (auto *col = std::get_if<CollectiveCmd>(&c.op)) {
       ++stats.collectives;
       if (col->asyncGroup) {

@@ -30,6 +30,7 @@ void StepProgram::print(llvm::raw_ostream &os) const {
      << (stats.fp8Gemms ? std::to_string(stats.fp8Gemms) + " of them fp8, " : "")
      << stats.memsets << " memsets, " << stats.copies << " copies"
      << (stats.attentions ? ", " + std::to_string(stats.attentions) + " fused attention" : "")
+     << (stats.fp8Attentions ? " (" + std::to_string(stats.fp8Attentions) + " fp8)" : "")
      << (stats.biasEpilogues ? ", " + std::to_string(stats.biasEpilogues) + " gemms adding a bias"
                              : "")
      << (stats.collectives ? ", " + std::to_string(stats.collectives) + " collectives over " +
@@ -122,6 +123,20 @@ void StepProgram::print(llvm::raw_ostream &os) const {
       if (at->dropoutRatio > 0.0f)
         os << " dropout=" << at->dropoutRatio << " key=" << at->dropoutKey
            << " seed=" << at->dropoutSeed << " offset=" << at->dropoutOffset;
+      if (at->fp8) {
+        // The scalars' slots, by name: fp8(grad type; name=slot ...).
+        static const char *names[kNumAttentionScalars] = {
+            "descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o",
+            "amax_s", "amax_o", "descale_o", "descale_do", "descale_dp", "scale_dq",
+            "scale_dk", "scale_dv", "scale_dp", "amax_dq", "amax_dk", "amax_dv", "amax_dp"};
+        os << " fp8(";
+        if (at->backward)
+          os << "grad " << dtypeName(at->gradType) << ";";
+        for (unsigned i = 0; i < kNumAttentionScalars; ++i)
+          if (at->fp8Scalars[i] != kNoSlot)
+            os << " " << names[i] << "=" << at->fp8Scalars[i];
+        os << ")";
+      }
       // A view inside another buffer: slot+offset:[strides].
       auto tensor = [&](const char *name, const AttentionTensor &t) {
         os << " " << name << "=" << t.slot;

@@ -14,7 +14,9 @@
 #ifdef __cplusplus
 namespace txrt {
 /// Artifact.format_version written by the compiler and accepted (or older)
-/// by the runtime. 8: asynchronous collective groups (Collective.async_group
+/// by the runtime. 9: FP8 attention (Attention.fp8, grad_dtype and
+/// fp8_scalars; an older runtime would run the FP8 codes as bf16). 8:
+/// asynchronous collective groups (Collective.async_group
 /// and Join commands: bucketed gradient reduce-scatters run beside the
 /// backward; an older runtime would not know the Join command). 7: attention with dropout (Attention.dropout_*; an older
 /// runtime would run it without). 6: slots of at most 4 bytes at any 4-byte offset (one
@@ -28,7 +30,7 @@ namespace txrt {
 /// 2: the micro-step of gradient accumulation (an older runtime would run
 /// the step alone). The compiler writes the oldest version that holds
 /// what the step uses (1 for a plain step).
-constexpr unsigned kFormatVersion = 8;
+constexpr unsigned kFormatVersion = 9;
 /// The FlatBuffers file identifier at bytes 4..7 of every step.txa.
 constexpr const char kFileIdentifier[] = "TXA1";
 /// Arena slot offsets are multiples of this many bytes, except that a slot
@@ -39,6 +41,6 @@ constexpr unsigned long long kScalarSlotBytes = 4;
 } // namespace txrt
 #endif
 
-#define TXRT_ARTIFACT_FORMAT_VERSION 8
+#define TXRT_ARTIFACT_FORMAT_VERSION 9
 
 #endif /* TXRT_ARTIFACT_FORMAT_H */

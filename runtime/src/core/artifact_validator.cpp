@@ -443,6 +443,42 @@ private:
     return Status();
   }
 
+  /// An FP8 attention's f32 scalars (format 9): one slot per
+  /// AttentionScalar the direction uses, each at least 4 bytes at a 4-byte
+  /// offset, and no mask, window or dropout (cuDNN's FP8 attention on
+  /// Hopper takes none).
+  Status checkFP8AttentionScalars(const std::string &where, const fb::Attention &at) {
+    constexpr unsigned kCount = static_cast<unsigned>(fb::AttentionScalar::MAX) + 1;
+    constexpr uint32_t kNone = 0xffffffffu;
+    if (at.has_mask() || at.window() != 0 || at.dropout_ratio() != 0.0f)
+      return Status::invalid(where + ": FP8 attention with a mask, window or dropout");
+    if (sizeOf(at.fp8_scalars()) != kCount)
+      return Status::invalid(where + ": FP8 attention has " +
+                             std::to_string(sizeOf(at.fp8_scalars())) + " scalars, not " +
+                             std::to_string(kCount));
+    using S = fb::AttentionScalar;
+    for (unsigned i = 0; i < kCount; ++i) {
+      S which = static_cast<S>(i);
+      bool shared = which <= S::SCALE_S;
+      bool used = shared || (at.backward() ? which >= S::DESCALE_O : which <= S::AMAX_O);
+      uint32_t slot = at.fp8_scalars()->Get(i);
+      std::string name = std::string("FP8 attention scalar ") + fb::EnumNameAttentionScalar(which);
+      if (!used) {
+        if (slot != kNone)
+          return Status::invalid(where + ": " + name + " is set, but the " +
+                                 (at.backward() ? "backward" : "forward") + " has none");
+        continue;
+      }
+      if (slot == kNone)
+        return Status::invalid(where + ": " + name + " is missing");
+      TXRT_RETURN_IF_ERROR(checkSlotIndex(where, name, slot));
+      if (slotBytes(slot) < 4 || a_.slots()->Get(slot)->offset() % 4 != 0)
+        return Status::invalid(where + ": " + name + " slot " + std::to_string(slot) +
+                               " is not a 4-byte aligned f32");
+    }
+    return Status();
+  }
+
   /// A [B, H, T, D] attention tensor: known dims, non-negative strides, and
   /// its last element inside its slot.
   Status checkAttentionTensor(const std::string &where, const char *name,
@@ -477,10 +513,20 @@ private:
   }
 
   Status checkAttention(const std::string &where, const fb::Attention &at) {
-    if (at.dtype() != DType::BF16 && at.dtype() != DType::F16)
+    auto isFP8 = [](DType t) { return t == DType::F8E4M3FN || t == DType::F8E5M2; };
+    if (at.fp8()) {
+      if (!isFP8(at.dtype()) || (at.backward() && !isFP8(at.grad_dtype())))
+        return Status::invalid(where + ": FP8 attention of types " +
+                               std::string(dtypeName(at.dtype())) + " / " +
+                               std::string(dtypeName(at.grad_dtype())) + " (expected FP8)");
+      TXRT_RETURN_IF_ERROR(checkFP8AttentionScalars(where, at));
+    } else if (at.dtype() != DType::BF16 && at.dtype() != DType::F16) {
       return Status::invalid(where + ": attention type " +
                              std::string(dtypeName(at.dtype())) +
                              " is not bf16 or f16");
+    } else if (at.fp8_scalars()) {
+      return Status::invalid(where + ": FP8 scalars on an attention that is not FP8");
+    }
     if (at.window() < 0 || (at.window() > 0 && !at.causal()))
       return Status::invalid(where + ": attention window " +
                              std::to_string(at.window()) + " needs causal and >= 0");
@@ -525,10 +571,12 @@ private:
                                  std::to_string(slot) + " is not an 8-byte aligned i64");
       }
     if (at.backward()) {
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_o", at.grad_o(), t, offset(5)));
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_q", at.grad_q(), t, offset(6)));
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_k", at.grad_k(), t, offset(7)));
-      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_v", at.grad_v(), t, offset(8)));
+      // FP8: dO and the gradients have a type of their own.
+      DType g = at.fp8() ? at.grad_dtype() : t;
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_o", at.grad_o(), g, offset(5)));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_q", at.grad_q(), g, offset(6)));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_k", at.grad_k(), g, offset(7)));
+      TXRT_RETURN_IF_ERROR(checkAttentionTensor(where, "grad_v", at.grad_v(), g, offset(8)));
     }
     return Status();
   }

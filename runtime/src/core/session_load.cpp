@@ -379,7 +379,8 @@ Status Session::planAttention(size_t i, const fb::Attention *at, const std::stri
       std::to_string(s.q.dims[0]) + " H " + std::to_string(s.q.dims[1]) + "/" +
       std::to_string(s.k.dims[1]) + " Tq " + std::to_string(s.q.dims[2]) +
       " Tk " + std::to_string(s.k.dims[2]) + " D " + std::to_string(s.q.dims[3]) +
-      " (" + dtypeName(s.dtype) + (s.causal ? ", causal" : "") +
+      " (" + dtypeName(s.dtype) + (s.fp8 && s.backward ? "/" + std::string(dtypeName(s.gradType)) : "") +
+      (s.causal ? ", causal" : "") +
       (s.hasMask ? ", bias" : "") +
       (s.dropout > 0.0f ? ", dropout " + std::to_string(s.dropout) : "") +
       (s.deterministic ? ", deterministic" : "") + ")";
@@ -430,6 +431,26 @@ hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
     s.gradO = bind(at.grad_o(), 5), s.gradQ = bind(at.grad_q(), 6);
     s.gradK = bind(at.grad_k(), 7), s.gradV = bind(at.grad_v(), 8);
     s.deterministic = deterministic_;
+  }
+  if (at.fp8()) { // format 9, validated: every scalar the direction uses
+    s.fp8 = true;
+    s.gradType = at.grad_dtype();
+    auto scalar = [&](fb::AttentionScalar which) -> hal::DevicePtr {
+      uint32_t slot = at.fp8_scalars()->Get(static_cast<unsigned>(which));
+      return slot == 0xffffffffu ? 0 : slotAddress(slot);
+    };
+    using S = fb::AttentionScalar;
+    hal::AttentionSpec::FP8Scalars &f = s.fp8Scalars;
+    f.descaleQ = scalar(S::DESCALE_Q), f.descaleK = scalar(S::DESCALE_K);
+    f.descaleV = scalar(S::DESCALE_V), f.descaleS = scalar(S::DESCALE_S);
+    f.scaleS = scalar(S::SCALE_S), f.scaleO = scalar(S::SCALE_O);
+    f.amaxS = scalar(S::AMAX_S), f.amaxO = scalar(S::AMAX_O);
+    f.descaleO = scalar(S::DESCALE_O), f.descaleDO = scalar(S::DESCALE_DO);
+    f.descaleDP = scalar(S::DESCALE_DP), f.scaleDQ = scalar(S::SCALE_DQ);
+    f.scaleDK = scalar(S::SCALE_DK), f.scaleDV = scalar(S::SCALE_DV);
+    f.scaleDP = scalar(S::SCALE_DP), f.amaxDQ = scalar(S::AMAX_DQ);
+    f.amaxDK = scalar(S::AMAX_DK), f.amaxDV = scalar(S::AMAX_DV);
+    f.amaxDP = scalar(S::AMAX_DP);
   }
   return s;
 }

@@ -16,6 +16,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <array>
 #include <optional>
 #include <string>
 #include <variant>
@@ -131,6 +132,18 @@ struct AttentionTensor {
 /// runtime/include/txrt/artifact.fbs): tx.attention, or tx.attention_grad
 /// when `backward`. q/k/v/o in `dtype` (bf16 or f16); lse f32 [B, H, Tq];
 /// the mask, when present, an additive bias of `dtype`, [B|1, H|1, Tq, Tk].
+/// The f32 scalars of an FP8 attention call, in the order of the artifact's
+/// AttentionScalar (artifact.fbs): the forward uses DescaleQ..AmaxO, the
+/// backward DescaleQ..ScaleS and DescaleO..AmaxDP.
+enum class AttentionScalar : unsigned {
+  DescaleQ, DescaleK, DescaleV, DescaleS, ScaleS, ScaleO, AmaxS, AmaxO,
+  DescaleO, DescaleDO, DescaleDP, ScaleDQ, ScaleDK, ScaleDV, ScaleDP,
+  AmaxDQ, AmaxDK, AmaxDV, AmaxDP
+};
+constexpr unsigned kNumAttentionScalars = 19;
+/// A slot index that names no slot (an FP8 attention scalar not used).
+constexpr unsigned kNoSlot = 0xffffffffu;
+
 struct AttentionCmd {
   bool backward = false;
   DType dtype = DType::BF16;
@@ -149,6 +162,15 @@ struct AttentionCmd {
   unsigned dropoutKey = 0;
   unsigned dropoutOffset = 0;
   int64_t dropoutSeed = 0; ///< the IR's seed, for --gpu-plan
+  /// FP8 attention (tx.fp8_attention / tx.fp8_attention_grad): |dtype| is
+  /// q's FP8 type (k, v, o and the quantized probabilities), |gradType| that
+  /// of dO, the gradients and the quantized dS. |fp8Scalars| holds the slot
+  /// of each f32 scale, scale inverse or amax, indexed by AttentionScalar
+  /// (kNoSlot where the direction has none).
+  bool fp8 = false;
+  DType gradType = DType::F8E5M2;
+  std::array<unsigned, kNumAttentionScalars> fp8Scalars;
+  AttentionCmd() { fp8Scalars.fill(kNoSlot); }
 };
 
 struct Command {
@@ -197,6 +219,7 @@ struct StepStatistics {
   unsigned launches = 0, gemms = 0, memsets = 0, copies = 0;
   unsigned fp8Gemms = 0;      ///< of the gemms, those with FP8 operands
   unsigned attentions = 0;    ///< fused attention calls, forward + backward
+  unsigned fp8Attentions = 0; ///< of them in FP8 (cuDNN's sdpa_fp8)
   unsigned collectives = 0;   ///< data-parallel collectives (NCCL calls)
   /// Of those, the ones run beside the backward, in how many groups.
   unsigned asyncCollectives = 0, asyncGroups = 0;

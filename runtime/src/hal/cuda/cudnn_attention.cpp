@@ -33,6 +33,7 @@
 
 #ifdef TXRT_HAVE_CUDNN_FRONTEND
 
+#include <array>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -139,16 +140,29 @@ enum Uid : int64_t {
 
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 
+/// The byte alignment cuDNN may assume of |ptr|: its largest power-of-two
+/// divisor, at most 16 (the frontend's default, which every tensor but an
+/// FP8 scale inside a step's packed state has).
+int64_t alignmentOf(hal::DevicePtr ptr) {
+  int64_t alignment = 16;
+  while (alignment > 1 && ptr % static_cast<hal::DevicePtr>(alignment) != 0)
+    alignment /= 2;
+  return alignment;
+}
+
 /// A one-element [1, 1, 1, 1] tensor of |type| in device memory (a
-/// dropout key or offset, an FP8 scale).
+/// dropout key or offset, an FP8 scale or amax) at |ptr|, declared as
+/// aligned as |ptr| is (a step's FP8 scales are 4-byte entries of packed
+/// state).
 TensorPtr scalarTensor(fe::graph::Graph &graph, const char *name, Uid uid,
-                       fe::DataType_t type) {
+                       fe::DataType_t type, hal::DevicePtr ptr = 0) {
   return graph.tensor(fe::graph::Tensor_attributes()
                           .set_name(name)
                           .set_uid(uid)
                           .set_dim({1, 1, 1, 1})
                           .set_stride({1, 1, 1, 1})
-                          .set_data_type(type));
+                          .set_data_type(type)
+                          .set_alignment(alignmentOf(ptr)));
 }
 
 /// Describes |stats| as cuDNN's row statistics of |spec|: f32 [B, H, Tq, 1]
@@ -175,8 +189,9 @@ void setDropout(fe::graph::Graph &graph, Attributes &options, const hal::Attenti
   if (spec.dropout <= 0.0f)
     return;
   options.set_dropout(spec.dropout,
-                      scalarTensor(graph, "DropoutKey", SEED, fe::DataType_t::INT64),
-                      scalarTensor(graph, "DropoutOffset", OFFSET, fe::DataType_t::INT64));
+                      scalarTensor(graph, "DropoutKey", SEED, fe::DataType_t::INT64, spec.dropoutKey),
+                      scalarTensor(graph, "DropoutOffset", OFFSET, fe::DataType_t::INT64,
+                                   spec.dropoutOffset));
 }
 
 /// A built graph: the operation graph and its execution plan. The addresses
@@ -193,6 +208,13 @@ public:
   std::shared_ptr<BuiltGraph> built;
   std::unordered_map<int64_t, void *> pointers;
 };
+
+/// Every FP8 scalar of |f|, in declaration order.
+std::array<hal::DevicePtr, 19> fp8ScalarPointers(const hal::AttentionSpec::FP8Scalars &f) {
+  return {f.descaleQ, f.descaleK, f.descaleV, f.descaleS, f.scaleS, f.scaleO, f.amaxS,
+          f.amaxO,    f.descaleO, f.descaleDO, f.descaleDP, f.scaleDQ, f.scaleDK, f.scaleDV,
+          f.scaleDP,  f.amaxDQ,   f.amaxDK,   f.amaxDV,   f.amaxDP};
+}
 
 /// Everything of a spec that shapes the built graph (not the addresses):
 /// the key of the graph cache.
@@ -211,6 +233,12 @@ std::string graphKey(const hal::AttentionSpec &spec) {
         &spec.gradV})
     for (int i = 0; i < 4; ++i)
       add(t->dims[i]), add(t->strides[i]);
+  // The scalars' alignments are declared in the graph.
+  if (spec.dropout > 0.0f)
+    add(alignmentOf(spec.dropoutKey)), add(alignmentOf(spec.dropoutOffset));
+  if (spec.fp8)
+    for (hal::DevicePtr ptr : fp8ScalarPointers(spec.fp8Scalars))
+      add(alignmentOf(ptr));
   return key;
 }
 
@@ -339,19 +367,21 @@ private:
                               .set_stride(stridesOf(t))
                               .set_data_type(feType(type)));
     };
-    auto scalar = [&](const char *name, Uid uid) {
-      return scalarTensor(graph, name, uid, fe::DataType_t::FLOAT);
+    const hal::AttentionSpec::FP8Scalars &f = spec.fp8Scalars;
+    auto scalar = [&](const char *name, Uid uid, hal::DevicePtr ptr) {
+      return scalarTensor(graph, name, uid, fe::DataType_t::FLOAT, ptr);
     };
-    auto asScalarOutput = [](const std::shared_ptr<fe::graph::Tensor_attributes> &t, Uid uid) {
+    auto asScalarOutput = [](const std::shared_ptr<fe::graph::Tensor_attributes> &t, Uid uid,
+                             hal::DevicePtr ptr) {
       t->set_output(true).set_uid(uid).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
-          .set_data_type(fe::DataType_t::FLOAT);
+          .set_data_type(fe::DataType_t::FLOAT).set_alignment(alignmentOf(ptr));
     };
     auto q = tensor("Q", Q, spec.q, spec.dtype);
     auto k = tensor("K", K, spec.k, spec.dtype);
     auto v = tensor("V", V, spec.v, spec.dtype);
-    auto descaleQ = scalar("Descale_Q", DESCALE_Q), descaleK = scalar("Descale_K", DESCALE_K);
-    auto descaleV = scalar("Descale_V", DESCALE_V), descaleS = scalar("Descale_S", DESCALE_S);
-    auto scaleS = scalar("Scale_S", SCALE_S);
+    auto descaleQ = scalar("Descale_Q", DESCALE_Q, f.descaleQ), descaleK = scalar("Descale_K", DESCALE_K, f.descaleK);
+    auto descaleV = scalar("Descale_V", DESCALE_V, f.descaleV), descaleS = scalar("Descale_S", DESCALE_S, f.descaleS);
+    auto scaleS = scalar("Scale_S", SCALE_S, f.scaleS);
     if (!spec.backward) {
       auto options = fe::graph::SDPA_fp8_attributes()
                          .set_name("sdpa_fp8")
@@ -360,12 +390,12 @@ private:
                          .set_attn_scale(spec.scale);
       auto [o, stats, amaxS, amaxO] =
           graph.sdpa_fp8(q, k, v, descaleQ, descaleK, descaleV, descaleS, scaleS,
-                         scalar("Scale_O", SCALE_O), options);
+                         scalar("Scale_O", SCALE_O, f.scaleO), options);
       o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o))
           .set_data_type(feType(spec.dtype));
       describeStats(stats->set_output(true), spec);
-      asScalarOutput(amaxS, AMAX_S);
-      asScalarOutput(amaxO, AMAX_O);
+      asScalarOutput(amaxS, AMAX_S, f.amaxS);
+      asScalarOutput(amaxO, AMAX_O, f.amaxO);
       return Status();
     }
     auto o = tensor("O", O, spec.o, spec.dtype);
@@ -376,18 +406,18 @@ private:
                        .set_causal_mask(spec.causal)
                        .set_attn_scale(spec.scale);
     auto [dQ, dK, dV, amaxDQ, amaxDK, amaxDV, amaxDP] = graph.sdpa_fp8_backward(
-        q, k, v, o, dO, stats, descaleQ, descaleK, descaleV, scalar("Descale_O", DESCALE_O),
-        scalar("Descale_dO", DESCALE_DO), descaleS, scalar("Descale_dP", DESCALE_DP), scaleS,
-        scalar("Scale_dQ", SCALE_DQ), scalar("Scale_dK", SCALE_DK), scalar("Scale_dV", SCALE_DV),
-        scalar("Scale_dP", SCALE_DP), options);
+        q, k, v, o, dO, stats, descaleQ, descaleK, descaleV, scalar("Descale_O", DESCALE_O, f.descaleO),
+        scalar("Descale_dO", DESCALE_DO, f.descaleDO), descaleS, scalar("Descale_dP", DESCALE_DP, f.descaleDP), scaleS,
+        scalar("Scale_dQ", SCALE_DQ, f.scaleDQ), scalar("Scale_dK", SCALE_DK, f.scaleDK), scalar("Scale_dV", SCALE_DV, f.scaleDV),
+        scalar("Scale_dP", SCALE_DP, f.scaleDP), options);
     for (auto [t, uid, spec_] : {std::tuple{dQ, DQ, &spec.gradQ}, {dK, DK, &spec.gradK},
                                  {dV, DV, &spec.gradV}})
       t->set_output(true).set_uid(uid).set_dim(dimsOf(*spec_)).set_stride(stridesOf(*spec_))
           .set_data_type(feType(spec.gradType));
-    asScalarOutput(amaxDQ, AMAX_DQ);
-    asScalarOutput(amaxDK, AMAX_DK);
-    asScalarOutput(amaxDV, AMAX_DV);
-    asScalarOutput(amaxDP, AMAX_DP);
+    asScalarOutput(amaxDQ, AMAX_DQ, f.amaxDQ);
+    asScalarOutput(amaxDK, AMAX_DK, f.amaxDK);
+    asScalarOutput(amaxDV, AMAX_DV, f.amaxDV);
+    asScalarOutput(amaxDP, AMAX_DP, f.amaxDP);
     return Status();
   }
 
