@@ -54,6 +54,11 @@ def load_weights(model_path):
         weights[t.name] = array
     for i in model.graph.input:
         shapes[i.name] = [d.dim_value for d in i.type.tensor_type.shape.dim]
+    # The head split's shape constant [B, T, heads, head dim] gives the
+    # head count (--heads of the export).
+    for t in model.graph.initializer:
+        if t.name == "heads_shape":
+            shapes["heads"] = int(numpy_helper.to_array(t)[2])
     return weights, shapes
 
 
@@ -115,7 +120,7 @@ def main():
     b, t = shapes["ids"]
     d = weights["wte.weight"].shape[1]
     layers = sum(1 for k in weights if k.endswith(".ln_1.weight"))
-    model = GPT(weights, layers, d // 64).cuda()
+    model = GPT(weights, layers, shapes.get("heads", d // 64)).cuda()
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
