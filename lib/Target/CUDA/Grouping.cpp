@@ -167,6 +167,35 @@ struct RecomputeCost {
 /// way down crosses anything else (data movement, random numbers, an op
 /// whose result is not stored), views (reshapes) and broadcasts excepted
 /// when |throughViews|.
+/// A split or transpose that keeps the innermost axis innermost: an
+/// element's neighbours along it stay neighbours in memory, so a kernel
+/// that reads runs of them through it still reads whole runs (the head
+/// split of an FP8 attention's q, k, v, [B, T, 3, H, D] into [B, H, T, D]).
+/// Not one over a fused attention's result or gradient: cuDNN writes those
+/// in the layout their reader wants (AttentionLayouts.cpp).
+static bool movesRowsWhole(Operation *op) {
+  if (!isa<tx::TransposeOp, tx::SplitOp>(op))
+    return false;
+  Operation *def = op->getOperand(0).getDefiningOp();
+  while (def && (isViewOp(def) || isa<tx::TransposeOp, tx::SplitOp>(def)))
+    def = def->getOperand(0).getDefiningOp();
+  if (isa_and_nonnull<tx::AttentionOp, tx::AttentionGradOp>(def))
+    return false;
+  if (auto transpose = dyn_cast<tx::TransposeOp>(op)) {
+    auto perm = transpose.getPerm();
+    return !perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1;
+  }
+  if (auto split = dyn_cast<tx::SplitOp>(op)) {
+    int64_t rank = typeOf(split.getInput()).getRank();
+    int64_t axis = split.getAxis() < 0 ? split.getAxis() + rank : split.getAxis();
+    return axis != rank - 1 ||
+           llvm::all_of(split.getResults(), [&](Value part) {
+             return typeOf(part).getShape().back() % 16 == 0;
+           });
+  }
+  return false;
+}
+
 static bool addRecomputeCost(Value v, const Materialization &plan,
                              int64_t resultElements, int maxOps, unsigned maxReads,
                              RecomputeCost &cost, bool throughViews = false) {
@@ -176,7 +205,7 @@ static bool addRecomputeCost(Value v, const Materialization &plan,
       cost.largeReads.insert(v);
     return cost.largeReads.size() <= maxReads;
   }
-  bool view = throughViews && (isViewOp(def) || isa<tx::ExpandOp>(def));
+  bool view = throughViews && (isViewOp(def) || isa<tx::ExpandOp>(def) || movesRowsWhole(def));
   if ((!isArithmetic(def) && !view) || ++cost.ops > maxOps)
     return false;
   for (Value operand : def->getOperands())
