@@ -183,6 +183,38 @@ LogicalResult setScalar(LoweringContext &ctx, Operation *op, AttentionCmd &cmd,
   return success();
 }
 
+/// setScalar for each (scalar, value) of |scalars|.
+LogicalResult setScalars(LoweringContext &ctx, Operation *op, AttentionCmd &cmd,
+                         std::initializer_list<std::pair<AttentionScalar, Value>> scalars) {
+  for (auto [which, v] : scalars)
+    if (failed(setScalar(ctx, op, cmd, which, v)))
+      return failure();
+  return success();
+}
+
+/// The forward's output and row statistics, bf16 or FP8, and the scores
+/// and probabilities the call never materializes.
+template <typename OpT>
+void fillForwardOutputs(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
+  cmd.o = tensorOf(ctx, op.getResult());
+  cmd.lse = ctx.bufferFor(op.getLse());
+  ctx.program.stats.attentionScoreBytesAvoided += scoreBytes(op.getQ(), op.getK());
+}
+
+/// The backward's forward output, row statistics, upstream gradient and
+/// gradients, bf16 or FP8; it recomputes P and writes dP and dS in the
+/// unfused form.
+template <typename GradOpT>
+void fillBackwardTensors(LoweringContext &ctx, GradOpT grad, AttentionCmd &cmd) {
+  cmd.o = tensorOf(ctx, grad.getOut());
+  cmd.lse = ctx.bufferFor(grad.getLse());
+  cmd.gradO = tensorOf(ctx, grad.getGrad());
+  cmd.gradQ = tensorOf(ctx, grad.getQGrad());
+  cmd.gradK = tensorOf(ctx, grad.getKGrad());
+  cmd.gradV = tensorOf(ctx, grad.getVGrad());
+  ctx.program.stats.attentionScoreBytesAvoided += 2 * scoreBytes(grad.getQ(), grad.getK());
+}
+
 /// Fills what tx.fp8_attention and tx.fp8_attention_grad share.
 template <typename OpT>
 LogicalResult fillFP8Common(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
@@ -194,14 +226,12 @@ LogicalResult fillFP8Common(LoweringContext &ctx, OpT op, AttentionCmd &cmd) {
   cmd.k = tensorOf(ctx, op.getK());
   cmd.v = tensorOf(ctx, op.getV());
   using S = AttentionScalar;
-  for (auto [which, v] : {std::pair{S::DescaleQ, op.getQScaleInv()},
-                          {S::DescaleK, op.getKScaleInv()},
-                          {S::DescaleV, op.getVScaleInv()},
-                          {S::DescaleS, op.getSScaleInv()},
-                          {S::ScaleS, op.getSScale()}})
-    if (failed(setScalar(ctx, op, cmd, which, v)))
-      return failure();
-  return success();
+  return setScalars(ctx, op, cmd,
+                    {{S::DescaleQ, op.getQScaleInv()},
+                     {S::DescaleK, op.getKScaleInv()},
+                     {S::DescaleV, op.getVScaleInv()},
+                     {S::DescaleS, op.getSScaleInv()},
+                     {S::ScaleS, op.getSScale()}});
 }
 
 } // namespace
@@ -214,16 +244,13 @@ LogicalResult cuda::lowerFP8Attention(LoweringContext &ctx, Operation *op) {
   if (failed(fillFP8Common(ctx, attention, cmd)))
     return failure();
   cmd.gradType = cmd.dtype; // no gradients forward
-  cmd.o = tensorOf(ctx, attention.getResult());
-  cmd.lse = ctx.bufferFor(attention.getLse());
+  fillForwardOutputs(ctx, attention, cmd);
   using S = AttentionScalar;
-  for (auto [which, v] : {std::pair{S::ScaleO, attention.getOScale()},
-                          {S::AmaxS, attention.getSAmax()},
-                          {S::AmaxO, attention.getOAmax()}})
-    if (failed(setScalar(ctx, op, cmd, which, v)))
-      return failure();
-  ctx.program.stats.attentionScoreBytesAvoided +=
-      scoreBytes(attention.getQ(), attention.getK());
+  if (failed(setScalars(ctx, op, cmd,
+                        {{S::ScaleO, attention.getOScale()},
+                         {S::AmaxS, attention.getSAmax()},
+                         {S::AmaxO, attention.getOAmax()}})))
+    return failure();
   ctx.attention(std::move(cmd), op);
   return success();
 }
@@ -237,27 +264,21 @@ LogicalResult cuda::lowerFP8AttentionGrad(LoweringContext &ctx, Operation *op) {
   if (failed(fillFP8Common(ctx, grad, cmd)))
     return failure();
   cmd.gradType = *dtypeOf(typeOf(grad.getGrad()).getElementType());
-  cmd.o = tensorOf(ctx, grad.getOut());
-  cmd.lse = ctx.bufferFor(grad.getLse());
-  cmd.gradO = tensorOf(ctx, grad.getGrad());
-  cmd.gradQ = tensorOf(ctx, grad.getQGrad());
-  cmd.gradK = tensorOf(ctx, grad.getKGrad());
-  cmd.gradV = tensorOf(ctx, grad.getVGrad());
+  fillBackwardTensors(ctx, grad, cmd);
   using S = AttentionScalar;
-  for (auto [which, v] : {std::pair{S::DescaleO, grad.getOutScaleInv()},
-                          {S::DescaleDO, grad.getGradScaleInv()},
-                          {S::DescaleDP, grad.getDpScaleInv()},
-                          {S::ScaleDQ, grad.getQGradScale()},
-                          {S::ScaleDK, grad.getKGradScale()},
-                          {S::ScaleDV, grad.getVGradScale()},
-                          {S::ScaleDP, grad.getDpScale()},
-                          {S::AmaxDQ, grad.getQGradAmax()},
-                          {S::AmaxDK, grad.getKGradAmax()},
-                          {S::AmaxDV, grad.getVGradAmax()},
-                          {S::AmaxDP, grad.getDpAmax()}})
-    if (failed(setScalar(ctx, op, cmd, which, v)))
-      return failure();
-  ctx.program.stats.attentionScoreBytesAvoided += 2 * scoreBytes(grad.getQ(), grad.getK());
+  if (failed(setScalars(ctx, op, cmd,
+                        {{S::DescaleO, grad.getOutScaleInv()},
+                         {S::DescaleDO, grad.getGradScaleInv()},
+                         {S::DescaleDP, grad.getDpScaleInv()},
+                         {S::ScaleDQ, grad.getQGradScale()},
+                         {S::ScaleDK, grad.getKGradScale()},
+                         {S::ScaleDV, grad.getVGradScale()},
+                         {S::ScaleDP, grad.getDpScale()},
+                         {S::AmaxDQ, grad.getQGradAmax()},
+                         {S::AmaxDK, grad.getKGradAmax()},
+                         {S::AmaxDV, grad.getVGradAmax()},
+                         {S::AmaxDP, grad.getDpAmax()}})))
+    return failure();
   ctx.attention(std::move(cmd), op);
   return success();
 }
@@ -267,10 +288,7 @@ LogicalResult cuda::lowerAttention(LoweringContext &ctx, Operation *op) {
   AttentionCmd cmd;
   if (failed(fillCommon(ctx, attention, cmd)))
     return failure();
-  cmd.o = tensorOf(ctx, attention.getResult());
-  cmd.lse = ctx.bufferFor(attention.getLse());
-  ctx.program.stats.attentionScoreBytesAvoided +=
-      scoreBytes(attention.getQ(), attention.getK());
+  fillForwardOutputs(ctx, attention, cmd);
   ctx.attention(std::move(cmd), op);
   return success();
 }
@@ -281,15 +299,7 @@ LogicalResult cuda::lowerAttentionGrad(LoweringContext &ctx, Operation *op) {
   cmd.backward = true;
   if (failed(fillCommon(ctx, grad, cmd)))
     return failure();
-  cmd.o = tensorOf(ctx, grad.getOut());
-  cmd.lse = ctx.bufferFor(grad.getLse());
-  cmd.gradO = tensorOf(ctx, grad.getGrad());
-  cmd.gradQ = tensorOf(ctx, grad.getQGrad());
-  cmd.gradK = tensorOf(ctx, grad.getKGrad());
-  cmd.gradV = tensorOf(ctx, grad.getVGrad());
-  // The backward recomputes P and writes dP and dS in the unfused form.
-  ctx.program.stats.attentionScoreBytesAvoided +=
-      2 * scoreBytes(grad.getQ(), grad.getK());
+  fillBackwardTensors(ctx, grad, cmd);
   ctx.attention(std::move(cmd), op);
   return success();
 }
