@@ -302,5 +302,17 @@ void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
   } else {
     uses.writes = {cmd.o.slot, cmd.lse};
   }
+  // FP8: the call reads its scales and scale inverses and writes its amaxes
+  // (the memory plan keeps those alive until the scale update reads them).
+  if (cmd.fp8)
+    for (unsigned i = 0; i < kNumAttentionScalars; ++i) {
+      unsigned slot = cmd.fp8Scalars[i];
+      if (slot == kNoSlot)
+        continue;
+      auto which = static_cast<AttentionScalar>(i);
+      bool amax = which == AttentionScalar::AmaxS || which == AttentionScalar::AmaxO ||
+                  which >= AttentionScalar::AmaxDQ;
+      (amax ? uses.writes : uses.reads).push_back(slot);
+    }
   append({std::move(cmd), describeOrigin(origin)}, std::move(uses));
 }
