@@ -58,7 +58,7 @@ def load_weights(model_path):
     # head count (--heads of the export).
     for t in model.graph.initializer:
         if t.name == "heads_shape":
-            shapes["heads"] = int(numpy_helper.to_array(t)[2])
+            shapes["heads"] = int(numpy_helper.to_array(t, base_dir=folder)[2])
     return weights, shapes
 
 

@@ -191,6 +191,17 @@ int main(int argc, char **argv) {
     return fail("forward: " + s.message());
   if (Status s = attention->prepare(backward, bwdPlan); !s.ok())
     return fail("backward: " + s.message());
+  // The deterministic backward (txrun --deterministic) has no FP8 form on
+  // Hopper: the runtime must refuse it, naming why, not run the other one.
+  {
+    hal::AttentionSpec deterministic = backward;
+    deterministic.deterministic = true;
+    std::unique_ptr<hal::AttentionPlan> refused;
+    Status s = attention->prepare(deterministic, refused);
+    if (s.ok() || s.message().find("deterministic") == std::string::npos)
+      return fail("a deterministic FP8 backward was not refused: " +
+                  (s.ok() ? std::string("prepared") : s.message()));
+  }
   std::unique_ptr<hal::Buffer> workspace;
   if (Status s = device->allocate(std::max<size_t>(
                                       {fwdPlan->workspaceBytes(), bwdPlan->workspaceBytes(), 256}),

@@ -94,8 +94,31 @@ writeResults(flatbuffers::FlatBufferBuilder &fbb, const std::vector<ResultBindin
   return fbb.CreateVector(results);
 }
 
-static_assert(kNumAttentionScalars ==
-                  static_cast<unsigned>(fb::AttentionScalar::MAX) + 1,
+/// StepProgram.h's AttentionScalar is written as the schema's: the same
+/// entries in the same order.
+constexpr bool sameAttentionScalar(AttentionScalar ours, fb::AttentionScalar theirs) {
+  return static_cast<unsigned>(ours) == static_cast<unsigned>(theirs);
+}
+static_assert(kNumAttentionScalars == static_cast<unsigned>(fb::AttentionScalar::MAX) + 1 &&
+                  sameAttentionScalar(AttentionScalar::DescaleQ, fb::AttentionScalar::DESCALE_Q) &&
+                  sameAttentionScalar(AttentionScalar::DescaleK, fb::AttentionScalar::DESCALE_K) &&
+                  sameAttentionScalar(AttentionScalar::DescaleV, fb::AttentionScalar::DESCALE_V) &&
+                  sameAttentionScalar(AttentionScalar::DescaleS, fb::AttentionScalar::DESCALE_S) &&
+                  sameAttentionScalar(AttentionScalar::ScaleS, fb::AttentionScalar::SCALE_S) &&
+                  sameAttentionScalar(AttentionScalar::ScaleO, fb::AttentionScalar::SCALE_O) &&
+                  sameAttentionScalar(AttentionScalar::AmaxS, fb::AttentionScalar::AMAX_S) &&
+                  sameAttentionScalar(AttentionScalar::AmaxO, fb::AttentionScalar::AMAX_O) &&
+                  sameAttentionScalar(AttentionScalar::DescaleO, fb::AttentionScalar::DESCALE_O) &&
+                  sameAttentionScalar(AttentionScalar::DescaleDO, fb::AttentionScalar::DESCALE_DO) &&
+                  sameAttentionScalar(AttentionScalar::DescaleDP, fb::AttentionScalar::DESCALE_DP) &&
+                  sameAttentionScalar(AttentionScalar::ScaleDQ, fb::AttentionScalar::SCALE_DQ) &&
+                  sameAttentionScalar(AttentionScalar::ScaleDK, fb::AttentionScalar::SCALE_DK) &&
+                  sameAttentionScalar(AttentionScalar::ScaleDV, fb::AttentionScalar::SCALE_DV) &&
+                  sameAttentionScalar(AttentionScalar::ScaleDP, fb::AttentionScalar::SCALE_DP) &&
+                  sameAttentionScalar(AttentionScalar::AmaxDQ, fb::AttentionScalar::AMAX_DQ) &&
+                  sameAttentionScalar(AttentionScalar::AmaxDK, fb::AttentionScalar::AMAX_DK) &&
+                  sameAttentionScalar(AttentionScalar::AmaxDV, fb::AttentionScalar::AMAX_DV) &&
+                  sameAttentionScalar(AttentionScalar::AmaxDP, fb::AttentionScalar::AMAX_DP),
               "AttentionScalar (StepProgram.h) and artifact.fbs disagree");
 
 /// What the commands use that decides the artifact's format version (and

@@ -162,11 +162,6 @@ struct RecomputeCost {
   llvm::SmallPtrSet<Value, 4> largeReads;
 };
 
-/// Adds the cost of recomputing |v| for a result of |resultElements|
-/// elements; false past |maxOps| ops or |maxReads| large reads, or when the
-/// way down crosses anything else (data movement, random numbers, an op
-/// whose result is not stored), views (reshapes) and broadcasts excepted
-/// when |throughViews|.
 /// A split or transpose that keeps the innermost axis innermost: an
 /// element's neighbours along it stay neighbours in memory, so a kernel
 /// that reads runs of them through it still reads whole runs (the head
@@ -187,7 +182,9 @@ static bool movesRowsWhole(Operation *op) {
   }
   if (auto split = dyn_cast<tx::SplitOp>(op)) {
     int64_t rank = typeOf(split.getInput()).getRank();
-    int64_t axis = split.getAxis() < 0 ? split.getAxis() + rank : split.getAxis();
+    int64_t axis = static_cast<int64_t>(split.getAxis());
+    if (axis < 0)
+      axis += rank;
     return axis != rank - 1 ||
            llvm::all_of(split.getResults(), [&](Value part) {
              return typeOf(part).getShape().back() % 16 == 0;
@@ -196,6 +193,11 @@ static bool movesRowsWhole(Operation *op) {
   return false;
 }
 
+/// Adds the cost of recomputing |v| for a result of |resultElements|
+/// elements; false past |maxOps| ops or |maxReads| large reads, or when the
+/// way down crosses anything else (data movement, random numbers, an op
+/// whose result is not stored), views (reshapes), broadcasts and splits or
+/// transposes that move rows whole excepted when |throughViews|.
 static bool addRecomputeCost(Value v, const Materialization &plan,
                              int64_t resultElements, int maxOps, unsigned maxReads,
                              RecomputeCost &cost, bool throughViews = false) {
