@@ -335,6 +335,25 @@ TEST(Artifact, FP8AttentionChecked) {
   t.attnFP8 = false;
   t.attnType = fb::DType::BF16;
   expectRejected(t, "FP8 scalars on an attention that is not FP8");
+  // The backward: DESCALE_Q..SCALE_S and DESCALE_O..AMAX_DP, its gradients
+  // in an FP8 type of their own.
+  auto fp8Backward = [&] {
+    TestArtifact b = fp8Forward();
+    b.attnBackward = true;
+    b.attnFP8Scalars = {4, 4, 4, 4, 4, kNone, kNone, kNone, 4, 4, 4, 4, 4, 4, 4, 5, 5, 6, 6};
+    return b;
+  };
+  t = fp8Backward();
+  loaded = Artifact::fromBytes(t.build(), "/weights", artifact);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  t.attnFP8Scalars[5] = 4;
+  expectRejected(t, "FP8 attention scalar SCALE_O is set, but the backward has none");
+  t = fp8Backward();
+  t.attnFP8Scalars[18] = kNone;
+  expectRejected(t, "FP8 attention scalar AMAX_DP is missing");
+  t = fp8Backward();
+  t.attnGradType = fb::DType::BF16;
+  expectRejected(t, "FP8 attention of types f8e4m3fn / bf16 (expected FP8)");
 }
 
 TEST(Artifact, MissingFileIsNamed) {

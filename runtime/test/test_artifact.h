@@ -63,6 +63,7 @@ struct TestArtifact {
   // type) and its scalar slots in AttentionScalar order (empty: none
   // written).
   bool attnFP8 = false;
+  bool attnBackward = false; ///< a backward: dO in slot 0, dQ/dK/dV in slot 1
   fb::DType attnGradType = fb::DType::F8E5M2;
   std::vector<uint32_t> attnFP8Scalars;
   // Gradient accumulation: grad_accum, and an optional micro-step of one
@@ -148,6 +149,11 @@ struct TestArtifact {
       ab.add_causal(attnCausal);
       ab.add_window(attnWindow);
       ab.add_q(&in), ab.add_k(&in), ab.add_v(&in), ab.add_o(&out);
+      if (attnBackward) {
+        ab.add_backward(true);
+        ab.add_grad_o(&in);
+        ab.add_grad_q(&out), ab.add_grad_k(&out), ab.add_grad_v(&out);
+      }
       ab.add_lse(attnLse);
       if (attnDropout != 0.0f) {
         ab.add_dropout_ratio(attnDropout);

@@ -1544,10 +1544,19 @@ FailureOr<unsigned> cuda::librarySiteSlot(LoweringContext &ctx, Operation *origi
   LoweringContext::SpreadScales spread = ctx.spreadScaleBlocks.lookup(state);
   auto [part, made] =
       ctx.spreadScaleParts.try_emplace({state, static_cast<int64_t>(site.getIndex())}, 0);
-  if (made)
+  if (made) {
     part->second = ctx.part(spread.block,
                             (spread.firstPart + site.getIndex()) * kSlotAlignment,
                             sizeof(float), "fp8 scale for a library call");
+    // The plan names the entry each spread slot copies.
+    std::string stateName = "?";
+    if (auto arg = dyn_cast<BlockArgument>(state))
+      if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+        if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tx::kNameAttrName))
+          stateName = name.str();
+    ctx.program.scalarSources[part->second] =
+        stateName + "[" + std::to_string(site.getIndex()) + "]";
+  }
   return part->second;
 }
 

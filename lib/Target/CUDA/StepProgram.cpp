@@ -132,9 +132,14 @@ void StepProgram::print(llvm::raw_ostream &os) const {
         os << " fp8(";
         if (at->backward)
           os << "grad " << dtypeName(at->gradType) << ";";
-        for (unsigned i = 0; i < kNumAttentionScalars; ++i)
-          if (at->fp8Scalars[i] != kNoSlot)
-            os << " " << names[i] << "=" << at->fp8Scalars[i];
+        for (unsigned i = 0; i < kNumAttentionScalars; ++i) {
+          unsigned slot = at->fp8Scalars[i];
+          if (slot == kNoSlot)
+            continue;
+          os << " " << names[i] << "=" << slot;
+          if (auto source = scalarSources.find(slot); source != scalarSources.end())
+            os << "(" << source->second << ")";
+        }
         os << ")";
       }
       // A view inside another buffer: slot+offset:[strides].

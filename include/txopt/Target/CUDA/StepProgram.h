@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -293,6 +294,9 @@ struct StepProgram {
   /// FP8 weight caching (tx.state_init): run once before the first step;
   /// its results with `next` are the first values of those arguments.
   std::optional<FunctionProgram> stateInit;
+  /// For --gpu-plan only: what an FP8 attention's scalar slot copies, a
+  /// packed state's entry ("fp8.e4m3.scale_inv[2]"), by slot.
+  std::map<unsigned, std::string> scalarSources;
   /// Data parallelism (tx.train_step's data_parallel): the rank count the
   /// collectives are compiled for; 0: a plain step.
   int64_t ranks = 0;
