@@ -21,9 +21,9 @@ namespace fb = txrt::fb;
 
 /// The artifact format this compiler writes (runtime's kFormatVersion), the
 /// oldest that holds what the step uses: 9 adds FP8 attention, 8
-/// asynchronous collective
-/// groups (Join commands), 7 attention dropout, 6 adds 4-byte slots at 4-byte
-/// offsets (an entry of packed FP8 state), 5 data parallelism, 4 the
+/// asynchronous collective groups (Join commands), 7 attention dropout, 6
+/// adds 4-byte slots at 4-byte offsets (an entry of packed FP8 state), 5
+/// data parallelism, 4 the
 /// state-init function, 3 adds attention tensors at an
 /// offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.

@@ -172,7 +172,7 @@ LogicalResult checkFP8Supported(Operation *op, Value q, Value v, bool backward) 
 LogicalResult setScalar(LoweringContext &ctx, Operation *op, AttentionCmd &cmd,
                         AttentionScalar which, Value v) {
   unsigned &slot = cmd.fp8Scalars[static_cast<unsigned>(which)];
-  if (v.getDefiningOp() == op) {
+  if (isAttentionAmax(which)) {
     slot = ctx.bufferFor(v);
     return success();
   }

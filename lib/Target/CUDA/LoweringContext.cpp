@@ -309,9 +309,7 @@ void LoweringContext::attention(AttentionCmd cmd, Operation *origin) {
       unsigned slot = cmd.fp8Scalars[i];
       if (slot == kNoSlot)
         continue;
-      auto which = static_cast<AttentionScalar>(i);
-      bool amax = which == AttentionScalar::AmaxS || which == AttentionScalar::AmaxO ||
-                  which >= AttentionScalar::AmaxDQ;
+      bool amax = isAttentionAmax(static_cast<AttentionScalar>(i));
       (amax ? uses.writes : uses.reads).push_back(slot);
     }
   append({std::move(cmd), describeOrigin(origin)}, std::move(uses));

@@ -129,10 +129,6 @@ struct AttentionTensor {
   int64_t strides[4] = {0, 0, 0, 0};
 };
 
-/// One fused attention call (cuDNN's SDPA at run time; see
-/// runtime/include/txrt/artifact.fbs): tx.attention, or tx.attention_grad
-/// when `backward`. q/k/v/o in `dtype` (bf16 or f16); lse f32 [B, H, Tq];
-/// the mask, when present, an additive bias of `dtype`, [B|1, H|1, Tq, Tk].
 /// The f32 scalars of an FP8 attention call, in the order of the artifact's
 /// AttentionScalar (artifact.fbs): the forward uses DescaleQ..AmaxO, the
 /// backward DescaleQ..ScaleS and DescaleO..AmaxDP.
@@ -145,6 +141,17 @@ constexpr unsigned kNumAttentionScalars = 19;
 /// A slot index that names no slot (an FP8 attention scalar not used).
 constexpr unsigned kNoSlot = 0xffffffffu;
 
+/// The scalars the call writes (amaxes); it reads the others (scales and
+/// scale inverses).
+constexpr bool isAttentionAmax(AttentionScalar which) {
+  return which == AttentionScalar::AmaxS || which == AttentionScalar::AmaxO ||
+         which >= AttentionScalar::AmaxDQ;
+}
+
+/// One fused attention call (cuDNN's SDPA at run time; see
+/// runtime/include/txrt/artifact.fbs): tx.attention, or tx.attention_grad
+/// when `backward`. q/k/v/o in `dtype` (bf16 or f16); lse f32 [B, H, Tq];
+/// the mask, when present, an additive bias of `dtype`, [B|1, H|1, Tq, Tk].
 struct AttentionCmd {
   bool backward = false;
   DType dtype = DType::BF16;
