@@ -147,6 +147,7 @@ int main(int argc, char **argv) {
   // holds them.
   enum { DQ_, DK_, DV_, DS_, SS_, SO_, AS_, AO_, DO_, DDO_, DDP_, SDQ_, SDK_, SDV_, SDP_,
          ADQ_, ADK_, ADV_, ADP_, COUNT_ };
+  static_assert(COUNT_ == txrt::kAttentionScalarCount, "fb::AttentionScalar's order");
   const char *names[COUNT_] = {"descale_q", "descale_k", "descale_v", "descale_s", "scale_s",
                                "scale_o", "amax_s", "amax_o", "descale_o", "descale_do",
                                "descale_dp", "scale_dq", "scale_dk", "scale_dv", "scale_dp",
@@ -176,12 +177,9 @@ int main(int argc, char **argv) {
   forward.causal = causal;
   forward.q = q.spec(), forward.k = k.spec(), forward.v = v.spec(), forward.o = o.spec();
   forward.lse = lse->address();
-  hal::AttentionSpec::FP8Scalars &f = forward.fp8Scalars;
-  f.descaleQ = at(DQ_), f.descaleK = at(DK_), f.descaleV = at(DV_), f.descaleS = at(DS_);
-  f.scaleS = at(SS_), f.scaleO = at(SO_), f.amaxS = at(AS_), f.amaxO = at(AO_);
-  f.descaleO = at(DO_), f.descaleDO = at(DDO_), f.descaleDP = at(DDP_);
-  f.scaleDQ = at(SDQ_), f.scaleDK = at(SDK_), f.scaleDV = at(SDV_), f.scaleDP = at(SDP_);
-  f.amaxDQ = at(ADQ_), f.amaxDK = at(ADK_), f.amaxDV = at(ADV_), f.amaxDP = at(ADP_);
+  // Every scalar of both directions (each call takes its own).
+  for (int i = 0; i < COUNT_; ++i)
+    forward.fp8Scalars[i] = at(i);
   hal::AttentionSpec backward = forward;
   backward.backward = true;
   backward.gradO = dO.spec(), backward.gradQ = dQ.spec();

@@ -26,13 +26,16 @@ echo "== steps on the GPU vs the CPU executor"
 # External weights (gpt_bench_fp8) lie beside the artifacts: the artifact
 # names the folder it was compiled in, which is another machine's.
 weights=(--weights-dir "$cases")
-while read -r name steps; do
+while read -r name steps checkpoint _; do
+  # A case may start from the executor's checkpoint (prepare_check.sh).
+  resume=()
+  [ -n "${checkpoint:-}" ] && resume=(--resume "$cases/$checkpoint")
   rm -rf "$results/$name.gpu"
-  if ! "$bin/txrun" "$cases/$name.txa" "${weights[@]}" --steps "$steps" --output-dir "$results/$name.gpu" \
+  if ! "$bin/txrun" "$cases/$name.txa" "${weights[@]}" --steps "$steps" "${resume[@]}" --output-dir "$results/$name.gpu" \
       > "$results/$name.gpu.log" 2>&1; then
     echo "$name: txrun failed:"; tail -5 "$results/$name.gpu.log"; status=1; continue
   fi
-  if ! "$bin/txrun" "$cases/$name.txa" "${weights[@]}" --steps "$steps" --no-graph \
+  if ! "$bin/txrun" "$cases/$name.txa" "${weights[@]}" --steps "$steps" "${resume[@]}" --no-graph \
       > "$results/$name.nograph.log" 2>&1; then
     echo "$name: txrun --no-graph failed:"; tail -5 "$results/$name.nograph.log"; status=1
   fi

@@ -64,7 +64,8 @@ sites, e5m2: the gradients'):
   bottom of a binade (1/8 for e4m3, 1/4 for e5m2), zeros exactly where the
   CPU has zeros. A cast kernel writing its amax into another kind of site
   (a weight's into an activation's slot) is off by far more.
-A case also fails if it did not train (loss not falling
+A case whose line in cases.txt names a checkpoint (prepare_check.sh's
+CALIBRATE) is compared from the step after it. A case also fails if it did not train (loss not falling
 over several steps),
 if nothing was compared, or if graph replay and direct execution disagree
 beyond the loss tolerance.
@@ -175,8 +176,11 @@ def main():
     failed = 0
     rows = []
     for line in open(os.path.join(cases_dir, "cases.txt")):
-        name, steps = line.split()
-        steps = int(steps)
+        # "NAME LAST [CHECKPOINT FROM]": steps FROM+1..LAST were run, from
+        # the executor's checkpoint of step FROM (prepare_check.sh).
+        fields = line.split()
+        name, steps = fields[0], int(fields[1])
+        first = int(fields[3]) + 1 if len(fields) > 3 else 1
         low = name.endswith(("_bf16", "_fp16", "_fp8"))
         loss_tol, moment_tol, param_tol = (2e-2, 5e-2, 1e-1) if low else (1e-5, 3e-4, 2e-3)
         if not low and steps == 1:
@@ -189,7 +193,7 @@ def main():
         nograph = losses(os.path.join(results_dir, name + ".nograph.log"))
         problems = []
         worst_loss = 0.0
-        for s in range(1, steps + 1):
+        for s in range(first, steps + 1):
             if s not in cpu or s not in gpu:
                 problems.append(f"step {s} missing")
                 break
@@ -200,7 +204,7 @@ def main():
                 # near 0).
                 rel = max(abs(g - c) - 5e-7, 0.0) / max(abs(c), 1e-30)
                 worst_loss = max(worst_loss, rel)
-                tol = loss_tol if (what == "loss" or s == 1 or low) else 10 * loss_tol
+                tol = loss_tol if (what == "loss" or s == first or low) else 10 * loss_tol
                 if not np.isfinite(g) or rel > tol:
                     problems.append(f"step {s} {what} {g!r} vs cpu {c!r}")
         # Atomics (norm and embedding gradients) make the order of a few
@@ -209,7 +213,7 @@ def main():
             if s not in nograph or abs(nograph[s][0] - gpu[s][0]) > loss_tol * abs(gpu[s][0]):
                 problems.append(f"step {s}: graph replay and direct execution disagree")
                 break
-        if cpu and gpu and steps > 1 and not gpu[max(gpu)][0] < gpu[1][0]:
+        if cpu and gpu and steps > first and not gpu[max(gpu)][0] < gpu.get(first, (0.0,))[0]:
             problems.append("loss did not fall")
         worst_param, worst_moment, compared, noise = 0.0, 0.0, 0, 0
         cpu_dir = os.path.join(cases_dir, name + ".cpu")
@@ -252,11 +256,11 @@ def main():
             problems.append("no state tensor compared")
         ok = not problems
         failed += not ok
-        first = gpu.get(1, (float("nan"),))[0]
-        last = gpu.get(steps, (float("nan"),))[0]
-        rows.append((name, steps, first, last, worst_loss, compared, worst_moment,
+        loss_first = gpu.get(first, (float("nan"),))[0]
+        loss_last = gpu.get(steps, (float("nan"),))[0]
+        rows.append((name, steps, loss_first, loss_last, worst_loss, compared, worst_moment,
                      worst_param, noise, "PASS" if ok else "FAIL", "; ".join(problems[:3])))
-    print(f"{'case':24} {'steps':>5} {'loss 1':>9} {'loss N':>9} "
+    print(f"{'case':24} {'steps':>5} {'loss 1st':>9} {'loss N':>9} "
           f"{'loss,gnorm':>10} {'tensors':>7} {'exp_avg':>9} {'params':>9} {'noise':>6}  result")
     print(f"{'':24} {'':>5} {'':>9} {'':>9} {'max rel':>10} {'':>7} "
           f"{'max err':>9} {'max err':>9} {'elems':>6}")

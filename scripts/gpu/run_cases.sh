@@ -11,12 +11,15 @@ results="${2:-${OUT:-/tmp/txopt-cases}}"
 shift $(( $# < 2 ? $# : 2 ))
 bin="$root/build/runtime/bin"
 mkdir -p "$results"
-while read -r name steps; do
+while read -r name steps checkpoint _; do
+  # A case may start from the executor's checkpoint (prepare_check.sh).
+  resume=()
+  [ -n "${checkpoint:-}" ] && resume=(--resume "$cases/$checkpoint")
   out=()
   [ -d "$cases/$name.cpu" ] && out=(--output-dir "$results/$name.gpu")
-  "$bin/txrun" "$cases/$name.txa" --steps "$steps" "${out[@]}" "$@" \
+  "$bin/txrun" "$cases/$name.txa" --steps "$steps" "${resume[@]}" "${out[@]}" "$@" \
     > "$results/$name.gpu.log" 2>&1 || { echo "$name: txrun failed"; tail -3 "$results/$name.gpu.log"; }
-  "$bin/txrun" "$cases/$name.txa" --steps "$steps" --no-graph "$@" \
+  "$bin/txrun" "$cases/$name.txa" --steps "$steps" "${resume[@]}" --no-graph "$@" \
     > "$results/$name.nograph.log" 2>&1
 done < "$cases/cases.txt"
 python3 "$root/scripts/gpu/compare.py" "$cases" "$results"

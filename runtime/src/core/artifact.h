@@ -22,6 +22,20 @@
 
 namespace txrt {
 
+/// FP8 attention's scalars (Attention.fp8_scalars): one per
+/// fb::AttentionScalar, in its order.
+constexpr unsigned kAttentionScalarCount = static_cast<unsigned>(fb::AttentionScalar::MAX) + 1;
+
+/// Whether an FP8 attention call of that direction reads or writes
+/// |which|: q, k, v's descales and the probabilities' scale and descale
+/// (DESCALE_Q..SCALE_S) both; SCALE_O, AMAX_S and AMAX_O the forward; the
+/// rest (DESCALE_O..AMAX_DP) the backward.
+constexpr bool attentionScalarUsed(fb::AttentionScalar which, bool backward) {
+  if (which <= fb::AttentionScalar::SCALE_S)
+    return true;
+  return backward ? which >= fb::AttentionScalar::DESCALE_O : which <= fb::AttentionScalar::AMAX_O;
+}
+
 /// A verified, validated artifact; owns its bytes.
 class Artifact {
 public:

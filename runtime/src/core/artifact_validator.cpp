@@ -448,7 +448,7 @@ private:
   /// offset, and no mask, window or dropout (cuDNN's FP8 attention on
   /// Hopper takes none).
   Status checkFP8AttentionScalars(const std::string &where, const fb::Attention &at) {
-    constexpr unsigned kCount = static_cast<unsigned>(fb::AttentionScalar::MAX) + 1;
+    constexpr unsigned kCount = kAttentionScalarCount;
     constexpr uint32_t kNone = 0xffffffffu;
     if (at.has_mask() || at.window() != 0 || at.dropout_ratio() != 0.0f)
       return Status::invalid(where + ": FP8 attention with a mask, window or dropout");
@@ -459,8 +459,7 @@ private:
     using S = fb::AttentionScalar;
     for (unsigned i = 0; i < kCount; ++i) {
       S which = static_cast<S>(i);
-      bool shared = which <= S::SCALE_S;
-      bool used = shared || (at.backward() ? which >= S::DESCALE_O : which <= S::AMAX_O);
+      bool used = attentionScalarUsed(which, at.backward());
       uint32_t slot = at.fp8_scalars()->Get(i);
       std::string name = std::string("FP8 attention scalar ") + fb::EnumNameAttentionScalar(which);
       if (!used) {

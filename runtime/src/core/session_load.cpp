@@ -435,22 +435,10 @@ hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
   if (at.fp8()) { // format 9, validated: every scalar the direction uses
     s.fp8 = true;
     s.gradType = at.grad_dtype();
-    auto scalar = [&](fb::AttentionScalar which) -> hal::DevicePtr {
-      uint32_t slot = at.fp8_scalars()->Get(static_cast<unsigned>(which));
-      return slot == 0xffffffffu ? 0 : slotAddress(slot);
-    };
-    using S = fb::AttentionScalar;
-    hal::AttentionSpec::FP8Scalars &f = s.fp8Scalars;
-    f.descaleQ = scalar(S::DESCALE_Q), f.descaleK = scalar(S::DESCALE_K);
-    f.descaleV = scalar(S::DESCALE_V), f.descaleS = scalar(S::DESCALE_S);
-    f.scaleS = scalar(S::SCALE_S), f.scaleO = scalar(S::SCALE_O);
-    f.amaxS = scalar(S::AMAX_S), f.amaxO = scalar(S::AMAX_O);
-    f.descaleO = scalar(S::DESCALE_O), f.descaleDO = scalar(S::DESCALE_DO);
-    f.descaleDP = scalar(S::DESCALE_DP), f.scaleDQ = scalar(S::SCALE_DQ);
-    f.scaleDK = scalar(S::SCALE_DK), f.scaleDV = scalar(S::SCALE_DV);
-    f.scaleDP = scalar(S::SCALE_DP), f.amaxDQ = scalar(S::AMAX_DQ);
-    f.amaxDK = scalar(S::AMAX_DK), f.amaxDV = scalar(S::AMAX_DV);
-    f.amaxDP = scalar(S::AMAX_DP);
+    for (unsigned i = 0; i < kAttentionScalarCount; ++i) {
+      uint32_t slot = at.fp8_scalars()->Get(i);
+      s.fp8Scalars[i] = slot == 0xffffffffu ? 0 : slotAddress(slot);
+    }
   }
   return s;
 }

@@ -11,9 +11,11 @@
 #ifndef TXRT_HAL_HAL_H
 #define TXRT_HAL_HAL_H
 
+#include "core/artifact.h"
 #include "core/status.h"
 #include "txrt/artifact_generated.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -175,18 +177,18 @@ struct AttentionSpec {
   /// or dropout): |dtype| is q's FP8 type, shared by k, v and o (and the
   /// quantized probabilities); |gradType| that of dO, the gradients and the
   /// quantized dS. Each scale, scale inverse ("descale") and amax is one f32
-  /// in device memory; the call writes the amaxes.
+  /// in device memory; the call writes the amaxes. |fp8Scalars| holds their
+  /// addresses, indexed by fb::AttentionScalar: those the call's direction
+  /// uses (attentionScalarUsed); the others are ignored.
   bool fp8 = false;
   fb::DType gradType = fb::DType::F8E5M2;
-  struct FP8Scalars {
-    // The forward's, and the backward's reads of the same (q, k, v, s).
-    DevicePtr descaleQ = 0, descaleK = 0, descaleV = 0, descaleS = 0, scaleS = 0;
-    DevicePtr scaleO = 0, amaxS = 0, amaxO = 0;
-    // The backward's own.
-    DevicePtr descaleO = 0, descaleDO = 0, descaleDP = 0;
-    DevicePtr scaleDQ = 0, scaleDK = 0, scaleDV = 0, scaleDP = 0;
-    DevicePtr amaxDQ = 0, amaxDK = 0, amaxDV = 0, amaxDP = 0;
-  } fp8Scalars;
+  std::array<DevicePtr, kAttentionScalarCount> fp8Scalars{};
+  DevicePtr &fp8Scalar(fb::AttentionScalar which) {
+    return fp8Scalars[static_cast<unsigned>(which)];
+  }
+  DevicePtr fp8Scalar(fb::AttentionScalar which) const {
+    return fp8Scalars[static_cast<unsigned>(which)];
+  }
 };
 
 /// An attention call whose plan was built once, at load.

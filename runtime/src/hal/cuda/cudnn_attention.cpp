@@ -137,6 +137,13 @@ enum Uid : int64_t {
   DESCALE_O, DESCALE_DO, DESCALE_DP, SCALE_DQ, SCALE_DK, SCALE_DV, SCALE_DP,
   AMAX_DQ, AMAX_DK, AMAX_DV, AMAX_DP
 };
+static_assert(AMAX_DP - DESCALE_Q + 1 == txrt::kAttentionScalarCount,
+              "one uid per FP8 attention scalar, in fb::AttentionScalar's order");
+
+/// The uid of FP8 attention scalar |which|.
+Uid scalarUid(fb::AttentionScalar which) {
+  return static_cast<Uid>(DESCALE_Q + static_cast<int64_t>(which));
+}
 
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 
@@ -209,13 +216,6 @@ public:
   std::unordered_map<int64_t, void *> pointers;
 };
 
-/// Every FP8 scalar of |f|, in declaration order.
-std::array<hal::DevicePtr, 19> fp8ScalarPointers(const hal::AttentionSpec::FP8Scalars &f) {
-  return {f.descaleQ, f.descaleK, f.descaleV, f.descaleS, f.scaleS, f.scaleO, f.amaxS,
-          f.amaxO,    f.descaleO, f.descaleDO, f.descaleDP, f.scaleDQ, f.scaleDK, f.scaleDV,
-          f.scaleDP,  f.amaxDQ,   f.amaxDK,   f.amaxDV,   f.amaxDP};
-}
-
 /// Everything of a spec that shapes the built graph (not the addresses):
 /// the key of the graph cache.
 std::string graphKey(const hal::AttentionSpec &spec) {
@@ -237,7 +237,7 @@ std::string graphKey(const hal::AttentionSpec &spec) {
   if (spec.dropout > 0.0f)
     add(alignmentOf(spec.dropoutKey)), add(alignmentOf(spec.dropoutOffset));
   if (spec.fp8)
-    for (hal::DevicePtr ptr : fp8ScalarPointers(spec.fp8Scalars))
+    for (hal::DevicePtr ptr : spec.fp8Scalars)
       add(alignmentOf(ptr));
   return key;
 }
@@ -375,21 +375,21 @@ private:
                               .set_stride(stridesOf(t))
                               .set_data_type(feType(type)));
     };
-    const hal::AttentionSpec::FP8Scalars &f = spec.fp8Scalars;
-    auto scalar = [&](const char *name, Uid uid, hal::DevicePtr ptr) {
-      return scalarTensor(graph, name, uid, fe::DataType_t::FLOAT, ptr);
+    using S = fb::AttentionScalar;
+    auto scalar = [&](const char *name, S which) {
+      return scalarTensor(graph, name, scalarUid(which), fe::DataType_t::FLOAT,
+                          spec.fp8Scalar(which));
     };
-    auto asScalarOutput = [](const std::shared_ptr<fe::graph::Tensor_attributes> &t, Uid uid,
-                             hal::DevicePtr ptr) {
-      t->set_output(true).set_uid(uid).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
-          .set_data_type(fe::DataType_t::FLOAT).set_alignment(alignmentOf(ptr));
+    auto asScalarOutput = [&](const std::shared_ptr<fe::graph::Tensor_attributes> &t, S which) {
+      t->set_output(true).set_uid(scalarUid(which)).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
+          .set_data_type(fe::DataType_t::FLOAT).set_alignment(alignmentOf(spec.fp8Scalar(which)));
     };
     auto q = tensor("Q", Q, spec.q, spec.dtype);
     auto k = tensor("K", K, spec.k, spec.dtype);
     auto v = tensor("V", V, spec.v, spec.dtype);
-    auto descaleQ = scalar("Descale_Q", DESCALE_Q, f.descaleQ), descaleK = scalar("Descale_K", DESCALE_K, f.descaleK);
-    auto descaleV = scalar("Descale_V", DESCALE_V, f.descaleV), descaleS = scalar("Descale_S", DESCALE_S, f.descaleS);
-    auto scaleS = scalar("Scale_S", SCALE_S, f.scaleS);
+    auto descaleQ = scalar("Descale_Q", S::DESCALE_Q), descaleK = scalar("Descale_K", S::DESCALE_K);
+    auto descaleV = scalar("Descale_V", S::DESCALE_V), descaleS = scalar("Descale_S", S::DESCALE_S);
+    auto scaleS = scalar("Scale_S", S::SCALE_S);
     if (!spec.backward) {
       auto options = fe::graph::SDPA_fp8_attributes()
                          .set_name("sdpa_fp8")
@@ -398,12 +398,12 @@ private:
                          .set_attn_scale(spec.scale);
       auto [o, stats, amaxS, amaxO] =
           graph.sdpa_fp8(q, k, v, descaleQ, descaleK, descaleV, descaleS, scaleS,
-                         scalar("Scale_O", SCALE_O, f.scaleO), options);
+                         scalar("Scale_O", S::SCALE_O), options);
       o->set_output(true).set_uid(O).set_dim(dimsOf(spec.o)).set_stride(stridesOf(spec.o))
           .set_data_type(feType(spec.dtype));
       describeStats(stats->set_output(true), spec);
-      asScalarOutput(amaxS, AMAX_S, f.amaxS);
-      asScalarOutput(amaxO, AMAX_O, f.amaxO);
+      asScalarOutput(amaxS, S::AMAX_S);
+      asScalarOutput(amaxO, S::AMAX_O);
       return Status();
     }
     auto o = tensor("O", O, spec.o, spec.dtype);
@@ -414,18 +414,18 @@ private:
                        .set_causal_mask(spec.causal)
                        .set_attn_scale(spec.scale);
     auto [dQ, dK, dV, amaxDQ, amaxDK, amaxDV, amaxDP] = graph.sdpa_fp8_backward(
-        q, k, v, o, dO, stats, descaleQ, descaleK, descaleV, scalar("Descale_O", DESCALE_O, f.descaleO),
-        scalar("Descale_dO", DESCALE_DO, f.descaleDO), descaleS, scalar("Descale_dP", DESCALE_DP, f.descaleDP), scaleS,
-        scalar("Scale_dQ", SCALE_DQ, f.scaleDQ), scalar("Scale_dK", SCALE_DK, f.scaleDK), scalar("Scale_dV", SCALE_DV, f.scaleDV),
-        scalar("Scale_dP", SCALE_DP, f.scaleDP), options);
+        q, k, v, o, dO, stats, descaleQ, descaleK, descaleV, scalar("Descale_O", S::DESCALE_O),
+        scalar("Descale_dO", S::DESCALE_DO), descaleS, scalar("Descale_dP", S::DESCALE_DP), scaleS,
+        scalar("Scale_dQ", S::SCALE_DQ), scalar("Scale_dK", S::SCALE_DK),
+        scalar("Scale_dV", S::SCALE_DV), scalar("Scale_dP", S::SCALE_DP), options);
     for (auto [t, uid, spec_] : {std::tuple{dQ, DQ, &spec.gradQ}, {dK, DK, &spec.gradK},
                                  {dV, DV, &spec.gradV}})
       t->set_output(true).set_uid(uid).set_dim(dimsOf(*spec_)).set_stride(stridesOf(*spec_))
           .set_data_type(feType(spec.gradType));
-    asScalarOutput(amaxDQ, AMAX_DQ, f.amaxDQ);
-    asScalarOutput(amaxDK, AMAX_DK, f.amaxDK);
-    asScalarOutput(amaxDV, AMAX_DV, f.amaxDV);
-    asScalarOutput(amaxDP, AMAX_DP, f.amaxDP);
+    asScalarOutput(amaxDQ, S::AMAX_DQ);
+    asScalarOutput(amaxDK, S::AMAX_DK);
+    asScalarOutput(amaxDV, S::AMAX_DV);
+    asScalarOutput(amaxDP, S::AMAX_DP);
     return Status();
   }
 
@@ -467,18 +467,12 @@ private:
           bind(DV, spec.gradV.ptr);
     if (!spec.fp8)
       return;
-    const hal::AttentionSpec::FP8Scalars &f = spec.fp8Scalars;
-    bind(DESCALE_Q, f.descaleQ), bind(DESCALE_K, f.descaleK), bind(DESCALE_V, f.descaleV);
-    bind(DESCALE_S, f.descaleS), bind(SCALE_S, f.scaleS);
-    if (!spec.backward) {
-      bind(SCALE_O, f.scaleO), bind(AMAX_S, f.amaxS), bind(AMAX_O, f.amaxO);
-      return;
+    // Only the direction's own: the graph declares no other uid.
+    for (unsigned i = 0; i < txrt::kAttentionScalarCount; ++i) {
+      auto which = static_cast<fb::AttentionScalar>(i);
+      if (txrt::attentionScalarUsed(which, spec.backward))
+        bind(scalarUid(which), spec.fp8Scalars[i]);
     }
-    bind(DESCALE_O, f.descaleO), bind(DESCALE_DO, f.descaleDO), bind(DESCALE_DP, f.descaleDP);
-    bind(SCALE_DQ, f.scaleDQ), bind(SCALE_DK, f.scaleDK), bind(SCALE_DV, f.scaleDV);
-    bind(SCALE_DP, f.scaleDP);
-    bind(AMAX_DQ, f.amaxDQ), bind(AMAX_DK, f.amaxDK), bind(AMAX_DV, f.amaxDV);
-    bind(AMAX_DP, f.amaxDP);
   }
 
   cudnnHandle_t handle_;
