@@ -11,8 +11,12 @@ normalizing), and what its amaxes are of.
 
 Tolerances in real (descaled) units, NVIDIA's own for its FP8 tests: the
 output within 0.08 absolute + 0.2 relative, the gradients within 0.04 +
-0.2; lse within 1e-3 relative; the amaxes within 5% (Amax_S, Amax_O,
-Amax_dQ/dK/dV), Amax_dP printed only. Prints one line per comparison and
+0.2 or one code of their FP8 type (an element that rounds the other way:
+one E5M2 code at 1.0 is 0.25, beyond 0.04 + 0.2; sessions 31-32 saw one
+such dV element in 65,536); lse within 1e-3 absolute (lse's error is the
+row sum's relative error, so the bound is absolute: 0.1% of the sum,
+whatever lse's size; a relative bound fails rows whose lse is near 0); the
+amaxes within 5% (Amax_S, Amax_O, Amax_dQ/dK/dV), Amax_dP printed only. Prints one line per comparison and
 exits 1 when the graph formula misses (the tile model is informative).
 
 check_fp8_attention.py DUMP_DIR
@@ -57,6 +61,18 @@ def within(got, want, atol, rtol):
     return int(bad.sum()), float(err.max())
 
 
+def gradient_within(got_codes, want_codes, scale, fp8):
+    """NVIDIA's gradient bound in real units, or one FP8 code apart: the
+    elements beyond both, the largest real difference, and how many only
+    the one-code rule accepts."""
+    got, want = got_codes / scale, want_codes / scale
+    err = np.abs(got - want)
+    nvidia = err <= 0.04 + 0.2 * np.abs(want)
+    step = np.maximum(oracle.fp8_step(want_codes, fp8), oracle.fp8_step(got_codes, fp8))
+    one_code = np.abs(got_codes - want_codes) <= step * (1 + 1e-9)
+    return int((~(nvidia | one_code)).sum()), float(err.max()), int((one_code & ~nvidia).sum())
+
+
 def main():
     dump = sys.argv[1]
     load = lambda n: np.load(os.path.join(dump, n + ".npy")).astype(np.float64)
@@ -81,9 +97,9 @@ def main():
     bad_t, worst_t = within(o_real, oracle.cast(tiled, s["o"], fp8) * d["o"], 0.08, 0.2)
     print(f"o vs the tile model (exp(S - running max) quantized per 128 keys): {bad_t} "
           f"beyond, largest difference {worst_t:.4g} (informative)")
-    rel = np.max(np.abs(lse - want["lse"]) / np.maximum(np.abs(want["lse"]), 1e-30))
-    print(f"lse relative error {rel:.3g} {'ok' if rel <= 1e-3 else 'MISS'}")
-    ok &= rel <= 1e-3
+    err = np.max(np.abs(lse - want["lse"]))
+    print(f"lse absolute error {err:.3g} {'ok' if err <= 1e-3 else 'MISS'}")
+    ok &= err <= 1e-3
     for name, ref in (("amax_s", want["s_amax"]), ("amax_o", want["o_amax"])):
         r = abs(sc[name] - ref) / max(abs(ref), 1e-30)
         print(f"{name}: cuDNN {sc[name]:.6g}, formula {ref:.6g} ({100 * r:.2f}%) "
@@ -95,11 +111,10 @@ def main():
     p_gpu = np.where(p == 0.0, 0.0, p_gpu)
     want_b = oracle.backward(do, q, k, v, o, p_gpu, d, s, attn, fp8, fp8_grad)
     for name in ("dq", "dk", "dv"):
-        got = load(name) / s[name]
-        ref = want_b[name] / s[name]
-        bad, worst = within(got, ref, 0.04, 0.2)
-        print(f"{name} vs the formula: {bad} elements beyond 0.04 + 0.2 rel, largest "
-              f"difference {worst:.4g} {'ok' if not bad else 'MISS'}")
+        bad, worst, one_code = gradient_within(load(name), want_b[name], s[name], fp8_grad)
+        print(f"{name} vs the formula: {bad} elements beyond 0.04 + 0.2 rel and one code "
+              f"({one_code} one code apart only), largest difference {worst:.4g} "
+              f"{'ok' if not bad else 'MISS'}")
         ok &= bad == 0
         r = abs(sc["amax_" + name] - want_b[name + "_amax"]) / max(want_b[name + "_amax"], 1e-30)
         print(f"amax_{name}: cuDNN {sc['amax_' + name]:.6g}, formula "

@@ -40,7 +40,15 @@ Reduced-precision cases (name ends in _bf16, _fp16 or _fp8; state compared only
 when the CPU state was kept), against the executor's
 bit-exact bf16 emulation, which accumulates in double where the GPU
 accumulates in f32: loss and gradient norm within 2e-2 per step, first moments 5e-2,
-parameters 1e-1. FP8 cases: loss and gradient norm within 2e-2 per step. Their FP8
+parameters 1e-1. FP8 cases: loss and gradient norm within 2e-2 per step; with
+FP8 attention (name has `attention_fp8`) the gradient norm within 5e-2 after
+the first compared step: two formulas of tx.fp8_attention's forward that
+both fit cuDNN's kernel within NVIDIA's tolerances (the normalized
+probabilities quantized, the executor's; exp(S - running max) quantized per
+256-key tile, what cuDNN's codes match best) give gradient norms 1.7-2.2%
+apart on the executor itself by steps 5-6 of gpt_head128_attention_fp8
+(the first step from the same state 0.2% apart), Adam amplifying what E5M2
+dS, dQ and dK round differently (DeviceLog session 32, run 2). Their FP8
 scaling state (fp8.* files, kept for the cases prepare_check.sh marks
 FP8_STATE_ONLY) is judged in two parts, per FP8 type (e4m3: the forward's
 sites, e5m2: the gradients'):
@@ -89,6 +97,10 @@ def losses(path):
             out[int(m.group(1))] = (float(m.group(2)), float(m.group(3)))
     return out
 
+
+# FP8 attention's gradient norms after the first compared step (the module
+# docstring says why).
+FP8_ATTENTION_GRAD_NORM_TOL = 5e-2
 
 # The amax bounds per FP8 type (module docstring): the median relative
 # difference over the sites, and the largest at any site.
@@ -205,6 +217,8 @@ def main():
                 rel = max(abs(g - c) - 5e-7, 0.0) / max(abs(c), 1e-30)
                 worst_loss = max(worst_loss, rel)
                 tol = loss_tol if (what == "loss" or s == first or low) else 10 * loss_tol
+                if "attention_fp8" in name and what == "grad_norm" and s > first:
+                    tol = FP8_ATTENTION_GRAD_NORM_TOL
                 if not np.isfinite(g) or rel > tol:
                     problems.append(f"step {s} {what} {g!r} vs cpu {c!r}")
         # Atomics (norm and embedding gradients) make the order of a few

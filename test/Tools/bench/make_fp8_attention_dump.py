@@ -7,7 +7,8 @@ and tx.fp8_attention_grad) instead of cuDNN, so that
 bench/attention/check_fp8_attention.py can be tested without a GPU: on the
 executor's own results it must pass, and on a perturbed output it must not.
 
-make_fp8_attention_dump.py DIR --txopt-run BIN [--perturb]"""
+make_fp8_attention_dump.py DIR --txopt-run BIN [--perturb] [--shift-dv-codes N]
+  [--shift-lse X]"""
 import argparse
 import json
 import os
@@ -28,6 +29,10 @@ def main():
     ap.add_argument("--txopt-run", required=True)
     ap.add_argument("--perturb", action="store_true",
                     help="flip the output's sign in one head (a dump that must fail)")
+    ap.add_argument("--shift-dv-codes", type=int, default=0,
+                    help="move a dV element of codes +-2.0 this many FP8 codes up")
+    ap.add_argument("--shift-lse", type=float, default=0.0,
+                    help="add this to the lse of one row")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     b, h, h_kv, t, d = 1, 2, 1, 160, 32   # T > 128: two key blocks
@@ -71,8 +76,19 @@ def main():
     if args.perturb:
         o = o.copy()
         o[:, 0] = -o[:, 0]
+    dv = got_b("dv").copy()
+    if args.shift_dv_codes:
+        # An element of real value 1.0 (codes 2.0 at scale 2), where one
+        # E5M2 code up (0.25 real) is beyond NVIDIA's 0.04 + 0.2 rel. Codes
+        # in magnitude order are consecutive bit patterns.
+        at = tuple(np.argwhere(np.abs(dv) == 2.0)[0])
+        code = np.array([abs(dv[at])]).astype(oracle.FP8[grad][0]).view(np.uint8)
+        moved = (code + args.shift_dv_codes).astype(np.uint8).view(oracle.FP8[grad][0])
+        dv[at] = np.sign(dv[at]) * float(moved.astype(np.float64)[0])
+    lse = np.array(lse, dtype=np.float64)
+    lse.flat[0] += args.shift_lse
     tensors = {"q": q, "k": k, "v": v, "do": do, "o": o, "lse": lse,
-               "dq": got_b("dq"), "dk": got_b("dk"), "dv": got_b("dv")}
+               "dq": got_b("dq"), "dk": got_b("dk"), "dv": dv}
     for name, value in tensors.items():
         np.save(os.path.join(args.dir, name + ".npy"), np.asarray(value, dtype=F32))
     with open(os.path.join(args.dir, "scales.json"), "w") as f:
