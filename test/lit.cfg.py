@@ -40,7 +40,8 @@ if asan_runtime:
     llvm_config.add_tool_substitutions(
         [ToolSubst("mlir-opt", command="env LD_PRELOAD=%s %s" % (asan_runtime, mlir_opt))])
 llvm_config.add_tool_substitutions(tools, tool_dirs)
-llvm_config.add_tool_substitutions(["txrun", "txrt-info"], [config.txrt_tools_dir])
+llvm_config.add_tool_substitutions(["txrun", "txrt-info", "txrt-fp8-attention-probe"],
+                                   [config.txrt_tools_dir])
 # GPU tests say `REQUIRES: cuda-gpu` (skipped, visibly, on machines without
 # one); tests of the no-GPU path say `UNSUPPORTED: cuda-gpu`.
 import subprocess

@@ -7,7 +7,7 @@
 // bench/attention/check_fp8_attention.py compares with the reference
 // executor's formulas (TxPrecisionOps.td):
 //   txrt-fp8-attention-probe B H HKV T D [--causal] [--iters N] [--dump DIR]
-//       [--grad-type e4m3|e5m2] [--scalar-offset 0|4|8|12]
+//       [--grad-type e4m3|e5m2] [--scalar-offset 0|4|8|12] [--scale-s X]
 // Prints one JSON line: median milliseconds of the forward and of forward +
 // backward, their TFLOP/s (the FLOP count of txrt-attention-bench), and the
 // six amaxes cuDNN wrote. With --dump, DIR gets q, k, v, do, o, lse, dq, dk,
@@ -17,7 +17,11 @@
 // q, k and v are N(0, 1) * 2 rounded to E4M3, dO N(0, 1) rounded to the
 // gradient type; the scales are fixed below so that the quantized
 // probabilities stay well inside E4M3's range (scale_s 224: a probability
-// of 1 maps to half the largest code).
+// of 1 maps to half the largest code). --scale-s sets scale_s (and
+// descale_s, its inverse) as a step's delayed scaling would: 448 / Amax_S,
+// where Amax_S is the largest normalized probability (below 1 without a
+// causal mask): what the kernel quantizes then, exp(S - running max) up to
+// 1 or the normalized P, decides whether the codes saturate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +88,7 @@ struct ProbeOptions {
   int scalarOffset = 0;
   std::string dump;
   DType gradType = DType::F8E5M2;
+  float scaleS = 224.0f;
 };
 
 /// The device, its stream and its attention, which every buffer below
@@ -125,7 +130,8 @@ struct Timings {
 Status parseOptions(int argc, char **argv, ProbeOptions &options) {
   if (argc < 6)
     return Status::invalid("usage: txrt-fp8-attention-probe B H HKV T D [--causal] [--iters N] "
-                           "[--dump DIR] [--grad-type e4m3|e5m2] [--scalar-offset 0|4|8|12]");
+                           "[--dump DIR] [--grad-type e4m3|e5m2] [--scalar-offset 0|4|8|12] "
+                           "[--scale-s X]");
   options.B = std::atoll(argv[1]);
   options.H = std::atoll(argv[2]);
   options.HKV = std::atoll(argv[3]);
@@ -140,6 +146,11 @@ Status parseOptions(int argc, char **argv, ProbeOptions &options) {
       options.scalarOffset = std::atoi(argv[++i]);
       if (options.scalarOffset < 0 || options.scalarOffset > 12 || options.scalarOffset % 4 != 0)
         return Status::invalid("--scalar-offset must be 0, 4, 8 or 12");
+    }
+    else if (a == "--scale-s" && i + 1 < argc) {
+      options.scaleS = std::strtof(argv[++i], nullptr);
+      if (!(options.scaleS > 0.0f) || !std::isfinite(options.scaleS))
+        return Status::invalid("--scale-s must be a positive number");
     }
     else if (a == "--grad-type" && i + 1 < argc) {
       std::string t = argv[++i];
@@ -201,7 +212,7 @@ Status makeScalars(const ProbeOptions &options, Runtime &runtime, Scalars &scala
   // holds them.
   auto inverse = [](float x) { return 1.0f / x; };
   scalars[DQ_].value = 0.5f, scalars[DK_].value = 0.5f, scalars[DV_].value = 0.5f;
-  scalars[SS_].value = 224.0f, scalars[DS_].value = inverse(224.0f);
+  scalars[SS_].value = options.scaleS, scalars[DS_].value = inverse(options.scaleS);
   scalars[SO_].value = 16.0f, scalars[DO_].value = inverse(16.0f);
   scalars[DDO_].value = 1.0f, scalars[SDP_].value = 64.0f, scalars[DDP_].value = inverse(64.0f);
   scalars[SDQ_].value = 2.0f, scalars[SDK_].value = 2.0f, scalars[SDV_].value = 2.0f;
