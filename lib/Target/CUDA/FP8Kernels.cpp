@@ -1180,46 +1180,49 @@ static llvm::SmallVector<Value> storedSiteAmaxes(LoweringContext &ctx, Value ama
   return sites;
 }
 
-/// The kernel of tx.fp8_scale_updates over R rows in all (R = 1 for a
-/// single history [L]), one launch: the updates' rows follow each other
-/// (block r belongs to the update whose rows hold r). Block r rolls its
-/// row's history (newest first) and takes its NaN-skipping max (maxnum
-/// from 0, so max(0, maxNum(...))); thread 0 derives the row's scale and
-/// scale inverse. Bit-exact: f32 divisions are correctly rounded (the
-/// serializer asks NVPTX for IEEE division).
-///
-/// |inPlace|: the results share the state arguments' buffers. Each thread
-/// then first reads the entries it will write (entry j takes old entry
-/// j - 1, entry 0 the new amax) into registers, then a barrier, then the
-/// writes, so the history rolls in place. Otherwise the old state is read
-/// from its buffers and the new one written to buffers of its own.
-static LogicalResult emitScaleUpdates(LoweringContext &ctx,
-                                      llvm::ArrayRef<tx::FP8ScaleUpdateOp> updates,
-                                      bool inPlace) {
-  Operation *op = tx::FP8ScaleUpdateOp(updates.front()).getOperation();
-  // Per update: its outputs, its first row, and where its amaxes come
-  // from: the sites' own, each in a slot of its own, reached through one
-  // offset table shared by the launch (one kernel argument for any number
-  // of sites: one pointer per site would outgrow the 4 KB of kernel
-  // parameters PTX 8.0 allows past ~500 sites), or one stored vector
-  // (all-reduced across ranks), or whatever else the IR computes, emitted
-  // here.
-  struct Part {
-    tx::FP8ScaleUpdateOp update;
-    int64_t firstRow = 0, rows = 0, firstWord = -1;
-  };
-  llvm::SmallVector<Part> parts;
+namespace {
+/// One update of a tx.fp8_scale_updates launch: its first row, its rows,
+/// and where its amaxes come from: the sites' own, each in a slot of its
+/// own, reached through one offset table shared by the launch (one kernel
+/// argument for any number of sites: one pointer per site would outgrow
+/// the 4 KB of kernel parameters PTX 8.0 allows past ~500 sites), from
+/// table word |firstWord| on; or (|firstWord| = -1) one stored vector
+/// (all-reduced across ranks), or whatever else the IR computes, emitted
+/// in the kernel.
+struct ScaleUpdatePart {
+  tx::FP8ScaleUpdateOp update;
+  int64_t firstRow = 0, rows = 0, firstWord = -1;
+};
+
+/// What the launch of several scale updates reads and writes: every
+/// update's outputs, the values it reads through kernel arguments, the
+/// site amaxes' offset table if any, and the rows in all.
+struct ScaleUpdateLaunch {
+  llvm::SmallVector<ScaleUpdatePart> parts;
   llvm::SmallVector<Value> outputs;
   llvm::SetVector<Value> inputs;
   std::optional<LoweringContext::OffsetTable> table;
   int64_t rows = 0;
+};
+} // namespace
+
+/// The parts, outputs and inputs of the launch of |updates| (see
+/// ScaleUpdatePart); fails if an update would read too many amaxes through
+/// kernel arguments.
+static LogicalResult planScaleUpdateLaunch(LoweringContext &ctx,
+                                           llvm::ArrayRef<tx::FP8ScaleUpdateOp> updates,
+                                           bool inPlace, ScaleUpdateLaunch &launch) {
+  std::optional<LoweringContext::OffsetTable> &table = launch.table;
+  llvm::SetVector<Value> &inputs = launch.inputs;
   for (tx::FP8ScaleUpdateOp update : updates) {
-    Part part{update, rows, std::max<int64_t>(typeOf(update.getScale()).getNumElements(), 1)};
-    rows += part.rows;
+    ScaleUpdatePart part{update, launch.rows,
+                         std::max<int64_t>(typeOf(update.getScale()).getNumElements(), 1)};
+    launch.rows += part.rows;
     // Out of place, the scale too: a quantize may read a site of the old
     // scales after the update (tx-insert-fp8 puts the update right after
     // the last amax, before that amax's quantize).
-    outputs.append({update.getNewAmaxHistory(), update.getNewScale(), update.getNewScaleInv()});
+    launch.outputs.append(
+        {update.getNewAmaxHistory(), update.getNewScale(), update.getNewScaleInv()});
     llvm::SmallVector<Value> siteAmaxes = storedSiteAmaxes(ctx, update.getAmax());
     if (!siteAmaxes.empty()) {
       if (!table)
@@ -1240,118 +1243,163 @@ static LogicalResult emitScaleUpdates(LoweringContext &ctx,
                << " amaxes through kernel arguments (its sites' amaxes are not each one "
                   "stored f32, so the offset table does not apply)";
     }
-    parts.push_back(part);
+    launch.parts.push_back(part);
   }
   if (!inPlace)
     for (tx::FP8ScaleUpdateOp update : updates)
       for (Value state : {update.getAmaxHistory(), update.getScale()})
         inputs.insert(state);
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs.getArrayRef(), ctx.plan,
-                   /*workgroupFloats=*/32);
+  return success();
+}
+
+/// The newest amax of |part|'s row |row|: read through the offset table
+/// (|offsets| its words, |tableArg| the bytes they point into) or emitted.
+static Value loadLatestAmax(KernelBuilder &kb, const ScaleUpdatePart &part, Value row,
+                            Value offsets, Value tableArg) {
+  auto &b = kb.builder();
+  tx::FP8ScaleUpdateOp update = part.update; // (op accessors are not const)
+  if (part.firstWord < 0)
+    return kb.emit(update.getAmax(), {row});
+  Value word = arith::AddIOp::create(b, row, kb.idx(part.firstWord));
+  Value offset = arith::IndexCastOp::create(
+      b, b.getIndexType(), memref::LoadOp::create(b, offsets, ValueRange{word}));
+  Value cell = memref::ViewOp::create(b, MemRefType::get({1}, b.getF32Type()), tableArg,
+                                      offset, ValueRange{});
+  return memref::LoadOp::create(b, cell, ValueRange{kb.idx(0)});
+}
+
+/// Rolls the history of |part|'s row |row| (newest first), takes its
+/// NaN-skipping max, and has thread 0 derive the row's scale and scale
+/// inverse (see emitScaleUpdates for |inPlace|).
+static void emitScaleUpdateRow(KernelBuilder &kb, const ScaleUpdatePart &part, Value row,
+                               bool inPlace, Value offsets, Value tableArg) {
+  auto &b = kb.builder();
+  tx::FP8ScaleUpdateOp update = part.update; // (op accessors are not const)
+  Value history = update.getAmaxHistory(), scale = update.getScale();
+  Value newHistory = update.getNewAmaxHistory();
+  Value newScale = update.getNewScale(), newScaleInv = update.getNewScaleInv();
+  bool windowMax = update.getRecipe().getAmaxCompute() == tx::AmaxCompute::max;
+  int64_t length = typeOf(history).getShape().back();
+  Value historyIn = inPlace ? newHistory : history;
+  Value scaleIn = inPlace ? newScale : scale;
+  Value rowStart = arith::MulIOp::create(b, row, kb.idx(length));
+  Value latest = loadLatestAmax(kb, part, row, offsets, tableArg);
+  llvm::SmallVector<Value> entries, values;
+  Value window = kb.f32(0.0);
+  for (int64_t first = 0; first < length; first += kBlockSize) {
+    Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(first));
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length));
+    Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
+    Value readable = arith::AndIOp::create(
+        b, inRange, arith::XOrIOp::create(b, isFirst, arith::ConstantIntOp::create(b, 1, 1)));
+    Value previous = arith::SelectOp::create(
+        b, readable, arith::SubIOp::create(b, j, kb.idx(1)), kb.idx(0));
+    Value old = kb.load(historyIn, arith::AddIOp::create(b, rowStart, previous));
+    Value v = arith::SelectOp::create(b, isFirst, latest, old);
+    window = arith::SelectOp::create(b, inRange, arith::MaxNumFOp::create(b, window, v), window);
+    entries.push_back(j);
+    values.push_back(v);
+  }
+  if (inPlace)
+    gpu::BarrierOp::create(b);
+  for (auto [j, v] : llvm::zip(entries, values))
+    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
+              [&, j = j, v = v] {
+                kb.store(newHistory, arith::AddIOp::create(b, rowStart, j), v);
+              });
+  Value windowAmax = windowMax ? kb.blockReduce(window, /*isMax=*/true) : latest;
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(first, [&] {
+    auto [s, inv] = scaleFromAmax(kb, windowAmax, scaledMaxOf(update), kb.load(scaleIn, row));
+    kb.store(newScale, row, s);
+    kb.store(newScaleInv, row, inv);
+  });
+}
+
+/// Launches |kb|, the kernel of |launch|, for |updates| (the first is
+/// |op|), with the offset table's slots as the launch's indirect reads.
+static void launchScaleUpdates(LoweringContext &ctx, KernelBuilder &kb, Operation *op,
+                               llvm::ArrayRef<tx::FP8ScaleUpdateOp> updates,
+                               ScaleUpdateLaunch &launch) {
+  llvm::SmallVector<unsigned> inputSlots;
+  std::vector<unsigned> through;
+  if (launch.table) {
+    // Every join first (see buildPackedTable), then the live ranges.
+    llvm::SmallVector<unsigned> all;
+    for (auto [word, slot] : launch.table->offsetOf)
+      all.push_back(slot);
+    ctx.awaitCollectivesTouching(all);
+    for (auto [word, slot] : launch.table->offsetOf) {
+      through.push_back(slot);
+      ctx.touch(slot); // live at the launch appended next
+    }
+    inputSlots.push_back(ctx.offsetTable(std::move(*launch.table), "fp8 site amax offsets"));
+  }
+  for (unsigned slot : ctx.buffersOf(launch.inputs.getArrayRef()))
+    inputSlots.push_back(slot);
+  ctx.launch(kb, op, static_cast<unsigned>(launch.rows), ctx.buffersOf(launch.outputs),
+             inputSlots);
+  Command &command = ctx.program.commands.back();
+  if (!through.empty())
+    std::get<LaunchCmd>(command.op).through = std::move(through);
+  // Named after every update it runs ("... at 'fp8.e4m3' + 'fp8.e5m2'").
+  for (tx::FP8ScaleUpdateOp update : updates.drop_front())
+    command.origin += " + " + reference::describeLocation(update.getLoc());
+}
+
+/// The kernel of tx.fp8_scale_updates over R rows in all (R = 1 for a
+/// single history [L]), one launch: the updates' rows follow each other
+/// (block r belongs to the update whose rows hold r). Block r rolls its
+/// row's history (newest first) and takes its NaN-skipping max (maxnum
+/// from 0, so max(0, maxNum(...))); thread 0 derives the row's scale and
+/// scale inverse. Bit-exact: f32 divisions are correctly rounded (the
+/// serializer asks NVPTX for IEEE division).
+///
+/// |inPlace|: the results share the state arguments' buffers. Each thread
+/// then first reads the entries it will write (entry j takes old entry
+/// j - 1, entry 0 the new amax) into registers, then a barrier, then the
+/// writes, so the history rolls in place. Otherwise the old state is read
+/// from its buffers and the new one written to buffers of its own.
+static LogicalResult emitScaleUpdates(LoweringContext &ctx,
+                                      llvm::ArrayRef<tx::FP8ScaleUpdateOp> updates,
+                                      bool inPlace) {
+  Operation *op = tx::FP8ScaleUpdateOp(updates.front()).getOperation();
+  ScaleUpdateLaunch launch;
+  if (failed(planScaleUpdateLaunch(ctx, updates, inPlace, launch)))
+    return failure();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), launch.outputs,
+                   launch.inputs.getArrayRef(), ctx.plan, /*workgroupFloats=*/32);
   auto &b = kb.builder();
   Value offsets;
   Value tableArg;
-  if (table) {
+  if (launch.table) {
     // Word w: the byte offset of a site's amax from the table's start.
-    int64_t words = static_cast<int64_t>(table->words.size());
-    tableArg = kb.insertBufferArgument(outputs.size(),
+    int64_t words = static_cast<int64_t>(launch.table->words.size());
+    tableArg = kb.insertBufferArgument(launch.outputs.size(),
                                        MemRefType::get({words * 8}, b.getI8Type()));
     offsets = memref::ViewOp::create(b, MemRefType::get({words}, b.getI64Type()), tableArg,
                                      kb.idx(0), ValueRange{});
   }
   Value block = kb.blockIndex();
-  auto emitRow = [&](const Part &part, Value row) {
-    tx::FP8ScaleUpdateOp update = part.update; // (op accessors are not const)
-    Value history = update.getAmaxHistory(), scale = update.getScale();
-    Value newHistory = update.getNewAmaxHistory();
-    Value newScale = update.getNewScale(), newScaleInv = update.getNewScaleInv();
-    bool windowMax = update.getRecipe().getAmaxCompute() == tx::AmaxCompute::max;
-    int64_t length = typeOf(history).getShape().back();
-    Value historyIn = inPlace ? newHistory : history;
-    Value scaleIn = inPlace ? newScale : scale;
-    Value rowStart = arith::MulIOp::create(b, row, kb.idx(length));
-    Value latest;
-    if (part.firstWord >= 0) {
-      Value word = arith::AddIOp::create(b, row, kb.idx(part.firstWord));
-      Value offset = arith::IndexCastOp::create(
-          b, b.getIndexType(), memref::LoadOp::create(b, offsets, ValueRange{word}));
-      Value cell = memref::ViewOp::create(b, MemRefType::get({1}, b.getF32Type()), tableArg,
-                                          offset, ValueRange{});
-      latest = memref::LoadOp::create(b, cell, ValueRange{kb.idx(0)});
-    } else {
-      latest = kb.emit(update.getAmax(), {row});
-    }
-    llvm::SmallVector<Value> entries, values;
-    Value window = kb.f32(0.0);
-    for (int64_t first = 0; first < length; first += kBlockSize) {
-      Value j = arith::AddIOp::create(b, kb.threadIndex(), kb.idx(first));
-      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length));
-      Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, kb.idx(0));
-      Value readable = arith::AndIOp::create(
-          b, inRange, arith::XOrIOp::create(b, isFirst, arith::ConstantIntOp::create(b, 1, 1)));
-      Value previous = arith::SelectOp::create(
-          b, readable, arith::SubIOp::create(b, j, kb.idx(1)), kb.idx(0));
-      Value old = kb.load(historyIn, arith::AddIOp::create(b, rowStart, previous));
-      Value v = arith::SelectOp::create(b, isFirst, latest, old);
-      window = arith::SelectOp::create(b, inRange, arith::MaxNumFOp::create(b, window, v), window);
-      entries.push_back(j);
-      values.push_back(v);
-    }
-    if (inPlace)
-      gpu::BarrierOp::create(b);
-    for (auto [j, v] : llvm::zip(entries, values))
-      kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
-                [&, j = j, v = v] {
-                  kb.store(newHistory, arith::AddIOp::create(b, rowStart, j), v);
-                });
-    Value windowAmax = windowMax ? kb.blockReduce(window, /*isMax=*/true) : latest;
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
-    kb.ifThen(first, [&] {
-      auto [s, inv] = scaleFromAmax(kb, windowAmax, scaledMaxOf(update), kb.load(scaleIn, row));
-      kb.store(newScale, row, s);
-      kb.store(newScaleInv, row, inv);
-    });
-  };
-  if (parts.size() == 1) {
-    emitRow(parts.front(), block);
+  if (launch.parts.size() == 1) {
+    emitScaleUpdateRow(kb, launch.parts.front(), block, inPlace, offsets, tableArg);
   } else {
     // The condition is uniform over a block, so the barriers inside agree.
-    for (const Part &part : parts) {
+    for (const ScaleUpdatePart &part : launch.parts) {
       Value inPart = arith::AndIOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, block, kb.idx(part.firstRow)),
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, block,
                                 kb.idx(part.firstRow + part.rows)));
       kb.ifThen(inPart, [&] {
-        emitRow(part, arith::SubIOp::create(b, block, kb.idx(part.firstRow)));
+        emitScaleUpdateRow(kb, part, arith::SubIOp::create(b, block, kb.idx(part.firstRow)),
+                           inPlace, offsets, tableArg);
       });
     }
   }
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  llvm::SmallVector<unsigned> inputSlots;
-  std::vector<unsigned> through;
-  if (table) {
-    // Every join first (see buildPackedTable), then the live ranges.
-    llvm::SmallVector<unsigned> all;
-    for (auto [word, slot] : table->offsetOf)
-      all.push_back(slot);
-    ctx.awaitCollectivesTouching(all);
-    for (auto [word, slot] : table->offsetOf) {
-      through.push_back(slot);
-      ctx.touch(slot); // live at the launch appended next
-    }
-    inputSlots.push_back(ctx.offsetTable(std::move(*table), "fp8 site amax offsets"));
-  }
-  for (unsigned slot : ctx.buffersOf(inputs.getArrayRef()))
-    inputSlots.push_back(slot);
-  ctx.launch(kb, op, static_cast<unsigned>(rows), ctx.buffersOf(outputs), inputSlots);
-  Command &launch = ctx.program.commands.back();
-  if (!through.empty())
-    std::get<LaunchCmd>(launch.op).through = std::move(through);
-  // Named after every update it runs ("... at 'fp8.e4m3' + 'fp8.e5m2'").
-  for (tx::FP8ScaleUpdateOp update : updates.drop_front())
-    launch.origin += " + " + reference::describeLocation(update.getLoc());
+  launchScaleUpdates(ctx, kb, op, updates, launch);
   return success();
 }
 

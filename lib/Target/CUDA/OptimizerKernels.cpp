@@ -474,25 +474,83 @@ static LogicalResult lowerPackedAdam(LoweringContext &ctx, tx::AdamOp adam, cons
   return success();
 }
 
-/// tx.adam. Parameters updated in place are packed into one launch per
-/// gradient storage type (lowerPackedAdam); any other parameter (its old
-/// value read after the update) gets a loop kernel of its own. Cached FP8
-/// weights whose next codes the kernel writes (planAdamWritingCodes) get a
-/// packed launch of their own, after the held-back scale updates (the
-/// codes take the new scales) and the memset of their amaxes.
-static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
+namespace {
+/// By gradient storage and scale (scaledGradient): one launch each.
+using AdamPackKey = std::tuple<Type, Value, unsigned>; // storage, scale, divides
+
+/// The parameters of a tx.adam by the kernel that updates them.
+struct AdamLaunches {
+  /// Updated in place: one packed launch per key.
+  llvm::MapVector<AdamPackKey, llvm::SmallVector<unsigned>> packed;
+  /// Cached FP8 weights whose codes this kernel writes, by (gradient
+  /// storage and scale, FP8 type, cast type): one launch each.
+  llvm::MapVector<std::tuple<AdamPackKey, Type, Type>, llvm::SmallVector<unsigned>> withCodes;
+  /// A loop kernel each.
+  llvm::SmallVector<unsigned> alone;
+};
+
+/// The gradient norm's sum of squares over a tx.adam's gradients, when its
+/// kernels add it up (planSumsOfSquaresInAdam): a packed launch adds the
+/// squares of its members when all of them are in the sum; the sum's
+/// other gradients of this op get the sum's own partial-sum launches.
+class AdamSumOfSquares {
+public:
+  AdamSumOfSquares(LoweringContext &ctx, tx::AdamOp adam) : adam(adam) {
+    Operation *op = adam;
+    unsigned n = adam.getNumParams();
+    for (auto &[root, adams] : ctx.sumsInAdam)
+      if (llvm::is_contained(adams, op)) {
+        sumRoot = root;
+        for (Value x : ctx.packedSumsOfSquares.lookup(root))
+          summed.insert(x);
+      }
+    for (unsigned t = 0; t < n; ++t)
+      if (summed.contains(op->getOperand(n + t)))
+        leftover.insert(op->getOperand(n + t));
+  }
+
+  /// The sum a packed launch of |members| adds to (no longer left over),
+  /// or null.
+  Operation *takeMembers(llvm::ArrayRef<unsigned> members) {
+    Operation *op = adam;
+    unsigned n = adam.getNumParams();
+    if (!sumRoot || !llvm::all_of(members, [&](unsigned t) {
+          return summed.contains(op->getOperand(n + t));
+        }))
+      return nullptr;
+    for (unsigned t : members)
+      leftover.erase(op->getOperand(n + t));
+    return sumRoot;
+  }
+
+  /// The partial-sum launches of the summed gradients no packed launch
+  /// added up.
+  LogicalResult lowerLeftover(LoweringContext &ctx) {
+    if (leftover.empty())
+      return success();
+    Operation *op = adam;
+    unsigned n = adam.getNumParams();
+    // In this op's operand order, so the plan does not depend on pointers.
+    llvm::SmallVector<Value> rest;
+    for (unsigned t = 0; t < n; ++t)
+      if (leftover.erase(op->getOperand(n + t)))
+        rest.push_back(op->getOperand(n + t));
+    return lowerSumOfSquaresStages(ctx, sumRoot, rest);
+  }
+
+private:
+  tx::AdamOp adam;
+  Operation *sumRoot = nullptr;
+  llvm::DenseSet<Value> summed, leftover;
+};
+} // namespace
+
+/// Sorts |adam|'s parameters into |launches|, making each state's result
+/// share the state's buffer where it can (updateInPlace).
+static LogicalResult groupAdamParameters(LoweringContext &ctx, tx::AdamOp adam,
+                                         AdamLaunches &launches) {
   Operation *op = adam;
   unsigned n = adam.getNumParams();
-  AdamConfig c(adam);
-  Value lr = op->getOperand(4 * n);
-  Value step = c.correct ? op->getOperand(4 * n + 1) : Value();
-  llvm::SmallVector<unsigned> alone;
-  // By gradient storage and scale (scaledGradient): one launch each.
-  using PackKey = std::tuple<Type, Value, unsigned>; // storage, scale, divides
-  llvm::MapVector<PackKey, llvm::SmallVector<unsigned>> packed;
-  // Cached FP8 weights whose codes this kernel writes, by (gradient
-  // storage and scale, FP8 type, cast type): one launch each.
-  llvm::MapVector<std::tuple<PackKey, Type, Type>, llvm::SmallVector<unsigned>> withCodes;
   for (unsigned t = 0; t < n; ++t) {
     Value p = op->getOperand(t), g = op->getOperand(n + t);
     if (!typeOf(p).getElementType().isF32())
@@ -506,7 +564,7 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
     ScaledGradient read = gradientRead(ctx, adam, t);
     Type gradStorage = typeOf(KernelBuilder::storageOf(read.tensor, ctx.plan)).getElementType();
     bool widens = gradStorage.isF32() || gradStorage.isBF16() || gradStorage.isF16();
-    PackKey key{gradStorage, read.scale, read.divide ? 1u : 0u};
+    AdamPackKey key{gradStorage, read.scale, read.divide ? 1u : 0u};
     if (auto it = ctx.adamWritesCodes.find(op->getResult(t)); it != ctx.adamWritesCodes.end()) {
       if (!inPlace || !widens)
         return op->emitError("an FP8 weight planned for codes from the optimizer is not "
@@ -514,121 +572,125 @@ static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
       auto quantize = cast<tx::QuantizeOp>(it->second.second);
       Value input = quantize.getInput();
       Type castType = input == op->getResult(t) ? Type() : typeOf(input).getElementType();
-      withCodes[{key, typeOf(quantize.getResult()).getElementType(), castType}].push_back(t);
+      launches.withCodes[{key, typeOf(quantize.getResult()).getElementType(), castType}]
+          .push_back(t);
     } else if (inPlace && widens && typeOf(g).getElementType().isF32()) {
-      packed[key].push_back(t);
+      launches.packed[key].push_back(t);
     } else {
-      alone.push_back(t);
+      launches.alone.push_back(t);
     }
   }
-  // The gradient norm's sum of squares over this op's gradients, when its
-  // kernels add it up (planSumsOfSquaresInAdam): a packed launch adds the
-  // squares of its members when all of them are in the sum; the sum's
-  // other gradients of this op get the sum's own partial-sum launches.
-  Operation *sumRoot = nullptr;
-  llvm::DenseSet<Value> summed, leftover;
-  for (auto &[root, adams] : ctx.sumsInAdam)
-    if (llvm::is_contained(adams, op)) {
-      sumRoot = root;
-      for (Value x : ctx.packedSumsOfSquares.lookup(root))
-        summed.insert(x);
+  return success();
+}
+
+/// Before the launches that write FP8 codes: the held-back scale updates
+/// go out first (the codes take the new scales; those whose old state
+/// nothing later reads: all but none here). Then the weights' amaxes are
+/// zeroed for the kernels' atomics.
+static LogicalResult prepareCodeWritingLaunches(LoweringContext &ctx, tx::AdamOp adam,
+                                                const AdamLaunches &launches) {
+  Operation *op = adam;
+  if (failed(flushFP8ScaleUpdates(ctx, op)))
+    return failure();
+  for (auto &[key, members] : launches.withCodes)
+    for (unsigned t : members) {
+      Value amax = ctx.adamWritesCodes.lookup(op->getResult(t)).first->getResult(0);
+      auto block = ctx.amaxBlockOf.find(amax);
+      if (block == ctx.amaxBlockOf.end())
+        ctx.memset(ctx.bufferFor(amax), 0, op);
+      else if (ctx.zeroedAmaxBlocks.insert(block->second).second)
+        ctx.memset(block->second, 0, op);
     }
-  for (unsigned t = 0; t < n; ++t)
-    if (summed.contains(op->getOperand(n + t)))
-      leftover.insert(op->getOperand(n + t));
-  auto sumFor = [&](llvm::ArrayRef<unsigned> members) -> Operation * {
-    if (!sumRoot || !llvm::all_of(members, [&](unsigned t) {
-          return summed.contains(op->getOperand(n + t));
-        }))
-      return nullptr;
-    for (unsigned t : members)
-      leftover.erase(op->getOperand(n + t));
-    return sumRoot;
-  };
-  for (auto &[key, members] : packed) {
+  return success();
+}
+
+/// The loop kernel of |adam|'s parameter |t| (its old value read after the
+/// update, so not updated in place).
+static LogicalResult lowerAdamAlone(LoweringContext &ctx, tx::AdamOp adam, const AdamConfig &c,
+                                    unsigned t) {
+  Operation *op = adam;
+  unsigned n = adam.getNumParams();
+  Value lr = op->getOperand(4 * n);
+  Value step = c.correct ? op->getOperand(4 * n + 1) : Value();
+  ScaledGradient read = gradientRead(ctx, adam, t);
+  Value p = op->getOperand(t), g = read.tensor;
+  Value m = op->getOperand(2 * n + t), v = op->getOperand(3 * n + t);
+  Value np = op->getResult(t), nm = op->getResult(n + t), nv = op->getResult(2 * n + t);
+  llvm::SmallVector<Value> inputs{p, g, m, v, lr};
+  if (step)
+    inputs.push_back(step);
+  if (read.scale)
+    addScaleInputs(ctx, read.scale, inputs);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {np, nm, nv}, inputs, ctx.plan);
+  auto &b = kb.builder();
+  int64_t count = typeOf(p).getNumElements();
+  AdamScalars s = adamScalars(kb, c, lr, step);
+  Value gradScale = read.scale ? kb.emit(read.scale, {}) : Value();
+  // Each thread updates up to kOptimizerElementsPerThread elements (as
+  // the loop kernels do, lowerElementalValue): every element's loads are
+  // issued before the first store.
+  int64_t perThread = std::min<int64_t>(kOptimizerElementsPerThread, ceilDiv(count, kBlockSize));
+  Value base = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize * perThread)),
+      kb.threadIndex());
+  struct Element { Value at, pk, gk, mk, vk; };
+  llvm::SmallVector<Element> elements;
+  for (int64_t e = 0; e < perThread; ++e) {
+    Value at = arith::AddIOp::create(b, base, kb.idx(e * kBlockSize));
+    Value i = arith::MinUIOp::create(b, at, kb.idx(std::max<int64_t>(count - 1, 0)));
+    elements.push_back({at, kb.load(p, i),
+                        applyGradientScale(kb, kb.load(g, i), gradScale, read.divide),
+                        kb.load(m, i), kb.load(v, i)});
+  }
+  for (Element &e : elements) {
+    AdamElement next = adamElement(kb, c, s, e.pk, e.gk, e.mk, e.vk);
+    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e.at, kb.idx(count));
+    kb.ifThen(inRange, [&] {
+      kb.store(np, e.at, next.p);
+      kb.store(nm, e.at, next.m);
+      kb.store(nv, e.at, next.v);
+    });
+  }
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, ceilDiv(count, kBlockSize * perThread), ctx.buffersOf({np, nm, nv}),
+             ctx.buffersOf(inputs));
+  return success();
+}
+
+/// tx.adam. Parameters updated in place are packed into one launch per
+/// gradient storage type (lowerPackedAdam); any other parameter (its old
+/// value read after the update) gets a loop kernel of its own. Cached FP8
+/// weights whose next codes the kernel writes (planAdamWritingCodes) get a
+/// packed launch of their own, after the held-back scale updates (the
+/// codes take the new scales) and the memset of their amaxes.
+static LogicalResult lowerAdam(LoweringContext &ctx, tx::AdamOp adam) {
+  AdamConfig c(adam);
+  AdamLaunches launches;
+  if (failed(groupAdamParameters(ctx, adam, launches)))
+    return failure();
+  AdamSumOfSquares sum(ctx, adam);
+  for (auto &[key, members] : launches.packed) {
     auto [gradStorage, scale, divide] = key;
-    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, {scale, divide != 0}, std::nullopt,
-                               sumFor(members))))
+    if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, {scale, divide != 0},
+                               std::nullopt, sum.takeMembers(members))))
       return failure();
   }
-  if (!withCodes.empty()) {
-    // The codes take the new scales: the held-back scale updates go out
-    // first (those whose old state nothing later reads: all but none
-    // here). Then the weights' amaxes are zeroed for the kernels' atomics.
-    if (failed(flushFP8ScaleUpdates(ctx, op)))
-      return failure();
-    for (auto &[key, members] : withCodes)
-      for (unsigned t : members) {
-        Value amax = ctx.adamWritesCodes.lookup(op->getResult(t)).first->getResult(0);
-        auto block = ctx.amaxBlockOf.find(amax);
-        if (block == ctx.amaxBlockOf.end())
-          ctx.memset(ctx.bufferFor(amax), 0, op);
-        else if (ctx.zeroedAmaxBlocks.insert(block->second).second)
-          ctx.memset(block->second, 0, op);
-      }
-  }
-  for (auto &[key, members] : withCodes) {
+  if (!launches.withCodes.empty() && failed(prepareCodeWritingLaunches(ctx, adam, launches)))
+    return failure();
+  for (auto &[key, members] : launches.withCodes) {
     auto [packKey, fp8, castType] = key;
     auto [gradStorage, scale, divide] = packKey;
     if (failed(lowerPackedAdam(ctx, adam, c, members, gradStorage, {scale, divide != 0},
-                               PackedCodes{fp8, castType}, sumFor(members))))
+                               PackedCodes{fp8, castType}, sum.takeMembers(members))))
       return failure();
   }
-  if (!leftover.empty()) {
-    // In this op's operand order, so the plan does not depend on pointers.
-    llvm::SmallVector<Value> rest;
-    for (unsigned t = 0; t < n; ++t)
-      if (leftover.erase(op->getOperand(n + t)))
-        rest.push_back(op->getOperand(n + t));
-    if (failed(lowerSumOfSquaresStages(ctx, sumRoot, rest)))
+  if (failed(sum.lowerLeftover(ctx)))
+    return failure();
+  for (unsigned t : launches.alone)
+    if (failed(lowerAdamAlone(ctx, adam, c, t)))
       return failure();
-  }
-  for (unsigned t : alone) {
-    ScaledGradient read = gradientRead(ctx, adam, t);
-    Value p = op->getOperand(t), g = read.tensor;
-    Value m = op->getOperand(2 * n + t), v = op->getOperand(3 * n + t);
-    Value np = op->getResult(t), nm = op->getResult(n + t), nv = op->getResult(2 * n + t);
-    llvm::SmallVector<Value> inputs{p, g, m, v, lr};
-    if (step)
-      inputs.push_back(step);
-    if (read.scale)
-      addScaleInputs(ctx, read.scale, inputs);
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {np, nm, nv}, inputs, ctx.plan);
-    auto &b = kb.builder();
-    int64_t count = typeOf(p).getNumElements();
-    AdamScalars s = adamScalars(kb, c, lr, step);
-    Value gradScale = read.scale ? kb.emit(read.scale, {}) : Value();
-    // Each thread updates up to kOptimizerElementsPerThread elements (as
-    // the loop kernels do, lowerElementalValue): every element's loads are
-    // issued before the first store.
-    int64_t perThread = std::min<int64_t>(kOptimizerElementsPerThread, ceilDiv(count, kBlockSize));
-    Value base = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize * perThread)),
-        kb.threadIndex());
-    struct Element { Value at, pk, gk, mk, vk; };
-    llvm::SmallVector<Element> elements;
-    for (int64_t e = 0; e < perThread; ++e) {
-      Value at = arith::AddIOp::create(b, base, kb.idx(e * kBlockSize));
-      Value i = arith::MinUIOp::create(b, at, kb.idx(std::max<int64_t>(count - 1, 0)));
-      elements.push_back({at, kb.load(p, i),
-                          applyGradientScale(kb, kb.load(g, i), gradScale, read.divide),
-                          kb.load(m, i), kb.load(v, i)});
-    }
-    for (Element &e : elements) {
-      AdamElement next = adamElement(kb, c, s, e.pk, e.gk, e.mk, e.vk);
-      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e.at, kb.idx(count));
-      kb.ifThen(inRange, [&] {
-        kb.store(np, e.at, next.p);
-        kb.store(nm, e.at, next.m);
-        kb.store(nv, e.at, next.v);
-      });
-    }
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    ctx.launch(kb, op, ceilDiv(count, kBlockSize * perThread), ctx.buffersOf({np, nm, nv}),
-               ctx.buffersOf(inputs));
-  }
   return success();
 }
 

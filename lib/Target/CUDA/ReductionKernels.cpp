@@ -153,6 +153,187 @@ static Value recomputedAlongside(LoweringContext &ctx, Operation *op,
   return found->second;
 }
 
+namespace {
+/// A column reduction (see lowerColumnReduction) and how its kernel divides
+/// the work: thread t of block (tile, split) sums the |lanes| columns of
+/// group tile * kBlockSize + t over rows [split * chunk, +chunk).
+struct ColumnReduction {
+  Value input, result;
+  llvm::ArrayRef<int64_t> rows, cols;
+  bool isMax, isMean;
+  int64_t rowCount = 1, colCount = 1;
+  int64_t lanes, groups, tiles, splits, chunk;
+
+  ColumnReduction(Operation *op, llvm::ArrayRef<int64_t> rows, llvm::ArrayRef<int64_t> cols,
+                  bool isMax, bool isMean)
+      : input(op->getOperand(0)), result(op->getResult(0)), rows(rows), cols(cols),
+        isMax(isMax), isMean(isMean) {
+    for (int64_t s : rows) rowCount *= s;
+    for (int64_t s : cols) colCount *= s;
+    // Each thread sums |lanes| adjacent columns when the innermost kept dim
+    // holds a multiple of them: its loads (and a companion's stores) are then
+    // consecutive, which LLVM merges into 16-byte accesses (the arguments
+    // are 16-byte aligned); each column's sum keeps its order.
+    lanes = cols.back() % 4 == 0 && colCount >= 4 ? 4 : 1;
+    groups = colCount / lanes;
+    tiles = ceilDiv(groups, kBlockSize);
+    // Enough blocks to fill the GPU (~2048), at least 32 rows each.
+    splits = std::max<int64_t>(
+        1, std::min<int64_t>(ceilDiv(rowCount, 32), ceilDiv(2048, tiles)));
+    chunk = ceilDiv(rowCount, splits);
+    splits = ceilDiv(rowCount, chunk);
+  }
+
+  /// Stores |sum|, the total of |column| over all rows, as the result (the
+  /// mean for a mean).
+  void storeResult(KernelBuilder &k, Value column, Value sum) const {
+    if (isMean)
+      sum = arith::DivFOp::create(k.builder(), sum, k.f32(static_cast<double>(rowCount)));
+    storeReduced(k, result, column, sum);
+  }
+};
+
+/// One thread of the column reduction's kernel: it sums its group of
+/// columns over its split's rows, storing the sums (the result with one
+/// split, else its split's partials) and, at every element it reads, a
+/// companion cast's and a recomputed value's elements.
+class ColumnReductionThread {
+public:
+  ColumnReductionThread(KernelBuilder &kb, const ColumnReduction &reduction,
+                        tx::CastOp companion, Value recomputed, Value partials, Value split)
+      : kb(kb), b(kb.builder()), reduction(reduction), companion(companion),
+        recomputed(recomputed), partials(partials), split(split) {}
+
+  /// The thread of column group |group| (in range), reading the whole
+  /// input or, with |concatParts|, the part of the concat its columns lie
+  /// in.
+  void emit(Value group, Operation *concatParts) {
+    int64_t lanes = reduction.lanes, chunk = reduction.chunk;
+    begin = arith::MulIOp::create(b, split, kb.idx(chunk));
+    end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, kb.idx(chunk)),
+                                 kb.idx(reduction.rowCount));
+    // The first column of the group, visibly a multiple of |lanes|.
+    llvm::SmallVector<int64_t> groupCols(reduction.cols.begin(), reduction.cols.end());
+    groupCols.back() /= lanes;
+    colIndex = kb.delinearize(group, groupCols);
+    innermost = arith::MulIOp::create(b, colIndex.back(), kb.idx(lanes));
+    column = arith::MulIOp::create(b, group, kb.idx(lanes));
+    if (!concatParts) {
+      reduceColumns(reduction.input, 0);
+      return;
+    }
+    // A thread's columns lie in one part of the concat for all its rows:
+    // the part is chosen once here, and its loop reads that part directly.
+    int64_t offset = 0;
+    for (Value part : concatParts->getOperands()) {
+      int64_t width = typeOf(part).getShape().back();
+      Value inPart = arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, innermost, kb.idx(offset)),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, innermost, kb.idx(offset + width)));
+      kb.ifThen(inPart, [&] { reduceColumns(part, offset); });
+      offset += width;
+    }
+  }
+
+private:
+  /// Sums the thread's columns over its rows, reading element j of |source|
+  /// at innermost index j - |offset| (the whole input, or one concat part).
+  void reduceColumns(Value source, int64_t offset) {
+    int64_t lanes = reduction.lanes;
+    llvm::SmallVector<Value> init(lanes, kb.f32(reduction.isMax ? -INFINITY : 0.0));
+    auto acc = kb.loop(begin, end, kb.idx(1), init,
+                       [&](Value r, llvm::ArrayRef<Value> a) {
+      return emitRow(r, a, source, offset);
+    }, /*unroll=*/lanes == 1 ? 4 : 2);
+    storeSums(acc);
+  }
+
+  /// Row |r| of the loop: adds the row's elements to |acc| and returns the
+  /// new sums.
+  llvm::SmallVector<Value> emitRow(Value r, llvm::ArrayRef<Value> acc, Value source,
+                                   int64_t offset) {
+    int64_t lanes = reduction.lanes;
+    llvm::SmallVector<Value> full = kb.delinearize(r, reduction.rows);
+    full.append(colIndex.begin(), colIndex.end());
+    // Every lane's loads before any store: a store between them (to
+    // another buffer, which LLVM cannot tell apart) would keep the loads
+    // from merging.
+    llvm::SmallVector<Value> elements, recomputedElements, next;
+    for (int64_t k = 0; k < lanes; ++k) {
+      full.back() = arith::AddIOp::create(b, innermost, kb.idx(k - offset));
+      elements.push_back(kb.emit(source, full));
+      if (recomputed)
+        recomputedElements.push_back(kb.emitComputed(recomputed, full));
+    }
+    // Each output's stores together (the companion's, then the
+    // recomputed value's): stores to two buffers interleaved stay
+    // scalar, since LLVM cannot tell the buffers apart to merge them.
+    // Lane k's element, linear in the input (and in both outputs).
+    llvm::SmallVector<Value> positions;
+    if (companion || recomputed)
+      for (int64_t k = 0; k < lanes; ++k)
+        positions.push_back(arith::AddIOp::create(
+            b, arith::MulIOp::create(b, r, kb.idx(reduction.colCount)),
+            arith::AddIOp::create(b, column, kb.idx(k))));
+    for (int64_t k = 0; k < lanes; ++k) {
+      if (companion) {
+        Value y = companion.getResult();
+        kb.store(y, positions[k],
+                 kb.castScalar(elements[k], typeOf(reduction.input).getElementType(),
+                               typeOf(y).getElementType()));
+      }
+      next.push_back(combine(b, acc[k], elements[k], reduction.isMax));
+    }
+    for (int64_t k = 0; k < lanes && recomputed; ++k)
+      kb.store(recomputed, positions[k], recomputedElements[k]);
+    return next;
+  }
+
+  /// Stores the thread's column sums: the result with one split, else this
+  /// split's partials.
+  void storeSums(llvm::ArrayRef<Value> sums) {
+    for (int64_t k = 0; k < reduction.lanes; ++k) {
+      Value col = arith::AddIOp::create(b, column, kb.idx(k));
+      if (reduction.splits == 1) {
+        reduction.storeResult(kb, col, sums[k]);
+      } else {
+        Value at = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, split, kb.idx(reduction.colCount)), col);
+        memref::StoreOp::create(b, sums[k], partials, ValueRange{at});
+      }
+    }
+  }
+
+  KernelBuilder &kb;
+  ImplicitLocOpBuilder &b;
+  const ColumnReduction &reduction;
+  tx::CastOp companion;
+  Value recomputed, partials, split;
+  // The thread's rows [begin, end), its columns' indices, the innermost
+  // index and the linear index of its first column (set by emit).
+  Value begin, end, innermost, column;
+  llvm::SmallVector<Value> colIndex;
+};
+} // namespace
+
+/// An input concatenated along its innermost dim from parts each a
+/// multiple of |lanes| wide (the q/k/v gradients of a fused projection), or
+/// null: the elemental concat picks a part per element, in branches LLVM
+/// does not hoist out of the row loop, and their scalar loads never merge.
+static Operation *laneAlignedConcat(LoweringContext &ctx, Value input, int64_t lanes) {
+  auto concat = input.getDefiningOp<tx::ConcatOp>();
+  if (!concat)
+    return nullptr;
+  int64_t rank = typeOf(input).getRank();
+  int64_t axis = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
+  if (!ctx.plan.isMaterialized(input) && axis == rank - 1 && lanes > 1 &&
+      llvm::all_of(concat.getInputs(), [&](Value part) {
+        return typeOf(part).getShape().back() % lanes == 0;
+      }))
+    return concat;
+  return nullptr;
+}
+
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
 /// as shapes), e.g. a bias gradient. With a companionCast the kernel also
 /// stores the cast of every element it reads, and with a
@@ -165,42 +346,10 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                                           llvm::ArrayRef<int64_t> rows,
                                           llvm::ArrayRef<int64_t> cols,
                                           bool isMax, bool isMean) {
-  Value input = op->getOperand(0), result = op->getResult(0);
-  int64_t rowCount = 1, colCount = 1;
-  for (int64_t s : rows) rowCount *= s;
-  for (int64_t s : cols) colCount *= s;
-  // Each thread sums |lanes| adjacent columns when the innermost kept dim
-  // holds a multiple of them: its loads (and a companion's stores) are then
-  // consecutive, which LLVM merges into 16-byte accesses (the arguments
-  // are 16-byte aligned); each column's sum keeps its order.
-  int64_t lanes = cols.back() % 4 == 0 && colCount >= 4 ? 4 : 1;
-  int64_t groups = colCount / lanes;
-  int64_t tiles = ceilDiv(groups, kBlockSize);
-  // Enough blocks to fill the GPU (~2048), at least 32 rows each.
-  int64_t splits = std::max<int64_t>(
-      1, std::min<int64_t>(ceilDiv(rowCount, 32), ceilDiv(2048, tiles)));
-  int64_t chunk = ceilDiv(rowCount, splits);
-  splits = ceilDiv(rowCount, chunk);
-  auto finish = [&](KernelBuilder &k, Value column, Value sum) {
-    if (isMean)
-      sum = arith::DivFOp::create(k.builder(), sum, k.f32(static_cast<double>(rowCount)));
-    storeReduced(k, result, column, sum);
-  };
-
-  // An input concatenated along its innermost dim from parts each a
-  // multiple of |lanes| wide (the q/k/v gradients of a fused projection):
-  // the elemental concat picks a part per element, in branches LLVM does
-  // not hoist out of the row loop, and their scalar loads never merge.
-  Operation *concatParts = nullptr;
-  if (auto concat = input.getDefiningOp<tx::ConcatOp>()) {
-    int64_t rank = typeOf(input).getRank();
-    int64_t axis = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
-    if (!ctx.plan.isMaterialized(input) && axis == rank - 1 && lanes > 1 &&
-        llvm::all_of(concat.getInputs(), [&](Value part) {
-          return typeOf(part).getShape().back() % lanes == 0;
-        }))
-      concatParts = concat;
-  }
+  ColumnReduction reduction(op, rows, cols, isMax, isMean);
+  Value input = reduction.input, result = reduction.result;
+  int64_t colCount = reduction.colCount, tiles = reduction.tiles, splits = reduction.splits;
+  Operation *concatParts = laneAlignedConcat(ctx, input, reduction.lanes);
 
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(result, ctx.plan, inputs);
@@ -227,84 +376,10 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   Value split = arith::DivUIOp::create(b, block, kb.idx(tiles));
   Value group = arith::AddIOp::create(
       b, arith::MulIOp::create(b, tile, kb.idx(kBlockSize)), kb.threadIndex());
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group, kb.idx(groups));
-  kb.ifThen(inRange, [&] {
-    Value begin = arith::MulIOp::create(b, split, kb.idx(chunk));
-    Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, kb.idx(chunk)),
-                                       kb.idx(rowCount));
-    // The first column of the group, visibly a multiple of |lanes|.
-    llvm::SmallVector<int64_t> groupCols(cols.begin(), cols.end());
-    groupCols.back() /= lanes;
-    auto colIndex = kb.delinearize(group, groupCols);
-    Value innermost = arith::MulIOp::create(b, colIndex.back(), kb.idx(lanes));
-    Value column = arith::MulIOp::create(b, group, kb.idx(lanes));
-    // Sums the thread's columns over its rows, reading element j of |source|
-    // at innermost index j - |offset| (the whole input, or one concat part).
-    auto reduceColumns = [&](Value source, int64_t offset) {
-      llvm::SmallVector<Value> init(lanes, kb.f32(isMax ? -INFINITY : 0.0));
-      auto acc = kb.loop(begin, end, kb.idx(1), init,
-                         [&](Value r, llvm::ArrayRef<Value> a) {
-        llvm::SmallVector<Value> full = kb.delinearize(r, rows);
-        full.append(colIndex.begin(), colIndex.end());
-        // Every lane's loads before any store: a store between them (to
-        // another buffer, which LLVM cannot tell apart) would keep the loads
-        // from merging.
-        llvm::SmallVector<Value> elements, recomputedElements, next;
-        for (int64_t k = 0; k < lanes; ++k) {
-          full.back() = arith::AddIOp::create(b, innermost, kb.idx(k - offset));
-          elements.push_back(kb.emit(source, full));
-          if (recomputed)
-            recomputedElements.push_back(kb.emitComputed(recomputed, full));
-        }
-        // Each output's stores together (the companion's, then the
-        // recomputed value's): stores to two buffers interleaved stay
-        // scalar, since LLVM cannot tell the buffers apart to merge them.
-        // Lane k's element, linear in the input (and in both outputs).
-        llvm::SmallVector<Value> positions;
-        if (companion || recomputed)
-          for (int64_t k = 0; k < lanes; ++k)
-            positions.push_back(arith::AddIOp::create(
-                b, arith::MulIOp::create(b, r, kb.idx(colCount)),
-                arith::AddIOp::create(b, column, kb.idx(k))));
-        for (int64_t k = 0; k < lanes; ++k) {
-          if (companion) {
-            Value y = companion.getResult();
-            kb.store(y, positions[k],
-                     kb.castScalar(elements[k], typeOf(input).getElementType(),
-                                   typeOf(y).getElementType()));
-          }
-          next.push_back(combine(b, a[k], elements[k], isMax));
-        }
-        for (int64_t k = 0; k < lanes && recomputed; ++k)
-          kb.store(recomputed, positions[k], recomputedElements[k]);
-        return next;
-      }, /*unroll=*/lanes == 1 ? 4 : 2);
-      for (int64_t k = 0; k < lanes; ++k) {
-        Value col = arith::AddIOp::create(b, column, kb.idx(k));
-        if (splits == 1) {
-          finish(kb, col, acc[k]);
-        } else {
-          Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, split, kb.idx(colCount)), col);
-          memref::StoreOp::create(b, acc[k], partials, ValueRange{at});
-        }
-      }
-    };
-    if (!concatParts) {
-      reduceColumns(input, 0);
-      return;
-    }
-    // A thread's columns lie in one part of the concat for all its rows:
-    // the part is chosen once here, and its loop reads that part directly.
-    int64_t offset = 0;
-    for (Value part : concatParts->getOperands()) {
-      int64_t width = typeOf(part).getShape().back();
-      Value inPart = arith::AndIOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, innermost, kb.idx(offset)),
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, innermost, kb.idx(offset + width)));
-      kb.ifThen(inPart, [&] { reduceColumns(part, offset); });
-      offset += width;
-    }
-  });
+  Value inRange =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group, kb.idx(reduction.groups));
+  ColumnReductionThread thread(kb, reduction, companion, recomputed, partials, split);
+  kb.ifThen(inRange, [&] { thread.emit(group, concatParts); });
   kb.finish();
   kb.groupMemoryAccesses();
   if (failed(kb.status()))
@@ -329,7 +404,7 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
     return success();
   return lowerPartialColumnSums(ctx, op, {result}, partialBuffer, splits, colCount, isMax,
                                 [&](KernelBuilder &k, Value column, Value sum) {
-                                  finish(k, column, sum);
+                                  reduction.storeResult(k, column, sum);
                                 });
 }
 

@@ -188,6 +188,204 @@ static void storeIndex(ImplicitLocOpBuilder &b, Value value, Value buffer, Value
   memref::StoreOp::create(b, raw, buffer, ValueRange{at});
 }
 
+namespace {
+/// The int32 scratch slots of the sorted gather_grad: per-chunk counts of
+/// each key, each position's rank in its chunk, the row starts and the
+/// positions listed by row.
+struct GatherGradScratch {
+  unsigned counts = 0, rank = 0, start = 0, list = 0;
+};
+} // namespace
+
+static MemRefType i32Buffer(MLIRContext *context, int64_t n) {
+  return MemRefType::get({n}, IntegerType::get(context, 32));
+}
+
+/// Stage 1, rank: one block per chunk of 256 positions; each position
+/// counts the earlier positions of its chunk with the same key and adds one
+/// to counts[chunk][key].
+static LogicalResult lowerGatherGradRanks(LoweringContext &ctx, tx::GatherGradOp op,
+                                          const GatherGradShape &g,
+                                          const GatherGradScratch &scratch) {
+  Value indices = op.getIndices();
+  int64_t keys = g.keys(), positions = g.positions(), chunks = g.chunks();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {indices}, ctx.plan);
+  auto &b = kb.builder();
+  Value counts = kb.insertBufferArgument(0, i32Buffer(op.getContext(), chunks * keys));
+  Value rank = kb.insertBufferArgument(1, i32Buffer(op.getContext(), positions));
+  Value q = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, q, kb.idx(positions));
+  kb.ifThen(inRange, [&] {
+    Value key = gatherKey(kb, g, indices, q);
+    Value chunk = kb.blockIndex();
+    Value first = arith::MulIOp::create(b, chunk, kb.idx(kBlockSize));
+    Value r = kb.loop(first, q, kb.idx(1), {kb.idx(0)},
+                      [&](Value j, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+      Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                         gatherKey(kb, g, indices, j), key);
+      Value one = arith::SelectOp::create(b, same, kb.idx(1), kb.idx(0));
+      return {arith::AddIOp::create(b, acc[0], one)};
+    })[0];
+    storeIndex(b, r, rank, q);
+    Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, chunk, kb.idx(keys)), key);
+    Value one = arith::ConstantIntOp::create(b, 1, 32);
+    memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, one, counts, ValueRange{at});
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, chunks, {scratch.counts, scratch.rank}, ctx.buffersOf({indices}));
+  return success();
+}
+
+/// Stage 2, chunk offsets: per key, counts[.][key] becomes its exclusive
+/// prefix over the chunks; the key's total goes to start[key].
+static LogicalResult lowerGatherGradChunkOffsets(LoweringContext &ctx, tx::GatherGradOp op,
+                                                 const GatherGradShape &g,
+                                                 const GatherGradScratch &scratch) {
+  int64_t keys = g.keys(), chunks = g.chunks();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan);
+  auto &b = kb.builder();
+  Value counts = kb.insertBufferArgument(0, i32Buffer(op.getContext(), chunks * keys));
+  Value start = kb.insertBufferArgument(1, i32Buffer(op.getContext(), keys + 1));
+  Value key = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, kb.idx(keys));
+  kb.ifThen(inRange, [&] {
+    Value total = kb.loop(kb.idx(0), kb.idx(chunks), kb.idx(1), {kb.idx(0)},
+                          [&](Value c, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, c, kb.idx(keys)), key);
+      Value n = loadIndex(b, counts, at);
+      storeIndex(b, acc[0], counts, at);
+      return {arith::AddIOp::create(b, acc[0], n)};
+    })[0];
+    storeIndex(b, total, start, key);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, ceilDiv(keys, kBlockSize), {scratch.counts, scratch.start}, {});
+  return success();
+}
+
+/// Stage 3, row starts: one block scans start[] (exclusive) and sets
+/// start[keys] to the number of positions. Thread t scans keys
+/// [t * per, (t + 1) * per); a Hillis-Steele scan of the threads' sums in
+/// workgroup memory gives each its base.
+static LogicalResult lowerGatherGradRowStarts(LoweringContext &ctx, tx::GatherGradOp op,
+                                              const GatherGradShape &g,
+                                              const GatherGradScratch &scratch) {
+  int64_t keys = g.keys();
+  Type i32 = IntegerType::get(op.getContext(), 32);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan, kBlockSize, i32);
+  auto &b = kb.builder();
+  Value start = kb.insertBufferArgument(0, i32Buffer(op.getContext(), keys + 1));
+  Value smem = kb.workgroupMemory();
+  int64_t per = ceilDiv(keys, kBlockSize);
+  Value t = kb.threadIndex();
+  Value lo = arith::MinUIOp::create(b, arith::MulIOp::create(b, t, kb.idx(per)), kb.idx(keys));
+  Value hi = arith::MinUIOp::create(b, arith::AddIOp::create(b, lo, kb.idx(per)), kb.idx(keys));
+  Value mine = kb.loop(lo, hi, kb.idx(1), {kb.idx(0)},
+                       [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+    return {arith::AddIOp::create(b, acc[0], loadIndex(b, start, k))};
+  })[0];
+  storeIndex(b, mine, smem, t);
+  for (int64_t offset = 1; offset < kBlockSize; offset *= 2) {
+    gpu::BarrierOp::create(b);
+    Value has = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, t, kb.idx(offset));
+    Value from = arith::SelectOp::create(
+        b, has, arith::SubIOp::create(b, t, kb.idx(offset)), t);
+    Value other = arith::SelectOp::create(b, has, loadIndex(b, smem, from), kb.idx(0));
+    Value sum = arith::AddIOp::create(b, loadIndex(b, smem, t), other);
+    gpu::BarrierOp::create(b);
+    storeIndex(b, sum, smem, t);
+  }
+  gpu::BarrierOp::create(b);
+  Value inclusive = loadIndex(b, smem, t);
+  Value base = arith::SubIOp::create(b, inclusive, mine);
+  kb.loop(lo, hi, kb.idx(1), {base},
+          [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+    Value n = loadIndex(b, start, k);
+    storeIndex(b, acc[0], start, k);
+    return {arith::AddIOp::create(b, acc[0], n)};
+  });
+  Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, kb.idx(kBlockSize - 1));
+  kb.ifThen(last, [&] { storeIndex(b, inclusive, start, kb.idx(keys)); });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, 1, {scratch.start}, {});
+  return success();
+}
+
+/// Stage 4, place: list[start[key] + counts[chunk][key] + rank] = position.
+static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGradOp op,
+                                              const GatherGradShape &g,
+                                              const GatherGradScratch &scratch) {
+  Value indices = op.getIndices();
+  int64_t keys = g.keys(), positions = g.positions(), chunks = g.chunks();
+  MLIRContext *context = op.getContext();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {indices}, ctx.plan);
+  auto &b = kb.builder();
+  Value list = kb.insertBufferArgument(0, i32Buffer(context, positions));
+  Value counts = kb.insertBufferArgument(1, i32Buffer(context, chunks * keys));
+  Value start = kb.insertBufferArgument(2, i32Buffer(context, keys + 1));
+  Value rank = kb.insertBufferArgument(3, i32Buffer(context, positions));
+  Value q = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, q, kb.idx(positions));
+  kb.ifThen(inRange, [&] {
+    Value key = gatherKey(kb, g, indices, q);
+    Value at = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(keys)), key);
+    Value slot = arith::AddIOp::create(
+        b, arith::AddIOp::create(b, loadIndex(b, start, key), loadIndex(b, counts, at)),
+        loadIndex(b, rank, q));
+    storeIndex(b, q, list, slot);
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, chunks, {scratch.list, scratch.counts, scratch.start, scratch.rank},
+             ctx.buffersOf({indices}));
+  return success();
+}
+
+/// Stage 5, sum: result[key, s] = sum over list[start[key] .. start[key + 1]),
+/// in f64 over the row's positions in ascending order.
+static LogicalResult lowerGatherGradRowSums(LoweringContext &ctx, tx::GatherGradOp op,
+                                            const GatherGradShape &g,
+                                            const GatherGradScratch &scratch) {
+  Value grad = op.getGrad(), result = op.getResult();
+  int64_t keys = g.keys(), positions = g.positions();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {grad}, ctx.plan);
+  auto &b = kb.builder();
+  Value list = kb.insertBufferArgument(2, i32Buffer(op.getContext(), positions));
+  Value start = kb.insertBufferArgument(3, i32Buffer(op.getContext(), keys + 1));
+  int64_t n = keys * g.inner;
+  Value e = kb.globalThreadIndex();
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e, kb.idx(n));
+  kb.ifThen(inRange, [&] {
+    Value key = arith::DivUIOp::create(b, e, kb.idx(g.inner));
+    Value s = arith::RemUIOp::create(b, e, kb.idx(g.inner));
+    Value begin = loadIndex(b, start, key);
+    Value end = loadIndex(b, start, arith::AddIOp::create(b, key, kb.idx(1)));
+    Value zero = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
+    Value sum = kb.loop(begin, end, kb.idx(1), {zero},
+                        [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+      Value q = loadIndex(b, list, k);
+      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(g.inner)), s);
+      Value x = arith::ExtFOp::create(b, b.getF64Type(), kb.load(grad, at));
+      return {arith::AddFOp::create(b, acc[0], x)};
+    })[0];
+    kb.store(result, e, arith::TruncFOp::create(b, b.getF32Type(), sum));
+  });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({result}),
+             {ctx.bufferFor(grad), scratch.list, scratch.start});
+  return success();
+}
+
 /// tx.gather_grad, deterministically: the positions of each row are listed
 /// in ascending order (a counting sort whose placement within a row is
 /// the position's rank, not an atomic's arrival order), then one thread
@@ -206,166 +404,19 @@ static void storeIndex(ImplicitLocOpBuilder &b, Value value, Value buffer, Value
 ///  5. sum: result[key, s] = sum over list[start[key] .. start[key + 1]).
 static LogicalResult lowerGatherGradSorted(LoweringContext &ctx, tx::GatherGradOp op,
                                            const GatherGradShape &g) {
-  Value indices = op.getIndices(), grad = op.getGrad(), result = op.getResult();
   int64_t keys = g.keys(), positions = g.positions(), chunks = g.chunks();
-  Type i32 = IntegerType::get(op.getContext(), 32);
-  auto i32Buffer = [&](int64_t n) { return MemRefType::get({n}, i32); };
-  unsigned countsSlot = ctx.scratch(chunks * keys * 4, "gather_grad counts per chunk");
-  unsigned rankSlot = ctx.scratch(positions * 4, "gather_grad ranks");
-  unsigned startSlot = ctx.scratch((keys + 1) * 4, "gather_grad row starts");
-  unsigned listSlot = ctx.scratch(positions * 4, "gather_grad positions by row");
-  ctx.memset(countsSlot, 0, op);
-
-  { // 1. rank
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {indices}, ctx.plan);
-    auto &b = kb.builder();
-    Value counts = kb.insertBufferArgument(0, i32Buffer(chunks * keys));
-    Value rank = kb.insertBufferArgument(1, i32Buffer(positions));
-    Value q = kb.globalThreadIndex();
-    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, q, kb.idx(positions));
-    kb.ifThen(inRange, [&] {
-      Value key = gatherKey(kb, g, indices, q);
-      Value chunk = kb.blockIndex();
-      Value first = arith::MulIOp::create(b, chunk, kb.idx(kBlockSize));
-      Value r = kb.loop(first, q, kb.idx(1), {kb.idx(0)},
-                        [&](Value j, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
-        Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                           gatherKey(kb, g, indices, j), key);
-        Value one = arith::SelectOp::create(b, same, kb.idx(1), kb.idx(0));
-        return {arith::AddIOp::create(b, acc[0], one)};
-      })[0];
-      storeIndex(b, r, rank, q);
-      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, chunk, kb.idx(keys)), key);
-      Value one = arith::ConstantIntOp::create(b, 1, 32);
-      memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi, one, counts, ValueRange{at});
-    });
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    ctx.launch(kb, op, chunks, {countsSlot, rankSlot}, ctx.buffersOf({indices}));
-  }
-
-  { // 2. chunk offsets
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan);
-    auto &b = kb.builder();
-    Value counts = kb.insertBufferArgument(0, i32Buffer(chunks * keys));
-    Value start = kb.insertBufferArgument(1, i32Buffer(keys + 1));
-    Value key = kb.globalThreadIndex();
-    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, kb.idx(keys));
-    kb.ifThen(inRange, [&] {
-      Value total = kb.loop(kb.idx(0), kb.idx(chunks), kb.idx(1), {kb.idx(0)},
-                            [&](Value c, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
-        Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, c, kb.idx(keys)), key);
-        Value n = loadIndex(b, counts, at);
-        storeIndex(b, acc[0], counts, at);
-        return {arith::AddIOp::create(b, acc[0], n)};
-      })[0];
-      storeIndex(b, total, start, key);
-    });
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    ctx.launch(kb, op, ceilDiv(keys, kBlockSize), {countsSlot, startSlot}, {});
-  }
-
-  { // 3. row starts: thread t scans keys [t * per, (t + 1) * per) of one
-    //    block; a Hillis-Steele scan of the threads' sums in workgroup
-    //    memory gives each its base.
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan, kBlockSize, i32);
-    auto &b = kb.builder();
-    Value start = kb.insertBufferArgument(0, i32Buffer(keys + 1));
-    Value smem = kb.workgroupMemory();
-    int64_t per = ceilDiv(keys, kBlockSize);
-    Value t = kb.threadIndex();
-    Value lo = arith::MinUIOp::create(b, arith::MulIOp::create(b, t, kb.idx(per)), kb.idx(keys));
-    Value hi = arith::MinUIOp::create(b, arith::AddIOp::create(b, lo, kb.idx(per)), kb.idx(keys));
-    Value mine = kb.loop(lo, hi, kb.idx(1), {kb.idx(0)},
-                         [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
-      return {arith::AddIOp::create(b, acc[0], loadIndex(b, start, k))};
-    })[0];
-    storeIndex(b, mine, smem, t);
-    for (int64_t offset = 1; offset < kBlockSize; offset *= 2) {
-      gpu::BarrierOp::create(b);
-      Value has = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, t, kb.idx(offset));
-      Value from = arith::SelectOp::create(
-          b, has, arith::SubIOp::create(b, t, kb.idx(offset)), t);
-      Value other = arith::SelectOp::create(b, has, loadIndex(b, smem, from), kb.idx(0));
-      Value sum = arith::AddIOp::create(b, loadIndex(b, smem, t), other);
-      gpu::BarrierOp::create(b);
-      storeIndex(b, sum, smem, t);
-    }
-    gpu::BarrierOp::create(b);
-    Value inclusive = loadIndex(b, smem, t);
-    Value base = arith::SubIOp::create(b, inclusive, mine);
-    kb.loop(lo, hi, kb.idx(1), {base},
-            [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
-      Value n = loadIndex(b, start, k);
-      storeIndex(b, acc[0], start, k);
-      return {arith::AddIOp::create(b, acc[0], n)};
-    });
-    Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, kb.idx(kBlockSize - 1));
-    kb.ifThen(last, [&] { storeIndex(b, inclusive, start, kb.idx(keys)); });
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    ctx.launch(kb, op, 1, {startSlot}, {});
-  }
-
-  { // 4. place
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {indices}, ctx.plan);
-    auto &b = kb.builder();
-    Value list = kb.insertBufferArgument(0, i32Buffer(positions));
-    Value counts = kb.insertBufferArgument(1, i32Buffer(chunks * keys));
-    Value start = kb.insertBufferArgument(2, i32Buffer(keys + 1));
-    Value rank = kb.insertBufferArgument(3, i32Buffer(positions));
-    Value q = kb.globalThreadIndex();
-    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, q, kb.idx(positions));
-    kb.ifThen(inRange, [&] {
-      Value key = gatherKey(kb, g, indices, q);
-      Value at = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(keys)), key);
-      Value slot = arith::AddIOp::create(
-          b, arith::AddIOp::create(b, loadIndex(b, start, key), loadIndex(b, counts, at)),
-          loadIndex(b, rank, q));
-      storeIndex(b, q, list, slot);
-    });
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    ctx.launch(kb, op, chunks, {listSlot, countsSlot, startSlot, rankSlot},
-               ctx.buffersOf({indices}));
-  }
-
-  { // 5. sum, in f64 over the row's positions in ascending order
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {grad}, ctx.plan);
-    auto &b = kb.builder();
-    Value list = kb.insertBufferArgument(2, i32Buffer(positions));
-    Value start = kb.insertBufferArgument(3, i32Buffer(keys + 1));
-    int64_t n = keys * g.inner;
-    Value e = kb.globalThreadIndex();
-    Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e, kb.idx(n));
-    kb.ifThen(inRange, [&] {
-      Value key = arith::DivUIOp::create(b, e, kb.idx(g.inner));
-      Value s = arith::RemUIOp::create(b, e, kb.idx(g.inner));
-      Value begin = loadIndex(b, start, key);
-      Value end = loadIndex(b, start, arith::AddIOp::create(b, key, kb.idx(1)));
-      Value zero = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
-      Value sum = kb.loop(begin, end, kb.idx(1), {zero},
-                          [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
-        Value q = loadIndex(b, list, k);
-        Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(g.inner)), s);
-        Value x = arith::ExtFOp::create(b, b.getF64Type(), kb.load(grad, at));
-        return {arith::AddFOp::create(b, acc[0], x)};
-      })[0];
-      kb.store(result, e, arith::TruncFOp::create(b, b.getF32Type(), sum));
-    });
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({result}),
-               {ctx.bufferFor(grad), listSlot, startSlot});
-  }
-  return success();
+  GatherGradScratch scratch;
+  scratch.counts = ctx.scratch(chunks * keys * 4, "gather_grad counts per chunk");
+  scratch.rank = ctx.scratch(positions * 4, "gather_grad ranks");
+  scratch.start = ctx.scratch((keys + 1) * 4, "gather_grad row starts");
+  scratch.list = ctx.scratch(positions * 4, "gather_grad positions by row");
+  ctx.memset(scratch.counts, 0, op);
+  if (failed(lowerGatherGradRanks(ctx, op, g, scratch)) ||
+      failed(lowerGatherGradChunkOffsets(ctx, op, g, scratch)) ||
+      failed(lowerGatherGradRowStarts(ctx, op, g, scratch)) ||
+      failed(lowerGatherGradPlacement(ctx, op, g, scratch)))
+    return failure();
+  return lowerGatherGradRowSums(ctx, op, g, scratch);
 }
 
 /// tx.gather_grad: each gradient element goes to data[a, indices[i], s].
