@@ -86,6 +86,27 @@ func.func @main(%x: tensor<1x2x16x64xf32> {tx.name = "x"}) -> (tensor<f32> {tx.n
 
 // -----
 
+// Must not fire: no causal mask (cuDNN's FP8 forward would saturate the
+// quantized probabilities at a delayed scale from their amax, below 1).
+// REMARK: remark: loc("bidirectional"): not fused: fp8 attention: no causal mask: cuDNN's FP8 forward quantizes exp(S - running max), up to 1, with a scale from the normalized probabilities' amax, below 1 without a causal mask: its codes would saturate
+// CHECK-LABEL: func.func @train_step(
+// CHECK-NOT: tx.fp8_attention
+// CHECK: tx.attention {{.*}} : tensor<1x2x16x128xbf16>
+// CHECK-NOT: tx.fp8_attention
+tx.parameter @p = dense<0.5> : tensor<1x2x16x128xf32>
+func.func @main(%x: tensor<1x2x16x128xf32> {tx.name = "x"}) -> (tensor<f32> {tx.name = "loss"}) {
+  %p = tx.load_parameter @p : tensor<1x2x16x128xf32>
+  %q = tx.mul %x, %p : tensor<1x2x16x128xf32>, tensor<1x2x16x128xf32>
+  %qb = tx.cast %q : tensor<1x2x16x128xf32> to tensor<1x2x16x128xbf16>
+  %pb = tx.cast %p : tensor<1x2x16x128xf32> to tensor<1x2x16x128xbf16>
+  %o, %lse = tx.attention %qb, %pb, %pb scale(0.088388347648318) : tensor<1x2x16x128xbf16>, tensor<1x2x16x128xbf16>, tensor<1x2x16x128xbf16> loc("bidirectional")
+  %of = tx.cast %o : tensor<1x2x16x128xbf16> to tensor<1x2x16x128xf32>
+  %l = tx.reduce_mean %of axes [] : tensor<1x2x16x128xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Must not fire: an additive mask, a sliding window, an f32 attention.
 // REMARK: remark: loc("masked"): not fused: fp8 attention: an attention mask (cuDNN's FP8 attention takes causal or no mask only)
 // REMARK: remark: loc("windowed"): not fused: fp8 attention: a sliding window (not in cuDNN's FP8 attention on Hopper)

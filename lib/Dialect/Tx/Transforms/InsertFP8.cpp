@@ -719,6 +719,18 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
       return "a sliding window (not in cuDNN's FP8 attention on Hopper)";
     if (forward.getDropoutKey())
       return "dropout of the probabilities (not in the FP8 attention ops yet)";
+    // cuDNN's FP8 forward quantizes exp(S - running max), which reaches 1
+    // in every row, with the probabilities' delayed scale, 448 / Amax_S;
+    // Amax_S is the largest normalized probability, 1 under a causal mask
+    // (the first row's only key) but below 1 without one, so there the codes
+    // saturate: measured on an H100, O up to 0.54 from the formula and
+    // Amax_O 37-42% low (DeviceLog session 32, run 3). A scale fixed at
+    // 448 for that site would fit the kernel; until it is built and
+    // measured, only causal attention goes FP8.
+    if (!forward.getCausal())
+      return "no causal mask: cuDNN's FP8 forward quantizes exp(S - running max), up to 1, "
+             "with a scale from the normalized probabilities' amax, below 1 without a "
+             "causal mask: its codes would saturate";
     int64_t dqk = cast<RankedTensorType>(forward.getQ().getType()).getShape()[3];
     int64_t dv = cast<RankedTensorType>(forward.getV().getType()).getShape()[3];
     if (dqk != 128 || dv != 128)
