@@ -11,6 +11,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="${1:?usage: prepare_all.sh DIR}"
 mkdir -p "$dir"
+# The commit the artifacts come from (run_all.sh names it: the GPU machine
+# may run them with a tree or runtime of another commit).
+git -C "$root" log --oneline -1 > "$dir/compiled_at.txt" 2>/dev/null || echo unknown > "$dir/compiled_at.txt"
 "$root/bench/step/prepare.sh" "$dir/step" gpt2
 "$root/bench/norm/prepare.sh" "$dir/norm"
 echo "prepare_all.sh: $dir ready; on the GPU machine: bench/run_all.sh $dir OUT"

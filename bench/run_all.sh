@@ -34,7 +34,9 @@ status=0
 summary="$out/summary.md"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 echo "# txopt benchmark harness — ${gpu:-no GPU found by nvidia-smi}" > "$summary"
-echo "$(git -C "$root" log --oneline -1 2>/dev/null)" >> "$summary"
+{ echo "- tree: $(git -C "$root" log --oneline -1 2>/dev/null || echo 'no git history here')"
+  echo "- artifacts compiled at: $(cat "$dir/compiled_at.txt" 2>/dev/null || echo 'not recorded')"
+} >> "$summary"
 part() { # name, tables..., -- command...
   local name="$1"; shift
   local tables=()
