@@ -61,15 +61,28 @@ def within(got, want, atol, rtol):
     return int(bad.sum()), float(err.max())
 
 
+def signed_code_index(values, fp8):
+    """Each FP8 value's position among the type's codes, signed: its
+    magnitude's bit pattern (consecutive codes in magnitude order) with the
+    value's sign, so one code apart is a difference of 1, across a binade
+    boundary too, and +-0 are both 0."""
+    dtype, _ = oracle.FP8[fp8]
+    index = np.abs(values).astype(dtype).view(np.uint8).astype(np.int64)
+    return np.where(values < 0, -index, index)
+
+
 def gradient_within(got_codes, want_codes, scale, fp8):
-    """NVIDIA's gradient bound in real units, or one FP8 code apart: the
-    elements beyond both, the largest real difference, and how many only
-    the one-code rule accepts."""
+    """NVIDIA's gradient bound in real units, or one FP8 code apart (never
+    against a saturated code, which would hide saturation): the elements
+    beyond both, the largest real difference, and how many only the
+    one-code rule accepts."""
     got, want = got_codes / scale, want_codes / scale
     err = np.abs(got - want)
     nvidia = err <= 0.04 + 0.2 * np.abs(want)
-    step = np.maximum(oracle.fp8_step(want_codes, fp8), oracle.fp8_step(got_codes, fp8))
-    one_code = np.abs(got_codes - want_codes) <= step * (1 + 1e-9)
+    _, fmax = oracle.FP8[fp8]
+    saturated = (np.abs(got_codes) >= fmax) | (np.abs(want_codes) >= fmax)
+    apart = np.abs(signed_code_index(got_codes, fp8) - signed_code_index(want_codes, fp8))
+    one_code = (apart <= 1) & ~(saturated & (apart != 0))
     return int((~(nvidia | one_code)).sum()), float(err.max()), int((one_code & ~nvidia).sum())
 
 

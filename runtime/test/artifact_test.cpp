@@ -330,6 +330,9 @@ TEST(Artifact, FP8AttentionChecked) {
   t = fp8Forward();
   t.attnWindow = 2;
   expectRejected(t, "FP8 attention with a mask, window or dropout");
+  t = fp8Forward();
+  t.attnCausal = false;
+  expectRejected(t, "FP8 attention without a causal mask");
   // FP8 scalars on a bf16 attention.
   t = fp8Forward();
   t.attnFP8 = false;

@@ -148,9 +148,13 @@ Status parseOptions(int argc, char **argv, ProbeOptions &options) {
         return Status::invalid("--scalar-offset must be 0, 4, 8 or 12");
     }
     else if (a == "--scale-s" && i + 1 < argc) {
-      options.scaleS = std::strtof(argv[++i], nullptr);
-      if (!(options.scaleS > 0.0f) || !std::isfinite(options.scaleS))
-        return Status::invalid("--scale-s must be a positive number");
+      char *end = nullptr;
+      const char *text = argv[++i];
+      options.scaleS = std::strtof(text, &end);
+      if (end == text || *end != '\0' || !std::isnormal(options.scaleS) ||
+          options.scaleS < 0.0f || !std::isfinite(1.0f / options.scaleS))
+        return Status::invalid("--scale-s must be a positive number with a finite inverse, not '" +
+                               std::string(text) + "'");
     }
     else if (a == "--grad-type" && i + 1 < argc) {
       std::string t = argv[++i];

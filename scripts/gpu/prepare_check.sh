@@ -129,11 +129,11 @@ add_case gpt_small_cached_fp8 "$out/gpt_small.onnx" "$steps" --precision=fp8 --f
 rm -f "$out/gpt_small.onnx"
 # FP8 attention (--fp8-attention) in a head-dim-128 GPT (cuDNN's FP8
 # backward on Hopper takes no other): each attention runs as cuDNN's
-# sdpa_fp8 / sdpa_fp8_backward with ten delayed-scaling sites, 256 keys
-# (two of the kernel's 128-key tiles). Compared by loss and gradient norm,
-# with the FP8 tolerance: the executor quantizes the normalized
-# probabilities where the kernel quantizes exp(S - running max) tile by
-# tile (Precision.md). From the executor's state after 2 steps: with every
+# sdpa_fp8 / sdpa_fp8_backward with ten delayed-scaling sites, 256 keys.
+# Compared by loss and gradient norm, with the FP8 tolerance (compare.py):
+# the executor quantizes the normalized probabilities where the kernel
+# quantizes exp(S - running max) per tile of keys (256 by the codes it
+# wrote, DeviceLog session 31; NVIDIA's reference model says 128). From the executor's state after 2 steps: with every
 # scale at its initial 1, step 1's dS (|dS| ~ 1e-5) sits at E5M2's
 # smallest subnormal, so its dQ and dK are rounding noise on both machines,
 # and step 2 quantizes the dQ/dK that step 1 left at amax 0 with a scale

@@ -179,7 +179,8 @@ struct AttentionSpec {
   /// quantized dS. Each scale, scale inverse ("descale") and amax is one f32
   /// in device memory; the call writes the amaxes. |fp8Scalars| holds their
   /// addresses, indexed by fb::AttentionScalar: those the call's direction
-  /// uses (attentionScalarUsed); the others are ignored.
+  /// uses (attentionScalarUsed); the others are ignored (neither bound nor
+  /// part of the graph's key).
   bool fp8 = false;
   fb::DType gradType = fb::DType::F8E5M2;
   std::array<DevicePtr, kAttentionScalarCount> fp8Scalars{};

@@ -108,7 +108,7 @@ func.func @main(%x: tensor<1x2x16x128xf32> {tx.name = "x"}) -> (tensor<f32> {tx.
 // -----
 
 // Must not fire: an additive mask, a sliding window, an f32 attention.
-// REMARK: remark: loc("masked"): not fused: fp8 attention: an attention mask (cuDNN's FP8 attention takes causal or no mask only)
+// REMARK: remark: loc("masked"): not fused: fp8 attention: an attention mask (cuDNN's FP8 attention takes a causal mask only)
 // REMARK: remark: loc("windowed"): not fused: fp8 attention: a sliding window (not in cuDNN's FP8 attention on Hopper)
 // REMARK: remark: loc("wide"): not fused: fp8 attention: an f32 attention (FP8 attention replaces a bf16 or f16 one)
 // CHECK-LABEL: func.func @train_step(

@@ -30,7 +30,7 @@ def main():
     ap.add_argument("--perturb", action="store_true",
                     help="flip the output's sign in one head (a dump that must fail)")
     ap.add_argument("--shift-dv-codes", type=int, default=0,
-                    help="move a dV element of codes +-2.0 this many FP8 codes up")
+                    help="move a dV element of codes +-2.0 this many FP8 codes up (down if < 0)")
     ap.add_argument("--shift-lse", type=float, default=0.0,
                     help="add this to the lse of one row")
     args = ap.parse_args()
@@ -83,7 +83,8 @@ def main():
         # in magnitude order are consecutive bit patterns.
         at = tuple(np.argwhere(np.abs(dv) == 2.0)[0])
         code = np.array([abs(dv[at])]).astype(oracle.FP8[grad][0]).view(np.uint8)
-        moved = (code + args.shift_dv_codes).astype(np.uint8).view(oracle.FP8[grad][0])
+        moved = (code.astype(np.int64) + args.shift_dv_codes).astype(np.uint8).view(
+            oracle.FP8[grad][0])
         dv[at] = np.sign(dv[at]) * float(moved.astype(np.float64)[0])
     lse = np.array(lse, dtype=np.float64)
     lse.flat[0] += args.shift_lse

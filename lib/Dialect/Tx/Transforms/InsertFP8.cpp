@@ -714,7 +714,7 @@ struct InsertFP8Pass : tx::impl::InsertFP8PassBase<InsertFP8Pass> {
     if (!element.isBF16() && !element.isF16())
       return "an f32 attention (FP8 attention replaces a bf16 or f16 one)";
     if (forward.getMask())
-      return "an attention mask (cuDNN's FP8 attention takes causal or no mask only)";
+      return "an attention mask (cuDNN's FP8 attention takes a causal mask only)";
     if (forward.getWindow())
       return "a sliding window (not in cuDNN's FP8 attention on Hopper)";
     if (forward.getDropoutKey())

@@ -139,6 +139,14 @@ enum Uid : int64_t {
 };
 static_assert(AMAX_DP - DESCALE_Q + 1 == txrt::kAttentionScalarCount,
               "one uid per FP8 attention scalar, in fb::AttentionScalar's order");
+// The order itself, at each end of each direction's run of scalars.
+static_assert(SCALE_S - DESCALE_Q == static_cast<int>(fb::AttentionScalar::SCALE_S) &&
+                  SCALE_O - DESCALE_Q == static_cast<int>(fb::AttentionScalar::SCALE_O) &&
+                  AMAX_O - DESCALE_Q == static_cast<int>(fb::AttentionScalar::AMAX_O) &&
+                  DESCALE_O - DESCALE_Q == static_cast<int>(fb::AttentionScalar::DESCALE_O) &&
+                  SCALE_DP - DESCALE_Q == static_cast<int>(fb::AttentionScalar::SCALE_DP) &&
+                  AMAX_DQ - DESCALE_Q == static_cast<int>(fb::AttentionScalar::AMAX_DQ),
+              "the uids follow fb::AttentionScalar's order");
 
 /// The uid of FP8 attention scalar |which|.
 Uid scalarUid(fb::AttentionScalar which) {
@@ -237,8 +245,9 @@ std::string graphKey(const hal::AttentionSpec &spec) {
   if (spec.dropout > 0.0f)
     add(alignmentOf(spec.dropoutKey)), add(alignmentOf(spec.dropoutOffset));
   if (spec.fp8)
-    for (hal::DevicePtr ptr : spec.fp8Scalars)
-      add(alignmentOf(ptr));
+    for (unsigned i = 0; i < txrt::kAttentionScalarCount; ++i)
+      if (txrt::attentionScalarUsed(static_cast<fb::AttentionScalar>(i), spec.backward))
+        add(alignmentOf(spec.fp8Scalars[i]));
   return key;
 }
 
