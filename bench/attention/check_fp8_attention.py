@@ -16,8 +16,9 @@ one E5M2 code at 1.0 is 0.25, beyond 0.04 + 0.2; sessions 31-32 saw one
 such dV element in 65,536); lse within 1e-3 absolute (lse's error is the
 row sum's relative error, so the bound is absolute: 0.1% of the sum,
 whatever lse's size; a relative bound fails rows whose lse is near 0); the
-amaxes within 5% (Amax_S, Amax_O, Amax_dQ/dK/dV), Amax_dP printed only. Prints one line per comparison and
-exits 1 when the graph formula misses (the tile model is informative).
+amaxes within 5% (Amax_S, Amax_O, Amax_dQ/dK/dV), Amax_dP printed only.
+Prints one line per comparison and exits 1 when the graph formula misses
+(the tile model is informative).
 
 check_fp8_attention.py DUMP_DIR
 """

@@ -73,10 +73,9 @@ sites, e5m2: the gradients'):
   CPU has zeros. A cast kernel writing its amax into another kind of site
   (a weight's into an activation's slot) is off by far more.
 A case whose line in cases.txt names a checkpoint (prepare_check.sh's
-CALIBRATE) is compared from the step after it. A case also fails if it did not train (loss not falling
-over several steps),
-if nothing was compared, or if graph replay and direct execution disagree
-beyond the loss tolerance.
+CALIBRATE) is compared from the step after it. A case also fails if it did
+not train (loss not falling over several steps), if nothing was compared,
+or if graph replay and direct execution disagree beyond the loss tolerance.
 """
 import os
 import re

@@ -133,8 +133,8 @@ rm -f "$out/gpt_small.onnx"
 # Compared by loss and gradient norm, with the FP8 tolerance (compare.py):
 # the executor quantizes the normalized probabilities where the kernel
 # quantizes exp(S - running max) per tile of keys (256 by the codes it
-# wrote, DeviceLog session 31; NVIDIA's reference model says 128). From the executor's state after 2 steps: with every
-# scale at its initial 1, step 1's dS (|dS| ~ 1e-5) sits at E5M2's
+# wrote, DeviceLog session 31; NVIDIA's reference model says 128). From
+# the executor's state after 2 steps: with every scale at its initial 1, step 1's dS (|dS| ~ 1e-5) sits at E5M2's
 # smallest subnormal, so its dQ and dK are rounding noise on both machines,
 # and step 2 quantizes the dQ/dK that step 1 left at amax 0 with a scale
 # of 1 again; Adam turns that noise into full-size updates, and the two

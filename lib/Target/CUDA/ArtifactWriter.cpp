@@ -23,9 +23,8 @@ namespace fb = txrt::fb;
 /// oldest that holds what the step uses: 9 adds FP8 attention, 8
 /// asynchronous collective groups (Join commands), 7 attention dropout, 6
 /// adds 4-byte slots at 4-byte offsets (an entry of packed FP8 state), 5
-/// data parallelism, 4 the
-/// state-init function, 3 adds attention tensors at an
-/// offset inside their slot, 2 the micro-step (gradient accumulation);
+/// data parallelism, 4 the state-init function, 3 adds attention tensors at
+/// an offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
 static constexpr uint32_t kFormatVersionFP8Attention = 9;
 static constexpr uint32_t kFormatVersionAsyncCollectives = 8;

@@ -25,6 +25,9 @@ namespace txrt {
 /// FP8 attention's scalars (Attention.fp8_scalars): one per
 /// fb::AttentionScalar, in its order.
 constexpr unsigned kAttentionScalarCount = static_cast<unsigned>(fb::AttentionScalar::MAX) + 1;
+/// The slot index of an FP8 attention scalar the call's direction does not
+/// use (artifact.fbs: 4294967295).
+constexpr uint32_t kNoAttentionScalarSlot = 0xffffffffu;
 
 /// Whether an FP8 attention call of that direction reads or writes
 /// |which|: q, k, v's descales and the probabilities' scale and descale

@@ -445,11 +445,9 @@ private:
 
   /// An FP8 attention's f32 scalars (format 9): one slot per
   /// AttentionScalar the direction uses, each at least 4 bytes at a 4-byte
-  /// offset, and no mask, window or dropout (cuDNN's FP8 attention on
-  /// Hopper takes none).
+  /// offset; causal, and no mask, window or dropout (cuDNN's FP8 attention
+  /// on Hopper takes none).
   Status checkFP8AttentionScalars(const std::string &where, const fb::Attention &at) {
-    constexpr unsigned kCount = kAttentionScalarCount;
-    constexpr uint32_t kNone = 0xffffffffu;
     if (at.has_mask() || at.window() != 0 || at.dropout_ratio() != 0.0f)
       return Status::invalid(where + ": FP8 attention with a mask, window or dropout");
     // cuDNN's FP8 forward saturates the quantized probabilities at a delayed
@@ -457,23 +455,23 @@ private:
     if (!at.causal())
       return Status::invalid(where + ": FP8 attention without a causal mask (cuDNN's FP8 "
                                      "forward would saturate its quantized probabilities)");
-    if (sizeOf(at.fp8_scalars()) != kCount)
+    if (sizeOf(at.fp8_scalars()) != kAttentionScalarCount)
       return Status::invalid(where + ": FP8 attention has " +
                              std::to_string(sizeOf(at.fp8_scalars())) + " scalars, not " +
-                             std::to_string(kCount));
+                             std::to_string(kAttentionScalarCount));
     using S = fb::AttentionScalar;
-    for (unsigned i = 0; i < kCount; ++i) {
+    for (unsigned i = 0; i < kAttentionScalarCount; ++i) {
       S which = static_cast<S>(i);
       bool used = attentionScalarUsed(which, at.backward());
       uint32_t slot = at.fp8_scalars()->Get(i);
       std::string name = std::string("FP8 attention scalar ") + fb::EnumNameAttentionScalar(which);
       if (!used) {
-        if (slot != kNone)
+        if (slot != kNoAttentionScalarSlot)
           return Status::invalid(where + ": " + name + " is set, but the " +
                                  (at.backward() ? "backward" : "forward") + " has none");
         continue;
       }
-      if (slot == kNone)
+      if (slot == kNoAttentionScalarSlot)
         return Status::invalid(where + ": " + name + " is missing");
       TXRT_RETURN_IF_ERROR(checkSlotIndex(where, name, slot));
       if (slotBytes(slot) < 4 || a_.slots()->Get(slot)->offset() % 4 != 0)

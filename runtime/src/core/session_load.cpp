@@ -437,7 +437,7 @@ hal::AttentionSpec Session::attentionSpec(const fb::Attention &at) const {
     s.gradType = at.grad_dtype();
     for (unsigned i = 0; i < kAttentionScalarCount; ++i) {
       uint32_t slot = at.fp8_scalars()->Get(i);
-      s.fp8Scalars[i] = slot == 0xffffffffu ? 0 : slotAddress(slot);
+      s.fp8Scalars[i] = slot == kNoAttentionScalarSlot ? 0 : slotAddress(slot);
     }
   }
   return s;

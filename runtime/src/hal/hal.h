@@ -184,9 +184,6 @@ struct AttentionSpec {
   bool fp8 = false;
   fb::DType gradType = fb::DType::F8E5M2;
   std::array<DevicePtr, kAttentionScalarCount> fp8Scalars{};
-  DevicePtr &fp8Scalar(fb::AttentionScalar which) {
-    return fp8Scalars[static_cast<unsigned>(which)];
-  }
   DevicePtr fp8Scalar(fb::AttentionScalar which) const {
     return fp8Scalars[static_cast<unsigned>(which)];
   }
