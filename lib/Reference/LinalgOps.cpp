@@ -159,6 +159,33 @@ Tensor evalBlasGemm(tx::BlasGemmOp op, const Tensor &a, const Tensor &b, const T
   return result;
 }
 
+/// tx.blas_gemm_gelu: the sum s = alpha * op(a) op(b) + bias in double (one
+/// matrix b; a's leading dims are rows), then both results from the
+/// unrounded s, as the epilogue computes them from its f32 accumulator:
+/// the pre-activation s and the tanh GELU of s. The executor rounds each
+/// to the result type after.
+void evalBlasGemmGelu(tx::BlasGemmGeluOp op, const Tensor &a, const Tensor &b,
+                      const Tensor *bias, Tensor &gelu, Tensor &pre) {
+  llvm::ArrayRef<int64_t> as = a.getShape(), bs = b.getShape();
+  bool ta = op.getTransposeA(), tb = op.getTransposeB();
+  int64_t k = as[as.size() - (ta ? 2 : 1)];
+  int64_t m = a.getNumElements() / k;
+  int64_t n = bs[tb ? 0 : 1];
+  int64_t aRow = ta ? 1 : k, aCol = ta ? m : 1;
+  int64_t bRow = tb ? 1 : n, bCol = tb ? k : 1;
+  matmulKernel(a.floats().data(), aRow, aCol, b.floats().data(), bRow, bCol,
+               pre.floats().data(), m, n, k);
+  double alpha = op.getAlpha().convertToDouble();
+  const double sqrt2OverPi = std::sqrt(2.0 / M_PI);
+  for (int64_t i = 0; i < m * n; ++i) {
+    double s = alpha * pre.floats()[i];
+    if (bias)
+      s += bias->floats()[i % n];
+    pre.floats()[i] = s;
+    gelu.floats()[i] = 0.5 * s * (1.0 + std::tanh(sqrt2OverPi * (s + 0.044715 * s * s * s)));
+  }
+}
+
 } // namespace
 
 llvm::Expected<bool> mlir::txopt::reference::evalLinalgOp(Operation *op,
@@ -180,6 +207,13 @@ llvm::Expected<bool> mlir::txopt::reference::evalLinalgOp(Operation *op,
     const Tensor *aScaleInv = gemm.getAScaleInv() ? in[next++] : nullptr;
     const Tensor *bScaleInv = gemm.getBScaleInv() ? in[next++] : nullptr;
     args.results.push_back(evalBlasGemm(gemm, *in[0], *in[1], c, aScaleInv, bScaleInv));
+    return true;
+  }
+  if (auto gemm = dyn_cast<tx::BlasGemmGeluOp>(op)) {
+    Tensor gelu = makeResult(op, 0), pre = makeResult(op, 1);
+    evalBlasGemmGelu(gemm, *in[0], *in[1], gemm.getBias() ? in[2] : nullptr, gelu, pre);
+    args.results.push_back(std::move(gelu));
+    args.results.push_back(std::move(pre));
     return true;
   }
   return false;

@@ -192,6 +192,47 @@ TEST(Artifact, GemmOperandsChecked) {
   expectRejected(t, "command 1 (origin '/MatMul'): fast_accum on a gemm without FP8 operands");
 }
 
+TEST(Artifact, GeluAuxEpilogueChecked) {
+  // A bf16 8 x 8 GEMM computing its GELU with a bias (slot 3), the
+  // pre-activation to slot 2 (256 bytes: 8 x 8 bf16 is 128).
+  TestArtifact valid;
+  valid.gemmType = fb::DType::BF16;
+  valid.gemmEpilogue = fb::Epilogue::GELU_AUX_BIAS;
+  valid.gemmBias = 3, valid.gemmAux = 2, valid.gemmAuxLd = 8;
+  Status s = load(valid.build());
+  EXPECT_TRUE(s.ok()) << s.message();
+  TestArtifact t = valid;
+  t.gemmEpilogue = fb::Epilogue::GELU_AUX;
+  t.gemmBias = -1;
+  s = load(t.build());
+  EXPECT_TRUE(s.ok()) << s.message();
+  t = valid;
+  t.gemmBias = -1;
+  expectRejected(t, "command 1 (origin '/MatMul'): the bias epilogue has no bias slot");
+  t = valid;
+  t.gemmAux = -1;
+  expectRejected(t, "command 1 (origin '/MatMul'): the GELU_AUX epilogue has no aux slot");
+  t = valid;
+  t.gemmEpilogue = fb::Epilogue::BIAS;
+  expectRejected(t, "command 1 (origin '/MatMul'): an aux slot without a GELU_AUX epilogue");
+  t = valid;
+  t.gemmAux = 40;
+  expectRejected(t, "command 1 (origin '/MatMul'): aux names slot 40");
+  t = valid;
+  t.gemmType = fb::DType::F32;
+  expectRejected(t, "the GELU_AUX epilogue needs a bf16 or f16 D, not f32");
+  t = valid;
+  t.gemmAuxLd = 4;
+  expectRejected(t, "aux_ld 4 is less than m = 8 or not a multiple of 8");
+  t.gemmAuxLd = 12;
+  expectRejected(t, "aux_ld 12 is less than m = 8 or not a multiple of 8");
+  t.gemmAuxLd = 24;
+  expectRejected(t, "aux slot 2 holds fewer than aux_ld x n = 24 x 8 elements");
+  t = valid;
+  t.gemmBatch = 2;
+  expectRejected(t, "the GELU_AUX epilogue on a batched gemm");
+}
+
 TEST(Artifact, ScalarSlotsMayBeUnaligned) {
   // A 4-byte slot inside another (an entry of packed FP8 state) may sit at
   // any 4-byte offset; a larger slot, or a 2-byte offset, may not.

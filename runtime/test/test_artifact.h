@@ -35,6 +35,11 @@ struct TestArtifact {
   uint64_t gemmM = 8, gemmN = 8, gemmK = 8, gemmLd = 8;
   int32_t gemmAScale = -1; ///< the GEMM's A scale slot (-1: none)
   bool gemmFastAccum = false; ///< FP8 fast accumulation (the GEMM is f32)
+  fb::DType gemmType = fb::DType::F32; ///< A's, B's and D's type
+  uint64_t gemmBatch = 1;
+  fb::Epilogue gemmEpilogue = fb::Epilogue::NONE;
+  int32_t gemmBias = -1, gemmAux = -1; ///< slots (-1: none)
+  uint64_t gemmAuxLd = 0;
   uint32_t memsetSlot = 2;
   uint64_t copyBytes = 256;
   // Argument 0: "w", f32[4, 4], INLINE f32.
@@ -116,6 +121,10 @@ struct TestArtifact {
     gb.add_a(gemmA), gb.add_b(gemmB), gb.add_d(gemmD);
     gb.add_a_scale(gemmAScale);
     gb.add_fast_accum(gemmFastAccum);
+    gb.add_a_type(gemmType), gb.add_b_type(gemmType), gb.add_d_type(gemmType);
+    gb.add_batch(gemmBatch);
+    gb.add_epilogue(gemmEpilogue);
+    gb.add_bias(gemmBias), gb.add_aux(gemmAux), gb.add_aux_ld(gemmAuxLd);
     auto gemm = gb.Finish();
     auto memset = fb::CreateMemset(b, memsetSlot, 0);
     auto copy = fb::CreateCopy(b, 3, 2, copyBytes, copyRankStride);

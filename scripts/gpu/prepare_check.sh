@@ -82,6 +82,10 @@ LOSS_ONLY=1 add_case nanogpt_op14_loss "$models/nanogpt_op14_loss.onnx" "$steps"
 # curves are compared with a looser tolerance.
 add_case nanogpt_op18_loss_bf16 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=bf16
 add_case llama_op18_loss_bf16 "$models/llama_op18_loss.onnx" "$steps" --precision=bf16
+# GPT-2's tanh GELU (gelu_new) in bf16: the c_fc GEMMs compute it in
+# cuBLASLt's GELU_AUX epilogue (tx-gemm-gelu; nanoGPT's above has a bias:
+# GELU_AUX_BIAS), whose tanh is the hardware's approximate one.
+add_case gpt2_op18_loss_bf16 "$models/gpt2_op18_loss.onnx" "$steps" --precision=bf16
 # fp16 with dynamic loss scaling (the finite check, the skipped update and
 # the scale's growth on the GPU), compared like bf16 (fp16's finer mantissa
 # only narrows the differences).
@@ -106,6 +110,13 @@ add_case gpt_bench_cached_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8 --f
 # f32, compared by loss per step (its final state would not fit beside).
 LOSS_ONLY=1 add_case gpt_bench_clip "$out/gpt_bench.onnx" "$steps" --grad-clip=0.5
 rm -f "$out/gpt_bench.onnx"
+# The same GPT with the tanh GELU in bf16: the GELU_AUX_BIAS epilogue at a
+# width (1024 columns) where cuBLASLt tiles the epilogue as in the
+# benchmark's step.
+"$root/.venv/bin/python" "$root/scripts/export_gpt_external.py" "$out/gpt_bench_tanh.onnx" \
+  --layers 1 --d-model 256 --vocab 512 --seq 512 --batch 4 --gelu tanh > /dev/null
+add_case gpt_bench_tanh_bf16 "$out/gpt_bench_tanh.onnx" "$steps" --precision=bf16
+rm -f "$out/gpt_bench_tanh.onnx"
 # A deep GPT in FP8 (80 tiny blocks, 638 E4M3 sites): the scale update reads
 # the sites' amaxes through an offset table (one pointer each would not fit
 # a kernel's parameters). One step, compared by its loss and by the FP8

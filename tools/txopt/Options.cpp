@@ -148,6 +148,10 @@ OPTIONS:
                           another (TXOPT_KERNEL_JOBS=1: one module, which
                           ptxas reads whole).
   --tf32                  Let f32 GEMMs use TF32 tensor cores (off: exact f32).
+  --no-gelu-epilogue      Keep a bf16/f16 GEMM's tanh GELU in a kernel instead
+                          of cuBLASLt's GELU_AUX epilogue (which writes the
+                          GELU and its input from the GEMM; tanh-GELU models
+                          such as GPT-2's gelu_new only).
   --weights=DIR           Start from trained weights: every parameter takes
                           its value from the checkpoint in DIR (txopt-run or
                           txrun --save: checkpoint.json + safetensors,
@@ -507,9 +511,10 @@ static bool checkCombinations(const Options &options, std::string &error) {
     return false;
   }
   if ((options.gpuPlanPath || options.gpuKernelsPath || options.gpuPtxPath ||
-       options.allowTF32) &&
+       options.allowTF32 || options.noGeluEpilogue) &&
       !options.emitsArtifact()) {
-    error = "--gpu-plan, --gpu-kernels, --gpu-ptx and --tf32 need -o FILE.txa";
+    error = "--gpu-plan, --gpu-kernels, --gpu-ptx, --tf32 and --no-gelu-epilogue need -o "
+            "FILE.txa";
     return false;
   }
   if (options.input.empty() && !options.showHelp && !options.showVersion) {
@@ -561,6 +566,8 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       }
     } else if (arg == "--tf32") {
       options.allowTF32 = true;
+    } else if (arg == "--no-gelu-epilogue") {
+      options.noGeluEpilogue = true;
     } else if (arg == "--fp8-attention") {
       options.fp8Attention = true;
       options.fp8Flags.push_back(arg);

@@ -93,6 +93,7 @@ struct Options {
   std::optional<std::string> gpuKernelsPath;
   std::optional<std::string> gpuPtxPath;
   bool allowTF32 = false;
+  bool noGeluEpilogue = false; ///< --no-gelu-epilogue
   bool emitsArtifact() const {
     return llvm::StringRef(output).ends_with(".txa");
   }

@@ -294,6 +294,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
     report["attention_calls"] = summary.gpuAttentionCalls;
     report["attention_calls_fp8"] = summary.gpuFP8AttentionCalls;
     report["gemm_bias_epilogues"] = summary.gpuBiasEpilogues;
+    report["gemm_gelu_epilogues"] = summary.gpuGeluEpilogues;
     report["model_flops"] = summary.gpuModelFlops;
     report["gpu"] = summary.gpu;
     if (!summary.gpuRankVariants.empty()) {

@@ -104,6 +104,7 @@ struct CompileSummary {
   int64_t gpuAttentionCalls = 0;        ///< fused attention, fwd + bwd
   int64_t gpuFP8AttentionCalls = 0;     ///< of them in FP8
   int64_t gpuBiasEpilogues = 0;         ///< GEMMs adding their bias (cuBLASLt)
+  int64_t gpuGeluEpilogues = 0;         ///< GEMMs computing their GELU (cuBLASLt)
   int64_t gpuAttentionBytesAvoided = 0; ///< scores/probabilities not stored
   int64_t gpuRematerializedBytes = 0;   ///< recomputed for the backward
   double gpuModelFlops = 0;             ///< per optimizer step (StepStatistics)

@@ -131,6 +131,7 @@ std::string compileGPUStep(ModuleOp module, const Options &options,
   cuda::GPUOptions gpuOptions;
   gpuOptions.target = options.target;
   gpuOptions.allowTF32 = options.allowTF32;
+  gpuOptions.geluEpilogue = !options.noGeluEpilogue;
   if (failed(cuda::lowerStepForGPU(module, step, gpuOptions, program)))
     return collector.firstError().empty() ? "GPU lowering failed"
                                           : collector.firstError();
@@ -409,6 +410,10 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
   if (st.biasEpilogues)
     summary.gpu += llvm::formatv("; {0} GEMMs add their bias in cuBLASLt's epilogue",
                                  st.biasEpilogues);
+  if (st.geluEpilogues)
+    summary.gpu += llvm::formatv("; {0} GEMMs compute their tanh GELU in cuBLASLt's "
+                                 "epilogue",
+                                 st.geluEpilogues);
   if (f32GpuAttentionUnfused)
     summary.gpu += "; attention unfused (an f32 step: cuDNN's fused "
                    "attention runs bf16/fp16)";
@@ -442,6 +447,7 @@ void summarizeGPUProgram(const mlir::txopt::cuda::StepProgram &gpuProgram,
   summary.gpuAttentionCalls = st.attentions;
   summary.gpuFP8AttentionCalls = st.fp8Attentions;
   summary.gpuBiasEpilogues = st.biasEpilogues;
+  summary.gpuGeluEpilogues = st.geluEpilogues;
   summary.gpuAttentionBytesAvoided = st.attentionScoreBytesAvoided;
   summary.gpuRematerializedBytes = st.rematerializedBytes;
   summary.gpuArenaBytes = gpuProgram.arenaBytes;

@@ -20,12 +20,14 @@ using namespace mlir::txopt::cuda;
 namespace fb = txrt::fb;
 
 /// The artifact format this compiler writes (runtime's kFormatVersion), the
-/// oldest that holds what the step uses: 9 adds FP8 attention, 8
+/// oldest that holds what the step uses: 10 adds the GELU epilogue that
+/// writes the pre-activation (GELU_AUX), 9 FP8 attention, 8
 /// asynchronous collective groups (Join commands), 7 attention dropout, 6
 /// adds 4-byte slots at 4-byte offsets (an entry of packed FP8 state), 5
 /// data parallelism, 4 the state-init function, 3 adds attention tensors at
 /// an offset inside their slot, 2 the micro-step (gradient accumulation);
 /// anything else is version 1, which every runtime reads.
+static constexpr uint32_t kFormatVersionGeluAux = 10;
 static constexpr uint32_t kFormatVersionFP8Attention = 9;
 static constexpr uint32_t kFormatVersionAsyncCollectives = 8;
 static constexpr uint32_t kFormatVersionAttentionDropout = 7;
@@ -37,6 +39,12 @@ static constexpr uint32_t kFormatVersionMicroStep = 2;
 static constexpr uint32_t kFormatVersionBase = 1;
 
 static fb::DType toFb(DType t) { return static_cast<fb::DType>(t); }
+
+static fb::Epilogue epilogueOf(const GemmCmd &g) {
+  if (g.geluAux >= 0)
+    return g.bias >= 0 ? fb::Epilogue::GELU_AUX_BIAS : fb::Epilogue::GELU_AUX;
+  return g.bias >= 0 ? fb::Epilogue::BIAS : fb::Epilogue::NONE;
+}
 
 /// The kernel images: each part's cubin (when ptxas made them), which runs
 /// on the target's architecture, then each part's PTX, kept for the
@@ -127,6 +135,7 @@ struct CommandFeatures {
   bool attentionOffsets = false;
   bool attentionDropout = false;
   bool fp8Attention = false;
+  bool geluAux = false;      ///< a GEMM with a GELU_AUX(_BIAS) epilogue
 };
 
 static flatbuffers::Offset<fb::Attention> writeAttention(flatbuffers::FlatBufferBuilder &fbb,
@@ -217,8 +226,9 @@ writeCommands(flatbuffers::FlatBufferBuilder &fbb, const std::vector<Command> &l
           toFb(g->bType), toFb(g->dType),
           g->allowTF32 ? fb::ComputeType::F32_FAST_TF32 : fb::ComputeType::F32,
           g->alpha, g->beta, g->a, g->b, g->d, g->bias,
-          g->bias >= 0 ? fb::Epilogue::BIAS : fb::Epilogue::NONE, g->aScale, g->bScale, g->dScale, g->dAmax,
-          g->fastAccumulation);
+          epilogueOf(*g), g->aScale, g->bScale, g->dScale, g->dAmax, g->fastAccumulation,
+          g->geluAux, g->geluAux >= 0 ? g->ldd : 0);
+      features.geluAux |= g->geluAux >= 0;
       // FP8 GEMMs need compute capability 8.9 (the FP8 casts do not: they
       // are integer code in the kernels).
       for (DType t : {g->aType, g->bType, g->dType})
@@ -328,7 +338,9 @@ LogicalResult cuda::writeArtifact(const StepProgram &program,
       // An older runtime would skip the collectives and copy rank 0's
       // shard on every rank.
       // An older runtime refuses such slots, naming the misaligned one.
-      features.fp8Attention     ? kFormatVersionFP8Attention
+      // An older runtime refuses the epilogue as unknown.
+      features.geluAux          ? kFormatVersionGeluAux
+      : features.fp8Attention   ? kFormatVersionFP8Attention
       : program.stats.asyncGroups ? kFormatVersionAsyncCollectives
       : features.attentionDropout ? kFormatVersionAttentionDropout
       : scalarSlots        ? kFormatVersionScalarSlots

@@ -19,6 +19,19 @@ using namespace mlir;
 using namespace mlir::txopt;
 using namespace mlir::txopt::cuda;
 
+/// |bias|'s slot when cuBLASLt can read it as the epilogue's bias: its
+/// vector loads need a part of a packed buffer to start on 16 bytes (a
+/// whole slot always does).
+static std::optional<unsigned> alignedBiasSlot(LoweringContext &ctx, Value bias) {
+  unsigned slot = ctx.bufferFor(bias);
+  uint64_t offset = 0;
+  for (int b = static_cast<int>(slot); ctx.buffers[b].partOf >= 0; b = ctx.buffers[b].partOf)
+    offset += ctx.buffers[b].offsetInWhole;
+  if (offset % 16 != 0)
+    return std::nullopt;
+  return slot;
+}
+
 std::optional<unsigned> cuda::epilogueBiasSlot(LoweringContext &ctx, tx::BlasGemmOp op,
                                                const GemmCmd &g) {
   Value c = op.getC();
@@ -29,34 +42,16 @@ std::optional<unsigned> cuda::epilogueBiasSlot(LoweringContext &ctx, tx::BlasGem
   if (shape.empty() || static_cast<uint64_t>(shape.back()) != g.m ||
       llvm::any_of(shape.drop_back(), [](int64_t d) { return d != 1; }))
     return std::nullopt;
-  // cuBLASLt reads the bias with vector loads: a part of a packed buffer
-  // must start on 16 bytes (a whole slot always does).
-  unsigned slot = ctx.bufferFor(c);
-  uint64_t offset = 0;
-  for (int b = static_cast<int>(slot); ctx.buffers[b].partOf >= 0; b = ctx.buffers[b].partOf)
-    offset += ctx.buffers[b].offsetInWhole;
-  if (offset % 16 != 0)
-    return std::nullopt;
-  return slot;
+  return alignedBiasSlot(ctx, c);
 }
 
-/// The tx.blas_gemm |op| of f32, bf16 or f16 operands as one (batched)
-/// cuBLASLt GEMM. Row-major C[M, N] = A[M, K] B[K, N] is column-major
-/// C^T = B^T A^T: cuBLASLt's A is our b (m = N), its B our a (n = M), each
-/// read with the op's transpose flag. Batches: equal on both sides
-/// (strided), or one side shared (stride 0); a shared b with an
-/// untransposed a folds a's batch into M. With c (tx.gemm's C, or a bias
-/// tx-gemm-bias folded), a row vector with beta 1 is cuBLASLt's epilogue
-/// bias; any other c is first broadcast into the result by a loop kernel
-/// and the GEMM adds it with beta.
-LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
-  Value a = op.getA(), bm = op.getB(), y = op.getResult();
-  auto at = typeOf(a), bt = typeOf(bm), yt = typeOf(y);
-  auto aType = dtypeOf(at.getElementType());
-  if (!aType || (*aType != DType::F32 && *aType != DType::BF16 && *aType != DType::F16))
-    return op.emitError("the GPU GEMM supports f32, bf16 and f16 operands (FP8 through "
-                        "its scales)");
-  bool aTransposed = op.getTransposeA(), bTransposed = op.getTransposeB();
+/// Row-major C[..., M, N] = op(a)[..., M, K] op(b)[..., K, N] as the
+/// column-major C^T = op(b)^T op(a)^T cuBLASLt computes: its A is our b
+/// (m = N), its B our a (n = M), each read with the op's transpose flag.
+/// Batches: equal on both sides (strided), or one side shared (stride 0);
+/// a shared b with an untransposed a folds a's batch into M.
+static GemmCmd columnMajorGemm(RankedTensorType at, RankedTensorType bt, bool aTransposed,
+                               bool bTransposed) {
   int64_t M = at.getShape()[at.getRank() - (aTransposed ? 1 : 2)];
   int64_t K = at.getShape()[at.getRank() - (aTransposed ? 2 : 1)];
   int64_t N = bt.getShape()[bt.getRank() - (bTransposed ? 2 : 1)];
@@ -67,9 +62,6 @@ LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
   };
   int64_t aCount = count(at.getShape().drop_back(2)), bCount = count(bt.getShape().drop_back(2));
   GemmCmd g;
-  g.aType = g.bType = *aType;
-  g.dType = *dtypeOf(yt.getElementType());
-  g.allowTF32 = ctx.options.allowTF32;
   g.k = K;
   g.m = N;
   g.n = M;
@@ -88,6 +80,25 @@ LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
     g.strideB = aCount == 1 ? 0 : M * K;
     g.strideD = M * N;
   }
+  return g;
+}
+
+/// The tx.blas_gemm |op| of f32, bf16 or f16 operands as one (batched)
+/// cuBLASLt GEMM (columnMajorGemm). With c (tx.gemm's C, or a bias
+/// tx-gemm-bias folded), a row vector with beta 1 is cuBLASLt's epilogue
+/// bias; any other c is first broadcast into the result by a loop kernel
+/// and the GEMM adds it with beta.
+LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
+  Value a = op.getA(), bm = op.getB(), y = op.getResult();
+  auto at = typeOf(a), bt = typeOf(bm), yt = typeOf(y);
+  auto aType = dtypeOf(at.getElementType());
+  if (!aType || (*aType != DType::F32 && *aType != DType::BF16 && *aType != DType::F16))
+    return op.emitError("the GPU GEMM supports f32, bf16 and f16 operands (FP8 through "
+                        "its scales)");
+  GemmCmd g = columnMajorGemm(at, bt, op.getTransposeA(), op.getTransposeB());
+  g.aType = g.bType = *aType;
+  g.dType = *dtypeOf(yt.getElementType());
+  g.allowTF32 = ctx.options.allowTF32;
   g.alpha = op.getAlpha().convertToFloat();
   g.beta = 0.0f;
   if (std::optional<unsigned> bias = epilogueBiasSlot(ctx, op, g)) {
@@ -129,6 +140,33 @@ LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
     g.beta = 1.0f;
     g.dType = DType::F32;
   }
+  ctx.gemm(g, op);
+  return success();
+}
+
+/// tx.blas_gemm_gelu as one cuBLASLt GEMM with the GELU_AUX(_BIAS)
+/// epilogue: D is the GELU's output, the pre-activation goes to the aux
+/// slot, laid out as D (the verifier's one matrix b and untransposed
+/// batched a make it one GEMM, and N a multiple of 8 cuBLASLt's aux
+/// leading dimension).
+LogicalResult cuda::lowerBlasGemmGelu(LoweringContext &ctx, tx::BlasGemmGeluOp op) {
+  GemmCmd g = columnMajorGemm(typeOf(op.getA()), typeOf(op.getB()), op.getTransposeA(),
+                              op.getTransposeB());
+  if (g.batch != 1)
+    return op.emitError("the GELU epilogue takes one GEMM, not a batch of ") << g.batch;
+  g.aType = g.bType = g.dType = *dtypeOf(typeOf(op.getResult()).getElementType());
+  g.alpha = op.getAlpha().convertToFloat();
+  if (Value bias = op.getBias()) {
+    std::optional<unsigned> slot = alignedBiasSlot(ctx, bias);
+    if (!slot)
+      return op.emitError("the GELU epilogue's bias is not 16-byte aligned in its buffer "
+                          "(cuBLASLt reads it with vector loads)");
+    g.bias = static_cast<int>(*slot);
+  }
+  g.a = ctx.bufferFor(op.getB());
+  g.b = ctx.bufferFor(op.getA());
+  g.d = ctx.bufferFor(op.getResult());
+  g.geluAux = static_cast<int>(ctx.bufferFor(op.getPreActivation()));
   ctx.gemm(g, op);
   return success();
 }

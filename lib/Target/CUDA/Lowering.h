@@ -256,6 +256,8 @@ void packAmaxes(LoweringContext &ctx, func::FuncOp func);
 /// any other C first broadcast into the output by a loop kernel). FP8 ones
 /// are lowerFP8Gemm's.
 LogicalResult lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op);
+/// tx.blas_gemm_gelu as one cuBLASLt GEMM with the GELU_AUX(_BIAS) epilogue.
+LogicalResult lowerBlasGemmGelu(LoweringContext &ctx, tx::BlasGemmGeluOp op);
 
 /// The slot of |op|'s `c` when cuBLASLt's epilogue can add it as a bias to
 /// the GEMM |g| describes: a row vector over the columns, beta 1, one

@@ -274,6 +274,8 @@ void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
   if (cmd.beta != 0.0f)
     uses.reads.push_back(cmd.d);
   uses.writes.push_back(cmd.d);
+  if (cmd.geluAux >= 0)
+    uses.writes.push_back(static_cast<unsigned>(cmd.geluAux));
   if (cmd.dAmax >= 0)
     uses.writes.push_back(static_cast<unsigned>(cmd.dAmax));
   append({cmd, describeOrigin(origin)}, std::move(uses));

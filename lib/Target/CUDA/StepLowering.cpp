@@ -16,6 +16,7 @@
 #include "txopt/Dialect/Tx/Transforms/AttentionCasts.h"
 #include "txopt/Dialect/Tx/Transforms/CrossEntropyRows.h"
 #include "txopt/Dialect/Tx/Transforms/GemmBias.h"
+#include "txopt/Dialect/Tx/Transforms/GemmGelu.h"
 #include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
 #include "txopt/Dialect/Tx/Transforms/GemmTransposes.h"
 #include "txopt/Dialect/Tx/Transforms/Rematerialize.h"
@@ -511,6 +512,8 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       result = lowerReduction(ctx, &op);
     else if (auto gemm = dyn_cast<tx::BlasGemmOp>(op))
       result = gemm.isFP8() ? lowerFP8Gemm(ctx, gemm) : lowerBlasGemm(ctx, gemm);
+    else if (auto gemm = dyn_cast<tx::BlasGemmGeluOp>(op))
+      result = lowerBlasGemmGelu(ctx, gemm);
     else if (isa<tx::MatMulOp, tx::GemmOp, tx::FP8MatmulOp>(op))
       // tx-gemm-normal-form (lowerStepForGPU) left it: say why.
       result = op.emitError("the GPU lowering takes GEMMs in normal form (tx.blas_gemm); this "
@@ -684,7 +687,7 @@ static FailureOr<FunctionsBesideStep> findFunctionsBesideStep(ModuleOp module,
 /// functions beside it. Fills |recomputedBySum| (RecomputeScheduling.cpp)
 /// and the step's rematerialization counts.
 static void rewriteForLowering(func::FuncOp step, const FunctionsBesideStep &beside,
-                               StepStatistics &stats,
+                               const GPUOptions &options, StepStatistics &stats,
                                llvm::DenseMap<Operation *, Value> &recomputedBySum) {
   func::FuncOp all[] = {step, beside.micro, beside.eval, beside.logits, beside.stateInit};
   // Transposes around GEMMs moved to where the GEMMs fold them first
@@ -720,6 +723,12 @@ static void rewriteForLowering(func::FuncOp step, const FunctionsBesideStep &bes
   for (func::FuncOp f : all)
     if (f)
       tx::foldBiasesIntoGemms(f);
+  // A tanh GELU of a bf16/f16 GEMM's result goes to the GEMM's epilogue,
+  // which also writes the pre-activation (tx-gemm-gelu).
+  if (options.geluEpilogue)
+    for (func::FuncOp f : all)
+      if (f)
+        tx::foldGelusIntoGemms(f);
 }
 
 /// Counts |program|'s step commands by kind into its statistics.
@@ -733,6 +742,8 @@ static void countCommands(StepProgram &program) {
         ++stats.fp8Gemms;
       if (g->bias >= 0)
         ++stats.biasEpilogues;
+      if (g->geluAux >= 0)
+        ++stats.geluEpilogues;
     }
     else if (std::holds_alternative<MemsetCmd>(c.op)) ++stats.memsets;
     else if (auto *at = std::get_if<AttentionCmd>(&c.op)) {
@@ -776,7 +787,7 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   auto gpuModule = gpu::GPUModuleOp::create(builder, step.getLoc(), "kernels");
 
   llvm::DenseMap<Operation *, Value> recomputedBySum;
-  rewriteForLowering(step, *found, program.stats, recomputedBySum);
+  rewriteForLowering(step, *found, options, program.stats, recomputedBySum);
 
   LoweringContext ctx(program, gpuModule, options);
   ctx.recomputedBySum = std::move(recomputedBySum);

@@ -35,6 +35,9 @@ static void printCommandTotals(llvm::raw_ostream &os, const StepProgram &program
      << (stats.fp8Attentions ? " (" + std::to_string(stats.fp8Attentions) + " fp8)" : "")
      << (stats.biasEpilogues ? ", " + std::to_string(stats.biasEpilogues) + " gemms adding a bias"
                              : "")
+     << (stats.geluEpilogues ? ", " + std::to_string(stats.geluEpilogues) +
+                                   " gemms computing a GELU"
+                             : "")
      << (stats.collectives ? ", " + std::to_string(stats.collectives) + " collectives over " +
                                  std::to_string(program.ranks) + " ranks"
                            : "")
@@ -106,6 +109,8 @@ static void printGemm(llvm::raw_ostream &os, const GemmCmd &g) {
     os << " fast_accum";
   if (g.bias >= 0)
     os << " bias=" << g.bias;
+  if (g.geluAux >= 0)
+    os << " gelu pre_activation=" << g.geluAux;
   if (g.alpha != 1.0f)
     os << " alpha=" << g.alpha;
 }

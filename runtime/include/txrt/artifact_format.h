@@ -14,7 +14,9 @@
 #ifdef __cplusplus
 namespace txrt {
 /// Artifact.format_version written by the compiler and accepted (or older)
-/// by the runtime. 9: FP8 attention (Attention.fp8, grad_dtype and
+/// by the runtime. 10: the GELU epilogue writing the pre-activation
+/// (Epilogue GELU_AUX / GELU_AUX_BIAS, Gemm.aux and aux_ld; an older
+/// runtime refuses the epilogue as unknown). 9: FP8 attention (Attention.fp8, grad_dtype and
 /// fp8_scalars; an older runtime would run the FP8 codes as bf16). 8:
 /// asynchronous collective groups (Collective.async_group
 /// and Join commands: bucketed gradient reduce-scatters run beside the
@@ -30,7 +32,7 @@ namespace txrt {
 /// 2: the micro-step of gradient accumulation (an older runtime would run
 /// the step alone). The compiler writes the oldest version that holds
 /// what the step uses (1 for a plain step).
-constexpr unsigned kFormatVersion = 9;
+constexpr unsigned kFormatVersion = 10;
 /// The FlatBuffers file identifier at bytes 4..7 of every step.txa.
 constexpr const char kFileIdentifier[] = "TXA1";
 /// Arena slot offsets are multiples of this many bytes, except that a slot
@@ -41,6 +43,6 @@ constexpr unsigned long long kScalarSlotBytes = 4;
 } // namespace txrt
 #endif
 
-#define TXRT_ARTIFACT_FORMAT_VERSION 9
+#define TXRT_ARTIFACT_FORMAT_VERSION 10
 
 #endif /* TXRT_ARTIFACT_FORMAT_H */

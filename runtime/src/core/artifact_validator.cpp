@@ -418,10 +418,12 @@ private:
     TXRT_RETURN_IF_ERROR(checkMatrix(where, "D", g.d(), g.d_type(), g.m(), g.n(),
                                      g.ldd(), g.batch(), g.stride_d()));
     bool wantsBias = g.epilogue() == fb::Epilogue::BIAS ||
-                     g.epilogue() == fb::Epilogue::GELU_BIAS;
+                     g.epilogue() == fb::Epilogue::GELU_BIAS ||
+                     g.epilogue() == fb::Epilogue::GELU_AUX_BIAS;
     if (wantsBias && g.bias() < 0)
       return Status::invalid(where + ": the bias epilogue has no bias slot");
     TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "bias", g.bias()));
+    TXRT_RETURN_IF_ERROR(checkGeluAux(where, g));
     TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "a_scale", g.a_scale()));
     TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "b_scale", g.b_scale()));
     TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "d_scale", g.d_scale()));
@@ -440,6 +442,39 @@ private:
                                std::to_string(kSlotAlignment) +
                                "-byte aligned (cuBLASLt refuses it)");
     }
+    return Status();
+  }
+
+  /// The pre-activation a GELU_AUX(_BIAS) epilogue writes (format 10):
+  /// a 16-bit D, one matrix, a leading dimension of at least m that is a
+  /// multiple of 8 (cuBLASLt's rule), and a slot that holds it. Other
+  /// epilogues have no aux slot.
+  Status checkGeluAux(const std::string &where, const fb::Gemm &g) {
+    bool wantsAux = g.epilogue() == fb::Epilogue::GELU_AUX ||
+                    g.epilogue() == fb::Epilogue::GELU_AUX_BIAS;
+    if (!wantsAux) {
+      if (g.aux() >= 0)
+        return Status::invalid(where + ": an aux slot without a GELU_AUX epilogue");
+      return Status();
+    }
+    if (g.aux() < 0)
+      return Status::invalid(where + ": the GELU_AUX epilogue has no aux slot");
+    TXRT_RETURN_IF_ERROR(checkOptionalSlot(where, "aux", g.aux()));
+    if (g.d_type() != DType::BF16 && g.d_type() != DType::F16)
+      return Status::invalid(where + ": the GELU_AUX epilogue needs a bf16 or f16 D, not " +
+                             dtypeName(g.d_type()));
+    if (g.batch() != 1)
+      return Status::invalid(where + ": the GELU_AUX epilogue on a batched gemm");
+    if (g.aux_ld() < g.m() || g.aux_ld() % 8 != 0)
+      return Status::invalid(where + ": aux_ld " + std::to_string(g.aux_ld()) +
+                             " is less than m = " + std::to_string(g.m()) +
+                             " or not a multiple of 8");
+    uint64_t elements, bytes;
+    if (!mulChecked(g.aux_ld(), g.n(), elements) ||
+        !mulChecked(elements, dtypeSize(g.d_type()), bytes) || bytes > slotBytes(g.aux()))
+      return Status::invalid(where + ": aux slot " + std::to_string(g.aux()) +
+                             " holds fewer than aux_ld x n = " + std::to_string(g.aux_ld()) +
+                             " x " + std::to_string(g.n()) + " elements");
     return Status();
   }
 

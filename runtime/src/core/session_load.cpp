@@ -359,6 +359,8 @@ Status Session::planGemm(size_t i, const fb::Gemm *g, const std::string &where) 
   s.aScale = optional(g->a_scale()), s.bScale = optional(g->b_scale());
   s.dScale = optional(g->d_scale()), s.dAmax = optional(g->d_amax());
   s.fastAccum = g->fast_accum();
+  s.aux = optional(g->aux());
+  s.auxLd = g->aux_ld();
   std::string shape = "gemm m " + std::to_string(s.m) + " n " +
                       std::to_string(s.n) + " k " + std::to_string(s.k) +
                       " batch " + std::to_string(s.batch) + " (" +

@@ -111,6 +111,10 @@ struct GemmSpec {
   DevicePtr a = 0, b = 0, d = 0;
   DevicePtr bias = 0, aScale = 0, bScale = 0, dScale = 0, dAmax = 0; // 0: none
   bool fastAccum = false; ///< FP8: the fast accumulator (no split accumulation)
+  /// GELU_AUX(_BIAS): where the pre-activation goes (0: none), and its
+  /// leading dimension in elements.
+  DevicePtr aux = 0;
+  uint64_t auxLd = 0;
 };
 
 /// A GEMM whose descriptors and algorithm were chosen once, at load.

@@ -3,7 +3,8 @@ named by --wgrad (m n k, e.g. "128 512 64") reads its GELU operand from a
 buffer the launch right before it wrote, with the same kernel that wrote
 the forward GEMM's operand (named by --fwd: a GEMM of that shape without
 transposes before the first gradient kernel, from the same ONNX node as
-the weight gradient), into a different buffer.
+the weight gradient), into a different buffer. A GEMM computing the GELU
+in its epilogue (tx-gemm-gelu) is that operand's writer "gemm_gelu".
 With --by-column-sum the launch right before it is instead a column sum
 (`_reduce_sum`) listing that buffer among its arguments, which no launch
 since the forward GEMM wrote as its first output (the recompute is one of
@@ -45,6 +46,9 @@ for i, line in enumerate(commands):
         continue
     b = int(re.search(r" b=(\d+)", line).group(1))
     origin = line.split("//")[-1].strip()
+    # A GEMM with the GELU epilogue writes the GELU (its d) itself.
+    if " gelu " in line:
+        writer[int(re.search(r" d=(\d+)", line).group(1))] = ("gemm_gelu", i)
     if shape(line) == args.fwd and " ta=0 tb=0 " in line and not in_backward:
         forward[origin] = (b, writer.get(b, (None, -1)))
     elif shape(line) == args.wgrad and in_backward and origin in forward:

@@ -81,6 +81,10 @@ struct GemmCmd {
   /// A row vector of D's type added to every row (cuBLASLt's BIAS
   /// epilogue: a tx.blas_gemm's row-vector c, tx-gemm-bias); -1: none.
   int bias = -1;
+  /// cuBLASLt's GELU_AUX(_BIAS) epilogue (tx.blas_gemm_gelu): D is the
+  /// tanh GELU of the sum, and the sum (bias included) is written to the
+  /// slot `aux` (leading dimension ldd, D's type); -1: no GELU.
+  int geluAux = -1;
 };
 
 struct MemsetCmd {
@@ -239,8 +243,11 @@ struct StepStatistics {
   /// and their bytes, which no longer stay alive in between.
   unsigned rematerializedValues = 0;
   uint64_t rematerializedBytes = 0;
-  /// Bias adds the step's GEMMs do in cuBLASLt's epilogue (tx-gemm-bias).
+  /// Bias adds the step's GEMMs do in cuBLASLt's epilogue (tx-gemm-bias,
+  /// and tx-gemm-gelu's with a bias).
   unsigned biasEpilogues = 0;
+  /// GELUs the step's GEMMs compute in cuBLASLt's epilogue (tx-gemm-gelu).
+  unsigned geluEpilogues = 0;
   uint64_t argumentBytes = 0; ///< parameters, state and batch
   uint64_t scratchBytes = 0;  ///< the planned arena minus the arguments
   uint64_t unplannedBytes = 0; ///< every value in its own buffer, for comparison
@@ -315,6 +322,9 @@ struct StepProgram {
 struct GPUOptions {
   std::string target = "sm_90";
   bool allowTF32 = false;
+  /// tx-gemm-gelu: tanh GELUs of bf16/f16 GEMMs in cuBLASLt's epilogue
+  /// (--no-gelu-epilogue turns it off, to measure what it gains).
+  bool geluEpilogue = true;
 };
 
 /// Lowers the step function |step| of |module| (the output of the training

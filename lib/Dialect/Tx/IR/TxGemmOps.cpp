@@ -85,3 +85,50 @@ LogicalResult BlasGemmOp::verify() {
   }
   return success();
 }
+
+LogicalResult BlasGemmGeluOp::verify() {
+  RankedTensorType aType = getA().getType(), bType = getB().getType();
+  ArrayRef<int64_t> a = aType.getShape(), b = bType.getShape();
+  Type elem = aType.getElementType();
+  if (!elem.isBF16() && !elem.isF16())
+    return emitOpError("expected bf16 or f16 operands (the GPU's GELU epilogue computes "
+                       "tanh approximately, within their rounding), but got ")
+           << elem;
+  RankedTensorType resultType = getResult().getType();
+  if (bType.getElementType() != elem || resultType.getElementType() != elem ||
+      getPreActivation().getType().getElementType() != elem)
+    return emitOpError("expected one element type for operands and results, but got ")
+           << elem << ", " << bType.getElementType() << ", " << resultType.getElementType()
+           << " and " << getPreActivation().getType().getElementType();
+  if (b.size() != 2)
+    return emitOpError("expected 'b' to be one matrix, but got ") << formatShape(b);
+  if (a.size() < 2 || (a.size() > 2 && getTransposeA()))
+    return emitOpError("expected 'a' of rank 2, or of higher rank not transposed (its "
+                       "leading dims fold into M), but got ")
+           << formatShape(a) << (getTransposeA() ? " (transposed)" : "");
+  int64_t m = a[a.size() - (getTransposeA() ? 1 : 2)];
+  int64_t k = a[a.size() - (getTransposeA() ? 2 : 1)];
+  int64_t kb = b[getTransposeB() ? 1 : 0], n = b[getTransposeB() ? 0 : 1];
+  if (k != kb)
+    return emitOpError("expected matching contraction dims, but got ")
+           << k << " in " << formatShape(a) << " and " << kb << " in " << formatShape(b);
+  SmallVector<int64_t> expected(a.drop_back(2));
+  expected.push_back(m);
+  expected.push_back(n);
+  for (Value r : {getResult(), getPreActivation()})
+    if (ArrayRef<int64_t>(expected) != cast<RankedTensorType>(r.getType()).getShape())
+      return emitOpError("expected results of shape ")
+             << formatShape(expected) << ", but got "
+             << formatShape(cast<RankedTensorType>(r.getType()).getShape());
+  if (n % 8 != 0)
+    return emitOpError("expected N a multiple of 8 (cuBLASLt's leading dimension of the "
+                       "pre-activation), but got ")
+           << n;
+  if (Value bias = getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (biasType.getElementType() != elem || biasType.getShape() != ArrayRef<int64_t>{n})
+      return emitOpError("expected 'bias' of type ")
+             << RankedTensorType::get({n}, elem) << ", but got " << biasType;
+  }
+  return success();
+}

@@ -51,6 +51,8 @@ uint32_t epilogueOf(fb::Epilogue e) {
   case fb::Epilogue::BIAS: return CUBLASLT_EPILOGUE_BIAS;
   case fb::Epilogue::GELU: return CUBLASLT_EPILOGUE_GELU;
   case fb::Epilogue::GELU_BIAS: return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case fb::Epilogue::GELU_AUX: return CUBLASLT_EPILOGUE_GELU_AUX;
+  case fb::Epilogue::GELU_AUX_BIAS: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
   default: return CUBLASLT_EPILOGUE_DEFAULT;
   }
 }
@@ -126,6 +128,7 @@ public:
       int attribute;
       hal::DevicePtr ptr;
     } pointers[] = {{CUBLASLT_MATMUL_DESC_BIAS_POINTER, s.bias},
+                    {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, s.aux},
                     {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, s.aScale},
                     {CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, s.bScale},
                     {CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, s.dScale},
@@ -135,6 +138,10 @@ public:
         continue;
       void *ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(p.ptr));
       TXRT_RETURN_IF_ERROR(setDesc(*plan, p.attribute, &ptr, sizeof(ptr)));
+    }
+    if (s.aux) {
+      auto ld = static_cast<int64_t>(s.auxLd);
+      TXRT_RETURN_IF_ERROR(setDesc(*plan, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
     }
     // Column-major: A is m x k (k x m stored when transposed), B k x n.
     TXRT_RETURN_IF_ERROR(layout(plan->aLayout, aType, s.transA ? s.k : s.m,
@@ -237,12 +244,13 @@ private:
   /// modes depend on).
   static std::string algoKey(const hal::GemmSpec &s) {
     std::string key;
-    for (uint64_t v : {s.m, s.n, s.k, s.batch, s.lda, s.ldb, s.ldd})
+    for (uint64_t v : {s.m, s.n, s.k, s.batch, s.lda, s.ldb, s.ldd, s.auxLd})
       key += std::to_string(v) + ",";
     for (int64_t v : {s.strideA, s.strideB, s.strideD})
       key += std::to_string(v) + ",";
     for (int v : {int(s.transA), int(s.transB), int(s.aType), int(s.bType), int(s.dType),
                   int(s.fastTf32), int(s.fastAccum), int(s.epilogue), int(s.bias != 0),
+                  int(s.aux != 0),
                   int(s.aScale != 0),
                   int(s.bScale != 0), int(s.dScale != 0), int(s.dAmax != 0)})
       key += std::to_string(v) + ",";

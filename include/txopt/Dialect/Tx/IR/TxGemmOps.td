@@ -5,7 +5,8 @@
 // strided batches, alpha, beta * C and FP8 scale inverses, all on one op.
 // tx-gemm-normal-form rewrites tx.matmul, tx.gemm and tx.fp8_matmul (and
 // the transposes they read) into it; the GPU lowering maps each to one
-// cuBLASLt call.
+// cuBLASLt call. tx.blas_gemm_gelu is the same call with a GELU epilogue
+// (tx-gemm-gelu).
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,53 @@ def Tx_BlasGemmOp : Tx_Op<"blas_gemm", [Pure, AttrSizedOperandSegments]> {
     /// Whether the operands are FP8 codes (then the scale inverses are set).
     bool isFP8();
   }];
+}
+
+def Tx_BlasGemmGeluOp : Tx_Op<"blas_gemm_gelu", [Pure]> {
+  let summary = "a GEMM with a tanh-GELU epilogue that also writes its pre-activation";
+  let description = [{
+    A linear layer followed by GPT-2's GELU as one library GEMM call
+    (cuBLASLt's GELU_AUX / GELU_AUX_BIAS epilogue), in row-major terms:
+
+    ```
+    s[..., i, j] = alpha * sum_k A[..., i, k] * B[k, j] + bias[j]
+    result = round_to(type(result), gelu(s))
+    pre_activation = round_to(type(result), s)
+    gelu(s) = 0.5 s (1 + tanh(sqrt(2 / pi) (s + 0.044715 s^3)))
+    ```
+
+    with `A = transpose_a ? a^T : a` and `B = transpose_b ? b^T : b` as in
+    `tx.blas_gemm`. Both results are computed from the unrounded sum: the
+    GELU is not applied to the rounded pre-activation. `pre_activation` is
+    what the backward's GELU gradient reads (cuBLASLt's auxiliary output).
+
+    - `a`, `b`, the results (and `bias`) are bf16 or f16, one type: the
+      GPU's epilogue computes tanh approximately (a rounding of bf16 or
+      f16 hides it; an f32 step keeps its GELU in a kernel), and FP8
+      operands take their GELU through the cast kernel that quantizes it.
+    - `b` is one matrix `[K, N]` (`[N, K]` transposed); `a` is `[..., M, K]`
+      (its leading dims fold into M, so it is not transposed unless it is
+      one matrix). The epilogue's pre-activation has N as its leading
+      dimension, which cuBLASLt needs to be a multiple of 8.
+    - `bias` (optional) is `[N]`.
+
+    tx-gemm-gelu forms it from a `tx.blas_gemm` whose result (plus a row
+    bias) feeds the tanh-GELU chain.
+
+    ```mlir
+    %y, %pre = tx.blas_gemm_gelu %x, %w, %b : tensor<64x128xbf16>, tensor<128x512xbf16>, tensor<512xbf16> -> tensor<64x512xbf16>, tensor<64x512xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_GemmOperandTensor:$a, Tx_GemmOperandTensor:$b,
+                       Optional<Tx_NumericTensor>:$bias,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha);
+  let results = (outs Tx_HighPrecisionTensor:$result, Tx_HighPrecisionTensor:$pre_activation);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $bias^)? attr-dict `:` type($a) `,` type($b) (`,` type($bias)^)?
+    `->` type($result) `,` type($pre_activation)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TXOPT_DIALECT_TX_IR_TXGEMMOPS_TD

@@ -896,6 +896,56 @@ def GemmBiasPass : Pass<"tx-gemm-bias", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
 }
 
+def GemmGeluPass : Pass<"tx-gemm-gelu", "::mlir::func::FuncOp"> {
+  let summary = "Compute a GEMM's tanh GELU in its epilogue, with the pre-activation as a second result";
+  let description = [{
+    GPT-2's MLP computes `gelu(x W + b)` with the GELU's tanh form. Without
+    this pass the GEMM writes `x W` and a kernel reads it back to add the
+    bias, compute the GELU and write it for the next GEMM; the backward
+    reads `x W` again. cuBLASLt's GELU_AUX_BIAS epilogue writes both from
+    its accumulator, the GELU's output and the pre-activation `x W + b`,
+    and the kernel's read goes away. This pass rewrites
+
+    - the chain `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` in any
+      association and operand order, x^3 as a product or `tx.pow`, where
+    - x is a `tx.blas_gemm`'s result through casts and reshapes that keep
+      the last dim, plus (optionally) a row-vector bias,
+    - the GEMM is bf16 or f16 (the epilogue's tanh is approximate, within
+      their rounding), without `c`, its `b` one matrix, N a multiple of 8,
+      its product read only through the bias add when there is one,
+    - and GEMMs (through reshapes) are the only readers of the chain's
+      output cast to the GEMM's type,
+
+    into a `tx.blas_gemm_gelu`: the cast's readers read its result, and the
+    chain's other readers (the backward's GELU gradient) read its
+    pre-activation through the same casts and reshapes. The bias is rounded
+    to the GEMM's type, as tx-gemm-bias rounds it; the pre-activation is
+    rounded once with the bias in it, and the GELU is computed from the
+    unrounded sum.
+
+    Must not fire (a remark at the chain's tanh says why): an FP8 or f32
+    GEMM, a GEMM with `c`, a batched `b`, N not a multiple of 8, a bias that
+    is not a row vector, the product read without the bias too, a GELU
+    output no GEMM reads in the GEMM's type (an FP8 step quantizes it in the
+    kernel that computes it), and the second GELU of one GEMM's result (the
+    backward's recomputation). The erf GELU has no cuBLASLt epilogue. The
+    GPU lowering runs it after tx-gemm-bias (`--no-gelu-epilogue` turns it
+    off).
+
+    ```mlir
+    %y = tx.blas_gemm %x, %w : tensor<64x128xbf16>, tensor<128x512xbf16> -> tensor<64x512xbf16>
+    %f = tx.cast %y : tensor<64x512xbf16> to tensor<64x512xf32>
+    %s = tx.add %f, %bias : tensor<64x512xf32>, tensor<512xf32>
+    // %g = 0.5 %s (1 + tanh(...)) ; %h = tx.cast %g to bf16 ; GEMMs read %h
+    // becomes
+    %b = tx.cast %bias : tensor<512xf32> to tensor<512xbf16>
+    %h, %pre = tx.blas_gemm_gelu %x, %w, %b : tensor<64x128xbf16>, tensor<128x512xbf16>, tensor<512xbf16> -> tensor<64x512xbf16>, tensor<64x512xbf16>
+    %s = tx.cast %pre : tensor<64x512xbf16> to tensor<64x512xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
 def GemmTransposesPass : Pass<"tx-gemm-transposes", "::mlir::func::FuncOp"> {
   let summary = "Move transposes to where the GEMMs reading or writing them fold them";
   let description = [{
