@@ -8,7 +8,7 @@
 # for GPT-2 OUT/adamw.md (the packed AdamW beside torch.optim.AdamW),
 # and the logs. Exits 1 if a run failed or if txopt's losses leave
 # PyTorch's (the comparison is also a check that both trained one model).
-# Usage: bench/step/run.sh DIR OUT [gpt2|gpt1.3b] [STEPS=30]
+# Usage: bench/step/run.sh DIR OUT [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-d128] [STEPS=30]
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
 #   PRECISIONS="fp32 bf16 fp8 fp8-cached" and TORCH_MODES="eager-fp32 eager-bf16
 #   compile-bf16" (the defaults) choose the configurations; the clipped
@@ -47,8 +47,8 @@ echo "$(cat "$dir/$model.sha256")  $work/$model.onnx.data" | sha256sum -c - || e
 python3 - "$work/tokens.npy" "$steps" "${shape[@]}" <<'PY'
 import sys, numpy as np
 path, steps = sys.argv[1], int(sys.argv[2])
-args = dict(zip(sys.argv[3::2], map(int, sys.argv[4::2])))
-window = args["--batch"] * args["--seq"]
+shape = sys.argv[3:]  # the export's flags: --batch B --seq T ... (--gelu tanh)
+window = int(shape[shape.index("--batch") + 1]) * int(shape[shape.index("--seq") + 1])
 np.save(path, np.random.default_rng(1234).integers(0, 50257, (steps + 2) * window + 1, dtype=np.int64))
 PY
 

@@ -113,7 +113,8 @@ def torch_row(out, mode, shape):
 def main():
     directory, out, model = sys.argv[1:4]
     words = open(os.path.join(directory, f"{model}.shape")).read().split()
-    shape = {k: int(v) for k, v in zip(words[::2], words[1::2])}
+    # The export's flags: numbers, and --gelu's form (gpt2-tanh).
+    shape = {k: int(v) if v.isdigit() else v for k, v in zip(words[::2], words[1::2])}
     named = ("fp32", "bf16", "fp8", "fp8-cached", "bf16-clip", "fp8-clip", "bf16-dp1",
              "fp8-lmhead", "bf16-unfused", "fp8-fast", "fp8-attention")
     rows = [r for r in [txopt_row(directory, out, model, p, shape)
@@ -145,7 +146,7 @@ def main():
     device = (json.load(open(copy_path)).get("device", "GPU") if os.path.exists(copy_path)
               else "GPU")
     lines = [f"### {model} (B{shape['--batch']}, T{shape['--seq']}, {shape['--layers']} layers, "
-             f"d{shape['--d-model']}) — one run, one {device}", "",
+             f"d{shape['--d-model']}{', ' + shape['--gelu'] + ' GELU' if '--gelu' in shape else ''}) — one run, one {device}", "",
              "| configuration | ms/step | tok/s | model TFLOP/s | peak memory GiB | launches/step "
              "| first step s | vs torch.compile bf16 (clipped: clipped) | vs eager (same precision) |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The PyTorch peer of a txopt whole-step benchmark: the GPT that
 scripts/export_gpt_external.py writes as ONNX, written as a PyTorch user
-writes it (F.linear with bias, F.layer_norm, exact GELU, SDPA with
-is_causal, tied LM head, mean cross-entropy), with the *same* weights read
+writes it (F.linear with bias, F.layer_norm, the export's GELU: exact, or
+the tanh form of --gelu tanh; SDPA with is_causal, tied LM head, mean
+cross-entropy), with the *same* weights read
 from the export's external-data file and AdamW with txopt's defaults
 (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01 on rank >= 2).
 
@@ -59,13 +60,16 @@ def load_weights(model_path):
     for t in model.graph.initializer:
         if t.name == "heads_shape":
             shapes["heads"] = int(numpy_helper.to_array(t, base_dir=folder)[2])
+    # The export's GELU: the tanh form (--gelu tanh, GPT-2's gelu_new) has
+    # Tanh nodes, the erf form (the default, nn.GELU()) Erf nodes.
+    shapes["gelu"] = "tanh" if any(n.op_type == "Tanh" for n in model.graph.node) else "none"
     return weights, shapes
 
 
 class GPT(torch.nn.Module):
-    def __init__(self, weights, layers, heads):
+    def __init__(self, weights, layers, heads, gelu="none"):
         super().__init__()
-        self.layers, self.heads = layers, heads
+        self.layers, self.heads, self.gelu = layers, heads, gelu
         self.params = torch.nn.ParameterDict(
             {k.replace(".", "__"): torch.nn.Parameter(torch.from_numpy(v))
              for k, v in weights.items() if k.endswith((".weight", ".bias"))})
@@ -94,7 +98,7 @@ class GPT(torch.nn.Module):
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             o = o.transpose(1, 2).reshape(b, t, d)
             x = x + linear(o, pre + ".attn.c_proj")
-            m = F.gelu(linear(ln(x, pre + ".ln_2"), pre + ".mlp.c_fc"))
+            m = F.gelu(linear(ln(x, pre + ".ln_2"), pre + ".mlp.c_fc"), approximate=self.gelu)
             x = x + linear(m, pre + ".mlp.c_proj")
         logits = ln(x, "ln_f") @ self.p("wte.weight").t()
         return F.cross_entropy(logits.reshape(b * t, -1).float(), labels.reshape(b * t))
@@ -120,7 +124,7 @@ def main():
     b, t = shapes["ids"]
     d = weights["wte.weight"].shape[1]
     layers = sum(1 for k in weights if k.endswith(".ln_1.weight"))
-    model = GPT(weights, layers, shapes.get("heads", d // 64)).cuda()
+    model = GPT(weights, layers, shapes.get("heads", d // 64), shapes["gelu"]).cuda()
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},

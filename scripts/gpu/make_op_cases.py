@@ -263,6 +263,11 @@ FLAGS = {"norms": "--no-fuse=norms", "attention_causal_bf16": "--precision=bf16"
 
 
 def main():
+    # A usage error, not a folder named after the flag (one such was once
+    # created and committed).
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print("usage: " + "\n".join(__doc__.strip().splitlines()[-2:]), file=sys.stderr)
+        sys.exit(2)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, text in CASES.items():
