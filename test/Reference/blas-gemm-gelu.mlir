@@ -5,11 +5,11 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: txopt-opt %s --tx-gemm-gelu -o %t/folded.mlir
 // RUN: grep -c "tx.blas_gemm_gelu" %t/folded.mlir | FileCheck %s --check-prefix=FOLDED
-// FOLDED: {{^}}2{{$}}
+// FOLDED: {{^}}4{{$}}
 // RUN: %python %S/gemm_gelu_oracle.py --txopt-run txopt-run --source %s --folded %t/folded.mlir --work %t | FileCheck %s
 // CHECK: gemm-gelu oracle: seed {{[0-9]+}}
 // CHECK-NOT: FAIL
-// CHECK: fused: 2 outputs match numpy's bf16 rounding of gelu(s) and s bit for bit
+// CHECK: fused: 6 outputs match numpy's bf16 rounding of gelu(s) and s bit for bit
 // CHECK: folded chain: 2 outputs within 2e-2 of their largest magnitude of the chain's
 
 // The fused op with a bias and alpha, from f32 inputs rounded to bf16.
@@ -22,6 +22,23 @@ func.func @fused(%a: tensor<32x24xf32> {tx.name = "a"}, %b: tensor<24x64xf32> {t
   %y, %pre = tx.blas_gemm_gelu %a16, %b16, %bias16 {alpha = 0.5 : f32}
       : tensor<32x24xbf16>, tensor<24x64xbf16>, tensor<64xbf16> -> tensor<32x64xbf16>, tensor<32x64xbf16>
   return %y, %pre : tensor<32x64xbf16>, tensor<32x64xbf16>
+}
+
+// The operand layouts the op takes: a batched a (its leading dims rows of
+// M) against a transposed b, and a transposed a; no bias.
+func.func @fused_layouts(%a3: tensor<2x16x24xf32> {tx.name = "a3"}, %bt: tensor<64x24xf32> {tx.name = "bt"},
+                         %at: tensor<24x32xf32> {tx.name = "at"}, %b: tensor<24x64xf32> {tx.name = "b"})
+    -> (tensor<2x16x64xbf16> {tx.name = "gelu3"}, tensor<2x16x64xbf16> {tx.name = "pre3"},
+        tensor<32x64xbf16> {tx.name = "gelut"}, tensor<32x64xbf16> {tx.name = "pret"}) {
+  %a316 = tx.cast %a3 : tensor<2x16x24xf32> to tensor<2x16x24xbf16>
+  %bt16 = tx.cast %bt : tensor<64x24xf32> to tensor<64x24xbf16>
+  %at16 = tx.cast %at : tensor<24x32xf32> to tensor<24x32xbf16>
+  %b16 = tx.cast %b : tensor<24x64xf32> to tensor<24x64xbf16>
+  %y3, %pre3 = tx.blas_gemm_gelu %a316, %bt16 {transpose_b}
+      : tensor<2x16x24xbf16>, tensor<64x24xbf16> -> tensor<2x16x64xbf16>, tensor<2x16x64xbf16>
+  %yt, %pret = tx.blas_gemm_gelu %at16, %b16 {transpose_a}
+      : tensor<24x32xbf16>, tensor<24x64xbf16> -> tensor<32x64xbf16>, tensor<32x64xbf16>
+  return %y3, %pre3, %yt, %pret : tensor<2x16x64xbf16>, tensor<2x16x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>
 }
 
 // GPT-2's MLP as a bf16 step computes it (GEMMs in bf16, the bias and the

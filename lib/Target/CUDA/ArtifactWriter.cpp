@@ -41,8 +41,10 @@ static constexpr uint32_t kFormatVersionBase = 1;
 static fb::DType toFb(DType t) { return static_cast<fb::DType>(t); }
 
 static fb::Epilogue epilogueOf(const GemmCmd &g) {
-  if (g.geluAux >= 0)
+  if (g.gelu && g.geluAux >= 0)
     return g.bias >= 0 ? fb::Epilogue::GELU_AUX_BIAS : fb::Epilogue::GELU_AUX;
+  if (g.gelu)
+    return g.bias >= 0 ? fb::Epilogue::GELU_BIAS : fb::Epilogue::GELU;
   return g.bias >= 0 ? fb::Epilogue::BIAS : fb::Epilogue::NONE;
 }
 

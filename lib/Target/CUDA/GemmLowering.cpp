@@ -148,7 +148,8 @@ LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
 /// epilogue: D is the GELU's output, the pre-activation goes to the aux
 /// slot, laid out as D (the verifier's one matrix b and untransposed
 /// batched a make it one GEMM, and N a multiple of 8 cuBLASLt's aux
-/// leading dimension).
+/// leading dimension). A pre-activation nothing reads (a function without
+/// a backward: @eval) is not written: the GELU(_BIAS) epilogue.
 LogicalResult cuda::lowerBlasGemmGelu(LoweringContext &ctx, tx::BlasGemmGeluOp op) {
   GemmCmd g = columnMajorGemm(typeOf(op.getA()), typeOf(op.getB()), op.getTransposeA(),
                               op.getTransposeB());
@@ -166,7 +167,9 @@ LogicalResult cuda::lowerBlasGemmGelu(LoweringContext &ctx, tx::BlasGemmGeluOp o
   g.a = ctx.bufferFor(op.getB());
   g.b = ctx.bufferFor(op.getA());
   g.d = ctx.bufferFor(op.getResult());
-  g.geluAux = static_cast<int>(ctx.bufferFor(op.getPreActivation()));
+  g.gelu = true;
+  if (!op.getPreActivation().use_empty())
+    g.geluAux = static_cast<int>(ctx.bufferFor(op.getPreActivation()));
   ctx.gemm(g, op);
   return success();
 }

@@ -742,7 +742,7 @@ static void countCommands(StepProgram &program) {
         ++stats.fp8Gemms;
       if (g->bias >= 0)
         ++stats.biasEpilogues;
-      if (g->geluAux >= 0)
+      if (g->gelu)
         ++stats.geluEpilogues;
     }
     else if (std::holds_alternative<MemsetCmd>(c.op)) ++stats.memsets;

@@ -109,8 +109,10 @@ static void printGemm(llvm::raw_ostream &os, const GemmCmd &g) {
     os << " fast_accum";
   if (g.bias >= 0)
     os << " bias=" << g.bias;
+  if (g.gelu)
+    os << " gelu";
   if (g.geluAux >= 0)
-    os << " gelu pre_activation=" << g.geluAux;
+    os << " pre_activation=" << g.geluAux;
   if (g.alpha != 1.0f)
     os << " alpha=" << g.alpha;
 }

@@ -185,9 +185,8 @@ func.func @fp8_gemm(%x: tensor<4x8xf8E4M3FN>, %w: tensor<16x8xf8E4M3FN>, %si: te
 // -----
 
 // Must not fire: a bf16 GELU output that no GEMM reads (a kernel does), a
-// GEMM with 12 columns, a bias that is a full matrix, and a product read
-// without its bias too. The erf GELU (no epilogue) is not a candidate: no
-// remark.
+// GEMM with 12 columns, a bias that is a full matrix or one element. The
+// erf GELU (no epilogue) is not a candidate: no remark.
 // CHECK-LABEL: func.func @near_misses
 // CHECK-NOT: tx.blas_gemm_gelu
 func.func @near_misses(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %w12: tensor<8x12xbf16>, %full: tensor<4x16xbf16>, %w2: tensor<16x8xbf16>, %w3: tensor<12x8xbf16>)
@@ -239,7 +238,7 @@ func.func @near_misses(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %w12: tensor
   %g2 = tx.mul %hs2, %tp2 : tensor<4x16xbf16>, tensor<4x16xbf16>
   %o2 = tx.blas_gemm %g2, %w2 : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
 
-  // The product without its bias returned too.
+  // A one-element "bias" ([1]) broadcast over the columns.
   %p3 = tx.blas_gemm %x, %w : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xbf16>
   %bias3 = tx.reshape %rsqrt2 : tensor<bf16> -> tensor<1xbf16>
   %s3 = tx.add %p3, %bias3 : tensor<4x16xbf16>, tensor<1xbf16>
@@ -314,4 +313,156 @@ func.func @not_gelu(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %w2: tensor<16x
   %g = tx.mul %hs, %tp : tensor<4x16xbf16>, tensor<4x16xbf16>
   %out = tx.blas_gemm %g, %w2 : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
   return %out : tensor<4x8xbf16>
+}
+
+// -----
+
+// The GEMM's flags and alpha carry over, and a reshape between the GEMM and
+// the bias add (keeping the last dim) is rebuilt on the pre-activation.
+// CHECK-LABEL: func.func @flags_and_reshape
+// CHECK: %[[Y:.*]], %[[PRE:.*]] = tx.blas_gemm_gelu %arg0, %arg1, %{{[0-9]+}} {alpha = 5.000000e-01 : f32, transpose_a, transpose_b} : tensor<8x4xbf16>, tensor<16x8xbf16>, tensor<16xbf16> -> tensor<4x16xbf16>, tensor<4x16xbf16>
+// CHECK: %[[R:.*]] = tx.reshape %[[PRE]] : tensor<4x16xbf16> -> tensor<2x2x16xbf16>
+// CHECK: %[[X:.*]] = tx.cast %[[R]] : tensor<2x2x16xbf16> to tensor<2x2x16xf32>
+// CHECK: tx.tanh
+// CHECK: tx.mul %{{.*}}, %[[X]]
+func.func @flags_and_reshape(%x: tensor<8x4xbf16>, %w: tensor<16x8xbf16>, %bias: tensor<16xbf16>, %w2: tensor<16x8xbf16>)
+    -> (tensor<4x8xbf16>, tensor<2x2x16xf32>) {
+  %half = tx.constant dense<0.5> : tensor<f32>
+  %three = tx.constant dense<3.0> : tensor<f32>
+  %k = tx.constant dense<0.044715> : tensor<f32>
+  %c = tx.constant dense<0.797884583> : tensor<f32>
+  %one = tx.constant dense<1.0> : tensor<f32>
+  %p = tx.blas_gemm %x, %w {transpose_a, transpose_b, alpha = 0.5 : f32} : tensor<8x4xbf16>, tensor<16x8xbf16> -> tensor<4x16xbf16>
+  %r = tx.reshape %p : tensor<4x16xbf16> -> tensor<2x2x16xbf16>
+  %f = tx.cast %r : tensor<2x2x16xbf16> to tensor<2x2x16xf32>
+  %bf = tx.cast %bias : tensor<16xbf16> to tensor<16xf32>
+  %s = tx.add %f, %bf : tensor<2x2x16xf32>, tensor<16xf32>
+  %cube = tx.pow %s, %three : tensor<2x2x16xf32>, tensor<f32>
+  %kc = tx.mul %cube, %k : tensor<2x2x16xf32>, tensor<f32>
+  %inner = tx.add %s, %kc : tensor<2x2x16xf32>, tensor<2x2x16xf32>
+  %u = tx.mul %inner, %c : tensor<2x2x16xf32>, tensor<f32>
+  %t = tx.tanh %u : tensor<2x2x16xf32>
+  %hs = tx.mul %s, %half : tensor<2x2x16xf32>, tensor<f32>
+  %tp = tx.add %t, %one : tensor<2x2x16xf32>, tensor<f32>
+  %g = tx.mul %hs, %tp : tensor<2x2x16xf32>, tensor<2x2x16xf32>
+  %g16 = tx.cast %g : tensor<2x2x16xf32> to tensor<2x2x16xbf16>
+  %g2 = tx.reshape %g16 : tensor<2x2x16xbf16> -> tensor<4x16xbf16>
+  %out = tx.blas_gemm %g2, %w2 : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+  %back = tx.mul %t, %s : tensor<2x2x16xf32>, tensor<2x2x16xf32>
+  return %out, %back : tensor<4x8xbf16>, tensor<2x2x16xf32>
+}
+
+// -----
+
+// Must not fire, with a remark: a GEMM that already adds a c, a batched b,
+// a batched a read transposed.
+// CHECK-LABEL: func.func @gemm_forms
+// CHECK-NOT: tx.blas_gemm_gelu
+func.func @gemm_forms(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %cc: tensor<4x16xbf16>,
+                      %xb: tensor<2x4x8xbf16>, %wb: tensor<2x8x16xbf16>, %xt: tensor<2x8x4xbf16>,
+                      %w2: tensor<16x8xbf16>, %w2b: tensor<2x16x8xbf16>)
+    -> (tensor<4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) {
+  %half = tx.constant dense<0.5> : tensor<bf16>
+  %three = tx.constant dense<3.0> : tensor<bf16>
+  %k = tx.constant dense<0.044715> : tensor<bf16>
+  %c = tx.constant dense<0.797884583> : tensor<bf16>
+  %one = tx.constant dense<1.0> : tensor<bf16>
+
+  %s0 = tx.blas_gemm %x, %w, %cc {beta = 1.0 : f32} : tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x16xbf16> -> tensor<4x16xbf16>
+  %cube0 = tx.pow %s0, %three : tensor<4x16xbf16>, tensor<bf16>
+  %kc0 = tx.mul %cube0, %k : tensor<4x16xbf16>, tensor<bf16>
+  %inner0 = tx.add %s0, %kc0 : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %u0 = tx.mul %inner0, %c : tensor<4x16xbf16>, tensor<bf16>
+  // expected-remark @+1 {{GELU not folded into its GEMM's epilogue: its GEMM already adds a c}}
+  %t0 = tx.tanh %u0 : tensor<4x16xbf16>
+  %hs0 = tx.mul %s0, %half : tensor<4x16xbf16>, tensor<bf16>
+  %tp0 = tx.add %t0, %one : tensor<4x16xbf16>, tensor<bf16>
+  %g0 = tx.mul %hs0, %tp0 : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %c0 = tx.cast %g0 : tensor<4x16xbf16> to tensor<4x16xbf16>
+  %o0 = tx.blas_gemm %c0, %w2 : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+
+  %s1 = tx.blas_gemm %xb, %wb : tensor<2x4x8xbf16>, tensor<2x8x16xbf16> -> tensor<2x4x16xbf16>
+  %cube1 = tx.pow %s1, %three : tensor<2x4x16xbf16>, tensor<bf16>
+  %kc1 = tx.mul %cube1, %k : tensor<2x4x16xbf16>, tensor<bf16>
+  %inner1 = tx.add %s1, %kc1 : tensor<2x4x16xbf16>, tensor<2x4x16xbf16>
+  %u1 = tx.mul %inner1, %c : tensor<2x4x16xbf16>, tensor<bf16>
+  // expected-remark @+1 {{GELU not folded into its GEMM's epilogue: the GEMM's b has batch dims}}
+  %t1 = tx.tanh %u1 : tensor<2x4x16xbf16>
+  %hs1 = tx.mul %s1, %half : tensor<2x4x16xbf16>, tensor<bf16>
+  %tp1 = tx.add %t1, %one : tensor<2x4x16xbf16>, tensor<bf16>
+  %g1 = tx.mul %hs1, %tp1 : tensor<2x4x16xbf16>, tensor<2x4x16xbf16>
+  %c1 = tx.cast %g1 : tensor<2x4x16xbf16> to tensor<2x4x16xbf16>
+  %o1 = tx.blas_gemm %c1, %w2b : tensor<2x4x16xbf16>, tensor<2x16x8xbf16> -> tensor<2x4x8xbf16>
+
+  %s2 = tx.blas_gemm %xt, %w {transpose_a} : tensor<2x8x4xbf16>, tensor<8x16xbf16> -> tensor<2x4x16xbf16>
+  %cube2 = tx.pow %s2, %three : tensor<2x4x16xbf16>, tensor<bf16>
+  %kc2 = tx.mul %cube2, %k : tensor<2x4x16xbf16>, tensor<bf16>
+  %inner2 = tx.add %s2, %kc2 : tensor<2x4x16xbf16>, tensor<2x4x16xbf16>
+  %u2 = tx.mul %inner2, %c : tensor<2x4x16xbf16>, tensor<bf16>
+  // expected-remark @+1 {{GELU not folded into its GEMM's epilogue: the GEMM's a is batched and transposed}}
+  %t2 = tx.tanh %u2 : tensor<2x4x16xbf16>
+  %hs2 = tx.mul %s2, %half : tensor<2x4x16xbf16>, tensor<bf16>
+  %tp2 = tx.add %t2, %one : tensor<2x4x16xbf16>, tensor<bf16>
+  %g2 = tx.mul %hs2, %tp2 : tensor<2x4x16xbf16>, tensor<2x4x16xbf16>
+  %c2 = tx.cast %g2 : tensor<2x4x16xbf16> to tensor<2x4x16xbf16>
+  %o2 = tx.blas_gemm %c2, %w2 : tensor<2x4x16xbf16>, tensor<16x8xbf16> -> tensor<2x4x8xbf16>
+  return %o0, %o1, %o2 : tensor<4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+}
+
+// -----
+
+// Must not fire, and no remark (not the tanh GELU over a GEMM's sum): a
+// bf16 chain whose 0.044715 is 0.042 (within bf16's absolute rounding of
+// 0.0039, but 6% off), a GEMM result through an integer cast, and a
+// constant that broadcasts the chain to a larger shape.
+// CHECK-LABEL: func.func @not_the_gelu_of_the_sum
+// CHECK-NOT: tx.blas_gemm_gelu
+func.func @not_the_gelu_of_the_sum(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %w2: tensor<16x8xbf16>, %w2b: tensor<2x16x8xbf16>)
+    -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<2x4x8xbf16>) {
+  %half = tx.constant dense<0.5> : tensor<bf16>
+  %three = tx.constant dense<3.0> : tensor<bf16>
+  %k = tx.constant dense<0.044715> : tensor<bf16>
+  %k42 = tx.constant dense<0.042> : tensor<bf16>
+  %c = tx.constant dense<0.797884583> : tensor<bf16>
+  %one = tx.constant dense<1.0> : tensor<bf16>
+  %halfwide = tx.constant dense<0.5> : tensor<2x4x16xbf16>
+
+  %s0 = tx.blas_gemm %x, %w : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xbf16>
+  %cube0 = tx.pow %s0, %three : tensor<4x16xbf16>, tensor<bf16>
+  %kc0 = tx.mul %cube0, %k42 : tensor<4x16xbf16>, tensor<bf16>
+  %inner0 = tx.add %s0, %kc0 : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %u0 = tx.mul %inner0, %c : tensor<4x16xbf16>, tensor<bf16>
+  %t0 = tx.tanh %u0 : tensor<4x16xbf16>
+  %hs0 = tx.mul %s0, %half : tensor<4x16xbf16>, tensor<bf16>
+  %tp0 = tx.add %t0, %one : tensor<4x16xbf16>, tensor<bf16>
+  %g0 = tx.mul %hs0, %tp0 : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %c0 = tx.cast %g0 : tensor<4x16xbf16> to tensor<4x16xbf16>
+  %o0 = tx.blas_gemm %c0, %w2 : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+
+  %p1 = tx.blas_gemm %x, %w : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xbf16>
+  %i1 = tx.cast %p1 : tensor<4x16xbf16> to tensor<4x16xi32>
+  %s1 = tx.cast %i1 : tensor<4x16xi32> to tensor<4x16xbf16>
+  %cube1 = tx.pow %s1, %three : tensor<4x16xbf16>, tensor<bf16>
+  %kc1 = tx.mul %cube1, %k : tensor<4x16xbf16>, tensor<bf16>
+  %inner1 = tx.add %s1, %kc1 : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %u1 = tx.mul %inner1, %c : tensor<4x16xbf16>, tensor<bf16>
+  %t1 = tx.tanh %u1 : tensor<4x16xbf16>
+  %hs1 = tx.mul %s1, %half : tensor<4x16xbf16>, tensor<bf16>
+  %tp1 = tx.add %t1, %one : tensor<4x16xbf16>, tensor<bf16>
+  %g1 = tx.mul %hs1, %tp1 : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %c1 = tx.cast %g1 : tensor<4x16xbf16> to tensor<4x16xbf16>
+  %o1 = tx.blas_gemm %c1, %w2 : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+
+  %s2 = tx.blas_gemm %x, %w : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xbf16>
+  %cube2 = tx.pow %s2, %three : tensor<4x16xbf16>, tensor<bf16>
+  %kc2 = tx.mul %cube2, %k : tensor<4x16xbf16>, tensor<bf16>
+  %inner2 = tx.add %s2, %kc2 : tensor<4x16xbf16>, tensor<4x16xbf16>
+  %u2 = tx.mul %inner2, %c : tensor<4x16xbf16>, tensor<bf16>
+  %t2 = tx.tanh %u2 : tensor<4x16xbf16>
+  %hs2 = tx.mul %s2, %halfwide : tensor<4x16xbf16>, tensor<2x4x16xbf16>
+  %tp2 = tx.add %t2, %one : tensor<4x16xbf16>, tensor<bf16>
+  %g2 = tx.mul %hs2, %tp2 : tensor<2x4x16xbf16>, tensor<4x16xbf16>
+  %c2 = tx.cast %g2 : tensor<2x4x16xbf16> to tensor<2x4x16xbf16>
+  %o2 = tx.blas_gemm %c2, %w2b : tensor<2x4x16xbf16>, tensor<2x16x8xbf16> -> tensor<2x4x8xbf16>
+  return %o0, %o1, %o2 : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<2x4x8xbf16>
 }

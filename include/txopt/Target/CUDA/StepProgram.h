@@ -81,9 +81,12 @@ struct GemmCmd {
   /// A row vector of D's type added to every row (cuBLASLt's BIAS
   /// epilogue: a tx.blas_gemm's row-vector c, tx-gemm-bias); -1: none.
   int bias = -1;
-  /// cuBLASLt's GELU_AUX(_BIAS) epilogue (tx.blas_gemm_gelu): D is the
-  /// tanh GELU of the sum, and the sum (bias included) is written to the
-  /// slot `aux` (leading dimension ldd, D's type); -1: no GELU.
+  /// cuBLASLt's GELU epilogue (tx.blas_gemm_gelu): D is the tanh GELU of
+  /// the sum.
+  bool gelu = false;
+  /// With gelu: the slot the sum (bias included, D's type, leading
+  /// dimension ldd) goes to, for the backward (GELU_AUX); -1 where nothing
+  /// reads it (an evaluation function: the GELU epilogue alone).
   int geluAux = -1;
 };
 

@@ -907,9 +907,13 @@ def GemmGeluPass : Pass<"tx-gemm-gelu", "::mlir::func::FuncOp"> {
     and the kernel's read goes away. This pass rewrites
 
     - the chain `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` in any
-      association and operand order, x^3 as a product or `tx.pow`, where
-    - x is a `tx.blas_gemm`'s result through casts and reshapes that keep
-      the last dim, plus (optionally) a row-vector bias,
+      association and operand order, x^3 as a product or `tx.pow`, its
+      constants as the chain's type rounds them (relative 2^-9 in bf16,
+      2^-11 in f16, 1e-6 in f32) and the chain of x's shape, where
+    - x is a `tx.blas_gemm`'s result through reshapes that keep the last
+      dim and float casts (between the GEMM and the bias add only exact
+      ones: to the same type or f32; after it, to 16 bits or more), plus
+      (optionally) a row-vector bias,
     - the GEMM is bf16 or f16 (the epilogue's tanh is approximate, within
       their rounding), without `c`, its `b` one matrix, N a multiple of 8,
       its product read only through the bias add when there is one,
