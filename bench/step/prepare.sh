@@ -6,7 +6,7 @@
 # the GPU machine needs: the artifacts (weights stay by reference; the GPU machine regenerates them with
 # the same seed and checks this checksum), the --report files (kernel
 # launches, planned memory) and the compile times.
-# Usage: bench/step/prepare.sh DIR [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-d128]
+# Usage: bench/step/prepare.sh DIR [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-tanh|gpt1.3b-d128]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="$1" model="${2:-gpt2}"
@@ -17,11 +17,12 @@ case "$model" in
   # computes the GELU in cuBLASLt's epilogue (tx-gemm-gelu), bf16-nogelu
   # keeps it in a kernel (--no-gelu-epilogue), the A/B of the two.
   gpt2-tanh) shape=(--layers 12 --d-model 768 --batch 16 --seq 1024 --gelu tanh) ;;
+  gpt1.3b-tanh) shape=(--layers 24 --d-model 2048 --batch 8 --seq 1024 --gelu tanh) ;;
   gpt1.3b) shape=(--layers 24 --d-model 2048 --batch 8 --seq 1024) ;;
   # GPT-1.3B with 16 heads of 128 (GPT-3 XL's head dim; the export's
   # default is 32 of 64): the head dim cuDNN's FP8 attention trains on Hopper.
   gpt1.3b-d128) shape=(--layers 24 --d-model 2048 --heads 16 --batch 8 --seq 1024) ;;
-  *) echo "prepare.sh: unknown model '$model' (gpt2, gpt2-tanh, gpt1.3b or gpt1.3b-d128)" >&2; exit 2 ;;
+  *) echo "prepare.sh: unknown model '$model' (gpt2, gpt2-tanh, gpt1.3b, gpt1.3b-tanh or gpt1.3b-d128)" >&2; exit 2 ;;
 esac
 mkdir -p "$dir"
 work="$(mktemp -d)"
@@ -41,7 +42,7 @@ echo "${shape[*]}" > "$dir/$model.shape"
 # FP8 attention needs head dim 128 on Hopper: only gpt1.3b-d128 has it.
 extra=()
 [ "$model" = gpt1.3b-d128 ] && extra=(fp8-attention)
-[ "$model" = gpt2-tanh ] && extra=(bf16-nogelu)
+case "$model" in *-tanh) extra=(bf16-nogelu) ;; esac
 for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead bf16-unfused fp8-fast \
                  "${extra[@]}"; do
   case "$precision" in

@@ -8,7 +8,7 @@
 # for GPT-2 OUT/adamw.md (the packed AdamW beside torch.optim.AdamW),
 # and the logs. Exits 1 if a run failed or if txopt's losses leave
 # PyTorch's (the comparison is also a check that both trained one model).
-# Usage: bench/step/run.sh DIR OUT [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-d128] [STEPS=30]
+# Usage: bench/step/run.sh DIR OUT [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-tanh|gpt1.3b-d128] [STEPS=30]
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
 #   PRECISIONS="fp32 bf16 fp8 fp8-cached" and TORCH_MODES="eager-fp32 eager-bf16
 #   compile-bf16" (the defaults) choose the configurations; the clipped

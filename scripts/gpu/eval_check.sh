@@ -18,7 +18,12 @@
 #  3. validating changes nothing the training reads: the step lines equal
 #     a run without --val-data bit for bit;
 #  4. bf16 (cuDNN attention in the evaluation too) trains 200 steps with
-#     finite validation losses that fall.
+#     finite validation losses that fall;
+#  5. bf16 on the one-window stream: the validation loss after step s is
+#     step s + 1's loss within 2e-3 relative. nanoGPT's tanh GELU runs in
+#     cuBLASLt's GELU_BIAS epilogue in the evaluation (nothing reads its
+#     pre-activation there) and in GELU_AUX_BIAS in the step: the two
+#     epilogues must compute one forward.
 # Exits non-zero if any failed.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -102,6 +107,22 @@ sys.exit(0 if ok else 1)
 PY
   else
     echo "FAIL bf16 eval run: $(tail -1 "$dir/bf16.txt")"; status=1
+  fi
+  if "$txrun" "$dir/eval-bf16.txa" --steps 4 --data "$dir/one.npy" --val-data "$dir/one.npy" \
+       --eval-every 1 --eval-steps 1 --log "$dir/one-bf16.jsonl" > "$dir/one-bf16.txt" 2>&1; then
+    verdict "bf16: validation after step s equals step s+1's loss (2e-3; GELU_BIAS vs GELU_AUX_BIAS)" \
+      "$py" - "$dir/one-bf16.jsonl" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+train = {x["step"]: x["loss"] for x in r if "loss" in x}
+val = {x["step"]: x["val_loss"] for x in r if "val_loss" in x}
+pairs = [(val[s], train[s + 1]) for s in val if s + 1 in train]
+worst = max(abs(v - t) / abs(t) for v, t in pairs)
+print(f"{len(pairs)} pairs, worst relative difference {worst:.2e}")
+sys.exit(0 if len(pairs) == 4 and worst <= 2e-3 else 1)
+PY
+  else
+    echo "FAIL bf16 one-window run: $(tail -1 "$dir/one-bf16.txt")"; status=1
   fi
   exit $status
   ;;
