@@ -97,6 +97,10 @@ add_case llama_op18_loss_fp8 "$models/llama_op18_loss.onnx" "$steps" --precision
 # The same with the weights' codes kept as state (tx-cache-fp8-weights):
 # the state-init function at load, the casts into the state slots.
 add_case nanogpt_op18_loss_cached_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp8 --fp8-weight-cache=on
+# Current scaling (Transformer Engine's Float8CurrentScaling): each cast
+# site's scale from its tensor's own amax in the same step (an amax kernel,
+# the scale, then the quantize), nanoGPT's tanh GELU gradient included.
+add_case nanogpt_op18_loss_current_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" --precision=fp8 --fp8-recipe=current
 # The benchmark's GPT (erf GELU, fused QKV, external weights, which stay
 # beside the artifact), small, in FP8: its amax kernels quantize tensors of
 # 128 tiles and more, as the benchmark's do.
@@ -104,6 +108,7 @@ add_case nanogpt_op18_loss_cached_fp8 "$models/nanogpt_op18_loss.onnx" "$steps" 
   --layers 1 --d-model 256 --vocab 512 --seq 512 --batch 4 > /dev/null
 add_case gpt_bench_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8
 add_case gpt_bench_cached_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8 --fp8-weight-cache=on
+add_case gpt_bench_current_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8 --fp8-recipe=current
 # Clipping to the global norm with the benchmark GPT's tied embedding: the
 # Adam kernels scale the gradients as they load them, and the embedding's
 # gradient (two contributions its readers add) keeps a sum of its own.
