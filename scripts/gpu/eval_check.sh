@@ -80,10 +80,15 @@ assert cv[20] < cv[0] - 0.1, f"the model did not learn: val {cv[0]:.4f} -> {cv[2
 print(f"val {cv[0]:.4f} -> {cv[20]:.4f}; worst relative difference val {worst_v:.2e}, train {worst_t:.2e}")
 sys.exit(0 if worst_v <= 1e-5 and worst_t <= 1e-5 else 1)
 PY
-  "$txrun" "$dir/eval.txa" --steps 4 --data "$dir/one.npy" --val-data "$dir/one.npy" \
-    --eval-every 1 --eval-steps 1 --log "$dir/one.jsonl" > "$dir/one.txt" 2>&1 \
-    || { echo "FAIL txrun one-window:"; tail -3 "$dir/one.txt"; status=1; }
-  verdict "validation after step s equals step s+1's loss (1e-6)" "$py" - "$dir/one.jsonl" <<'PY'
+  # On the one-window stream, the validation loss after step s against
+  # step s + 1's loss within TOL relative: NAME ARTIFACT TOL LABEL.
+  one_window() {
+    local name="$1" artifact="$2" tol="$3" label="$4"
+    if ! "$txrun" "$artifact" --steps 4 --data "$dir/one.npy" --val-data "$dir/one.npy" \
+         --eval-every 1 --eval-steps 1 --log "$dir/$name.jsonl" > "$dir/$name.txt" 2>&1; then
+      echo "FAIL txrun $name:"; tail -3 "$dir/$name.txt"; status=1; return
+    fi
+    verdict "$label" "$py" - "$dir/$name.jsonl" "$tol" <<'PY'
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
 train = {x["step"]: x["loss"] for x in r if "loss" in x}
@@ -91,8 +96,10 @@ val = {x["step"]: x["val_loss"] for x in r if "val_loss" in x}
 pairs = [(val[s], train[s + 1]) for s in val if s + 1 in train]
 worst = max(abs(v - t) / abs(t) for v, t in pairs)
 print(f"{len(pairs)} pairs, worst relative difference {worst:.2e}")
-sys.exit(0 if len(pairs) == 4 and worst <= 1e-6 else 1)
+sys.exit(0 if len(pairs) == 4 and worst <= float(sys.argv[2]) else 1)
 PY
+  }
+  one_window one "$dir/eval.txa" 1e-6 "validation after step s equals step s+1's loss (1e-6)"
   "$txrun" "$dir/eval.txa" --steps 20 --data "$dir/train.npy" --lr 3e-3 > "$dir/noval.txt" 2>&1
   verdict "validating changes no step line" diff <(grep -v val_loss "$dir/gpu.txt" | grep '^step ' | sed 's/  ms .*//') \
     <(grep '^step ' "$dir/noval.txt" | sed 's/  ms .*//')
@@ -108,22 +115,8 @@ PY
   else
     echo "FAIL bf16 eval run: $(tail -1 "$dir/bf16.txt")"; status=1
   fi
-  if "$txrun" "$dir/eval-bf16.txa" --steps 4 --data "$dir/one.npy" --val-data "$dir/one.npy" \
-       --eval-every 1 --eval-steps 1 --log "$dir/one-bf16.jsonl" > "$dir/one-bf16.txt" 2>&1; then
-    verdict "bf16: validation after step s equals step s+1's loss (2e-3; GELU_BIAS vs GELU_AUX_BIAS)" \
-      "$py" - "$dir/one-bf16.jsonl" <<'PY'
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1])]
-train = {x["step"]: x["loss"] for x in r if "loss" in x}
-val = {x["step"]: x["val_loss"] for x in r if "val_loss" in x}
-pairs = [(val[s], train[s + 1]) for s in val if s + 1 in train]
-worst = max(abs(v - t) / abs(t) for v, t in pairs)
-print(f"{len(pairs)} pairs, worst relative difference {worst:.2e}")
-sys.exit(0 if len(pairs) == 4 and worst <= 2e-3 else 1)
-PY
-  else
-    echo "FAIL bf16 one-window run: $(tail -1 "$dir/one-bf16.txt")"; status=1
-  fi
+  one_window one-bf16 "$dir/eval-bf16.txa" 2e-3 \
+    "bf16: validation after step s equals step s+1's loss (2e-3; GELU_BIAS vs GELU_AUX_BIAS)"
   exit $status
   ;;
 *)
