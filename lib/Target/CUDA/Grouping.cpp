@@ -211,6 +211,10 @@ static bool addRecomputeCost(Value v, const Materialization &plan,
       cost.largeReads.insert(v);
     return cost.largeReads.size() <= maxReads;
   }
+  // A splat constant is an immediate in the kernel: no op to count.
+  if (auto constant = dyn_cast<tx::ConstantOp>(def);
+      constant && cast<ElementsAttr>(constant.getValue()).isSplat())
+    return true;
   bool view = throughViews && (isViewOp(def) || isa<tx::ExpandOp>(def) || movesRowsWhole(def));
   if (!isArithmetic(def) && !view)
     return false;
@@ -232,10 +236,11 @@ static bool addRecomputeCost(Value v, const Materialization &plan,
 /// Materialized, a value read by k kernels costs its R large reads, one
 /// write and k reads; recomputed, k * R reads: so one large read allows
 /// four readers, two large reads two readers, and a chain never grows
-/// (a residual sum of sums stays materialized). Up to 16 distinct ops:
-/// the tanh GELU's gradient has a factor, dy * 0.5 x * (1 - tanh(u)^2) *
-/// sqrt(2/pi), that two of its terms read: 13 ops in a bf16 step, casts
-/// included. Stored, that f32 factor cost GPT-2 a 200 MB write and read a
+/// (a residual sum of sums stays materialized). Up to 16 distinct ops,
+/// constants not counted: the tanh GELU's gradient has a factor, dy * 0.5 x
+/// * (1 - tanh(u)^2) * sqrt(2/pi), that two of its terms read: about a
+/// dozen ops in a bf16 step, casts included, more as exporters write the
+/// chain. Stored, that f32 factor cost GPT-2 a 200 MB write and read a
 /// layer, and kept an FP8 step's GELU gradient out of its amax kernel
 /// (planColumnSumsInAmax).
 static bool isRecomputedExpression(Operation &op, const Materialization &plan) {
