@@ -112,8 +112,7 @@ std::string whyNotFolded(BiasAdd m) {
     return "the add broadcasts the GEMM's result";
   int64_t n = gemmType.getShape().back();
   ArrayRef<int64_t> biasShape = biasType.getShape();
-  if (biasShape.empty() || biasShape.back() != n ||
-      llvm::any_of(biasShape.drop_back(), [](int64_t d) { return d != 1; }))
+  if (!tx::isRowVectorOver(biasShape, n))
     return "the other operand " + tx::formatShape(biasShape) +
            " is not a row vector over the GEMM's " + std::to_string(n) + " columns";
   Type gemmElement = gemmType.getElementType();
@@ -133,18 +132,7 @@ void fold(BiasAdd m) {
   OpBuilder b(m.add);
   Location loc = m.add.getLoc();
   RankedTensorType gemmType = tensorType(gemm.getResult());
-  int64_t n = gemmType.getShape().back();
-  // The bias as [N] of the GEMM's type: under --precision=bf16 it is
-  // rounded to bf16 and the sum rounds once, as PyTorch's autocast linear
-  // does (its bias goes to cuBLASLt's epilogue in bf16 too).
-  Value bias = m.bias;
-  RankedTensorType biasType = tensorType(bias);
-  if (biasType.getRank() != 1)
-    bias = tx::ReshapeOp::create(b, loc, RankedTensorType::get({n}, biasType.getElementType()),
-                                 bias);
-  if (biasType.getElementType() != gemmType.getElementType())
-    bias = tx::CastOp::create(b, loc, RankedTensorType::get({n}, gemmType.getElementType()),
-                              bias);
+  Value bias = tx::biasAsEpilogueRow(b, loc, m.bias, gemmType);
   auto withBias = tx::BlasGemmOp::create(
       b, gemm.getLoc(), gemmType, gemm.getA(), gemm.getB(), bias, gemm.getAScaleInv(),
       gemm.getBScaleInv(), gemm.getTransposeAAttr(), gemm.getTransposeBAttr(),
@@ -169,6 +157,24 @@ struct GemmBiasPass : public tx::impl::GemmBiasPassBase<GemmBiasPass> {
 };
 
 } // namespace
+
+bool tx::isRowVectorOver(ArrayRef<int64_t> shape, int64_t n) {
+  return !shape.empty() && shape.back() == n &&
+         llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
+}
+
+Value tx::biasAsEpilogueRow(OpBuilder &b, Location loc, Value bias,
+                            RankedTensorType gemmType) {
+  int64_t n = gemmType.getShape().back();
+  RankedTensorType biasType = tensorType(bias);
+  if (biasType.getRank() != 1)
+    bias = tx::ReshapeOp::create(b, loc, RankedTensorType::get({n}, biasType.getElementType()),
+                                 bias);
+  if (biasType.getElementType() != gemmType.getElementType())
+    bias = tx::CastOp::create(b, loc, RankedTensorType::get({n}, gemmType.getElementType()),
+                              bias);
+  return bias;
+}
 
 tx::GemmBiasResult tx::foldBiasesIntoGemms(func::FuncOp func) {
   GemmBiasResult result;

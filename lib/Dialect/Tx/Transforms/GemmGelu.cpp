@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "txopt/Dialect/Tx/Transforms/GemmGelu.h"
+#include "txopt/Dialect/Tx/Transforms/GemmBias.h"
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 #include "txopt/Dialect/Tx/Transforms/Passes.h"
 #include "txopt/Dialect/Tx/Transforms/PatternUtils.h"
@@ -253,19 +254,13 @@ std::string whyNotFolded(GeluOverGemm &m) {
            "pre-activation)";
   if (m.biasAdd) {
     ArrayRef<int64_t> biasShape = tensorType(m.bias).getShape();
-    if (biasShape.empty() || biasShape.back() != n ||
-        llvm::any_of(biasShape.drop_back(), [](int64_t d) { return d != 1; }))
+    if (!tx::isRowVectorOver(biasShape, n))
       return "the other operand of the add, " + tx::formatShape(biasShape) +
              ", is not a row vector over the GEMM's " + std::to_string(n) + " columns";
-    // Every op between the GEMM and the add reads nothing but the product:
-    // the product without the bias must have no other reader.
-    Value v = gemm.getResult();
-    while (v != m.biasAdd.getLhs() && v != m.biasAdd.getRhs()) {
-      if (!v.hasOneUse())
-        return "the GEMM's result is read without the bias too";
-      v = (*v.getUsers().begin())->getResult(0);
-    }
-    if (!v.hasOneUse())
+    // The product without the bias has no other reader: the GEMM's result
+    // and each op on the path to the add are read once.
+    if (!gemm.getResult().hasOneUse() ||
+        llvm::any_of(m.path, [](Operation *op) { return !op->getResult(0).hasOneUse(); }))
       return "the GEMM's result is read without the bias too";
   }
   m.output = findGemmReadOutput(m.y, element);
@@ -284,14 +279,14 @@ Value reshapeTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) 
                                value);
 }
 
-/// Erases each of |roots| that is pure and unread, then its operands'
-/// definitions that become so, transitively.
+/// Erases each of |roots| that is trivially dead (unread, no side
+/// effects), then its operands' definitions that become so, transitively.
 void eraseDeadFrom(llvm::ArrayRef<Operation *> roots) {
   llvm::SmallVector<Operation *> work(roots.begin(), roots.end());
   llvm::SmallPtrSet<Operation *, 16> erased;
   while (!work.empty()) {
     Operation *op = work.pop_back_val();
-    if (erased.contains(op) || !op->use_empty() || !isPure(op))
+    if (erased.contains(op) || !isOpTriviallyDead(op))
       continue;
     for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp())
@@ -304,21 +299,13 @@ void eraseDeadFrom(llvm::ArrayRef<Operation *> roots) {
 void fold(GeluOverGemm &m) {
   tx::BlasGemmOp gemm = m.gemm;
   RankedTensorType gemmType = tensorType(gemm.getResult());
-  Type element = gemmType.getElementType();
-  int64_t n = gemmType.getShape().back();
   // Where the bias and the GEMM's operands are all available: the add
   // (the bias may be computed after the GEMM), else the GEMM.
   Operation *at = m.biasAdd ? m.biasAdd.getOperation() : gemm.getOperation();
   OpBuilder b(at);
   Location loc = gemm.getLoc();
-  Value bias;
-  if (m.biasAdd) {
-    // The bias as [N] of the GEMM's type: rounded to bf16 like the GEMM
-    // bias epilogue of tx-gemm-bias (PyTorch's autocast linear's).
-    bias = reshapeTo(b, loc, m.bias, RankedTensorType::get({n}, element));
-    if (tensorType(bias).getElementType() != element)
-      bias = tx::CastOp::create(b, loc, RankedTensorType::get({n}, element), bias);
-  }
+  // The bias rounded to the GEMM's type, as tx-gemm-bias rounds it.
+  Value bias = m.biasAdd ? tx::biasAsEpilogueRow(b, loc, m.bias, gemmType) : Value();
   auto fused = tx::BlasGemmGeluOp::create(b, loc, gemmType, gemmType, gemm.getA(), gemm.getB(),
                                           bias, gemm.getTransposeAAttr(),
                                           gemm.getTransposeBAttr(), gemm.getAlphaAttr());

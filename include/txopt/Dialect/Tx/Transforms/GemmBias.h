@@ -10,6 +10,7 @@
 #define TXOPT_DIALECT_TX_TRANSFORMS_GEMMBIAS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
@@ -29,6 +30,17 @@ struct GemmBiasResult {
 /// reached through views only (reshapes; before tx.attention and its
 /// gradient also the head split and the cast back to the GEMM's type).
 GemmBiasResult foldBiasesIntoGemms(func::FuncOp func);
+
+/// Whether |shape| is a row vector over |n| columns ([n] or [1, ..., n]):
+/// a bias cuBLASLt's epilogue can add (tx-gemm-bias, tx-gemm-gelu).
+bool isRowVectorOver(ArrayRef<int64_t> shape, int64_t n);
+
+/// The row-vector |bias| as the epilogue takes it, built at |b|: [N] of the
+/// element type of |gemmType| (a GEMM result of N columns). Under
+/// --precision=bf16 the bias is rounded to bf16 and the sum rounds once,
+/// as PyTorch's autocast linear does (its bias goes to cuBLASLt's epilogue
+/// in bf16 too).
+Value biasAsEpilogueRow(OpBuilder &b, Location loc, Value bias, RankedTensorType gemmType);
 
 } // namespace mlir::txopt::tx
 
