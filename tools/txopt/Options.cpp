@@ -152,6 +152,9 @@ OPTIONS:
                           of cuBLASLt's GELU_AUX epilogue (which writes the
                           GELU and its input from the GEMM; tanh-GELU models
                           such as GPT-2's gelu_new only).
+  --no-loss-grad-fusion   Give the cross-entropy gradient its own kernel
+                          instead of writing it from the loss's kernel (which
+                          then reads the logits once instead of twice).
   --weights=DIR           Start from trained weights: every parameter takes
                           its value from the checkpoint in DIR (txopt-run or
                           txrun --save: checkpoint.json + safetensors,
@@ -511,10 +514,10 @@ static bool checkCombinations(const Options &options, std::string &error) {
     return false;
   }
   if ((options.gpuPlanPath || options.gpuKernelsPath || options.gpuPtxPath ||
-       options.allowTF32 || options.noGeluEpilogue) &&
+       options.allowTF32 || options.noGeluEpilogue || options.noLossGradFusion) &&
       !options.emitsArtifact()) {
-    error = "--gpu-plan, --gpu-kernels, --gpu-ptx, --tf32 and --no-gelu-epilogue need -o "
-            "FILE.txa";
+    error = "--gpu-plan, --gpu-kernels, --gpu-ptx, --tf32, --no-gelu-epilogue and "
+            "--no-loss-grad-fusion need -o FILE.txa";
     return false;
   }
   if (options.input.empty() && !options.showHelp && !options.showVersion) {
@@ -568,6 +571,8 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       options.allowTF32 = true;
     } else if (arg == "--no-gelu-epilogue") {
       options.noGeluEpilogue = true;
+    } else if (arg == "--no-loss-grad-fusion") {
+      options.noLossGradFusion = true;
     } else if (arg == "--fp8-attention") {
       options.fp8Attention = true;
       options.fp8Flags.push_back(arg);

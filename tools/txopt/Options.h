@@ -94,6 +94,7 @@ struct Options {
   std::optional<std::string> gpuPtxPath;
   bool allowTF32 = false;
   bool noGeluEpilogue = false; ///< --no-gelu-epilogue
+  bool noLossGradFusion = false; ///< --no-loss-grad-fusion
   bool emitsArtifact() const {
     return llvm::StringRef(output).ends_with(".txa");
   }

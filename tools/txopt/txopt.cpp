@@ -132,6 +132,7 @@ std::string compileGPUStep(ModuleOp module, const Options &options,
   gpuOptions.target = options.target;
   gpuOptions.allowTF32 = options.allowTF32;
   gpuOptions.geluEpilogue = !options.noGeluEpilogue;
+  gpuOptions.lossGradientFusion = !options.noLossGradFusion;
   if (failed(cuda::lowerStepForGPU(module, step, gpuOptions, program)))
     return collector.firstError().empty() ? "GPU lowering failed"
                                           : collector.firstError();

@@ -1093,109 +1093,132 @@ static std::pair<Value, Value> rowLogSumExpParts(RowKernel &rk, Value scores,
   return {max, kb.blockReduce(mine, false)};
 }
 
-/// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
-/// weight, then one block sums them (mean, sum) unless reduction is none.
-LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
-  auto loss = cast<tx::SoftmaxCrossEntropyLossOp>(op);
-  Value scores = loss.getScores(), labels = loss.getLabels(), result = loss.getResult();
-  Value weights = loss.getWeights();
-  if (failed(checkCrossEntropy(op, scores)))
-    return failure();
-  int64_t rows = typeOf(scores).getShape()[0], classes = typeOf(scores).getShape()[1];
-  bool none = loss.getReduction() == tx::LossReduction::none;
-  bool mean = loss.getReduction() == tx::LossReduction::mean;
-  std::optional<int64_t> ignore = loss.getIgnoreIndex() ? std::optional<int64_t>(static_cast<int64_t>(*loss.getIgnoreIndex())) : std::nullopt;
+namespace {
+/// What tx.softmax_cross_entropy_loss and tx.softmax_cross_entropy_grad
+/// share: scores [rows, classes], labels [rows], optional class weights, the
+/// reduction and the ignored label.
+struct CrossEntropyForm {
+  Value scores, labels, weights;
+  int64_t rows = 0, classes = 0;
+  tx::LossReduction reduction = tx::LossReduction::mean;
+  std::optional<int64_t> ignore;
 
-  // Row losses go straight to the result for reduction none.
-  unsigned rowLoss = none ? ctx.bufferFor(result) : ctx.scratch(rows * 4, "row losses");
-  unsigned rowWeights = ctx.scratch(rows * 4, "row weights");
-  unsigned rowStats = ctx.scratch(rows * 8, "row max and sum of exp");
-  ctx.rowLogSumExp[scores] = rowStats;
-  {
-    // Stand-in values typed like the scratch buffers, for the builder.
-    llvm::SmallVector<Value> inputs{scores, labels};
-    if (weights)
-      inputs.push_back(weights);
-    RowKernel rk(ctx, op, {result, result}, inputs, classes);
-    KernelBuilder &kb = rk.kb;
-    auto &b = kb.builder();
-    Value statsArg = kb.insertBufferArgument(2, MemRefType::get({rows * 2}, b.getF32Type()));
-    auto [label, valid] = rowLabel(kb, labels, rk.row, ignore, classes);
-    auto [max, sum] = rowLogSumExpParts(rk, scores, classes);
-    Value picked = kb.load(scores, rk.at(arith::IndexCastOp::create(b, b.getIndexType(), label)));
-    Value logProb = arith::SubFOp::create(
-        b, arith::SubFOp::create(b, picked, max), math::LogOp::create(b, sum));
-    Value zero = kb.f32(0.0);
-    Value weight = rowWeight(kb, weights, label, valid);
-    Value negLogProb = arith::NegFOp::create(b, logProb);
-    Value rowValue = arith::SelectOp::create(
-        b, valid, weights ? Value(arith::MulFOp::create(b, weight, negLogProb)) : negLogProb,
-        zero);
-    rk.onFirstThread([&] {
-      Value ba = kb.func().getArgument(0), bw = kb.func().getArgument(1);
-      memref::StoreOp::create(b, rowValue, ba, ValueRange{rk.row});
-      memref::StoreOp::create(b, weight, bw, ValueRange{rk.row});
-      Value at = arith::MulIOp::create(b, rk.row, kb.idx(2));
-      memref::StoreOp::create(b, max, statsArg, ValueRange{at});
-      memref::StoreOp::create(b, sum, statsArg,
-                              ValueRange{arith::AddIOp::create(b, at, kb.idx(1))});
-    });
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    // The builder typed both outputs like |result|; fix the argument types
-    // to the f32 row buffers they really are.
-    auto funcType = kb.func().getFunctionType();
-    llvm::SmallVector<Type> args(funcType.getInputs().begin(), funcType.getInputs().end());
-    auto rowType = MemRefType::get({rows}, b.getF32Type());
-    args[0] = args[1] = rowType;
-    kb.func().setType(b.getFunctionType(args, {}));
-    kb.func().getArgument(0).setType(rowType);
-    kb.func().getArgument(1).setType(rowType);
-    // Whole slots, so 16-byte aligned (a stand-in scalar claimed only 4).
-    for (unsigned a : {0u, 1u})
-      kb.func().setArgAttr(a, kArgAlignAttr, b.getI64IntegerAttr(kArgAlign));
-    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
-               {rowLoss, rowWeights, rowStats}, ctx.buffersOf(inputs));
-  }
-  if (none)
-    return success();
-  {
-    // One block: total loss and weight, then mean or sum.
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan, 32);
-    auto &b = kb.builder();
-    auto rowType = MemRefType::get({rows}, b.getF32Type());
-    Value lossArg = kb.insertBufferArgument(kb.numArguments(), rowType);
-    Value weightArg = kb.insertBufferArgument(kb.numArguments(), rowType);
-    auto sums = kb.blockStridedLoop(rows, {kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-      Value l = memref::LoadOp::create(b, lossArg, ValueRange{j});
-      Value w = memref::LoadOp::create(b, weightArg, ValueRange{j});
-      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], l), arith::AddFOp::create(b, a[1], w)};
-    });
-    Value total = kb.blockReduce(sums[0], false);
-    Value weight = kb.blockReduce(sums[1], false);
-    Value value = mean ? Value(arith::DivFOp::create(b, total, weight)) : total;
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
-    kb.ifThen(first, [&] {
-      kb.store(result, kb.idx(0), kb.roundTo(value, typeOf(result).getElementType()));
-    });
-    kb.finish();
-    if (failed(kb.status()))
-      return failure();
-    ctx.launch(kb, op, 1, ctx.buffersOf({result}), {rowLoss, rowWeights});
-  }
-  return success();
+  bool none() const { return reduction == tx::LossReduction::none; }
+  bool mean() const { return reduction == tx::LossReduction::mean; }
+};
+} // namespace
+
+template <typename CrossEntropyOp>
+static CrossEntropyForm crossEntropyForm(CrossEntropyOp op) {
+  CrossEntropyForm f;
+  f.scores = op.getScores();
+  f.labels = op.getLabels();
+  f.weights = op.getWeights();
+  f.rows = typeOf(f.scores).getShape()[0];
+  f.classes = typeOf(f.scores).getShape()[1];
+  f.reduction = op.getReduction();
+  if (op.getIgnoreIndex())
+    f.ignore = static_cast<int64_t>(*op.getIgnoreIndex());
+  return f;
 }
 
-/// The scores' buffer, when the gradient of |op| may be written over it: a
-/// scratch buffer of the result's size and storage type that nothing reads
-/// after |op| (the loss kernel and the GEMM that wrote the logits come
-/// before it). Each element is read and then written by the same thread
-/// (the row's max and sum are known before the write loop), so the kernel
-/// can run in place, and the B*T x vocab logits and their gradient never
-/// take memory side by side: in GPT-2-124M, 1.6 GB of the step's peak.
-static std::optional<unsigned> scoresBufferToOverwrite(LoweringContext &ctx, Operation *op,
-                                                       Value scores, Value result) {
+/// One block sums the rows' weights into a 4-byte scratch buffer: the
+/// gradient's norm (1 unless the reduction is mean). Returns the buffer.
+static FailureOr<unsigned> emitGradientNorm(LoweringContext &ctx, Operation *op,
+                                            const CrossEntropyForm &f) {
+  unsigned norm = ctx.scratch(4, "loss weight");
+  llvm::SmallVector<Value> normInputs{f.labels};
+  if (f.weights)
+    normInputs.push_back(f.weights);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, normInputs, ctx.plan, 32);
+  auto &b = kb.builder();
+  auto scalarType = MemRefType::get({1}, b.getF32Type());
+  Value normArg = kb.insertBufferArgument(0, scalarType);
+  auto count = kb.blockStridedLoop(f.rows, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    auto [label, valid] = rowLabel(kb, f.labels, j, f.ignore, f.classes);
+    Value w = rowWeight(kb, f.weights, label, valid);
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], w)};
+  });
+  Value total = kb.blockReduce(count[0], false);
+  Value value = f.mean() ? total : kb.f32(1.0);
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(first, [&] { memref::StoreOp::create(b, value, normArg, ValueRange{kb.idx(0)}); });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, 1, {norm}, ctx.buffersOf(normInputs));
+  return norm;
+}
+
+/// Row rk.row's gradient scale, g * w / norm (|dl| the loss gradient, per
+/// row for reduction none; |normArg| the kernel's argument holding the
+/// norm; w only with class weights), and whether the row has a gradient:
+/// its label counts and, with class weights, its weight is not 0.
+static std::pair<Value, Value> gradientScale(RowKernel &rk, const CrossEntropyForm &f, Value dl,
+                                             Value normArg, Value label, Value valid) {
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Value g = kb.load(dl, f.none() ? rk.row : kb.idx(0));
+  Value normValue = memref::LoadOp::create(b, normArg, ValueRange{kb.idx(0)});
+  Value scale = arith::DivFOp::create(b, g, normValue);
+  // With class weights, the row's weight scales it, and a row of weight
+  // 0 gets exactly 0 (the op's definition), like an ignored one.
+  if (f.weights) {
+    Value w = rowWeight(kb, f.weights, label, valid);
+    scale = arith::MulFOp::create(b, scale, w);
+    valid = arith::AndIOp::create(
+        b, valid, arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, w, kb.f32(0.0)));
+  }
+  return {scale, valid};
+}
+
+/// Writes row rk.row's gradient, scale * (softmax - onehot) (0 where the
+/// row has none), from the row's max and sum of exp(x - max).
+static void emitGradientSweep(RowKernel &rk, const CrossEntropyForm &f, Value result,
+                              Value label, Value scale, Value valid, Value max, Value sum) {
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Value labelIndex = arith::IndexCastOp::create(b, b.getIndexType(), label);
+  Type element = typeOf(result).getElementType();
+  // Chunks of 16 bytes where both the scores and the result allow it: one
+  // vector load and one vector store per 8 classes.
+  int64_t chunk =
+      std::min(vectorChunk(kb, f.scores, f.classes), vectorChunk(kb, result, f.classes));
+  kb.blockStridedLoop(f.classes / chunk, {}, [&](Value c, llvm::ArrayRef<Value>) {
+    Value first = chunk == 1 ? c : Value(arith::MulIOp::create(b, c, kb.idx(chunk)));
+    llvm::SmallVector<Value> xs =
+        chunk == 1 ? llvm::SmallVector<Value>{kb.load(f.scores, rk.at(first))}
+                   : kb.loadVector(f.scores, rk.at(first), chunk);
+    llvm::SmallVector<Value> out;
+    for (auto [i, x] : llvm::enumerate(xs)) {
+      Value j = arith::AddIOp::create(b, first, kb.idx(i));
+      Value e = math::ExpOp::create(b, arith::SubFOp::create(b, x, max));
+      Value p = arith::DivFOp::create(b, e, sum);
+      Value isLabel = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, labelIndex);
+      Value onehot = arith::SelectOp::create(b, isLabel, kb.f32(1.0), kb.f32(0.0));
+      Value v = arith::MulFOp::create(b, scale, arith::SubFOp::create(b, p, onehot));
+      out.push_back(kb.roundTo(arith::SelectOp::create(b, valid, v, kb.f32(0.0)), element));
+    }
+    if (chunk == 1)
+      kb.store(result, rk.at(first), out[0]);
+    else
+      kb.storeVector(result, rk.at(first), out);
+    return llvm::SmallVector<Value>{};
+  });
+}
+
+/// The scores' buffer, when the gradient may be written over it by the
+/// kernel of |position| (the gradient's op, or the loss's when it computes
+/// the gradient too): a scratch buffer of the result's size and storage
+/// type that nothing but |readersInKernel| reads at or after |position|
+/// (the GEMM that wrote the logits comes before it). Each element is read
+/// and then written by the same thread (the row's max and sum are known
+/// before the write loop), so the kernel can run in place, and the B*T x
+/// vocab logits and their gradient never take memory side by side: in
+/// GPT-2-124M, 1.6 GB of the step's peak.
+static std::optional<unsigned>
+scoresBufferToOverwrite(LoweringContext &ctx, Operation *position,
+                        llvm::ArrayRef<Operation *> readersInKernel, Value scores, Value result) {
   Value storage = KernelBuilder::storageOf(scores, ctx.plan);
   // Down views to the value that owns the buffer.
   Value root = storage;
@@ -1205,27 +1228,27 @@ static std::optional<unsigned> scoresBufferToOverwrite(LoweringContext &ctx, Ope
     root = def->getOperand(0);
   }
   Operation *rootDef = root.getDefiningOp();
-  if (!rootDef || rootDef->getBlock() != op->getBlock())
+  if (!rootDef || rootDef->getBlock() != position->getBlock())
     return std::nullopt;
   Value resultStorage = KernelBuilder::storageOf(result, ctx.plan);
   if (typeOf(storage).getElementType() != typeOf(resultStorage).getElementType() ||
       typeOf(storage).getNumElements() != typeOf(resultStorage).getNumElements())
     return std::nullopt;
   // Every reader of the buffer (through views and casts, which read it
-  // where they are used) must come before |op|.
+  // where they are used) must come before |position|.
   llvm::SmallVector<Value> aliases = {root};
   llvm::DenseSet<Value> seen = {root};
   while (!aliases.empty()) {
     Value v = aliases.pop_back_val();
     for (Operation *user : v.getUsers()) {
-      if (user == op)
+      if (llvm::is_contained(readersInKernel, user))
         continue;
       if (isViewOp(user) || isa<tx::CastOp>(user)) {
         if (seen.insert(user->getResult(0)).second)
           aliases.push_back(user->getResult(0));
         continue;
       }
-      if (user->getBlock() != op->getBlock() || !user->isBeforeInBlock(op))
+      if (user->getBlock() != position->getBlock() || !user->isBeforeInBlock(position))
         return std::nullopt;
     }
   }
@@ -1235,114 +1258,238 @@ static std::optional<unsigned> scoresBufferToOverwrite(LoweringContext &ctx, Ope
   return buffer;
 }
 
-/// tx.softmax_cross_entropy_grad: one block counts the weight (mean), then
-/// a row kernel writes g * w / norm * (softmax - onehot).
-LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
-  auto grad = cast<tx::SoftmaxCrossEntropyGradOp>(op);
-  Value dl = grad.getGrad(), scores = grad.getScores(), labels = grad.getLabels();
-  Value result = grad.getResult();
-  Value weights = grad.getWeights();
-  if (failed(checkCrossEntropy(op, scores)))
+/// The tx.softmax_cross_entropy_grad the kernel of |loss| computes as well,
+/// if any: the gradient of the same scores, labels, weights, reduction and
+/// ignored label, later in the same block, whose loss gradient is known
+/// where the loss runs (a constant such as the training step's seed 1, an
+/// argument, or a value computed before the loss). The loss kernel reads
+/// every logit anyway; writing the gradient there saves the gradient
+/// kernel's read of the B*T x vocab logits (1.6 GB in GPT-2-124M's step).
+static tx::SoftmaxCrossEntropyGradOp gradientComputedByLoss(LoweringContext &ctx,
+                                                            tx::SoftmaxCrossEntropyLossOp loss) {
+  if (!ctx.options.lossGradientFusion)
+    return {};
+  for (Operation *user : loss.getScores().getUsers()) {
+    auto grad = dyn_cast<tx::SoftmaxCrossEntropyGradOp>(user);
+    if (!grad || grad->getBlock() != loss->getBlock() || !loss->isBeforeInBlock(grad) ||
+        ctx.loweredElsewhere.contains(grad) || grad.getScores() != loss.getScores() ||
+        grad.getLabels() != loss.getLabels() || grad.getWeights() != loss.getWeights() ||
+        grad.getReduction() != loss.getReduction() ||
+        grad.getIgnoreIndex() != loss.getIgnoreIndex())
+      continue;
+    Value dl = grad.getGrad();
+    Operation *def = dl.getDefiningOp();
+    bool known = !def || isa<tx::ConstantOp>(def) ||
+                 (def->getBlock() == loss->getBlock() && def->isBeforeInBlock(loss));
+    if (known)
+      return grad;
+  }
+  return {};
+}
+
+/// One block: the rows' total loss and weight, then their mean or sum.
+static LogicalResult emitLossTotal(LoweringContext &ctx, Operation *op, Value result,
+                                   const CrossEntropyForm &f, unsigned rowLoss,
+                                   unsigned rowWeights) {
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {}, ctx.plan, 32);
+  auto &b = kb.builder();
+  auto rowType = MemRefType::get({f.rows}, b.getF32Type());
+  Value lossArg = kb.insertBufferArgument(kb.numArguments(), rowType);
+  Value weightArg = kb.insertBufferArgument(kb.numArguments(), rowType);
+  auto sums = kb.blockStridedLoop(f.rows, {kb.f32(0.0), kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
+    Value l = memref::LoadOp::create(b, lossArg, ValueRange{j});
+    Value w = memref::LoadOp::create(b, weightArg, ValueRange{j});
+    return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], l), arith::AddFOp::create(b, a[1], w)};
+  });
+  Value total = kb.blockReduce(sums[0], false);
+  Value weight = kb.blockReduce(sums[1], false);
+  Value value = f.mean() ? Value(arith::DivFOp::create(b, total, weight)) : total;
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
+  kb.ifThen(first, [&] {
+    kb.store(result, kb.idx(0), kb.roundTo(value, typeOf(result).getElementType()));
+  });
+  kb.finish();
+  if (failed(kb.status()))
     return failure();
-  int64_t rows = typeOf(scores).getShape()[0], classes = typeOf(scores).getShape()[1];
-  bool none = grad.getReduction() == tx::LossReduction::none;
-  bool mean = grad.getReduction() == tx::LossReduction::mean;
-  std::optional<int64_t> ignore = grad.getIgnoreIndex() ? std::optional<int64_t>(static_cast<int64_t>(*grad.getIgnoreIndex())) : std::nullopt;
-  unsigned norm = ctx.scratch(4, "loss weight");
-  {
-    llvm::SmallVector<Value> normInputs{labels};
-    if (weights)
-      normInputs.push_back(weights);
-    KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, normInputs, ctx.plan, 32);
-    auto &b = kb.builder();
-    auto scalarType = MemRefType::get({1}, b.getF32Type());
-    Value normArg = kb.insertBufferArgument(0, scalarType);
-    auto count = kb.blockStridedLoop(rows, {kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
-      auto [label, valid] = rowLabel(kb, labels, j, ignore, classes);
-      Value w = rowWeight(kb, weights, label, valid);
-      return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], w)};
-    });
-    Value total = kb.blockReduce(count[0], false);
-    Value value = mean ? total : kb.f32(1.0);
-    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(), kb.idx(0));
-    kb.ifThen(first, [&] { memref::StoreOp::create(b, value, normArg, ValueRange{kb.idx(0)}); });
-    kb.finish();
-    if (failed(kb.status()))
+  ctx.launch(kb, op, 1, ctx.buffersOf({result}), {rowLoss, rowWeights});
+  return success();
+}
+
+/// A kernel that computes the gradient as well reads each row twice: once
+/// for its max and sum, then again for the gradient. The second read should
+/// hit L2, so the rows the resident blocks work on must fit in it: eight
+/// 256-thread blocks on each of an H100's 132 SMs hold 1056 rows, 105 MB of
+/// GPT-2's 50304 bf16 logits, twice the 50 MB L2. So a kernel with rows
+/// longer than kRowBytesForTwoBlocks takes kTwoBlocksFloats of workgroup
+/// memory, more than a third of an sm_80/sm_90 SM's (164/228 KB): two blocks
+/// an SM, 26 MB of rows in flight. Its reductions use the first floats.
+constexpr int64_t kRowBytesForTwoBlocks = 16 * 1024;
+constexpr unsigned kTwoBlocksFloats = 80 * 1024 / 4;
+
+/// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
+/// weight, then one block sums them (mean, sum) unless reduction is none.
+/// With gradientComputedByLoss, the row kernel writes the gradient too
+/// (after a block has summed the rows' weights), and the gradient's op has
+/// no command of its own. Otherwise it leaves each row's max and sum for
+/// the gradient's kernel.
+LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
+  auto loss = cast<tx::SoftmaxCrossEntropyLossOp>(op);
+  Value result = loss.getResult();
+  if (failed(checkCrossEntropy(op, loss.getScores())))
+    return failure();
+  CrossEntropyForm f = crossEntropyForm(loss);
+  tx::SoftmaxCrossEntropyGradOp grad = gradientComputedByLoss(ctx, loss);
+
+  std::optional<unsigned> norm;
+  if (grad) {
+    FailureOr<unsigned> made = emitGradientNorm(ctx, grad, f);
+    if (failed(made))
       return failure();
-    ctx.launch(kb, op, 1, {norm}, ctx.buffersOf(normInputs));
+    norm = *made;
+  }
+  // Row losses go straight to the result for reduction none.
+  unsigned rowLoss = f.none() ? ctx.bufferFor(result) : ctx.scratch(f.rows * 4, "row losses");
+  unsigned rowWeights = ctx.scratch(f.rows * 4, "row weights");
+  std::optional<unsigned> rowStats;
+  if (!grad) {
+    rowStats = ctx.scratch(f.rows * 8, "row max and sum of exp");
+    ctx.rowLogSumExp[f.scores] = *rowStats;
   }
   {
-    llvm::SmallVector<Value> rowInputs{dl, scores, labels};
-    if (weights)
-      rowInputs.push_back(weights);
-    RowKernel rk(ctx, op, {result}, rowInputs, classes);
+    llvm::SmallVector<Value> inputs{f.scores, f.labels};
+    if (f.weights)
+      inputs.push_back(f.weights);
+    // Stand-in values typed like the row buffers, for the builder.
+    llvm::SmallVector<Value> outputs{result, result};
+    if (grad) {
+      inputs.push_back(grad.getGrad());
+      outputs.push_back(grad.getResult());
+    }
+    Type scoresElement = typeOf(KernelBuilder::storageOf(f.scores, ctx.plan)).getElementType();
+    int64_t rowBytes = f.classes * scoresElement.getIntOrFloatBitWidth() / 8;
+    unsigned workgroupFloats =
+        grad && rowBytes > kRowBytesForTwoBlocks && ctx.targetSM() >= 80 ? kTwoBlocksFloats : 32;
+    RowKernel rk(ctx, op, outputs, inputs, f.classes, /*warpRows=*/false, workgroupFloats);
     KernelBuilder &kb = rk.kb;
     auto &b = kb.builder();
-    auto scalarType = MemRefType::get({1}, b.getF32Type());
-    Value normArg = kb.insertBufferArgument(kb.numArguments(), scalarType);
-    auto [label, valid] = rowLabel(kb, labels, rk.row, ignore, classes);
-    Value g = kb.load(dl, none ? rk.row : kb.idx(0));
-    Value normValue = memref::LoadOp::create(b, normArg, ValueRange{kb.idx(0)});
-    Value scale = arith::DivFOp::create(b, g, normValue);
-    // With class weights, the row's weight scales it, and a row of weight
-    // 0 gets exactly 0 (the op's definition), like an ignored one.
-    if (weights) {
-      Value w = rowWeight(kb, weights, label, valid);
-      scale = arith::MulFOp::create(b, scale, w);
-      valid = arith::AndIOp::create(
-          b, valid, arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, w, kb.f32(0.0)));
-    }
-    // The loss kernel of the same scores left each row's max and sum (the
-    // same code computed them, so the values are identical); otherwise two
-    // passes over the row compute them here.
-    auto known = ctx.rowLogSumExp.find(scores);
-    Value max, sum;
-    if (known != ctx.rowLogSumExp.end()) {
-      Value stats = kb.insertBufferArgument(kb.numArguments(),
-                                            MemRefType::get({rows * 2}, b.getF32Type()));
-      Value at = arith::MulIOp::create(b, rk.row, kb.idx(2));
-      max = memref::LoadOp::create(b, stats, ValueRange{at});
-      sum = memref::LoadOp::create(b, stats, ValueRange{arith::AddIOp::create(b, at, kb.idx(1))});
-    } else {
-      std::tie(max, sum) = rowLogSumExpParts(rk, scores, classes);
-    }
-    Value labelIndex = arith::IndexCastOp::create(b, b.getIndexType(), label);
-    Type element = typeOf(result).getElementType();
-    // Chunks of 16 bytes where both the scores and the result allow it: one
-    // vector load and one vector store per 8 classes.
-    int64_t chunk = std::min(vectorChunk(kb, scores, classes), vectorChunk(kb, result, classes));
-    kb.blockStridedLoop(classes / chunk, {}, [&](Value c, llvm::ArrayRef<Value>) {
-      Value first = chunk == 1 ? c : Value(arith::MulIOp::create(b, c, kb.idx(chunk)));
-      llvm::SmallVector<Value> xs =
-          chunk == 1 ? llvm::SmallVector<Value>{kb.load(scores, rk.at(first))}
-                     : kb.loadVector(scores, rk.at(first), chunk);
-      llvm::SmallVector<Value> out;
-      for (auto [i, x] : llvm::enumerate(xs)) {
-        Value j = arith::AddIOp::create(b, first, kb.idx(i));
-        Value e = math::ExpOp::create(b, arith::SubFOp::create(b, x, max));
-        Value p = arith::DivFOp::create(b, e, sum);
-        Value isLabel = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, labelIndex);
-        Value onehot = arith::SelectOp::create(b, isLabel, kb.f32(1.0), kb.f32(0.0));
-        Value v = arith::MulFOp::create(b, scale, arith::SubFOp::create(b, p, onehot));
-        out.push_back(kb.roundTo(arith::SelectOp::create(b, valid, v, kb.f32(0.0)), element));
+    if (grad)
+      kb.func().setName(kb.func().getName().str() + "_and_grad");
+    Value statsArg = rowStats ? kb.insertBufferArgument(
+                                    2, MemRefType::get({f.rows * 2}, b.getF32Type()))
+                              : Value();
+    Value normArg = norm ? kb.insertBufferArgument(kb.numArguments(),
+                                                   MemRefType::get({1}, b.getF32Type()))
+                         : Value();
+    auto [label, valid] = rowLabel(kb, f.labels, rk.row, f.ignore, f.classes);
+    // Before the sweeps' barriers: a gradient written over the scores may
+    // overwrite the label's logit once every thread has passed them.
+    Value picked =
+        kb.load(f.scores, rk.at(arith::IndexCastOp::create(b, b.getIndexType(), label)));
+    auto [max, sum] = rowLogSumExpParts(rk, f.scores, f.classes);
+    Value logProb = arith::SubFOp::create(
+        b, arith::SubFOp::create(b, picked, max), math::LogOp::create(b, sum));
+    Value zero = kb.f32(0.0);
+    Value weight = rowWeight(kb, f.weights, label, valid);
+    Value negLogProb = arith::NegFOp::create(b, logProb);
+    Value rowValue = arith::SelectOp::create(
+        b, valid, f.weights ? Value(arith::MulFOp::create(b, weight, negLogProb)) : negLogProb,
+        zero);
+    rk.onFirstThread([&] {
+      Value ba = kb.func().getArgument(0), bw = kb.func().getArgument(1);
+      memref::StoreOp::create(b, rowValue, ba, ValueRange{rk.row});
+      memref::StoreOp::create(b, weight, bw, ValueRange{rk.row});
+      if (statsArg) {
+        Value at = arith::MulIOp::create(b, rk.row, kb.idx(2));
+        memref::StoreOp::create(b, max, statsArg, ValueRange{at});
+        memref::StoreOp::create(b, sum, statsArg,
+                                ValueRange{arith::AddIOp::create(b, at, kb.idx(1))});
       }
-      if (chunk == 1)
-        kb.store(result, rk.at(first), out[0]);
-      else
-        kb.storeVector(result, rk.at(first), out);
-      return llvm::SmallVector<Value>{};
     });
+    if (grad) {
+      auto [scale, hasGradient] = gradientScale(rk, f, grad.getGrad(), normArg, label, valid);
+      emitGradientSweep(rk, f, grad.getResult(), label, scale, hasGradient, max, sum);
+    }
     kb.finish();
     if (failed(kb.status()))
       return failure();
-    llvm::SmallVector<unsigned> inputs = ctx.buffersOf(rowInputs);
-    inputs.push_back(norm);
-    if (known != ctx.rowLogSumExp.end())
-      inputs.push_back(known->second);
-    if (std::optional<unsigned> same = scoresBufferToOverwrite(ctx, op, scores, result))
-      ctx.bufferOfValue[KernelBuilder::storageOf(result, ctx.plan)] = *same;
-    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(rows, 1)),
-               ctx.buffersOf({result}), inputs);
+    // The builder typed both outputs like |result|; fix the argument types
+    // to the f32 row buffers they really are.
+    auto funcType = kb.func().getFunctionType();
+    llvm::SmallVector<Type> args(funcType.getInputs().begin(), funcType.getInputs().end());
+    auto rowType = MemRefType::get({f.rows}, b.getF32Type());
+    args[0] = args[1] = rowType;
+    kb.func().setType(b.getFunctionType(args, {}));
+    kb.func().getArgument(0).setType(rowType);
+    kb.func().getArgument(1).setType(rowType);
+    // Whole slots, so 16-byte aligned (a stand-in scalar claimed only 4).
+    for (unsigned a : {0u, 1u})
+      kb.func().setArgAttr(a, kArgAlignAttr, b.getI64IntegerAttr(kArgAlign));
+    llvm::SmallVector<unsigned> written{rowLoss, rowWeights};
+    llvm::SmallVector<unsigned> read = ctx.buffersOf(inputs);
+    if (rowStats)
+      written.push_back(*rowStats);
+    if (grad) {
+      if (std::optional<unsigned> same =
+              scoresBufferToOverwrite(ctx, op, {op, grad}, f.scores, grad.getResult()))
+        ctx.bufferOfValue[KernelBuilder::storageOf(grad.getResult(), ctx.plan)] = *same;
+      written.append(ctx.buffersOf({grad.getResult()}));
+      read.push_back(*norm);
+      ctx.loweredElsewhere.insert(grad);
+    }
+    ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(f.rows, 1)), written, read);
   }
+  if (f.none())
+    return success();
+  return emitLossTotal(ctx, op, result, f, rowLoss, rowWeights);
+}
+
+/// tx.softmax_cross_entropy_grad (when its loss's kernel did not compute
+/// it): one block counts the weight (mean), then a row kernel writes
+/// g * w / norm * (softmax - onehot).
+LogicalResult cuda::lowerCrossEntropyGrad(LoweringContext &ctx, Operation *op) {
+  auto grad = cast<tx::SoftmaxCrossEntropyGradOp>(op);
+  Value dl = grad.getGrad(), result = grad.getResult();
+  if (failed(checkCrossEntropy(op, grad.getScores())))
+    return failure();
+  CrossEntropyForm f = crossEntropyForm(grad);
+  FailureOr<unsigned> norm = emitGradientNorm(ctx, op, f);
+  if (failed(norm))
+    return failure();
+  llvm::SmallVector<Value> rowInputs{dl, f.scores, f.labels};
+  if (f.weights)
+    rowInputs.push_back(f.weights);
+  RowKernel rk(ctx, op, {result}, rowInputs, f.classes);
+  KernelBuilder &kb = rk.kb;
+  auto &b = kb.builder();
+  Value normArg =
+      kb.insertBufferArgument(kb.numArguments(), MemRefType::get({1}, b.getF32Type()));
+  auto [label, valid] = rowLabel(kb, f.labels, rk.row, f.ignore, f.classes);
+  auto [scale, hasGradient] = gradientScale(rk, f, dl, normArg, label, valid);
+  // The loss kernel of the same scores left each row's max and sum (the
+  // same code computed them, so the values are identical); otherwise two
+  // passes over the row compute them here.
+  auto known = ctx.rowLogSumExp.find(f.scores);
+  Value max, sum;
+  if (known != ctx.rowLogSumExp.end()) {
+    Value stats = kb.insertBufferArgument(kb.numArguments(),
+                                          MemRefType::get({f.rows * 2}, b.getF32Type()));
+    Value at = arith::MulIOp::create(b, rk.row, kb.idx(2));
+    max = memref::LoadOp::create(b, stats, ValueRange{at});
+    sum = memref::LoadOp::create(b, stats, ValueRange{arith::AddIOp::create(b, at, kb.idx(1))});
+  } else {
+    std::tie(max, sum) = rowLogSumExpParts(rk, f.scores, f.classes);
+  }
+  emitGradientSweep(rk, f, result, label, scale, hasGradient, max, sum);
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  llvm::SmallVector<unsigned> inputs = ctx.buffersOf(rowInputs);
+  inputs.push_back(*norm);
+  if (known != ctx.rowLogSumExp.end())
+    inputs.push_back(known->second);
+  if (std::optional<unsigned> same = scoresBufferToOverwrite(ctx, op, {op}, f.scores, result))
+    ctx.bufferOfValue[KernelBuilder::storageOf(result, ctx.plan)] = *same;
+  ctx.launch(kb, op, static_cast<unsigned>(std::max<int64_t>(f.rows, 1)),
+             ctx.buffersOf({result}), inputs);
   return success();
 }

@@ -328,6 +328,10 @@ struct GPUOptions {
   /// tx-gemm-gelu: tanh GELUs of bf16/f16 GEMMs in cuBLASLt's epilogue
   /// (--no-gelu-epilogue turns it off, to measure what it gains).
   bool geluEpilogue = true;
+  /// The cross-entropy loss's kernel writes the gradient too, where the
+  /// loss gradient is known before the loss (RowKernels.cpp,
+  /// gradientComputedByLoss; --no-loss-grad-fusion turns it off).
+  bool lossGradientFusion = true;
 };
 
 /// Lowers the step function |step| of |module| (the output of the training
