@@ -175,8 +175,8 @@ CASES = {
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\"> (s, labels)"]),
     # Rows of 8192 f32 (32 KiB, with ignore_index): the loss kernel, which
     # writes the gradient too and reads each row a second time for it,
-    # takes workgroup memory enough to keep two blocks an SM, so the rows
-    # in flight stay in L2 for that read (RowKernels.cpp, kTwoBlocksFloats).
+    # runs 1024-thread blocks, one an SM, so the rows in flight stay in L2
+    # for that read (RowKernels.cpp, kLongRowBlockSize).
     "cross_entropy_long": model("cl", ["float[6, 4] x", "int64[6] labels"], [weights("w", [4, 8192])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),
     # Class weights (one of them 0: its rows' gradient is exactly 0) with

@@ -373,7 +373,7 @@ Value KernelBuilder::blockIndex() {
 }
 
 Value KernelBuilder::globalThreadIndex() {
-  Value base = arith::MulIOp::create(b, blockIndex(), idx(kBlockSize));
+  Value base = arith::MulIOp::create(b, blockIndex(), idx(threads));
   return arith::AddIOp::create(b, base, threadIndex());
 }
 
@@ -704,7 +704,7 @@ Value KernelBuilder::blockReduce(Value value, bool isMax) {
 }
 
 llvm::SmallVector<Value> KernelBuilder::blockReduce(llvm::ArrayRef<Value> values, bool isMax) {
-  constexpr unsigned kWarps = kBlockSize / 32;
+  const unsigned kWarps = threads / 32;
   assert(values.size() * kWarps <= 32 && "the reduction's workgroup floats hold 32");
   auto warpReduce = [&](Value v) { return this->warpReduce(v, isMax); };
   Value smem = workgroup;
@@ -748,7 +748,7 @@ llvm::SmallVector<Value> KernelBuilder::blockStridedLoop(
     Value begin, Value end, llvm::ArrayRef<Value> init,
     llvm::function_ref<llvm::SmallVector<Value>(Value, llvm::ArrayRef<Value>)> body) {
   return loop(arith::AddIOp::create(b, begin, threadIndex()), end,
-              idx(kBlockSize), init, body, /*unroll=*/4);
+              idx(threads), init, body, /*unroll=*/4);
 }
 
 llvm::SmallVector<Value> KernelBuilder::loop(

@@ -130,6 +130,14 @@ public:
   Value workgroupMemory() { return workgroup; }
   /// Bytes of dynamic shared memory the launch must pass (0: none).
   unsigned dynamicSharedBytes() const { return dynamicBytes; }
+  /// Threads a block (kBlockSize unless setBlockSize): the stride of
+  /// blockStridedLoop, the warps of blockReduce, the launch's block.
+  unsigned blockSize() const { return threads; }
+  /// Before anything is built: a multiple of 32 up to 1024.
+  void setBlockSize(unsigned n) {
+    assert(n % 32 == 0 && n <= 1024 && "a block of whole warps, at most 1024");
+    threads = n;
+  }
 
   /// An i64 index into a dim of size |dim| as gathers read it: negative
   /// counts from the end, out of range clamps (token ids are checked
@@ -277,6 +285,7 @@ private:
   gpu::GPUFuncOp kernel;
   Value workgroup;
   unsigned dynamicBytes = 0;
+  unsigned threads = kBlockSize;
   const Materialization &plan;
   /// Inputs that are casts recomputed on load (through views), by the
   /// value in memory they convert.

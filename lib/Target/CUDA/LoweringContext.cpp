@@ -230,6 +230,8 @@ void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
     llvm::raw_string_ostream os(body);
     func->print(os, OpPrintingFlags().useLocalScope());
     func.setName(name);
+    // The same body launched with other blocks is another kernel.
+    os << "\nblock " << kernel.blockSize();
   }
   auto [it, inserted] = kernelByBody.try_emplace(body, program.kernelNames.size());
   if (inserted)
@@ -238,7 +240,7 @@ void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
     func->erase();
   cmd.kernel = it->second;
   cmd.grid[0] = gridX;
-  cmd.block[0] = kBlockSize;
+  cmd.block[0] = kernel.blockSize();
   cmd.sharedBytes = kernel.dynamicSharedBytes();
   CommandUses uses;
   uses.writes.assign(outputs.begin(), outputs.end());

@@ -119,10 +119,15 @@ struct RowKernel {
   RowKernel(LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
             llvm::ArrayRef<Value> inputs, int64_t rowLength, bool warpRows = false,
             unsigned workgroupFloats = 32,
-            int64_t registerElements = kRowElementsInRegisters, int64_t width = 1)
+            int64_t registerElements = kRowElementsInRegisters, int64_t width = 1,
+            unsigned blockSize = kBlockSize)
       : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, workgroupFloats),
         length(rowLength), warpRows(warpRows), registerElements(registerElements),
         width(warpRows ? 1 : width) {
+    // The register sweeps' layouts are kBlockSize's; another block size
+    // only walks its row with blockStridedLoop.
+    assert((blockSize == kBlockSize || !inRegisters()) && "a register row of kBlockSize threads");
+    kb.setBlockSize(blockSize);
     auto &b = kb.builder();
     if (!warpRows) {
       setRow(kb.blockIndex());
@@ -1184,6 +1189,10 @@ static void emitGradientSweep(RowKernel &rk, const CrossEntropyForm &f, Value re
   // vector load and one vector store per 8 classes.
   int64_t chunk =
       std::min(vectorChunk(kb, f.scores, f.classes), vectorChunk(kb, result, f.classes));
+  // One division a row, a multiplication an element: the division is a
+  // dozen instructions, and at the vocabulary's length the sweep's
+  // arithmetic is what stands beside its memory traffic.
+  Value inverseSum = arith::DivFOp::create(b, kb.f32(1.0), sum);
   kb.blockStridedLoop(f.classes / chunk, {}, [&](Value c, llvm::ArrayRef<Value>) {
     Value first = chunk == 1 ? c : Value(arith::MulIOp::create(b, c, kb.idx(chunk)));
     llvm::SmallVector<Value> xs =
@@ -1193,7 +1202,7 @@ static void emitGradientSweep(RowKernel &rk, const CrossEntropyForm &f, Value re
     for (auto [i, x] : llvm::enumerate(xs)) {
       Value j = arith::AddIOp::create(b, first, kb.idx(i));
       Value e = math::ExpOp::create(b, arith::SubFOp::create(b, x, max));
-      Value p = arith::DivFOp::create(b, e, sum);
+      Value p = arith::MulFOp::create(b, e, inverseSum);
       Value isLabel = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, j, labelIndex);
       Value onehot = arith::SelectOp::create(b, isLabel, kb.f32(1.0), kb.f32(0.0));
       Value v = arith::MulFOp::create(b, scale, arith::SubFOp::create(b, p, onehot));
@@ -1317,14 +1326,17 @@ static LogicalResult emitLossTotal(LoweringContext &ctx, Operation *op, Value re
 
 /// A kernel that computes the gradient as well reads each row twice: once
 /// for its max and sum, then again for the gradient. The second read should
-/// hit L2, so the rows the resident blocks work on must fit in it: eight
-/// 256-thread blocks on each of an H100's 132 SMs hold 1056 rows, 105 MB of
-/// GPT-2's 50304 bf16 logits, twice the 50 MB L2. So a kernel with rows
-/// longer than kRowBytesForTwoBlocks takes kTwoBlocksFloats of workgroup
-/// memory, more than a third of an sm_80/sm_90 SM's (164/228 KB): two blocks
-/// an SM, 26 MB of rows in flight. Its reductions use the first floats.
-constexpr int64_t kRowBytesForTwoBlocks = 16 * 1024;
-constexpr unsigned kTwoBlocksFloats = 80 * 1024 / 4;
+/// hit L2, so the rows between their two reads must fit in it. With
+/// 256-thread blocks an H100 SM runs five such kernels' blocks (48
+/// registers a thread): 660 of GPT-2's 100 KB rows of logits, 66 MB
+/// against a 50 MB L2, and the second read went to DRAM (1.65 ms, no
+/// faster than the two kernels' 1.70). A long row's block (one that does
+/// not hold its row in registers) therefore has 1024 threads: an SM runs
+/// one, 132 rows (13 MB) are in flight, with as many threads an SM as
+/// before, and the kernel takes 1.34 ms (DeviceLog session 34; fewer rows
+/// in flight by workgroup memory alone, two or three 256-thread blocks an
+/// SM, cost more in occupancy than L2 gave back: 1.8-1.9 ms).
+constexpr unsigned kLongRowBlockSize = 1024;
 
 /// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
 /// weight, then one block sums them (mean, sum) unless reduction is none.
@@ -1365,11 +1377,10 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
       inputs.push_back(grad.getGrad());
       outputs.push_back(grad.getResult());
     }
-    Type scoresElement = typeOf(KernelBuilder::storageOf(f.scores, ctx.plan)).getElementType();
-    int64_t rowBytes = f.classes * scoresElement.getIntOrFloatBitWidth() / 8;
-    unsigned workgroupFloats =
-        grad && rowBytes > kRowBytesForTwoBlocks && ctx.targetSM() >= 80 ? kTwoBlocksFloats : 32;
-    RowKernel rk(ctx, op, outputs, inputs, f.classes, /*warpRows=*/false, workgroupFloats);
+    bool longRows = !blockRowInRegisters(f.classes, kRowElementsInRegisters);
+    RowKernel rk(ctx, op, outputs, inputs, f.classes, /*warpRows=*/false, /*workgroupFloats=*/32,
+                 kRowElementsInRegisters, /*width=*/1,
+                 grad && longRows ? kLongRowBlockSize : kBlockSize);
     KernelBuilder &kb = rk.kb;
     auto &b = kb.builder();
     if (grad)
