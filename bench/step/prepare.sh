@@ -44,13 +44,16 @@ extra=()
 [ "$model" = gpt1.3b-d128 ] && extra=(fp8-attention)
 case "$model" in *-tanh) extra=(bf16-nogelu) ;; esac
 # bf16-nolossgrad: the cross-entropy gradient in its own kernel
-# (--no-loss-grad-fusion), the A/B of the loss kernel writing it.
+# (--no-loss-grad-fusion), the A/B of the loss kernel writing it;
+# bf16-nopack: one cast kernel a parameter (--no-packed-casts), the A/B of
+# the packed parameter cast.
 for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead bf16-unfused fp8-fast \
-                 bf16-nolossgrad "${extra[@]}"; do
+                 bf16-nolossgrad bf16-nopack "${extra[@]}"; do
   case "$precision" in
     fp8-attention) flags=(--precision=fp8 --fp8-attention) ;;
     bf16-nogelu) flags=(--precision=bf16 --no-gelu-epilogue) ;;
     bf16-nolossgrad) flags=(--precision=bf16 --no-loss-grad-fusion) ;;
+    bf16-nopack) flags=(--precision=bf16 --no-packed-casts) ;;
     # Attention left unfused (the B*H*T*T scores and probabilities in
     # memory): what the fused attention saves in time and peak memory.
     bf16-unfused) flags=(--precision=bf16 --no-fuse=attention) ;;

@@ -155,6 +155,8 @@ OPTIONS:
   --no-loss-grad-fusion   Give the cross-entropy gradient its own kernel
                           instead of writing it from the loss's kernel (which
                           then reads the logits once instead of twice).
+  --no-packed-casts       Cast each f32 parameter to bf16/f16 in its own
+                          launch instead of all in one packed launch.
   --weights=DIR           Start from trained weights: every parameter takes
                           its value from the checkpoint in DIR (txopt-run or
                           txrun --save: checkpoint.json + safetensors,
@@ -514,10 +516,11 @@ static bool checkCombinations(const Options &options, std::string &error) {
     return false;
   }
   if ((options.gpuPlanPath || options.gpuKernelsPath || options.gpuPtxPath ||
-       options.allowTF32 || options.noGeluEpilogue || options.noLossGradFusion) &&
+       options.allowTF32 || options.noGeluEpilogue || options.noLossGradFusion ||
+       options.noPackedCasts) &&
       !options.emitsArtifact()) {
-    error = "--gpu-plan, --gpu-kernels, --gpu-ptx, --tf32, --no-gelu-epilogue and "
-            "--no-loss-grad-fusion need -o FILE.txa";
+    error = "--gpu-plan, --gpu-kernels, --gpu-ptx, --tf32, --no-gelu-epilogue, "
+            "--no-loss-grad-fusion and --no-packed-casts need -o FILE.txa";
     return false;
   }
   if (options.input.empty() && !options.showHelp && !options.showVersion) {
@@ -573,6 +576,8 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       options.noGeluEpilogue = true;
     } else if (arg == "--no-loss-grad-fusion") {
       options.noLossGradFusion = true;
+    } else if (arg == "--no-packed-casts") {
+      options.noPackedCasts = true;
     } else if (arg == "--fp8-attention") {
       options.fp8Attention = true;
       options.fp8Flags.push_back(arg);

@@ -88,6 +88,9 @@ struct LoweringContext {
   /// Roots of add trees summing the squares of many tensors (the global
   /// gradient norm), by root op: the tensors, lowered as one packed kernel.
   llvm::DenseMap<Operation *, llvm::SmallVector<Value>> packedSumsOfSquares;
+  /// packParameterCasts: by the first cast, every cast the packed launch
+  /// writes (the others are lowered elsewhere).
+  llvm::DenseMap<Operation *, llvm::SmallVector<Operation *>> packedParameterCasts;
   /// By root: the tree's other leaves, whole-tensor sums that are lowered
   /// as they are (a square of a gradient not in memory) and that the final
   /// block adds, in this order, after the packed partials.
@@ -289,6 +292,12 @@ LogicalResult lowerOptimizer(LoweringContext &ctx, Operation *op);
 /// A leaf that is another whole-tensor reduce_sum (the square of a value
 /// its readers recompute) keeps its own kernels; the final block adds it.
 void packSumsOfSquares(LoweringContext &ctx, func::FuncOp func);
+/// The forward's casts of f32 parameters to bf16/f16 (a bf16 step's weight
+/// casts, one small launch each: 61 in GPT-2) as one packed launch, where
+/// the first of them was: the parameters hold their values from the step's
+/// start until the optimizer, so every cast may run at the first.
+void packParameterCasts(LoweringContext &ctx, func::FuncOp step);
+LogicalResult lowerPackedParameterCasts(LoweringContext &ctx, Operation *first);
 LogicalResult lowerPackedSumOfSquares(LoweringContext &ctx, Operation *root);
 /// The partial-sum launches of |root|'s sum over |tensors| (a subset of its
 /// tensors), appended to ctx.sumStages[root].

@@ -18,6 +18,7 @@
 #include "Lowering.h"
 
 #include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -515,5 +516,124 @@ LogicalResult cuda::flushColumnSums(LoweringContext &ctx) {
   if (failed(kb.status()))
     return failure();
   launchPacked(ctx, kb, pending.front().origin, packed, {});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter casts
+//===----------------------------------------------------------------------===//
+
+/// Elements of one tensor a block of the packed cast covers: 256 threads,
+/// two chunks of 8 each (two 16-byte f32 loads and one 16-byte store a
+/// chunk).
+constexpr int64_t kCastChunk = 8;
+constexpr int64_t kCastElementsPerBlock = kBlockSize * kCastChunk * 2;
+
+void cuda::packParameterCasts(LoweringContext &ctx, func::FuncOp step) {
+  Block &body = step.getBody().front();
+  llvm::SmallVector<Operation *> casts;
+  for (Operation &op : body) {
+    // Only the forward's casts: the optimizer writes the parameters, and a
+    // cast after it would read the updated values.
+    if (isa<tx::AdamOp, tx::SGDOp>(op))
+      break;
+    auto castOp = dyn_cast<tx::CastOp>(op);
+    if (!castOp || ctx.loweredElsewhere.contains(&op) || ctx.plan.absorbedCasts.contains(&op))
+      continue;
+    auto arg = dyn_cast<BlockArgument>(castOp.getInput());
+    if (!arg || arg.getOwner() != &body)
+      continue;
+    auto role = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tx::kRoleAttrName);
+    Type from = typeOf(arg).getElementType(), to = typeOf(castOp.getResult()).getElementType();
+    if (!role || role.getValue() != "param" || !from.isF32() || !(to.isBF16() || to.isF16()) ||
+        !ctx.plan.isMaterialized(castOp.getResult()) ||
+        KernelBuilder::storageOf(castOp.getResult(), ctx.plan) != castOp.getResult())
+      continue;
+    casts.push_back(&op);
+  }
+  if (casts.size() < 2)
+    return;
+  for (Operation *op : llvm::ArrayRef(casts).drop_front())
+    ctx.loweredElsewhere.insert(op);
+  ctx.packedParameterCasts[casts.front()] = std::move(casts);
+}
+
+LogicalResult cuda::lowerPackedParameterCasts(LoweringContext &ctx, Operation *first) {
+  llvm::ArrayRef<Operation *> casts = ctx.packedParameterCasts.find(first)->second;
+  // Grouped by the storage type written (bf16, f16): one launch each.
+  llvm::MapVector<Type, llvm::SmallVector<Operation *>> byType;
+  for (Operation *op : casts)
+    byType[typeOf(op->getResult(0)).getElementType()].push_back(op);
+  for (auto &[to, members] : byType) {
+    llvm::SmallVector<int64_t> elements;
+    llvm::SmallVector<llvm::SmallVector<unsigned, 4>> buffers;
+    llvm::SmallVector<unsigned> written;
+    for (Operation *op : members) {
+      elements.push_back(typeOf(op->getResult(0)).getNumElements());
+      unsigned out = ctx.bufferFor(op->getResult(0));
+      buffers.push_back({ctx.bufferFor(op->getOperand(0)), out});
+      written.push_back(out);
+    }
+    PackedTable packed = buildPackedTable(ctx, elements, buffers, kCastElementsPerBlock,
+                                          "parameter cast offset table");
+    KernelBuilder kb(ctx.gpuModule,
+                     "k" + std::to_string(ctx.builtKernels++) + "_parameter_casts", {}, {},
+                     ctx.plan);
+    auto &b = kb.builder();
+    Type f32 = b.getF32Type();
+    PackedBlock block = emitPackedBlock(kb, packed);
+    Value from = packedView(kb, block, 0, f32), into = packedView(kb, block, 1, to);
+    Value full = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::ule,
+        arith::AddIOp::create(b, block.start, kb.idx(kCastElementsPerBlock)), block.elements);
+    constexpr int64_t chunks = kCastElementsPerBlock / (kBlockSize * kCastChunk);
+    kb.ifThenElse(
+        full,
+        [&] {
+          // Every load first, then every store: the block's bytes in flight.
+          llvm::SmallVector<std::pair<Value, llvm::SmallVector<Value>>> loaded;
+          for (int64_t k = 0; k < chunks; ++k) {
+            Value at = arith::AddIOp::create(
+                b, block.start,
+                arith::AddIOp::create(
+                    b, kb.idx(k * kBlockSize * kCastChunk),
+                    arith::MulIOp::create(b, kb.threadIndex(), kb.idx(kCastChunk))));
+            llvm::SmallVector<Value> lanes;
+            for (int64_t half = 0; half < 2; ++half) {
+              Value vec = vector::LoadOp::create(
+                  b, VectorType::get({kCastChunk / 2}, f32), from,
+                  ValueRange{arith::AddIOp::create(b, at, kb.idx(half * kCastChunk / 2))},
+                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+              for (int64_t lane = 0; lane < kCastChunk / 2; ++lane)
+                lanes.push_back(vector::ExtractOp::create(b, vec, lane));
+            }
+            loaded.push_back({at, lanes});
+          }
+          for (auto &[at, lanes] : loaded) {
+            llvm::SmallVector<Value> narrow;
+            for (Value x : lanes)
+              narrow.push_back(kb.toStorage(x, to));
+            Value vec = vector::FromElementsOp::create(
+                b, VectorType::get({kCastChunk}, to), narrow);
+            vector::StoreOp::create(b, vec, into, ValueRange{at}, /*nontemporal=*/false,
+                                    llvm::MaybeAlign(16));
+          }
+        },
+        [&] {
+          for (int64_t k = 0; k < kCastElementsPerBlock / kBlockSize; ++k) {
+            Value at = arith::AddIOp::create(
+                b, block.start, arith::AddIOp::create(b, kb.idx(k * kBlockSize), kb.threadIndex()));
+            Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, block.elements);
+            kb.ifThen(inRange, [&] {
+              Value x = memref::LoadOp::create(b, from, ValueRange{at});
+              memref::StoreOp::create(b, kb.toStorage(x, to), into, ValueRange{at});
+            });
+          }
+        });
+    kb.finish();
+    if (failed(kb.status()))
+      return failure();
+    launchPacked(ctx, kb, first, packed, {}, written);
+  }
   return success();
 }

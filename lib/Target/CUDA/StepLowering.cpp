@@ -488,6 +488,8 @@ static LogicalResult lowerBody(LoweringContext &ctx, ModuleOp module,
       if (*lowered)
         return success();
     }
+    if (ctx.packedParameterCasts.count(&op))
+      return lowerPackedParameterCasts(ctx, &op);
     if (ctx.packedSumsOfSquares.count(&op)) {
       if (failed(lowerPackedSumOfSquares(ctx, &op)))
         return failure();
@@ -802,6 +804,8 @@ LogicalResult cuda::lowerStepForGPU(ModuleOp module, func::FuncOp step,
   planAdamWritingCodes(ctx, step);
   planColumnSumsInAmax(ctx, step);
   planSumsOfSquaresInAdam(ctx, step);
+  if (options.packParameterCasts)
+    packParameterCasts(ctx, step);
 
   if (failed(lowerBody(ctx, module, step)))
     return failure();

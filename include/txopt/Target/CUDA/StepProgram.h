@@ -332,6 +332,9 @@ struct GPUOptions {
   /// loss gradient is known before the loss (RowKernels.cpp,
   /// gradientComputedByLoss; --no-loss-grad-fusion turns it off).
   bool lossGradientFusion = true;
+  /// The forward's parameter casts to bf16/f16 in one packed launch
+  /// (PackedKernels.cpp, packParameterCasts; --no-packed-casts turns it off).
+  bool packParameterCasts = true;
 };
 
 /// Lowers the step function |step| of |module| (the output of the training
