@@ -128,6 +128,10 @@ struct PackedBlock {
 PackedBlock emitPackedBlock(KernelBuilder &kb, const PackedTable &packed);
 /// Buffer |k| of the block's tensor as a 1-D memref of |element|.
 Value packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, Type element);
+/// The first element of the thread's |k|-th vector of |width| elements in
+/// its block's slice (a block of kBlockSize threads takes the slice's
+/// vectors in turns: thread t's k-th is number k * kBlockSize + t).
+Value packedVectorStart(KernelBuilder &kb, const PackedBlock &block, int64_t k, int64_t width);
 /// Appends the launch of a packed kernel built with emitPackedBlock and no
 /// outputs: the table, then |inputs|, one block per table block; the plan
 /// lists the tensors it reaches (LaunchCmd::through). Of |inputs|, the

@@ -239,11 +239,7 @@ public:
     };
     llvm::SmallVector<Group> groups;
     for (int64_t k = 0; k < kVectors; ++k) {
-      Value at = arith::AddIOp::create(
-          b, block.start,
-          arith::AddIOp::create(
-              b, kb.idx(k * kBlockSize * kPackedVectorWidth),
-              arith::MulIOp::create(b, kb.threadIndex(), kb.idx(kPackedVectorWidth))));
+      Value at = packedVectorStart(kb, block, k, kPackedVectorWidth);
       auto load = [&](Value view, Type element) {
         return Value(vector::LoadOp::create(
             b, vectorOf(element), view, ValueRange{at}, /*nontemporal=*/false,

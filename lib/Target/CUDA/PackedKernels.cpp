@@ -115,6 +115,15 @@ Value cuda::packedView(KernelBuilder &kb, const PackedBlock &block, unsigned k, 
                                 block.entry[1 + k], ValueRange{block.elements});
 }
 
+Value cuda::packedVectorStart(KernelBuilder &kb, const PackedBlock &block, int64_t k,
+                              int64_t width) {
+  auto &b = kb.builder();
+  return arith::AddIOp::create(
+      b, block.start,
+      arith::AddIOp::create(b, kb.idx(k * kBlockSize * width),
+                            arith::MulIOp::create(b, kb.threadIndex(), kb.idx(width))));
+}
+
 void cuda::launchPacked(LoweringContext &ctx, KernelBuilder &kb, Operation *origin,
                         PackedTable &packed, llvm::ArrayRef<unsigned> inputs,
                         llvm::ArrayRef<unsigned> written) {
@@ -258,10 +267,7 @@ LogicalResult cuda::lowerSumOfSquaresStages(LoweringContext &ctx, Operation *roo
         [&] {
           llvm::SmallVector<Value> loaded;
           for (int64_t k = 0; k < vectors; ++k) {
-            Value at = arith::AddIOp::create(
-                b, block.start,
-                arith::AddIOp::create(b, kb.idx(k * kBlockSize * width),
-                                      arith::MulIOp::create(b, kb.threadIndex(), kb.idx(width))));
+            Value at = packedVectorStart(kb, block, k, width);
             loaded.push_back(vector::LoadOp::create(
                 b, vectorType, view, ValueRange{at}, /*nontemporal=*/false,
                 llvm::MaybeAlign(width * stored.getIntOrFloatBitWidth() / 8)));
@@ -593,11 +599,7 @@ LogicalResult cuda::lowerPackedParameterCasts(LoweringContext &ctx, Operation *f
           // Every load first, then every store: the block's bytes in flight.
           llvm::SmallVector<std::pair<Value, llvm::SmallVector<Value>>> loaded;
           for (int64_t k = 0; k < chunks; ++k) {
-            Value at = arith::AddIOp::create(
-                b, block.start,
-                arith::AddIOp::create(
-                    b, kb.idx(k * kBlockSize * kCastChunk),
-                    arith::MulIOp::create(b, kb.threadIndex(), kb.idx(kCastChunk))));
+            Value at = packedVectorStart(kb, block, k, kCastChunk);
             llvm::SmallVector<Value> lanes;
             for (int64_t half = 0; half < 2; ++half) {
               Value vec = vector::LoadOp::create(
