@@ -364,6 +364,14 @@ Value KernelBuilder::idx(int64_t v) {
   return arith::ConstantIndexOp::create(b, v);
 }
 
+void KernelBuilder::setBlockSize(unsigned n) {
+  assert(n % 32 == 0 && n <= 1024 && "a block of whole warps, at most 1024");
+  threads = n;
+  if (n != kBlockSize)
+    kernel.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(n), 1, 1}));
+}
+
 Value KernelBuilder::threadIndex() {
   return gpu::ThreadIdOp::create(b, gpu::Dimension::x);
 }

@@ -133,11 +133,11 @@ public:
   /// Threads a block (kBlockSize unless setBlockSize): the stride of
   /// blockStridedLoop, the warps of blockReduce, the launch's block.
   unsigned blockSize() const { return threads; }
-  /// Before anything is built: a multiple of 32 up to 1024.
-  void setBlockSize(unsigned n) {
-    assert(n % 32 == 0 && n <= 1024 && "a block of whole warps, at most 1024");
-    threads = n;
-  }
+  /// Before anything is built: a multiple of 32 up to 1024. A size other
+  /// than kBlockSize is also the kernel's known block size (PTX .reqntid),
+  /// so that ptxas keeps the registers a thread within what a block of that
+  /// size may have (64 at 1024 threads) instead of the launch failing.
+  void setBlockSize(unsigned n);
 
   /// An i64 index into a dim of size |dim| as gathers read it: negative
   /// counts from the end, out of range clamps (token ids are checked

@@ -1270,10 +1270,12 @@ scoresBufferToOverwrite(LoweringContext &ctx, Operation *position,
 /// The tx.softmax_cross_entropy_grad the kernel of |loss| computes as well,
 /// if any: the gradient of the same scores, labels, weights, reduction and
 /// ignored label, later in the same block, whose loss gradient is known
-/// where the loss runs (a constant such as the training step's seed 1, an
-/// argument, or a value computed before the loss). The loss kernel reads
-/// every logit anyway; writing the gradient there saves the gradient
-/// kernel's read of the B*T x vocab logits (1.6 GB in GPT-2-124M's step).
+/// where the loss runs: a constant (the training step's seed 1) or an
+/// argument. A value computed before the loss in the IR is not enough: its
+/// kernel may be held back past the loss (deferred column sums, scale
+/// updates, ops lowered after another). The loss kernel reads every logit
+/// anyway; writing the gradient there saves the gradient kernel's read of
+/// the B*T x vocab logits (1.6 GB in GPT-2-124M's step).
 static tx::SoftmaxCrossEntropyGradOp gradientComputedByLoss(LoweringContext &ctx,
                                                             tx::SoftmaxCrossEntropyLossOp loss) {
   if (!ctx.options.lossGradientFusion)
@@ -1286,11 +1288,8 @@ static tx::SoftmaxCrossEntropyGradOp gradientComputedByLoss(LoweringContext &ctx
         grad.getReduction() != loss.getReduction() ||
         grad.getIgnoreIndex() != loss.getIgnoreIndex())
       continue;
-    Value dl = grad.getGrad();
-    Operation *def = dl.getDefiningOp();
-    bool known = !def || isa<tx::ConstantOp>(def) ||
-                 (def->getBlock() == loss->getBlock() && def->isBeforeInBlock(loss));
-    if (known)
+    Operation *def = grad.getGrad().getDefiningOp();
+    if (!def || isa<tx::ConstantOp>(def))
       return grad;
   }
   return {};
