@@ -153,8 +153,8 @@ OPTIONS:
                           GELU and its input from the GEMM; tanh-GELU models
                           such as GPT-2's gelu_new only).
   --no-loss-grad-fusion   Give the cross-entropy gradient its own kernel
-                          instead of writing it from the loss's kernel (which
-                          then reads the logits once instead of twice).
+                          after the loss's, reading the logits from memory
+                          again, instead of writing it from the loss's kernel.
   --no-packed-casts       Cast each f32 parameter to bf16/f16 in its own
                           launch instead of all in one packed launch.
   --weights=DIR           Start from trained weights: every parameter takes

@@ -134,7 +134,8 @@ public:
   /// blockStridedLoop, the warps of blockReduce, the launch's block.
   unsigned blockSize() const { return threads; }
   /// Before anything is built: a multiple of 32 up to 1024. A size other
-  /// than kBlockSize is also the kernel's known block size (PTX .reqntid),
+  /// than kBlockSize is also the kernel's known block size (gpu.func
+  /// known_block_size, which MLIR's NVVM lowering emits as PTX .maxntid),
   /// so that ptxas keeps the registers a thread within what a block of that
   /// size may have (64 at 1024 threads) instead of the launch failing.
   void setBlockSize(unsigned n);
