@@ -156,30 +156,42 @@ static Value recomputedAlongside(LoweringContext &ctx, Operation *op,
 namespace {
 /// A column reduction (see lowerColumnReduction) and how its kernel divides
 /// the work: thread t of block (tile, split) sums the |lanes| columns of
-/// group tile * kBlockSize + t over rows [split * chunk, +chunk).
+/// group tile * blockSize + t over rows [split * chunk, +chunk).
+/// |elementBytes| is narrowestElementBytes's.
 struct ColumnReduction {
   Value input, result;
   llvm::ArrayRef<int64_t> rows, cols;
   bool isMax, isMean;
   int64_t rowCount = 1, colCount = 1;
-  int64_t lanes, groups, tiles, splits, chunk;
+  int64_t lanes, groups, tiles, blockSize, splits, chunk;
 
   ColumnReduction(Operation *op, llvm::ArrayRef<int64_t> rows, llvm::ArrayRef<int64_t> cols,
-                  bool isMax, bool isMean)
+                  bool isMax, bool isMean, int64_t elementBytes)
       : input(op->getOperand(0)), result(op->getResult(0)), rows(rows), cols(cols),
         isMax(isMax), isMean(isMean) {
     for (int64_t s : rows) rowCount *= s;
     for (int64_t s : cols) colCount *= s;
-    // Each thread sums |lanes| adjacent columns when the innermost kept dim
-    // holds a multiple of them: its loads (and a companion's stores) are then
-    // consecutive, which LLVM merges into 16-byte accesses (the arguments
-    // are 16-byte aligned); each column's sum keeps its order.
-    lanes = cols.back() % 4 == 0 && colCount >= 4 ? 4 : 1;
+    // Each thread sums |lanes| adjacent columns, 16 bytes of the narrowest
+    // element it moves (4 f32, 8 bf16), or the largest power of two below
+    // that the innermost kept dim holds: its loads (and a companion's
+    // stores) are then consecutive, which LLVM merges into 16-byte accesses
+    // (the arguments are 16-byte aligned); each column's sum keeps its
+    // order.
+    lanes = std::max<int64_t>(1, 16 / elementBytes);
+    while (lanes > 1 && (cols.back() % lanes != 0 || colCount < lanes))
+      lanes /= 2;
     groups = colCount / lanes;
     tiles = ceilDiv(groups, kBlockSize);
-    // Enough blocks to fill the GPU (~2048), at least 32 rows each.
+    // Blocks as wide as the tile's column groups (whole warps): a block
+    // of idle threads would hold an SM's warp slots (768 bf16 columns are
+    // 96 groups).
+    blockSize = std::max<int64_t>(32, ceilDiv(ceilDiv(groups, tiles), 32) * 32);
+    // Enough blocks to fill the GPU (~2048), at least 16 rows each: GPT-2's
+    // 768-column sums have one tile, and 32 rows a split left them a third
+    // of the threads HBM's latency needs (session 35: 0.83 -> 0.71 ms for
+    // 24 of them on an H100).
     splits = std::max<int64_t>(
-        1, std::min<int64_t>(ceilDiv(rowCount, 32), ceilDiv(2048, tiles)));
+        1, std::min<int64_t>(ceilDiv(rowCount, 16), ceilDiv(2048, tiles)));
     chunk = ceilDiv(rowCount, splits);
     splits = ceilDiv(rowCount, chunk);
   }
@@ -244,7 +256,7 @@ private:
     auto acc = kb.loop(begin, end, kb.idx(1), init,
                        [&](Value r, llvm::ArrayRef<Value> a) {
       return emitRow(r, a, source, offset);
-    }, /*unroll=*/lanes == 1 ? 4 : 2);
+    }, /*unroll=*/4); // four rows' loads in flight before their sums
     storeSums(acc);
   }
 
@@ -334,11 +346,32 @@ static Operation *laneAlignedConcat(LoweringContext &ctx, Value input, int64_t l
   return nullptr;
 }
 
+/// Bytes of the narrowest element a column reduction's kernel moves at
+/// every (row, column): among the full-size tensors it reads and the
+/// companion cast it writes, as stored.
+static int64_t narrowestElementBytes(LoweringContext &ctx, Operation *op) {
+  Value input = op->getOperand(0);
+  int64_t full = typeOf(input).getNumElements(), bytes = 4;
+  auto consider = [&](Value v) {
+    Type stored = typeOf(KernelBuilder::storageOf(v, ctx.plan)).getElementType();
+    if (stored.isIntOrFloat())
+      bytes = std::min<int64_t>(bytes, std::max(1u, stored.getIntOrFloatBitWidth() / 8));
+  };
+  llvm::SetVector<Value> reads;
+  KernelBuilder::collectInputs(op->getResult(0), ctx.plan, reads);
+  for (Value v : reads)
+    if (typeOf(v).getNumElements() == full)
+      consider(v);
+  if (tx::CastOp companion = companionCast(ctx, op))
+    consider(companion.getResult());
+  return bytes;
+}
+
 /// A reduction over leading axes |rows| keeping trailing axes |cols| (both
 /// as shapes), e.g. a bias gradient. With a companionCast the kernel also
 /// stores the cast of every element it reads, and with a
 /// recomputedAlongside value that value at every element it walks. Thread t
-/// of block (tile, split) owns columns [(tile * kBlockSize + t) * lanes, +lanes) and sums
+/// of block (tile, split) owns columns [(tile * blockSize + t) * lanes, +lanes) and sums
 /// rows [split * chunk, +chunk) of each in order; with several splits a
 /// second kernel adds the splits' partials in order: deterministic, and
 /// every load coalesced.
@@ -346,7 +379,8 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                                           llvm::ArrayRef<int64_t> rows,
                                           llvm::ArrayRef<int64_t> cols,
                                           bool isMax, bool isMean) {
-  ColumnReduction reduction(op, rows, cols, isMax, isMean);
+  int64_t elementBytes = narrowestElementBytes(ctx, op);
+  ColumnReduction reduction(op, rows, cols, isMax, isMean, elementBytes);
   Value input = reduction.input, result = reduction.result;
   int64_t colCount = reduction.colCount, tiles = reduction.tiles, splits = reduction.splits;
   Operation *concatParts = laneAlignedConcat(ctx, input, reduction.lanes);
@@ -364,6 +398,8 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
     outputs.push_back(recomputed);
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs.getArrayRef(),
                    ctx.plan);
+  if (reduction.blockSize != kBlockSize)
+    kb.setBlockSize(static_cast<unsigned>(reduction.blockSize));
   auto &b = kb.builder();
   Value partials;
   unsigned partialBuffer = 0;
@@ -375,7 +411,7 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
   Value tile = arith::RemUIOp::create(b, block, kb.idx(tiles));
   Value split = arith::DivUIOp::create(b, block, kb.idx(tiles));
   Value group = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, tile, kb.idx(kBlockSize)), kb.threadIndex());
+      b, arith::MulIOp::create(b, tile, kb.idx(reduction.blockSize)), kb.threadIndex());
   Value inRange =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group, kb.idx(reduction.groups));
   ColumnReductionThread thread(kb, reduction, companion, recomputed, partials, split);
