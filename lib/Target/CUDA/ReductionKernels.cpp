@@ -347,22 +347,21 @@ static Operation *laneAlignedConcat(LoweringContext &ctx, Value input, int64_t l
 }
 
 /// Bytes of the narrowest element a column reduction's kernel moves at
-/// every (row, column): among the full-size tensors it reads and the
-/// companion cast it writes, as stored.
-static int64_t narrowestElementBytes(LoweringContext &ctx, Operation *op) {
-  Value input = op->getOperand(0);
-  int64_t full = typeOf(input).getNumElements(), bytes = 4;
+/// every (row, column): among the full-size tensors it reads (|reads|, the
+/// kernel's inputs) and the |companion| cast it writes, as stored.
+static int64_t narrowestElementBytes(LoweringContext &ctx, Operation *op,
+                                     const llvm::SetVector<Value> &reads,
+                                     tx::CastOp companion) {
+  int64_t full = typeOf(op->getOperand(0)).getNumElements(), bytes = 4;
   auto consider = [&](Value v) {
     Type stored = typeOf(KernelBuilder::storageOf(v, ctx.plan)).getElementType();
     if (stored.isIntOrFloat())
       bytes = std::min<int64_t>(bytes, std::max(1u, stored.getIntOrFloatBitWidth() / 8));
   };
-  llvm::SetVector<Value> reads;
-  KernelBuilder::collectInputs(op->getResult(0), ctx.plan, reads);
   for (Value v : reads)
     if (typeOf(v).getNumElements() == full)
       consider(v);
-  if (tx::CastOp companion = companionCast(ctx, op))
+  if (companion)
     consider(companion.getResult());
   return bytes;
 }
@@ -379,15 +378,15 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
                                           llvm::ArrayRef<int64_t> rows,
                                           llvm::ArrayRef<int64_t> cols,
                                           bool isMax, bool isMean) {
-  int64_t elementBytes = narrowestElementBytes(ctx, op);
-  ColumnReduction reduction(op, rows, cols, isMax, isMean, elementBytes);
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(op->getResult(0), ctx.plan, inputs);
+  tx::CastOp companion = companionCast(ctx, op);
+  ColumnReduction reduction(op, rows, cols, isMax, isMean,
+                            narrowestElementBytes(ctx, op, inputs, companion));
   Value input = reduction.input, result = reduction.result;
   int64_t colCount = reduction.colCount, tiles = reduction.tiles, splits = reduction.splits;
   Operation *concatParts = laneAlignedConcat(ctx, input, reduction.lanes);
 
-  llvm::SetVector<Value> inputs;
-  KernelBuilder::collectInputs(result, ctx.plan, inputs);
-  tx::CastOp companion = companionCast(ctx, op);
   Value recomputed = concatParts ? Value() : recomputedAlongside(ctx, op, inputs);
   llvm::SmallVector<Value> outputs;
   if (splits == 1)
@@ -398,8 +397,7 @@ static LogicalResult lowerColumnReduction(LoweringContext &ctx, Operation *op,
     outputs.push_back(recomputed);
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs.getArrayRef(),
                    ctx.plan);
-  if (reduction.blockSize != kBlockSize)
-    kb.setBlockSize(static_cast<unsigned>(reduction.blockSize));
+  kb.setBlockSize(static_cast<unsigned>(reduction.blockSize));
   auto &b = kb.builder();
   Value partials;
   unsigned partialBuffer = 0;
