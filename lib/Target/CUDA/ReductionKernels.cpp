@@ -337,7 +337,11 @@ static Operation *laneAlignedConcat(LoweringContext &ctx, Value input, int64_t l
   if (!concat)
     return nullptr;
   int64_t rank = typeOf(input).getRank();
-  int64_t axis = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
+  // The attribute reads back unsigned: a negative axis (from the end) is
+  // its two's complement.
+  int64_t axis = static_cast<int64_t>(concat.getAxis());
+  if (axis < 0)
+    axis += rank;
   if (!ctx.plan.isMaterialized(input) && axis == rank - 1 && lanes > 1 &&
       llvm::all_of(concat.getInputs(), [&](Value part) {
         return typeOf(part).getShape().back() % lanes == 0;
