@@ -45,7 +45,8 @@ constexpr int64_t kPipelinedRowElements = 8;
 /// block: at GPT-2's 768 a block-wide row gives each thread 3 elements
 /// between two barriers per reduction, so the norms waited on barriers and
 /// shared memory; a warp reduces with shuffles alone, and each lane owns
-/// kLaneWidth consecutive elements per step (16-byte accesses for f32).
+/// kLaneWidth consecutive elements per group (16-byte accesses for f32;
+/// 16-bit rows may take twice as many, warpRowWidth).
 constexpr int64_t kWarpRowMax = 1024;
 constexpr int64_t kLaneWidth = 4;
 constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
@@ -71,10 +72,24 @@ static bool blockRowInRegisters(int64_t length,
   return length <= kBlockSize * perThread;
 }
 
-/// Elements each lane holds of a warp row of |length|: kLaneWidth
-/// consecutive ones per group of 32 * kLaneWidth.
-static int64_t warpRowSteps(int64_t length) {
-  return ceilDiv(length, 32 * kLaneWidth) * kLaneWidth;
+/// Elements each lane holds of a warp row of |length|: |width| consecutive
+/// ones per group of 32 * width.
+static int64_t warpRowSteps(int64_t length, int64_t width) {
+  return ceilDiv(length, 32 * width) * width;
+}
+
+/// The consecutive elements a warp row's lane takes per group
+/// (RowKernel's |width| for warp rows): for rows loaded as 16-bit elements,
+/// 8 (one 16-byte access where kLaneWidth's 4 made 8-byte ones, which is
+/// what GPT-2's 768-wide bf16 LayerNorm ran at 58% of the copy bandwidth
+/// with, bench/results/norm-h100-s28) when that leaves no lane holding
+/// more elements (768: 3 groups of 8 instead of 6 of 4); else kLaneWidth.
+static int64_t warpRowWidth(int64_t length, Type element) {
+  constexpr int64_t kWidth = 2 * kLaneWidth;
+  if (element.getIntOrFloatBitWidth() == 16 && length % kWidth == 0 &&
+      warpRowSteps(length, kWidth) == warpRowSteps(length, kLaneWidth))
+    return kWidth;
+  return kLaneWidth;
 }
 
 /// The consecutive elements each thread of a block row held in registers
@@ -112,8 +127,10 @@ struct RowKernel {
   Value lane, warp; ///< with warpRows
   /// Elements per thread up to which a block row is held in registers.
   int64_t registerElements;
-  /// A block row in registers: the consecutive elements a thread takes per
-  /// group of kBlockSize * width (blockRowWidth); 1: one element a step.
+  /// The consecutive elements a thread takes per group: of a block row in
+  /// registers, per group of kBlockSize * width (blockRowWidth; 1: one
+  /// element a step); of a warp row, a lane's per group of 32 * width
+  /// (warpRowWidth; kLaneWidth when given 1).
   int64_t width;
 
   RowKernel(LoweringContext &ctx, Operation *op, llvm::ArrayRef<Value> outputs,
@@ -123,7 +140,7 @@ struct RowKernel {
             unsigned blockSize = kBlockSize)
       : kb(ctx.gpuModule, ctx.kernelName(op), outputs, inputs, ctx.plan, workgroupFloats),
         length(rowLength), warpRows(warpRows), registerElements(registerElements),
-        width(warpRows ? 1 : width) {
+        width(warpRows && width == 1 ? kLaneWidth : width) {
     // The register sweeps' layouts are kBlockSize's; another block size
     // only walks its row with blockStridedLoop.
     assert((blockSize == kBlockSize || !inRegisters()) && "a register row of kBlockSize threads");
@@ -189,12 +206,12 @@ struct RowKernel {
   }
   /// Steps of a register sweep, and the element step |s| visits in this
   /// thread: j = thread + s * blockDim for a block row; for a warp row,
-  /// kLaneWidth consecutive elements per lane, 32 * kLaneWidth per group.
-  /// With |width| > 1, a block row's thread takes |width| consecutive
-  /// elements per group of kBlockSize * width, like a warp row's lane.
+  /// |width| consecutive elements per lane, 32 * width per group. With
+  /// |width| > 1, a block row's thread takes |width| consecutive elements
+  /// per group of kBlockSize * width, like a warp row's lane.
   int64_t steps() const {
     if (warpRows)
-      return warpRowSteps(length);
+      return warpRowSteps(length, width);
     return ceilDiv(length, kBlockSize * width) * width;
   }
   Value stepElement(int64_t s) { return stepElements[s]; }
@@ -203,16 +220,14 @@ struct RowKernel {
     if (!warpRows && width == 1)
       return arith::AddIOp::create(b, kb.threadIndex(), kb.idx(s * kBlockSize));
     int64_t lanes = warpRows ? 32 : kBlockSize;
-    int64_t perLane = warpRows ? kLaneWidth : width;
-    int64_t group = s / perLane, offset = s % perLane;
+    int64_t group = s / width, offset = s % width;
     Value lane = warpRows ? this->lane : kb.threadIndex();
-    return arith::AddIOp::create(b, arith::MulIOp::create(b, lane, kb.idx(perLane)),
-                                 kb.idx(group * lanes * perLane + offset));
+    return arith::AddIOp::create(b, arith::MulIOp::create(b, lane, kb.idx(width)),
+                                 kb.idx(group * lanes * width + offset));
   }
   bool stepAlwaysInRow(int64_t s) const {
-    if (warpRows)
-      return (s / kLaneWidth + 1) * 32 * kLaneWidth <= length;
-    return (s / width + 1) * kBlockSize * width <= length;
+    int64_t lanes = warpRows ? 32 : kBlockSize;
+    return (s / width + 1) * lanes * width <= length;
   }
   /// stepElement(|s|), or the row's last element for a step past the row's
   /// end: where a sweep works (loads stay in bounds; it stores nothing).
@@ -335,8 +350,23 @@ private:
   Value element(Value tensor, Value j) {
     if (!computed.contains(tensor))
       return kb.load(tensor, at(j));
-    Value value = kb.emitComputed(tensor, kb.delinearize(at(j), typeOf(tensor).getShape()));
+    Value value = kb.emitComputed(tensor, rowElementIndex(tensor, j));
     return kb.roundTo(value, typeOf(tensor).getElementType());
+  }
+
+  /// The multi-index of element |j| of the current row of |tensor|. When
+  /// the row is the innermost dim, j itself is the innermost index and only
+  /// the row is delinearized: from the delinearized linear index (a
+  /// remainder by the row length) LLVM could not see that a lane's
+  /// consecutive j are consecutive addresses, and kept the loads of a
+  /// computed norm input (GPT-2's bias + residual) 2 and 4 bytes wide.
+  llvm::SmallVector<Value> rowElementIndex(Value tensor, Value j) {
+    llvm::ArrayRef<int64_t> shape = typeOf(tensor).getShape();
+    if (shape.empty() || shape.back() != length)
+      return kb.delinearize(at(j), shape);
+    llvm::SmallVector<Value> index = kb.delinearize(row, shape.drop_back());
+    index.push_back(j);
+    return index;
   }
 
   llvm::SmallVector<Value> stepElements;
@@ -439,7 +469,8 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   // of an f32 value is loaded as f32).
   Type loaded = typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType();
   RowKernel rk(ctx, op, kernelOutputs, inputs, d, warpRows, /*workgroupFloats=*/32,
-               kNormRowElementsInRegisters, blockRowWidth(d, loaded));
+               kNormRowElementsInRegisters,
+               warpRows ? warpRowWidth(d, loaded) : blockRowWidth(d, loaded));
   if (computedX)
     rk.computed.insert(computedX);
   KernelBuilder &kb = rk.kb;
@@ -679,11 +710,16 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
   int64_t cols = sums * d;
   unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
 
+  // The lanes' groups as the forward's (warpRowWidth): 16-byte loads of dy
+  // and x and stores of dx for 16-bit rows.
+  Type loaded = typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType();
+  int64_t width = warpRowWidth(d, loaded);
   // Per step: the lane's running dgamma (and dbeta) term of that column.
-  int64_t total = warpRowSteps(d) * sums;
+  int64_t total = warpRowSteps(d, width) * sums;
   bool sumsInShared = kWarpsPerBlock * 32 * total * 4 <= kMaxStaticSharedBytes;
   RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/true,
-               kWarpsPerBlock * 32 * (sumsInShared ? total : kCombineSlots));
+               kWarpsPerBlock * 32 * (sumsInShared ? total : kCombineSlots),
+               kRowElementsInRegisters, width);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
@@ -760,12 +796,12 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
         Value slot = arith::AddIOp::create(b, i, kb.idx(round));
         Value s = arith::DivUIOp::create(b, slot, kb.idx(sums));
         Value q = arith::RemUIOp::create(b, slot, kb.idx(sums));
-        Value group = arith::DivUIOp::create(b, s, kb.idx(kLaneWidth));
-        Value offset = arith::RemUIOp::create(b, s, kb.idx(kLaneWidth));
+        Value group = arith::DivUIOp::create(b, s, kb.idx(width));
+        Value offset = arith::RemUIOp::create(b, s, kb.idx(width));
         Value j = arith::AddIOp::create(
             b,
-            arith::AddIOp::create(b, arith::MulIOp::create(b, group, kb.idx(32 * kLaneWidth)),
-                                  arith::MulIOp::create(b, rk.lane, kb.idx(kLaneWidth))),
+            arith::AddIOp::create(b, arith::MulIOp::create(b, group, kb.idx(32 * width)),
+                                  arith::MulIOp::create(b, rk.lane, kb.idx(width))),
             offset);
         kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(d)), [&] {
           Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(d)), j);
