@@ -392,6 +392,27 @@ ScaledGradient cuda::scaledGradient(Operation *op, const Materialization &plan) 
   return scaled;
 }
 
+/// A value computed from splat constants alone (a GELU's 0.5 and
+/// sqrt(2/pi), the backward's products of them): every kernel that reads
+/// it evaluates it from immediates, which LLVM folds to one, so it needs
+/// no buffer however many kernels read it. Stored, each reader loaded it
+/// once per element from memory LLVM cannot prove unchanged, and those
+/// loads sat between a thread's vector loads and kept them apart.
+static bool isConstantExpression(Operation *op, llvm::DenseMap<Operation *, bool> &known) {
+  if (auto found = known.find(op); found != known.end())
+    return found->second;
+  bool constant = false;
+  if (auto c = dyn_cast<tx::ConstantOp>(op))
+    constant = cast<ElementsAttr>(c.getValue()).isSplat();
+  else if (isArithmetic(op))
+    constant = llvm::all_of(op->getOperands(), [&](Value operand) {
+      Operation *def = operand.getDefiningOp();
+      return def && isConstantExpression(def, known);
+    });
+  known[op] = constant;
+  return constant;
+}
+
 void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
                                   unsigned &fusedOps) {
   Block &body = step.getBody().front();
@@ -400,9 +421,19 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
   // Head splits cuDNN reads through strides are never computed.
   llvm::DenseSet<Operation *> attentionViewOps;
   findAttentionInputViews(step, plan, attentionViewOps);
+  llvm::DenseMap<Operation *, bool> constantExpressions;
   for (Operation &op : body) {
     if (attentionViewOps.contains(&op))
       continue;
+    if (isConstantExpression(&op, constantExpressions)) {
+      // Stored only for a reader that does not compute its operands (a
+      // GEMM, the step's results).
+      for (Value result : op.getResults())
+        if (llvm::any_of(result.getUsers(),
+                         [&](Operation *user) { return !fusesOperand(user, result); }))
+          plan.materialized.insert(result);
+      continue;
+    }
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
         isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan) ||
         scaledGradient(&op, plan))

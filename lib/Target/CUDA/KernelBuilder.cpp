@@ -311,6 +311,14 @@ Value KernelBuilder::insertBufferArgument(unsigned position, MemRefType type) {
   return kernel.getBody().front().getArgument(position);
 }
 
+/// A splat constant: kernels that compute their operands take it as an
+/// immediate even where the plan stores it for another reader (the loss
+/// gradient's seed 1, which the cross-entropy kernel loads).
+static bool isImmediate(Value v) {
+  auto constant = v.getDefiningOp<tx::ConstantOp>();
+  return constant && cast<ElementsAttr>(constant.getValue()).isSplat();
+}
+
 void KernelBuilder::collectInputs(Value root, const Materialization &plan,
                                   llvm::SetVector<Value> &inputs) {
   llvm::SmallVector<Value> work;
@@ -325,6 +333,8 @@ void KernelBuilder::collectInputs(Value root, const Materialization &plan,
   while (!work.empty()) {
     Value v = work.pop_back_val();
     Operation *def = v.getDefiningOp();
+    if (isImmediate(v))
+      continue;
     if (plan.isMaterialized(v) || !def || !isElementalOp(def)) {
       inputs.insert(v);
       continue;
@@ -665,7 +675,7 @@ void KernelBuilder::popScope() { scopes.pop_back(); }
 
 Value KernelBuilder::emit(Value v, llvm::ArrayRef<Value> index) {
   Operation *def = v.getDefiningOp();
-  if (plan.isMaterialized(v) || !def || !isElementalOp(def))
+  if (!isImmediate(v) && (plan.isMaterialized(v) || !def || !isElementalOp(def)))
     return load(v, linearize(index, tensorType(v).getShape()));
   return emitComputed(v, index);
 }
