@@ -398,13 +398,25 @@ ScaledGradient cuda::scaledGradient(Operation *op, const Materialization &plan) 
 /// no buffer however many kernels read it. Stored, each reader loaded it
 /// once per element from memory LLVM cannot prove unchanged, and those
 /// loads sat between a thread's vector loads and kept them apart.
+/// Arithmetic whose folding at compile time gives the bits the GPU would
+/// compute (IEEE-rounded basic operations and float conversions); not
+/// tanh, erf, exp and the like, which LLVM would fold with the host's
+/// library rather than libdevice, nor float-to-integer casts.
+static bool foldsExactly(Operation *op) {
+  if (auto cast = dyn_cast<tx::CastOp>(op))
+    return isa<FloatType>(getElementTypeOrSelf(cast.getInput().getType())) &&
+           isa<FloatType>(getElementTypeOrSelf(cast.getType()));
+  return isa<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::NegOp, tx::SqrtOp,
+             tx::ReciprocalOp, tx::MaxOp, tx::MinOp>(op);
+}
+
 static bool isConstantExpression(Operation *op, llvm::DenseMap<Operation *, bool> &known) {
   if (auto found = known.find(op); found != known.end())
     return found->second;
   bool constant = false;
   if (auto c = dyn_cast<tx::ConstantOp>(op))
     constant = cast<ElementsAttr>(c.getValue()).isSplat();
-  else if (isArithmetic(op))
+  else if (foldsExactly(op))
     constant = llvm::all_of(op->getOperands(), [&](Value operand) {
       Operation *def = operand.getDefiningOp();
       return def && isConstantExpression(def, known);
