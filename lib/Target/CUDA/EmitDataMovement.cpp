@@ -106,8 +106,7 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
         // Same elements, same order: memory is read at the same linear
         // index (no divisions and remainders to undo, which also keeps a
         // thread's consecutive loads visibly consecutive to LLVM).
-        Operation *def = input.getDefiningOp();
-        if (plan.isMaterialized(input) || !def || !isElementalOp(def))
+        if (readsFromMemory(input, plan))
           return load(input, linear);
         return emit(input, delinearize(linear, tensorType(input).getShape()));
       })

@@ -392,6 +392,39 @@ ScaledGradient cuda::scaledGradient(Operation *op, const Materialization &plan) 
   return scaled;
 }
 
+/// A value computed from splat constants alone (a GELU's 0.5 and
+/// sqrt(2/pi), the backward's products of them): every kernel that reads
+/// it evaluates it from immediates, which LLVM folds to one, so it needs
+/// no buffer however many kernels read it. Stored, each reader loaded it
+/// once per element from memory LLVM cannot prove unchanged, and those
+/// loads sat between a thread's vector loads and kept them apart.
+/// Arithmetic whose folding at compile time gives the bits the GPU would
+/// compute (IEEE-rounded basic operations and float conversions); not
+/// tanh, erf, exp and the like, which LLVM would fold with the host's
+/// library rather than libdevice, nor float-to-integer casts.
+static bool foldsExactly(Operation *op) {
+  if (auto cast = dyn_cast<tx::CastOp>(op))
+    return isa<FloatType>(getElementTypeOrSelf(cast.getInput().getType())) &&
+           isa<FloatType>(getElementTypeOrSelf(cast.getType()));
+  return isa<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::NegOp, tx::SqrtOp,
+             tx::ReciprocalOp, tx::MaxOp, tx::MinOp>(op);
+}
+
+static bool isConstantExpression(Operation *op, llvm::DenseMap<Operation *, bool> &known) {
+  if (auto found = known.find(op); found != known.end())
+    return found->second;
+  bool constant = false;
+  if (auto c = dyn_cast<tx::ConstantOp>(op))
+    constant = cast<ElementsAttr>(c.getValue()).isSplat();
+  else if (foldsExactly(op))
+    constant = llvm::all_of(op->getOperands(), [&](Value operand) {
+      Operation *def = operand.getDefiningOp();
+      return def && isConstantExpression(def, known);
+    });
+  known[op] = constant;
+  return constant;
+}
+
 void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
                                   unsigned &fusedOps) {
   Block &body = step.getBody().front();
@@ -400,9 +433,19 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
   // Head splits cuDNN reads through strides are never computed.
   llvm::DenseSet<Operation *> attentionViewOps;
   findAttentionInputViews(step, plan, attentionViewOps);
+  llvm::DenseMap<Operation *, bool> constantExpressions;
   for (Operation &op : body) {
     if (attentionViewOps.contains(&op))
       continue;
+    if (isConstantExpression(&op, constantExpressions)) {
+      // Stored only for a reader that does not compute its operands (a
+      // GEMM, the step's results).
+      for (Value result : op.getResults())
+        if (llvm::any_of(result.getUsers(),
+                         [&](Operation *user) { return !fusesOperand(user, result); }))
+          plan.materialized.insert(result);
+      continue;
+    }
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
         isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan) ||
         scaledGradient(&op, plan))

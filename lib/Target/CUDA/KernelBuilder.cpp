@@ -311,6 +311,21 @@ Value KernelBuilder::insertBufferArgument(unsigned position, MemRefType type) {
   return kernel.getBody().front().getArgument(position);
 }
 
+/// A splat constant: kernels that compute their operands take it as an
+/// immediate even where the plan stores it for another reader (the loss
+/// gradient's seed 1, which the cross-entropy kernel loads).
+static bool isImmediate(Value v) {
+  auto constant = v.getDefiningOp<tx::ConstantOp>();
+  return constant && cast<ElementsAttr>(constant.getValue()).isSplat();
+}
+
+bool KernelBuilder::readsFromMemory(Value v, const Materialization &plan) {
+  if (isImmediate(v))
+    return false;
+  Operation *def = v.getDefiningOp();
+  return plan.isMaterialized(v) || !def || !isElementalOp(def);
+}
+
 void KernelBuilder::collectInputs(Value root, const Materialization &plan,
                                   llvm::SetVector<Value> &inputs) {
   llvm::SmallVector<Value> work;
@@ -324,12 +339,13 @@ void KernelBuilder::collectInputs(Value root, const Materialization &plan,
     visitOperands(def);
   while (!work.empty()) {
     Value v = work.pop_back_val();
-    Operation *def = v.getDefiningOp();
-    if (plan.isMaterialized(v) || !def || !isElementalOp(def)) {
+    if (isImmediate(v))
+      continue;
+    if (readsFromMemory(v, plan)) {
       inputs.insert(v);
       continue;
     }
-    visitOperands(def);
+    visitOperands(v.getDefiningOp());
   }
 }
 
@@ -664,8 +680,7 @@ void KernelBuilder::pushScope() { scopes.emplace_back(); }
 void KernelBuilder::popScope() { scopes.pop_back(); }
 
 Value KernelBuilder::emit(Value v, llvm::ArrayRef<Value> index) {
-  Operation *def = v.getDefiningOp();
-  if (plan.isMaterialized(v) || !def || !isElementalOp(def))
+  if (readsFromMemory(v, plan))
     return load(v, linearize(index, tensorType(v).getShape()));
   return emitComputed(v, index);
 }
