@@ -388,6 +388,10 @@ void KernelBuilder::setBlockSize(unsigned n) {
         b.getDenseI32ArrayAttr({static_cast<int32_t>(n), 1, 1}));
 }
 
+void KernelBuilder::setMinBlocksPerSM(unsigned blocks) {
+  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(static_cast<int32_t>(blocks)));
+}
+
 Value KernelBuilder::threadIndex() {
   return gpu::ThreadIdOp::create(b, gpu::Dimension::x);
 }

@@ -144,6 +144,10 @@ public:
   /// so that ptxas keeps the registers a thread within what a block of that
   /// size may have (64 at 1024 threads) instead of the launch failing.
   void setBlockSize(unsigned n);
+  /// Blocks of this kernel an SM must be able to hold at once (gpu.func
+  /// nvvm.minctasm, PTX .minnctapersm): with the known block size, ptxas
+  /// keeps a thread's registers within 65536 / (n * blocks).
+  void setMinBlocksPerSM(unsigned blocks);
 
   /// An i64 index into a dim of size |dim| as gathers read it: negative
   /// counts from the end, out of range clamps (token ids are checked

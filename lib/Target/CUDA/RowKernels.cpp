@@ -1366,12 +1366,15 @@ static LogicalResult emitLossTotal(LoweringContext &ctx, Operation *op, Value re
 /// registers a thread): 660 of GPT-2's 100 KB rows of logits, 66 MB
 /// against a 50 MB L2, and the second read went to DRAM (1.65 ms, no
 /// faster than the two kernels' 1.70). A long row's block (one that does
-/// not hold its row in registers) therefore has 1024 threads: an SM runs
-/// one, 132 rows (13 MB) are in flight, with as many threads an SM as
-/// before, and the kernel takes 1.34 ms (DeviceLog session 34; fewer rows
+/// not hold its row in registers) therefore has 1024 threads (fewer rows
 /// in flight by workgroup memory alone, two or three 256-thread blocks an
-/// SM, cost more in occupancy than L2 gave back: 1.8-1.9 ms).
+/// SM, cost more in occupancy than L2 gave back: 1.8-1.9 ms), and
+/// kLongRowBlocksPerSM of them fit an SM: 264 rows (26 MB) in flight.
+/// With one block an SM (ptxas's 42 registers under .maxntid 1024 alone)
+/// GPT-2's kernel took 1.52 ms on an H100; with two (32 registers) 1.36
+/// (DeviceLog session 36).
 constexpr unsigned kLongRowBlockSize = 1024;
+constexpr unsigned kLongRowBlocksPerSM = 2;
 
 /// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
 /// weight, then one block sums them (mean, sum) unless reduction is none.
@@ -1417,6 +1420,8 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
                  kRowElementsInRegisters, /*width=*/1,
                  grad && longRows ? kLongRowBlockSize : kBlockSize);
     KernelBuilder &kb = rk.kb;
+    if (grad && longRows)
+      kb.setMinBlocksPerSM(kLongRowBlocksPerSM);
     auto &b = kb.builder();
     if (grad)
       kb.func().setName(kb.func().getName().str() + "_and_grad");
