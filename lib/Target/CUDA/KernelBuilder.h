@@ -115,14 +115,14 @@ public:
   /// reads (|root| itself is computed, not read).
   static void collectInputs(Value root, const Materialization &plan,
                             llvm::SetVector<Value> &inputs);
-  /// The same for a value |v| a kernel may read from memory or compute:
-  /// |v| itself when it is in memory (or a block argument), else what
-  /// computing it reads.
   /// Whether a kernel computing its operands reads |v| from its buffer
   /// (stored, an argument, or made by a non-elemental op) rather than
   /// computing it: never for a splat constant, an immediate. collectInputs
   /// and emit decide alike, so every value read has a buffer argument.
   static bool readsFromMemory(Value v, const Materialization &plan);
+  /// The same for a value |v| a kernel may read from memory or compute:
+  /// |v| itself when it is in memory (or a block argument), else what
+  /// computing it reads.
   static void collectReadsOf(Value v, const Materialization &plan,
                              llvm::SetVector<Value> &inputs);
   /// Whether |v| is in memory as f32, bf16 or f16 (itself or the value a

@@ -1376,6 +1376,18 @@ static LogicalResult emitLossTotal(LoweringContext &ctx, Operation *op, Value re
 constexpr unsigned kLongRowBlockSize = 1024;
 constexpr unsigned kLongRowBlocksPerSM = 2;
 
+/// Threads an SM of the target holds at once: 1024 on sm_75, 1536 on the
+/// sm_86/87/89/120 parts, 2048 on sm_80, sm_90 and the rest. Where two
+/// long-row blocks cannot run together the bound would only cost
+/// registers.
+static unsigned threadsPerSM(unsigned sm) {
+  if (sm == 75)
+    return 1024;
+  if (sm == 86 || sm == 87 || sm == 89 || sm == 120)
+    return 1536;
+  return 2048;
+}
+
 /// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
 /// weight, then one block sums them (mean, sum) unless reduction is none.
 /// With gradientComputedByLoss, the row kernel writes the gradient too
@@ -1420,7 +1432,8 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
                  kRowElementsInRegisters, /*width=*/1,
                  grad && longRows ? kLongRowBlockSize : kBlockSize);
     KernelBuilder &kb = rk.kb;
-    if (grad && longRows)
+    if (grad && longRows &&
+        threadsPerSM(ctx.targetSM()) >= kLongRowBlocksPerSM * kLongRowBlockSize)
       kb.setMinBlocksPerSM(kLongRowBlocksPerSM);
     auto &b = kb.builder();
     if (grad)
