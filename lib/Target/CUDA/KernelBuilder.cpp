@@ -339,8 +339,6 @@ void KernelBuilder::collectInputs(Value root, const Materialization &plan,
     visitOperands(def);
   while (!work.empty()) {
     Value v = work.pop_back_val();
-    if (isImmediate(v))
-      continue;
     if (readsFromMemory(v, plan)) {
       inputs.insert(v);
       continue;
