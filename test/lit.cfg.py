@@ -60,6 +60,8 @@ if os.path.exists(os.path.join(cuda_home, "nvvm/libdevice/libdevice.10.bc")):
     config.environment["CUDA_HOME"] = cuda_home
 if os.path.exists(os.path.join(cuda_home, "bin/ptxas")):
     config.available_features.add("ptxas")
+    # For tests that read ptxas's resource report (registers, spills).
+    config.substitutions.append(("%ptxas", os.path.join(cuda_home, "bin/ptxas")))
 # `not` and `count` at the start of a RUN line run from PATH (lit substitutes
 # them only after a pipe).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

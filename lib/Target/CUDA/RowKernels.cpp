@@ -278,10 +278,16 @@ struct RowKernel {
   }
 
   /// Stores valueAt(j, step) at element j of the current row of |output| for
-  /// every j of the row (step: the register sweep's step, -1 in a loop). For a short row every value is computed before the
-  /// first store (a j past the row's end computes at the last element and
-  /// stores nothing), so each step's loads are not held behind the previous
-  /// step's store, and the stores sit together for LLVM's vectorizer.
+  /// every j of the row (step: the register sweep's step, -1 in a loop).
+  /// For a short row the values are computed and stored one group of
+  /// |width| consecutive steps at a time (a j past the row's end computes
+  /// at the last element and stores nothing): a group's stores sit together,
+  /// so LLVM's vectorizer makes one 16-byte store of a thread's group. Only
+  /// a group's values are live at once. Computing the whole row before the
+  /// first store kept every value of it live beside the row's inputs:
+  /// GPT-2's LayerNorm gradient held 118-120 registers instead of 96-103,
+  /// its forward 92 instead of 56-60, RMSNorm's bf16 gradient over rows of
+  /// 8192 146 instead of 124 (1 block an SM instead of 2).
   void storeSweep(Value output, llvm::function_ref<Value(Value j, int64_t step)> valueAt) {
     if (!inRegisters()) {
       kb.blockStridedLoop(length, {}, [&](Value j, llvm::ArrayRef<Value>) {
@@ -291,22 +297,23 @@ struct RowKernel {
       return;
     }
     auto &b = kb.builder();
-    llvm::SmallVector<std::pair<Value, Value>> values; // (j, value)
-    for (int64_t k = 0; k < steps(); ++k) {
-      Value j = stepElement(k);
-      Value safeJ = safeStepElement(k);
-      currentStep = k;
-      values.push_back({j, valueAt(safeJ, k)});
-    }
-    currentStep = -1;
-    for (int64_t k = 0; k < steps(); ++k) {
-      auto [j, value] = values[k];
-      if (stepAlwaysInRow(k)) {
-        kb.store(output, at(j), value);
-        continue;
+    for (int64_t group = 0; group < steps(); group += width) {
+      int64_t end = std::min(group + width, steps());
+      llvm::SmallVector<Value> values;
+      for (int64_t k = group; k < end; ++k) {
+        currentStep = k;
+        values.push_back(valueAt(safeStepElement(k), k));
       }
-      kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
-                [&] { kb.store(output, at(j), value); });
+      currentStep = -1;
+      for (int64_t k = group; k < end; ++k) {
+        Value j = stepElement(k), value = values[k - group];
+        if (stepAlwaysInRow(k)) {
+          kb.store(output, at(j), value);
+          continue;
+        }
+        kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
+                  [&] { kb.store(output, at(j), value); });
+      }
     }
   }
 
