@@ -51,6 +51,10 @@ constexpr int64_t kWarpRowMax = 1024;
 constexpr int64_t kLaneWidth = 4;
 constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
 
+/// Groups at least this wide (16-bit rows' 16-byte groups) are stored one
+/// at a time by a register sweep (RowKernel::storeSweep).
+constexpr int64_t kStoreGroupWidth = 8;
+
 /// The floats of workgroup memory KernelBuilder::blockReduce uses (from 0).
 constexpr int64_t kReduceFloats = 32;
 
@@ -278,16 +282,23 @@ struct RowKernel {
   }
 
   /// Stores valueAt(j, step) at element j of the current row of |output| for
-  /// every j of the row (step: the register sweep's step, -1 in a loop).
-  /// For a short row the values are computed and stored one group of
-  /// |width| consecutive steps at a time (a j past the row's end computes
-  /// at the last element and stores nothing): a group's stores sit together,
-  /// so LLVM's vectorizer makes one 16-byte store of a thread's group. Only
-  /// a group's values are live at once. Computing the whole row before the
-  /// first store kept every value of it live beside the row's inputs:
-  /// GPT-2's LayerNorm gradient held 118-120 registers instead of 96-103,
-  /// its forward 92 instead of 56-60, RMSNorm's bf16 gradient over rows of
-  /// 8192 146 instead of 124 (1 block an SM instead of 2).
+  /// every j of the row (step: the register sweep's step, -1 in a loop). For
+  /// a short row, the values are computed before they are stored (a j past
+  /// the row's end computes at the last element and stores nothing), so the
+  /// loads they need are issued together, not each behind the previous
+  /// step's store, and a group's stores sit together for LLVM's vectorizer
+  /// (one 16-byte store of a thread's group). Rows of 16-bit groups of 8
+  /// (kStoreGroupWidth) are computed and stored a group at a time, the rest
+  /// whole. With a whole 16-bit row live beside its inputs, ptxas gave the
+  /// bf16 768-wide LayerNorm gradient 142 registers (a block an SM) and
+  /// RMSNorm's bf16 gradient over rows of 8192 146; a group at a time 125
+  /// and 124, two blocks, and 49% -> 63% and 70% -> 86% of the H100's copy
+  /// bandwidth (the forward 768 LayerNorm 96 -> 72 registers, 76% -> 83%).
+  /// f32 rows a group at a time (groups of 1 or 4) lost: each group's loads
+  /// then waited behind the previous group's stores. The f32 8192
+  /// LayerNorm gradient fell from 90% to 79% at 80 registers instead of 128,
+  /// and GPT-2's LayerNorm gradients went from 1.78 to 1.85 ms
+  /// (bench/NOTES.md, session 37).
   void storeSweep(Value output, llvm::function_ref<Value(Value j, int64_t step)> valueAt) {
     if (!inRegisters()) {
       kb.blockStridedLoop(length, {}, [&](Value j, llvm::ArrayRef<Value>) {
@@ -297,8 +308,9 @@ struct RowKernel {
       return;
     }
     auto &b = kb.builder();
-    for (int64_t group = 0; group < steps(); group += width) {
-      int64_t end = std::min(group + width, steps());
+    int64_t chunk = width >= kStoreGroupWidth ? width : steps();
+    for (int64_t group = 0; group < steps(); group += chunk) {
+      int64_t end = std::min(group + chunk, steps());
       llvm::SmallVector<Value> values;
       for (int64_t k = group; k < end; ++k) {
         currentStep = k;
