@@ -162,6 +162,11 @@ CASES = {
     # partly past the row's end).
     "norms_4096_bf16": layer_then_rms_norm("n4", 96, 4096, bf16=True),
     "norms_wide_rows_bf16": layer_then_rms_norm("nb", 64, 6000, bf16=True),
+    # bf16 rows of 768 (a bf16 GPT-2's): one warp a row, each lane taking
+    # three groups of 8 consecutive elements, computed and stored a group
+    # at a time (RowKernel::storeSweep); 4100 rows, so the gradients' warps
+    # walk two rows each and the forward's last block has half its rows.
+    "norms_warp_rows_bf16": layer_then_rms_norm("nv", 4100, 768, bf16=True),
     # Rows of 8192: LayerNorm's gradient keeps dgamma and dbeta column sums
     # (64 KiB) in dynamic shared memory, past the 48 KiB a kernel declares
     # statically.
