@@ -51,9 +51,10 @@ constexpr int64_t kWarpRowMax = 1024;
 constexpr int64_t kLaneWidth = 4;
 constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
 
-/// Groups at least this wide (16-bit rows' 16-byte groups) are stored one
-/// at a time by a register sweep (RowKernel::storeSweep).
-constexpr int64_t kStoreGroupWidth = 8;
+/// The narrowest group (RowKernel's |width|) a register sweep computes and
+/// stores one group at a time (16-bit rows' 16-byte groups); narrower
+/// groups' rows are computed whole first (RowKernel::storeSweep).
+constexpr int64_t kGroupedStoreMinWidth = 8;
 
 /// The floats of workgroup memory KernelBuilder::blockReduce uses (from 0).
 constexpr int64_t kReduceFloats = 32;
@@ -282,23 +283,21 @@ struct RowKernel {
   }
 
   /// Stores valueAt(j, step) at element j of the current row of |output| for
-  /// every j of the row (step: the register sweep's step, -1 in a loop). For
-  /// a short row, the values are computed before they are stored (a j past
-  /// the row's end computes at the last element and stores nothing), so the
-  /// loads they need are issued together, not each behind the previous
-  /// step's store, and a group's stores sit together for LLVM's vectorizer
-  /// (one 16-byte store of a thread's group). Rows of 16-bit groups of 8
-  /// (kStoreGroupWidth) are computed and stored a group at a time, the rest
-  /// whole. With a whole 16-bit row live beside its inputs, ptxas gave the
-  /// bf16 768-wide LayerNorm gradient 142 registers (a block an SM) and
-  /// RMSNorm's bf16 gradient over rows of 8192 146; a group at a time 125
-  /// and 124, two blocks, and 49% -> 63% and 70% -> 86% of the H100's copy
-  /// bandwidth (the forward 768 LayerNorm 96 -> 72 registers, 76% -> 83%).
-  /// f32 rows a group at a time (groups of 1 or 4) lost: each group's loads
-  /// then waited behind the previous group's stores. The f32 8192
-  /// LayerNorm gradient fell from 90% to 79% at 80 registers instead of 128,
-  /// and GPT-2's LayerNorm gradients went from 1.78 to 1.85 ms
-  /// (bench/NOTES.md, session 37).
+  /// every j of the row (step: the register sweep's step, -1 in a loop). In
+  /// a register sweep, rows whose groups are at least kGroupedStoreMinWidth
+  /// wide (16-bit rows' groups of 8) are computed and stored a group at a
+  /// time; other rows are computed whole, then stored. Either way a
+  /// group's stores sit together, so LLVM's vectorizer makes one 16-byte
+  /// store of a thread's group, and a j past the row's end computes at the
+  /// last element and stores nothing. A group at a time keeps fewer values
+  /// live: the bf16 768-wide LayerNorm gradient needed 142 registers with
+  /// the whole row (one block an SM) and 125 this way (two: 49% -> 63% of
+  /// the H100's copy bandwidth). Whole rows issue all their loads before
+  /// the first store; f32 rows a group at a time lost (GPT-2's LayerNorm
+  /// gradients 1.78 -> 1.85 ms), likely because each group's loads waited
+  /// behind the previous group's stores. bench/NOTES.md, session 37, has
+  /// the figures. A row loaded as 16-bit with a wider output would also go
+  /// a group at a time; no such row was measured.
   void storeSweep(Value output, llvm::function_ref<Value(Value j, int64_t step)> valueAt) {
     if (!inRegisters()) {
       kb.blockStridedLoop(length, {}, [&](Value j, llvm::ArrayRef<Value>) {
@@ -308,17 +307,18 @@ struct RowKernel {
       return;
     }
     auto &b = kb.builder();
-    int64_t chunk = width >= kStoreGroupWidth ? width : steps();
-    for (int64_t group = 0; group < steps(); group += chunk) {
-      int64_t end = std::min(group + chunk, steps());
+    // Steps computed before their stores: a group's, or the whole row's.
+    int64_t batch = width >= kGroupedStoreMinWidth ? width : steps();
+    for (int64_t first = 0; first < steps(); first += batch) {
+      int64_t end = std::min(first + batch, steps());
       llvm::SmallVector<Value> values;
-      for (int64_t k = group; k < end; ++k) {
+      for (int64_t k = first; k < end; ++k) {
         currentStep = k;
         values.push_back(valueAt(safeStepElement(k), k));
       }
       currentStep = -1;
-      for (int64_t k = group; k < end; ++k) {
-        Value j = stepElement(k), value = values[k - group];
+      for (int64_t k = first; k < end; ++k) {
+        Value j = stepElement(k), value = values[k - first];
         if (stepAlwaysInRow(k)) {
           kb.store(output, at(j), value);
           continue;
