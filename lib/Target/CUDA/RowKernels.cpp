@@ -307,6 +307,11 @@ struct RowKernel {
   /// value per output. Each output's stores of a batch sit together (all of
   /// the first output's, then the second's): stores to two buffers
   /// interleaved stay scalar, since LLVM cannot tell the buffers apart.
+  /// With two outputs every row goes a group at a time, f32 rows too: GPT-2's
+  /// f32 LayerNorm gradients writing dx and its bf16 copy took 144-154
+  /// registers computing the whole row first (one block an SM; 2.40 ms for
+  /// the 25 on an H200) and 114-127 a group at a time (two blocks; 1.69 ms;
+  /// bench/NOTES.md, session 38).
   void storeSweep(llvm::ArrayRef<Value> outputs,
                   llvm::function_ref<llvm::SmallVector<Value, 2>(Value j, int64_t step)> valueAt) {
     if (!inRegisters()) {
@@ -320,8 +325,7 @@ struct RowKernel {
     }
     auto &b = kb.builder();
     // Steps computed before their stores: a group's, or the whole row's.
-    int64_t batch = width >= kGroupedStoreMinWidth ? width : steps();
-    if (getenv("TXX_GROUPED") && outputs.size() > 1) batch = width;
+    int64_t batch = width >= kGroupedStoreMinWidth || outputs.size() > 1 ? width : steps();
     for (int64_t first = 0; first < steps(); first += batch) {
       int64_t end = std::min(first + batch, steps());
       llvm::SmallVector<llvm::SmallVector<Value, 2>> values;
