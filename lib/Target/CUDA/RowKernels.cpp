@@ -754,6 +754,20 @@ struct NormGradBuffers {
   /// The kernel's stored row outputs: dx (or dx + r) if stored, then the
   /// copy.
   llvm::SmallVector<Value, 2> rowOutputs;
+
+  /// The partial-row arguments of a kernel of |blocks| blocks, after its
+  /// row outputs: [blocks, cols] parameter sums, and with an epilogue sum
+  /// its [blocks, d] (null without).
+  std::pair<Value, Value> insertArguments(KernelBuilder &kb, int64_t blocks, int64_t cols,
+                                          int64_t d) const {
+    auto f32 = kb.builder().getF32Type();
+    unsigned first = static_cast<unsigned>(rowOutputs.size());
+    Value params = kb.insertBufferArgument(first, MemRefType::get({blocks * cols}, f32));
+    Value sums = hasSum ? kb.insertBufferArgument(first + 1, MemRefType::get({blocks * d}, f32))
+                        : Value();
+    return {params, sums};
+  }
+  bool hasSum = false;
 };
 
 /// Claims |epilogue|'s ops for the norm-gradient kernel and sizes its
@@ -773,6 +787,7 @@ static NormGradBuffers normGradBuffers(LoweringContext &ctx, Value out,
     ctx.loweredElsewhere.insert(epilogue.cast);
   }
   if (epilogue.sum) {
+    buffers.hasSum = true;
     buffers.sumPartials = ctx.scratch(blocks * d * 4, "f32 norm-gradient epilogue partial sums");
     ctx.loweredElsewhere.insert(epilogue.sum);
   }
@@ -889,13 +904,8 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
                kRowElementsInRegisters, width);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
-  unsigned firstPartials = static_cast<unsigned>(buffers.rowOutputs.size());
-  Value partials =
-      kb.insertBufferArgument(firstPartials, MemRefType::get({blocks * cols}, b.getF32Type()));
-  Value sumPartials =
-      epilogue.sum ? kb.insertBufferArgument(firstPartials + 1,
-                                             MemRefType::get({blocks * d}, b.getF32Type()))
-                   : Value();
+  Value partials, sumPartials; // plain names: lambdas below capture them
+  std::tie(partials, sumPartials) = buffers.insertArguments(kb, blocks, cols, d);
   Value smem = kb.workgroupMemory();
   // Lane |rk.lane|'s word of slot |slot| of warp |w| (slots of
   // |slotsPerWarp|): consecutive lanes, consecutive banks.
@@ -1097,13 +1107,8 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
                width);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
-  unsigned firstPartials = static_cast<unsigned>(buffers.rowOutputs.size());
-  Value partials =
-      kb.insertBufferArgument(firstPartials, MemRefType::get({blocks * cols}, b.getF32Type()));
-  Value sumPartials =
-      epilogue.sum ? kb.insertBufferArgument(firstPartials + 1,
-                                             MemRefType::get({blocks * d}, b.getF32Type()))
-                   : Value();
+  Value partials, sumPartials; // plain names: lambdas below capture them
+  std::tie(partials, sumPartials) = buffers.insertArguments(kb, blocks, cols, d);
   Value smem = kb.workgroupMemory();
   Value block = kb.blockIndex();
   Value first = arith::MulIOp::create(b, block, kb.idx(perBlock));
