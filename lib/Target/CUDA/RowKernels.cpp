@@ -632,8 +632,7 @@ static ColumnSumEpilogue columnSumEpilogue(LoweringContext &ctx, Operation *norm
       Value result = sum.getResult();
       if (!epilogue.sum && sum.getInput() == out && sumsLeadingAxes(sum) &&
           typeOf(result).getElementType().isF32() && typeOf(result).getNumElements() == d &&
-          unclaimed(user, result) && !ctx.recomputedBySum.count(sum) &&
-          !ctx.packedSumsOfSquares.count(sum))
+          unclaimed(user, result) && !ctx.recomputedBySum.count(sum))
         epilogue.sum = sum;
     } else if (auto cast = dyn_cast<tx::CastOp>(user)) {
       Type to = typeOf(cast.getResult()).getElementType();
@@ -748,8 +747,9 @@ struct NormGradRow {
 struct NormGradBuffers {
   unsigned partials = 0;
   unsigned sumPartials = 0;
-  /// Whether the output itself is stored: not when the epilogue's sum and
-  /// cast were its only readers.
+  /// Whether the output itself is stored: not when it has no reader but
+  /// the epilogue's sum and cast (a function result's reader is the
+  /// return).
   bool storesOut = true;
   /// The kernel's stored row outputs: dx (or dx + r) if stored, then the
   /// copy.
@@ -865,12 +865,13 @@ constexpr int64_t kCombineSlots = 16;
 /// (lowerPartialColumnSums). Deterministic, no atomics.
 ///
 /// The running sums live in shared memory, one slot per warp, step, sum and
-/// lane, when they fit (GPT-2's 768: 48 KB): held in registers they were 48
-/// of a lane's 168, which left one block (8 warps) per SM and too few bytes
-/// in flight for a memory-bound kernel. Otherwise (a layer norm of 1024)
-/// they stay in registers and are combined through shared memory in rounds
-/// of kCombineSlots. Both add the same terms in the same order: the same
-/// bits.
+/// lane, when they fit (GPT-2's 768: 48 KB, 72 KB with a ColumnSumEpilogue's
+/// sum): held in registers they were 48 of a lane's 168, which left one
+/// block (8 warps) per SM and too few bytes in flight for a memory-bound
+/// kernel. Otherwise (a layer norm of 1024 without the epilogue: past the
+/// static 48 KB) they stay in registers and are combined through shared
+/// memory in rounds of kCombineSlots. Both add the same terms in the same
+/// order: the same bits.
 static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, bool center,
                                            llvm::ArrayRef<Value> outputs,
                                            llvm::ArrayRef<Value> inputs, Value addend,
@@ -892,7 +893,8 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
   // and x and stores of dx for 16-bit rows.
   Type loaded = typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType();
   int64_t width = warpRowWidth(d, loaded);
-  // Per step: the lane's running dgamma (and dbeta) term of that column.
+  // Per step: the lane's running dgamma (and dbeta, and the epilogue's)
+  // term of that column.
   int64_t total = warpRowSteps(d, width) * sums;
   // With the epilogue's third sum GPT-2's 768 takes 72 KB: dynamic shared
   // memory (kept in registers the sums would be 72 floats a lane). Without
@@ -1139,7 +1141,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     Value firstRow = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, first);
     // This thread's running sum at column |j| of sum |s| (0: dgamma, 1:
     // dbeta, paramSums: the epilogue's) of the block's partial row; the
-    // block's first row starts it (neither is cleared).
+    // block's first row starts it (none is cleared).
     auto accumulate = [&](int64_t s, Value j, Value v) {
       bool ownRows = s == paramSums; // the epilogue's partial rows
       Value slot =
