@@ -6,7 +6,8 @@ forward and its gradients, dx included. It compiles a small model of each
 norm x dtype to tx IR (`txopt --train`), runs one step on txopt-run (the
 CPU reference executor) with x and c given, and compares the loss and the
 first Adam moments after step 1 (exp_avg = (1 - beta1) * grad, so b's
-moment is 0.1 * dx summed over rows) with PyTorch on the CPU in float64.
+moment is 0.1 * dx summed over rows, a's 0.1 * (dx * x) summed over rows)
+with PyTorch on the CPU in float64.
 
   check_cpu.py TXOPT TXOPT_RUN WORKDIR [ROWSxHIDDEN]
 """
@@ -24,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_models  # noqa: E402
 
 # Relative error allowed against the float64 reference: f32 steps round
-# once per op; bf16 steps store x + b, y, dy and dx in bf16 (8 bits of
+# once per op; bf16 steps store x * a + b, y, dy and dx in bf16 (8 bits of
 # mantissa: 2^-9 relative per rounding).
 TOLERANCE = {"f32": 1e-4, "bf16": 1e-2}
 
@@ -33,16 +34,17 @@ def reference(norm, x, c):
     """Loss and parameter gradients of make_models.py's graph, float64."""
     rows, hidden = x.shape
     xt = torch.tensor(x, dtype=torch.float64)
+    a = torch.ones(hidden, dtype=torch.float64, requires_grad=True)
     b = torch.zeros(hidden, dtype=torch.float64, requires_grad=True)
     gamma = torch.ones(hidden, dtype=torch.float64, requires_grad=True)
     beta = torch.zeros(hidden, dtype=torch.float64, requires_grad=True)
-    h = xt + b
+    h = xt * a + b
     if norm == "layer":
         y = F.layer_norm(h, (hidden,), gamma, beta, make_models.EPS)
-        params = {"b": b, "gamma": gamma, "beta": beta}
+        params = {"a": a, "b": b, "gamma": gamma, "beta": beta}
     else:
         y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + make_models.EPS) * gamma
-        params = {"b": b, "gamma": gamma}
+        params = {"a": a, "b": b, "gamma": gamma}
     terms = y * torch.tensor(c, dtype=torch.float64)
     loss = terms.sum()
     grads = torch.autograd.grad(loss, list(params.values()))

@@ -9,7 +9,8 @@ One model per norm x dtype x shape, named NORM_DTYPE_ROWSxHIDDEN.onnx
 (e.g. layer_bf16_16384x768.onnx), plus DIR/models.json listing them. Each is
 a whole training step's forward for `txopt --train`:
 
-    h    = x + b                      b: a learnable per-column bias [H]
+    h    = x * a + b                  a, b: a learnable per-column scale
+                                      and bias [H]
     y    = LayerNorm(h; gamma, beta)  or RMSNorm(h; gamma)
     loss = ReduceSum(y * c)           c: a graph input [1, H]
 
@@ -18,10 +19,15 @@ Why this shape of graph:
     compiled artifacts stay small: txrun fills every non-token float input
     ("data" role) with seeded N(0, 1) values on the GPU machine
     (runtime/src/core/batch.h, randomArgument).
-  * The bias b is what makes the step compute the norm's input gradient dx
-    (b's gradient is dx summed over rows); without a parameter upstream of
-    the norm, autodiff would have no reason to produce dx. It mirrors a
-    transformer's residual stream feeding its norms.
+  * The scale a and bias b are what make the step compute and store the
+    norm's input gradient dx: without a parameter upstream of the norm,
+    autodiff would have no reason to produce dx. b's gradient (dx summed
+    over rows) alone would not do since session 38: the norm-gradient
+    kernel sums it from its own registers (columnSumEpilogue) and, with no
+    other reader, never stores dx. a's gradient (dx * x summed over rows)
+    is a second reader, in a kernel of its own, so dx is stored, as a
+    transformer's residual stream reads it. Its forward (x * a + b) is
+    computed inside the norm's kernel, reading x once, as x + b was.
   * The loss multiplies by c so the norm's output gradient dy (= c broadcast
     over rows, stored by one elementwise kernel before the norm gradient)
     is not a constant: the norm-gradient kernel reads a full [R, H] dy as
@@ -108,11 +114,13 @@ def norm_nodes(norm, dtype):
 
 def make_model(norm, dtype, rows, hidden):
     t = DTYPES[dtype]
-    inits = [constant("b", dtype, [hidden], 0.0), constant("gamma", dtype, [hidden], 1.0)]
+    inits = [constant("a", dtype, [hidden], 1.0), constant("b", dtype, [hidden], 0.0),
+             constant("gamma", dtype, [hidden], 1.0)]
     if norm == "layer":
         inits.append(constant("beta", dtype, [hidden], 0.0))
     body, extra = norm_nodes(norm, dtype)
-    nodes = [helper.make_node("Add", ["x", "b"], ["h"], name="bias")] + body + [
+    nodes = [helper.make_node("Mul", ["x", "a"], ["xa"], name="scale"),
+             helper.make_node("Add", ["xa", "b"], ["h"], name="bias")] + body + [
         helper.make_node("Mul", ["y", "c"], ["weighted"], name="weighted"),
         helper.make_node("ReduceSum", ["weighted"], ["loss"], keepdims=0, name="loss")]
     graph = helper.make_graph(

@@ -211,7 +211,7 @@ def main():
             f"{cell(r, 'compile', 'ratio_vs_txopt', '.2f')} | {eff} |")
     warm = [r for r in results if "eager_l2_warm" in r]
     if warm:
-        lines += ["", "Shapes whose x fits in L2: txopt's step writes the norm's input (x + b) and, "
+        lines += ["", "Shapes whose x fits in L2: txopt's step writes the norm's input (x * a + b) and, "
                   "for the backward, dy in the kernel just before the norm kernels read them, so part "
                   "of each may still be in L2; the peers' inputs are rotated (cold). Eager with one "
                   "input set reused (L2-warm), for scale:", ""]

@@ -53,6 +53,43 @@ def layer_then_rms_norm(name, rows, width, bf16=False):
          else ["loss = ReduceMean <keepdims = 0> (o)"]))
 
 
+def linear_then_norms(name, rows, width):
+    """Two linear layers with biases, one into a fused LayerNorm, the other
+    into an RMSNorm (from its decomposition), over rows of |width|: each
+    norm's gradient kernel sums its layer's bias gradient from its own
+    output, and under --precision=bf16 writes that output's bf16 copy for
+    the layer's weight-gradient GEMM too (RowKernels.cpp,
+    columnSumEpilogue)."""
+    return model(name, [f"float[{rows}, 8] x"],
+                 [weights("w", [8, width]), weights("hb", [width]), weights("s", [width]),
+                  weights("b", [width]), weights("w2", [8, width], 0.25),
+                  weights("hb2", [width], 0.2), weights("g", [width])], [
+        "m = MatMul(x, w)", "h = Add(m, hb)",
+        "y = LayerNormalization <axis = -1> (h, s, b)", "t = Tanh(y)",
+        "m2 = MatMul(x, w2)", "u = Add(m2, hb2)",
+        "sq = Mul(u, u)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
+        "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
+        "rn = Div(u, rt)", "z = Mul(rn, g)", "v = Tanh(z)",
+        "o = Add(t, v)", "loss = ReduceMean <keepdims = 0> (o)"])
+
+
+def linear_norm_residual(name, rows, width):
+    """Two GPT-like blocks sharing a residual stream: h1 = x W1 + b1 into a
+    LayerNorm, then h2 = tanh(y1) W2 + b2 + h1 into a second. The second
+    norm's gradient output is summed into b2's gradient, cast for W2's
+    GEMMs and read by the first norm's gradient as its residual gradient:
+    its kernel stores dx and the bf16 copy both (columnSumEpilogue)."""
+    return model(name, [f"float[{rows}, 8] x"],
+                 [weights("w1", [8, width]), weights("b1", [width]), weights("s1", [width]),
+                  weights("c1", [width]), weights("w2", [width, width], 0.05),
+                  weights("b2", [width], 0.2), weights("s2", [width]), weights("c2", [width])], [
+        "m1 = MatMul(x, w1)", "h1 = Add(m1, b1)",
+        "y1 = LayerNormalization <axis = -1> (h1, s1, c1)", "t1 = Tanh(y1)",
+        "m2 = MatMul(t1, w2)", "a2 = Add(m2, b2)", "h2 = Add(a2, h1)",
+        "y2 = LayerNormalization <axis = -1> (h2, s2, c2)", "t2 = Tanh(y2)",
+        "loss = ReduceMean <keepdims = 0> (t2)"])
+
+
 CASES = {
     # Elementwise math and broadcasting, fused into loop kernels.
     "elementwise": model("ew", ["float[4, 6, 8] x"], [weights("w", [6, 8]), weights("b", [8])], [
@@ -171,6 +208,16 @@ CASES = {
     # (64 KiB) in dynamic shared memory, past the 48 KiB a kernel declares
     # statically.
     "norms_8192": layer_then_rms_norm("n8", 72, 8192),
+    # The norm gradients' column-sum epilogue: rows of 768 in bf16 (one
+    # warp a row; LayerNorm's three running column sums in 72 KiB of
+    # dynamic shared memory), of 2048 in bf16 (a block a row, in
+    # registers) and of 34 in f32 (a block a row, no 16-byte groups; the
+    # sum alone, no copy).
+    "norm_bias_epilogue_768_bf16": linear_then_norms("ne", 4100, 768),
+    "norm_bias_epilogue_2048_bf16": linear_then_norms("nf", 96, 2048),
+    "norm_bias_epilogue_34": linear_then_norms("ng", 64, 34),
+    # dx and its bf16 copy both stored (the residual stream reads dx).
+    "norm_bias_epilogue_residual_bf16": linear_norm_residual("nr", 4100, 768),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),
@@ -270,7 +317,10 @@ CASES["attention_qkv_bias_bf16"] = attention("atq", band_mask(64), biases=True)
 
 FLAGS = {"norms": "--no-fuse=norms", "attention_causal_bf16": "--precision=bf16",
          "attention_window_bf16": "--precision=bf16", "attention_bias_bf16": "--precision=bf16",
-         "attention_qkv_bias_bf16": "--precision=bf16"}
+         "attention_qkv_bias_bf16": "--precision=bf16",
+         "norm_bias_epilogue_768_bf16": "--precision=bf16",
+         "norm_bias_epilogue_2048_bf16": "--precision=bf16",
+         "norm_bias_epilogue_residual_bf16": "--precision=bf16"}
 
 
 def main():

@@ -299,33 +299,51 @@ struct RowKernel {
   /// the figures. A row loaded as 16-bit with a wider output would also go
   /// a group at a time; no such row was measured.
   void storeSweep(Value output, llvm::function_ref<Value(Value j, int64_t step)> valueAt) {
+    storeSweep(llvm::ArrayRef<Value>(output), [&](Value j, int64_t step) {
+      return llvm::SmallVector<Value, 2>{valueAt(j, step)};
+    });
+  }
+  /// storeSweep for several outputs of the row's shape: valueAt returns one
+  /// value per output. Each output's stores of a batch sit together (all of
+  /// the first output's, then the second's): stores to two buffers
+  /// interleaved stay scalar, since LLVM cannot tell the buffers apart.
+  /// With two outputs every row goes a group at a time, f32 rows too: GPT-2's
+  /// f32 LayerNorm gradients writing dx and its bf16 copy took 144-154
+  /// registers computing the whole row first (one block an SM; 2.40 ms for
+  /// the 25 on an H200) and 114-127 a group at a time (two blocks; 1.69 ms;
+  /// bench/NOTES.md, session 38).
+  void storeSweep(llvm::ArrayRef<Value> outputs,
+                  llvm::function_ref<llvm::SmallVector<Value, 2>(Value j, int64_t step)> valueAt) {
     if (!inRegisters()) {
       kb.blockStridedLoop(length, {}, [&](Value j, llvm::ArrayRef<Value>) {
-        kb.store(output, at(j), valueAt(j, -1));
+        llvm::SmallVector<Value, 2> values = valueAt(j, -1);
+        for (size_t o = 0; o < outputs.size(); ++o)
+          kb.store(outputs[o], at(j), values[o]);
         return llvm::SmallVector<Value>{};
       });
       return;
     }
     auto &b = kb.builder();
     // Steps computed before their stores: a group's, or the whole row's.
-    int64_t batch = width >= kGroupedStoreMinWidth ? width : steps();
+    int64_t batch = width >= kGroupedStoreMinWidth || outputs.size() > 1 ? width : steps();
     for (int64_t first = 0; first < steps(); first += batch) {
       int64_t end = std::min(first + batch, steps());
-      llvm::SmallVector<Value> values;
+      llvm::SmallVector<llvm::SmallVector<Value, 2>> values;
       for (int64_t k = first; k < end; ++k) {
         currentStep = k;
         values.push_back(valueAt(safeStepElement(k), k));
       }
       currentStep = -1;
-      for (int64_t k = first; k < end; ++k) {
-        Value j = stepElement(k), value = values[k - first];
-        if (stepAlwaysInRow(k)) {
-          kb.store(output, at(j), value);
-          continue;
+      for (size_t o = 0; o < outputs.size(); ++o)
+        for (int64_t k = first; k < end; ++k) {
+          Value j = stepElement(k), value = values[k - first][o];
+          if (stepAlwaysInRow(k)) {
+            kb.store(outputs[o], at(j), value);
+            continue;
+          }
+          kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
+                    [&] { kb.store(outputs[o], at(j), value); });
         }
-        kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(length)),
-                  [&] { kb.store(output, at(j), value); });
-      }
     }
   }
 
@@ -573,6 +591,60 @@ static tx::AddOp residualEpilogue(LoweringContext &ctx, Operation *normGrad) {
   return add;
 }
 
+namespace {
+/// What a norm-gradient kernel can compute from its output |out| (dx, or
+/// dx + r with the residual epilogue) while each element is in registers:
+/// |sum|, a column sum of |out| over its rows (the bias gradient of the
+/// linear layer the gradient enters next, GPT-2's attention and MLP output
+/// projections), and |cast|, |out|'s 16-bit copy that layer's
+/// weight-gradient GEMMs read. Without this a column-reduction kernel read
+/// |out| back (GPT-2: 50 MB of f32 a layer, twice a layer) to write both.
+/// The kernel adds one more running column sum beside dgamma's (into a
+/// partial-row buffer of its own, summed like a bias gradient's partials)
+/// and stores the copy beside |out|. Either part may be missing.
+struct ColumnSumEpilogue {
+  tx::ReduceSumOp sum;
+  tx::CastOp cast;
+  explicit operator bool() const { return sum || cast; }
+};
+} // namespace
+
+/// The epilogue lowerNormGrad writes for |normGrad|'s output |out|. The sum
+/// qualifies where its own kernel would otherwise read |out| (not claimed by
+/// another kernel: an FP8 amax's, a packed or deferred one), the cast where
+/// it would be stored by a kernel after |normGrad| (the column reduction's
+/// companion, or its own). Both need buffers no value holds yet: the kernel
+/// writes them before the ops that define them come.
+static ColumnSumEpilogue columnSumEpilogue(LoweringContext &ctx, Operation *normGrad,
+                                           Value out) {
+  ColumnSumEpilogue epilogue;
+  if (!typeOf(out).getElementType().isF32() || ctx.plan.storedAs.count(out))
+    return epilogue;
+  int64_t d = typeOf(out).getShape().back();
+  auto unclaimed = [&](Operation *user, Value result) {
+    return user->getBlock() == normGrad->getBlock() && normGrad->isBeforeInBlock(user) &&
+           ctx.plan.isMaterialized(result) && !ctx.plan.storedAs.count(result) &&
+           !ctx.bufferOfValue.count(result) && !ctx.loweredElsewhere.contains(user) &&
+           !ctx.plan.absorbedCasts.contains(user) && !ctx.deferredAfter.count(user);
+  };
+  for (Operation *user : out.getUsers()) {
+    if (auto sum = dyn_cast<tx::ReduceSumOp>(user)) {
+      Value result = sum.getResult();
+      if (!epilogue.sum && sum.getInput() == out && sumsLeadingAxes(sum) &&
+          typeOf(result).getElementType().isF32() && typeOf(result).getNumElements() == d &&
+          unclaimed(user, result) && !ctx.recomputedBySum.count(sum))
+        epilogue.sum = sum;
+    } else if (auto cast = dyn_cast<tx::CastOp>(user)) {
+      Type to = typeOf(cast.getResult()).getElementType();
+      if (!epilogue.cast && (to.isBF16() || to.isF16()) &&
+          typeOf(cast.getResult()).getShape() == typeOf(out).getShape() &&
+          unclaimed(user, cast.getResult()))
+        epilogue.cast = cast;
+    }
+  }
+  return epilogue;
+}
+
 /// tx.layer_norm_grad / tx.rms_norm_grad, deterministic and without atomics.
 /// Kernel 1: block g walks rows [g R, (g + 1) R); per row it computes dx,
 /// and each thread adds dy * xhat (and dy) of its own columns into row g of
@@ -669,24 +741,108 @@ struct NormGradRow {
 };
 } // namespace
 
-/// Both norm-gradient kernels end alike: the finished kernel 1 (dx and one
-/// partial row per block) is launched, then kernel 2 adds the partial rows
-/// of each column in a fixed order into dgamma (and dbeta).
+/// The buffers of a norm-gradient kernel beyond its inputs: the partial
+/// rows of dgamma (and dbeta), and with a ColumnSumEpilogue the 16-bit
+/// copy of the output and the epilogue sum's own partial rows.
+struct NormGradBuffers {
+  unsigned partials = 0;
+  unsigned sumPartials = 0;
+  /// Whether the output itself is stored: not when it has no reader but
+  /// the epilogue's sum and cast (a function result's reader is the
+  /// return).
+  bool storesOut = true;
+  /// The kernel's stored row outputs: dx (or dx + r) if stored, then the
+  /// copy.
+  llvm::SmallVector<Value, 2> rowOutputs;
+
+  /// The partial-row arguments of a kernel of |blocks| blocks, after its
+  /// row outputs: [blocks, cols] parameter sums, and with an epilogue sum
+  /// its [blocks, d] (null without).
+  std::pair<Value, Value> insertArguments(KernelBuilder &kb, int64_t blocks, int64_t cols,
+                                          int64_t d) const {
+    auto f32 = kb.builder().getF32Type();
+    unsigned first = static_cast<unsigned>(rowOutputs.size());
+    Value params = kb.insertBufferArgument(first, MemRefType::get({blocks * cols}, f32));
+    Value sums = hasSum ? kb.insertBufferArgument(first + 1, MemRefType::get({blocks * d}, f32))
+                        : Value();
+    return {params, sums};
+  }
+  bool hasSum = false;
+};
+
+/// Claims |epilogue|'s ops for the norm-gradient kernel and sizes its
+/// buffers for |blocks| partial rows of |cols| parameter columns.
+static NormGradBuffers normGradBuffers(LoweringContext &ctx, Value out,
+                                       ColumnSumEpilogue epilogue, int64_t blocks,
+                                       int64_t cols, int64_t d) {
+  NormGradBuffers buffers;
+  buffers.partials = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
+  buffers.storesOut = llvm::any_of(out.getUsers(), [&](Operation *user) {
+    return user != epilogue.sum.getOperation() && user != epilogue.cast.getOperation();
+  });
+  if (buffers.storesOut)
+    buffers.rowOutputs.push_back(out);
+  if (epilogue.cast) {
+    buffers.rowOutputs.push_back(epilogue.cast.getResult());
+    ctx.loweredElsewhere.insert(epilogue.cast);
+  }
+  if (epilogue.sum) {
+    buffers.hasSum = true;
+    buffers.sumPartials = ctx.scratch(blocks * d * 4, "f32 norm-gradient epilogue partial sums");
+    ctx.loweredElsewhere.insert(epilogue.sum);
+  }
+  return buffers;
+}
+
+/// The values a norm-gradient kernel stores at an element whose output is
+/// |dx| (rounded to |element|), one per NormGradBuffers::rowOutputs: dx,
+/// and with the epilogue's cast its 16-bit copy, rounded as the tx.cast
+/// would.
+static llvm::SmallVector<Value, 2> rowValues(KernelBuilder &kb, ColumnSumEpilogue epilogue,
+                                             const NormGradBuffers &buffers, Value dx,
+                                             Type element) {
+  llvm::SmallVector<Value, 2> values;
+  if (buffers.storesOut)
+    values.push_back(dx);
+  if (epilogue.cast)
+    values.push_back(kb.castScalar(dx, element,
+                                   typeOf(epilogue.cast.getResult()).getElementType()));
+  return values;
+}
+
+/// Both norm-gradient kernels end alike: the finished kernel 1 (dx, and
+/// one partial row per block) is launched, then kernel 2 adds the partial
+/// rows of each column in a fixed order into dgamma (and dbeta), and the
+/// epilogue's column sum likewise.
 static LogicalResult launchNormGrad(LoweringContext &ctx, Operation *op, KernelBuilder &kb,
                                     llvm::ArrayRef<Value> outputs, llvm::ArrayRef<Value> inputs,
-                                    unsigned partialBuffer, int64_t blocks, int64_t cols,
-                                    bool center, int64_t d) {
+                                    const NormGradBuffers &buffers,
+                                    ColumnSumEpilogue epilogue, int64_t blocks,
+                                    int64_t cols, bool center, int64_t d) {
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, static_cast<unsigned>(blocks),
-             {ctx.bufferFor(outputs[0]), partialBuffer}, ctx.buffersOf(inputs));
+  llvm::SmallVector<unsigned> written = ctx.buffersOf(buffers.rowOutputs);
+  written.push_back(buffers.partials);
+  if (epilogue.sum)
+    written.push_back(buffers.sumPartials);
+  ctx.launch(kb, op, static_cast<unsigned>(blocks), written, ctx.buffersOf(inputs));
+  if (epilogue.sum) {
+    Value result = epilogue.sum.getResult();
+    if (!deferColumnSums(ctx, epilogue.sum, buffers.sumPartials, blocks, d, {result}, d) &&
+        failed(lowerPartialColumnSums(ctx, epilogue.sum, {result}, buffers.sumPartials, blocks,
+                                      d, /*isMax=*/false,
+                                      [&](KernelBuilder &k, Value col, Value sum) {
+                                        storeReduced(k, result, col, sum);
+                                      })))
+      return failure();
+  }
   llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
-  if (deferColumnSums(ctx, op, partialBuffer, blocks, cols, paramGrads, d))
+  if (deferColumnSums(ctx, op, buffers.partials, blocks, cols, paramGrads, d))
     return success();
   // dgamma, or for a layer norm columns [0, d) dgamma's and [d, 2d) dbeta's.
   Value dbeta = center ? paramGrads[1] : Value();
-  return lowerPartialColumnSums(ctx, op, paramGrads, partialBuffer, blocks, cols,
+  return lowerPartialColumnSums(ctx, op, paramGrads, buffers.partials, blocks, cols,
                                 /*isMax=*/false, [&](KernelBuilder &k, Value col, Value sum) {
     storeColumnSplit(k, paramGrads[0], dbeta, d, col, sum);
   });
@@ -709,39 +865,49 @@ constexpr int64_t kCombineSlots = 16;
 /// (lowerPartialColumnSums). Deterministic, no atomics.
 ///
 /// The running sums live in shared memory, one slot per warp, step, sum and
-/// lane, when they fit (GPT-2's 768: 48 KB): held in registers they were 48
-/// of a lane's 168, which left one block (8 warps) per SM and too few bytes
-/// in flight for a memory-bound kernel. Otherwise (a layer norm of 1024)
-/// they stay in registers and are combined through shared memory in rounds
-/// of kCombineSlots. Both add the same terms in the same order: the same
-/// bits.
+/// lane, when they fit (GPT-2's 768: 48 KB, 72 KB with a ColumnSumEpilogue's
+/// sum): held in registers they were 48 of a lane's 168, which left one
+/// block (8 warps) per SM and too few bytes in flight for a memory-bound
+/// kernel. Otherwise (a layer norm of 1024 without the epilogue: past the
+/// static 48 KB) they stay in registers and are combined through shared
+/// memory in rounds of kCombineSlots. Both add the same terms in the same
+/// order: the same bits.
 static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, bool center,
                                            llvm::ArrayRef<Value> outputs,
                                            llvm::ArrayRef<Value> inputs, Value addend,
-                                           int64_t d, int64_t rows) {
+                                           ColumnSumEpilogue epilogue, int64_t d,
+                                           int64_t rows) {
   Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
   Value mean = center ? op->getOperand(3) : Value();
   Value rstd = op->getOperand(center ? 4 : 3);
   int64_t blocks = std::min<int64_t>(ceilDiv(rows, kWarpsPerBlock), kWarpRowGradBlocks);
   int64_t rowsPerWarp = ceilDiv(rows, blocks * kWarpsPerBlock);
   blocks = ceilDiv(ceilDiv(rows, rowsPerWarp), kWarpsPerBlock);
-  int64_t sums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
-  int64_t cols = sums * d;
-  unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
+  int64_t paramSums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
+  int64_t cols = paramSums * d;
+  // The running sums: dgamma's [, dbeta's] [, the epilogue's].
+  int64_t sums = paramSums + (epilogue.sum ? 1 : 0);
+  NormGradBuffers buffers = normGradBuffers(ctx, outputs[0], epilogue, blocks, cols, d);
 
   // The lanes' groups as the forward's (warpRowWidth): 16-byte loads of dy
   // and x and stores of dx for 16-bit rows.
   Type loaded = typeOf(KernelBuilder::storageOf(x, ctx.plan)).getElementType();
   int64_t width = warpRowWidth(d, loaded);
-  // Per step: the lane's running dgamma (and dbeta) term of that column.
+  // Per step: the lane's running dgamma (and dbeta, and the epilogue's)
+  // term of that column.
   int64_t total = warpRowSteps(d, width) * sums;
-  bool sumsInShared = kWarpsPerBlock * 32 * total * 4 <= kMaxStaticSharedBytes;
-  RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/true,
+  // With the epilogue's third sum GPT-2's 768 takes 72 KB: dynamic shared
+  // memory (kept in registers the sums would be 72 floats a lane). Without
+  // it the static limit stays where the kernels were measured.
+  int64_t sharedBytes = epilogue.sum ? maxSharedBytes(ctx) : kMaxStaticSharedBytes;
+  bool sumsInShared = kWarpsPerBlock * 32 * total * 4 <= sharedBytes;
+  RowKernel rk(ctx, op, buffers.rowOutputs, inputs, d, /*warpRows=*/true,
                kWarpsPerBlock * 32 * (sumsInShared ? total : kCombineSlots),
                kRowElementsInRegisters, width);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
-  Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
+  Value partials, sumPartials; // plain names: lambdas below capture them
+  std::tie(partials, sumPartials) = buffers.insertArguments(kb, blocks, cols, d);
   Value smem = kb.workgroupMemory();
   // Lane |rk.lane|'s word of slot |slot| of warp |w| (slots of
   // |slotsPerWarp|): consecutive lanes, consecutive banks.
@@ -765,7 +931,7 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
                                          [&](Value r, llvm::ArrayRef<Value> carried) {
     row.begin(r);
     llvm::SmallVector<Value> next(carried.begin(), carried.end());
-    rk.storeSweep(outputs[0], [&](Value j, int64_t step) {
+    rk.storeSweep(buffers.rowOutputs, [&](Value j, int64_t step) {
       NormGradRow::Element e = row.at(j);
       Value inRow = rk.stepInRow(step);
       auto add = [&](int64_t slot, Value term) {
@@ -783,7 +949,9 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
       add(step * sums, arith::MulFOp::create(b, e.dy, e.xhat));
       if (center)
         add(step * sums + 1, e.dy);
-      return e.dx;
+      if (epilogue.sum)
+        add(step * sums + paramSums, e.dx);
+      return rowValues(kb, epilogue, buffers, e.dx, element);
     });
     return next;
   });
@@ -823,14 +991,27 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
                                   arith::MulIOp::create(b, rk.lane, kb.idx(width))),
             offset);
         kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, kb.idx(d)), [&] {
-          Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(d)), j);
-          memref::StoreOp::create(b, sum, partials,
-                                  ValueRange{arith::AddIOp::create(b, partialRow, col)});
+          auto storeParam = [&] {
+            Value col = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(d)), j);
+            memref::StoreOp::create(b, sum, partials,
+                                    ValueRange{arith::AddIOp::create(b, partialRow, col)});
+          };
+          if (!epilogue.sum)
+            return storeParam();
+          // Sum q == paramSums is the epilogue's: its own partial rows.
+          Value isEpilogue =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::eq, q, kb.idx(paramSums));
+          kb.ifThenElse(isEpilogue, [&] {
+            Value at = arith::AddIOp::create(
+                b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(d)), j);
+            memref::StoreOp::create(b, sum, sumPartials, ValueRange{at});
+          }, storeParam);
         });
       });
     }
   }
-  return launchNormGrad(ctx, op, kb, outputs, inputs, partialBuffer, blocks, cols, center, d);
+  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, epilogue, blocks, cols, center,
+                        d);
 }
 
 namespace {
@@ -896,13 +1077,16 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     inputs.push_back(addend);
     ctx.loweredElsewhere.insert(residual);
   }
+  ColumnSumEpilogue epilogue = columnSumEpilogue(ctx, op, outputs[0]);
   if (usesWarpRows(d) && rows > 0)
-    return lowerNormGradWarpRows(ctx, op, center, outputs, inputs, addend, d, rows);
+    return lowerNormGradWarpRows(ctx, op, center, outputs, inputs, addend, epilogue, d, rows);
   int64_t perBlock = ceilDiv(std::max<int64_t>(rows, 1), kRowBlocks);
   int64_t blocks = ceilDiv(std::max<int64_t>(rows, 1), perBlock);
-  int64_t sums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
-  int64_t cols = sums * d;
-  unsigned partialBuffer = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
+  int64_t paramSums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
+  int64_t cols = paramSums * d;
+  // The running sums: dgamma's [, dbeta's] [, the epilogue's].
+  int64_t sums = paramSums + (epilogue.sum ? 1 : 0);
+  NormGradBuffers buffers = normGradBuffers(ctx, outputs[0], epilogue, blocks, cols, d);
   // 16-bit rows held in registers take 8 consecutive elements a thread per
   // group, as the forward's (blockRowWidth): 16-byte loads of dy and x and
   // stores of dx instead of 2-byte ones (a warp's 64 bytes a request).
@@ -920,12 +1104,13 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   // memory those rows ran at 36-45% of the copy bandwidth on an H100, half
   // of RMSNorm's one column sum in static memory (DeviceLog session 28).
   bool sumsInShared = slots.floats(sums) * 4 <= maxSharedBytes(ctx);
-  RowKernel rk(ctx, op, {outputs[0]}, inputs, d, /*warpRows=*/false,
+  RowKernel rk(ctx, op, buffers.rowOutputs, inputs, d, /*warpRows=*/false,
                sumsInShared ? slots.floats(sums) : kReduceFloats, kNormRowElementsInRegisters,
                width);
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
-  Value partials = kb.insertBufferArgument(1, MemRefType::get({blocks * cols}, b.getF32Type()));
+  Value partials, sumPartials; // plain names: lambdas below capture them
+  std::tie(partials, sumPartials) = buffers.insertArguments(kb, blocks, cols, d);
   Value smem = kb.workgroupMemory();
   Value block = kb.blockIndex();
   Value first = arith::MulIOp::create(b, block, kb.idx(perBlock));
@@ -955,14 +1140,18 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     normRow.begin(row, carried);
     Value firstRow = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, first);
     // This thread's running sum at column |j| of sum |s| (0: dgamma, 1:
-    // dbeta) of the block's partial row; the block's first row starts it
-    // (neither is cleared).
+    // dbeta, paramSums: the epilogue's) of the block's partial row; the
+    // block's first row starts it (none is cleared).
     auto accumulate = [&](int64_t s, Value j, Value v) {
-      Value slot = sumsInShared
-                       ? slots.at(kb, s, j)
-                       : Value(arith::AddIOp::create(
-                             b, partialRow, arith::AddIOp::create(b, j, kb.idx(s * d))));
-      Value sums = sumsInShared ? smem : partials;
+      bool ownRows = s == paramSums; // the epilogue's partial rows
+      Value slot =
+          sumsInShared ? slots.at(kb, s, j)
+          : ownRows
+              ? Value(arith::AddIOp::create(
+                    b, arith::MulIOp::create(b, block, kb.idx(d)), j))
+              : Value(arith::AddIOp::create(
+                    b, partialRow, arith::AddIOp::create(b, j, kb.idx(s * d))));
+      Value sums = sumsInShared ? smem : ownRows ? sumPartials : partials;
       Value old = memref::LoadOp::create(b, sums, ValueRange{slot});
       Value sum = arith::SelectOp::create(b, firstRow, v, arith::AddFOp::create(b, old, v));
       memref::StoreOp::create(b, sum, sums, ValueRange{slot});
@@ -974,14 +1163,21 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     // values from the same loads; LLVM keeps one copy.
     bool storesFirst = rk.inRegisters();
     if (storesFirst)
-      rk.storeSweep(outputs[0], [&](Value j, int64_t) { return normRow.at(j).dx; });
+      rk.storeSweep(buffers.rowOutputs, [&](Value j, int64_t) {
+        return rowValues(kb, epilogue, buffers, normRow.at(j).dx, element);
+      });
     rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
       NormGradRow::Element e = normRow.at(j);
-      if (!storesFirst)
-        kb.store(outputs[0], rk.at(j), e.dx);
+      if (!storesFirst) {
+        llvm::SmallVector<Value, 2> values = rowValues(kb, epilogue, buffers, e.dx, element);
+        for (size_t o = 0; o < values.size(); ++o)
+          kb.store(buffers.rowOutputs[o], rk.at(j), values[o]);
+      }
       accumulate(0, j, arith::MulFOp::create(b, e.dy, e.xhat));
       if (center)
         accumulate(1, j, e.dy);
+      if (epilogue.sum)
+        accumulate(paramSums, j, e.dx);
       return llvm::SmallVector<Value>{};
     });
     return nextLoads;
@@ -999,9 +1195,19 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
                                 ValueRange{arith::AddIOp::create(b, partialRow, c)});
         return llvm::SmallVector<Value>{};
       });
+      if (!epilogue.sum)
+        return;
+      Value sumRow = arith::MulIOp::create(b, block, kb.idx(d));
+      kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
+        Value sum = memref::LoadOp::create(b, smem, ValueRange{slots.at(kb, paramSums, j)});
+        memref::StoreOp::create(b, sum, sumPartials,
+                                ValueRange{arith::AddIOp::create(b, sumRow, j)});
+        return llvm::SmallVector<Value>{};
+      });
     });
   }
-  return launchNormGrad(ctx, op, kb, outputs, inputs, partialBuffer, blocks, cols, center, d);
+  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, epilogue, blocks, cols, center,
+                        d);
 }
 
 /// tx.softmax over any axis: one block per row along the axis; rows of an
