@@ -764,13 +764,7 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     return success();
   // The second stage, as a column reduction's: each column adds its
   // partial rows in order, waiting to share a launch with the others.
-  Value sum = columnSum.sum->getResult(0);
-  if (deferColumnSums(ctx, columnSum.sum, partials, parts, sumCols, {sum}, sumCols))
-    return success();
-  return lowerPartialColumnSums(ctx, columnSum.sum, {sum}, partials, parts, sumCols, /*isMax=*/false,
-                                [&](KernelBuilder &k, Value col, Value total) {
-                                  storeReduced(k, sum, col, total);
-                                });
+  return sumPartialRows(ctx, columnSum.sum, partials, parts, columnSum.sum->getResult(0));
 }
 
 void cuda::planAdamWritingCodes(LoweringContext &ctx, func::FuncOp step) {

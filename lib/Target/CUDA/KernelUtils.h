@@ -149,6 +149,12 @@ void launchPacked(LoweringContext &ctx, KernelBuilder &kb, Operation *origin,
 bool deferColumnSums(LoweringContext &ctx, Operation *origin, unsigned partials,
                      int64_t parts, int64_t cols, llvm::ArrayRef<Value> outputs,
                      int64_t split);
+/// The second stage of one column sum into |result| (its elements the
+/// columns of |parts| f32 partial rows, |origin| the op that defines it):
+/// deferred (deferColumnSums) where it can be, else lowered now
+/// (lowerPartialColumnSums).
+LogicalResult sumPartialRows(LoweringContext &ctx, Operation *origin, unsigned partials,
+                             int64_t parts, Value result);
 /// Whether lowering |op| reads an output deferColumnSums holds back.
 bool readsDeferredColumnSums(LoweringContext &ctx, Operation &op);
 LogicalResult flushColumnSums(LoweringContext &ctx);

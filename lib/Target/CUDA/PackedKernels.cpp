@@ -439,6 +439,17 @@ bool cuda::deferColumnSums(LoweringContext &ctx, Operation *origin, unsigned par
   return true;
 }
 
+LogicalResult cuda::sumPartialRows(LoweringContext &ctx, Operation *origin, unsigned partials,
+                                   int64_t parts, Value result) {
+  int64_t cols = typeOf(result).getNumElements();
+  if (deferColumnSums(ctx, origin, partials, parts, cols, {result}, cols))
+    return success();
+  return lowerPartialColumnSums(ctx, origin, {result}, partials, parts, cols, /*isMax=*/false,
+                                [&](KernelBuilder &k, Value col, Value total) {
+                                  storeReduced(k, result, col, total);
+                                });
+}
+
 bool cuda::readsDeferredColumnSums(LoweringContext &ctx, Operation &op) {
   if (ctx.deferredOutputs.empty())
     return false;

@@ -605,7 +605,6 @@ namespace {
 struct ColumnSumEpilogue {
   tx::ReduceSumOp sum;
   tx::CastOp cast;
-  explicit operator bool() const { return sum || cast; }
 };
 } // namespace
 
@@ -745,8 +744,9 @@ struct NormGradRow {
 /// rows of dgamma (and dbeta), and with a ColumnSumEpilogue the 16-bit
 /// copy of the output and the epilogue sum's own partial rows.
 struct NormGradBuffers {
+  ColumnSumEpilogue epilogue;
   unsigned partials = 0;
-  unsigned sumPartials = 0;
+  unsigned sumPartials = 0; ///< with epilogue.sum
   /// Whether the output itself is stored: not when it has no reader but
   /// the epilogue's sum and cast (a function result's reader is the
   /// return).
@@ -763,11 +763,11 @@ struct NormGradBuffers {
     auto f32 = kb.builder().getF32Type();
     unsigned first = static_cast<unsigned>(rowOutputs.size());
     Value params = kb.insertBufferArgument(first, MemRefType::get({blocks * cols}, f32));
-    Value sums = hasSum ? kb.insertBufferArgument(first + 1, MemRefType::get({blocks * d}, f32))
-                        : Value();
+    Value sums = epilogue.sum
+                     ? kb.insertBufferArgument(first + 1, MemRefType::get({blocks * d}, f32))
+                     : Value();
     return {params, sums};
   }
-  bool hasSum = false;
 };
 
 /// Claims |epilogue|'s ops for the norm-gradient kernel and sizes its
@@ -776,6 +776,7 @@ static NormGradBuffers normGradBuffers(LoweringContext &ctx, Value out,
                                        ColumnSumEpilogue epilogue, int64_t blocks,
                                        int64_t cols, int64_t d) {
   NormGradBuffers buffers;
+  buffers.epilogue = epilogue;
   buffers.partials = ctx.scratch(blocks * cols * 4, "f32 norm-gradient partial sums");
   buffers.storesOut = llvm::any_of(out.getUsers(), [&](Operation *user) {
     return user != epilogue.sum.getOperation() && user != epilogue.cast.getOperation();
@@ -787,7 +788,6 @@ static NormGradBuffers normGradBuffers(LoweringContext &ctx, Value out,
     ctx.loweredElsewhere.insert(epilogue.cast);
   }
   if (epilogue.sum) {
-    buffers.hasSum = true;
     buffers.sumPartials = ctx.scratch(blocks * d * 4, "f32 norm-gradient epilogue partial sums");
     ctx.loweredElsewhere.insert(epilogue.sum);
   }
@@ -798,15 +798,13 @@ static NormGradBuffers normGradBuffers(LoweringContext &ctx, Value out,
 /// |dx| (rounded to |element|), one per NormGradBuffers::rowOutputs: dx,
 /// and with the epilogue's cast its 16-bit copy, rounded as the tx.cast
 /// would.
-static llvm::SmallVector<Value, 2> rowValues(KernelBuilder &kb, ColumnSumEpilogue epilogue,
-                                             const NormGradBuffers &buffers, Value dx,
-                                             Type element) {
+static llvm::SmallVector<Value, 2> rowValues(KernelBuilder &kb, const NormGradBuffers &buffers,
+                                             Value dx, Type element) {
   llvm::SmallVector<Value, 2> values;
   if (buffers.storesOut)
     values.push_back(dx);
-  if (epilogue.cast)
-    values.push_back(kb.castScalar(dx, element,
-                                   typeOf(epilogue.cast.getResult()).getElementType()));
+  if (tx::CastOp cast = buffers.epilogue.cast)
+    values.push_back(kb.castScalar(dx, element, typeOf(cast.getResult()).getElementType()));
   return values;
 }
 
@@ -816,27 +814,20 @@ static llvm::SmallVector<Value, 2> rowValues(KernelBuilder &kb, ColumnSumEpilogu
 /// epilogue's column sum likewise.
 static LogicalResult launchNormGrad(LoweringContext &ctx, Operation *op, KernelBuilder &kb,
                                     llvm::ArrayRef<Value> outputs, llvm::ArrayRef<Value> inputs,
-                                    const NormGradBuffers &buffers,
-                                    ColumnSumEpilogue epilogue, int64_t blocks,
+                                    const NormGradBuffers &buffers, int64_t blocks,
                                     int64_t cols, bool center, int64_t d) {
+  tx::ReduceSumOp epilogueSum = buffers.epilogue.sum;
   kb.finish();
   if (failed(kb.status()))
     return failure();
   llvm::SmallVector<unsigned> written = ctx.buffersOf(buffers.rowOutputs);
   written.push_back(buffers.partials);
-  if (epilogue.sum)
+  if (epilogueSum)
     written.push_back(buffers.sumPartials);
   ctx.launch(kb, op, static_cast<unsigned>(blocks), written, ctx.buffersOf(inputs));
-  if (epilogue.sum) {
-    Value result = epilogue.sum.getResult();
-    if (!deferColumnSums(ctx, epilogue.sum, buffers.sumPartials, blocks, d, {result}, d) &&
-        failed(lowerPartialColumnSums(ctx, epilogue.sum, {result}, buffers.sumPartials, blocks,
-                                      d, /*isMax=*/false,
-                                      [&](KernelBuilder &k, Value col, Value sum) {
-                                        storeReduced(k, result, col, sum);
-                                      })))
-      return failure();
-  }
+  if (epilogueSum &&
+      failed(sumPartialRows(ctx, epilogueSum, buffers.sumPartials, blocks, epilogueSum.getResult())))
+    return failure();
   llvm::SmallVector<Value> paramGrads(outputs.begin() + 1, outputs.end());
   if (deferColumnSums(ctx, op, buffers.partials, blocks, cols, paramGrads, d))
     return success();
@@ -951,7 +942,7 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
         add(step * sums + 1, e.dy);
       if (epilogue.sum)
         add(step * sums + paramSums, e.dx);
-      return rowValues(kb, epilogue, buffers, e.dx, element);
+      return rowValues(kb, buffers, e.dx, element);
     });
     return next;
   });
@@ -1010,8 +1001,7 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
       });
     }
   }
-  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, epilogue, blocks, cols, center,
-                        d);
+  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, blocks, cols, center, d);
 }
 
 namespace {
@@ -1164,12 +1154,12 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     bool storesFirst = rk.inRegisters();
     if (storesFirst)
       rk.storeSweep(buffers.rowOutputs, [&](Value j, int64_t) {
-        return rowValues(kb, epilogue, buffers, normRow.at(j).dx, element);
+        return rowValues(kb, buffers, normRow.at(j).dx, element);
       });
     rk.sweep({}, [&](Value j, llvm::ArrayRef<Value>) {
       NormGradRow::Element e = normRow.at(j);
       if (!storesFirst) {
-        llvm::SmallVector<Value, 2> values = rowValues(kb, epilogue, buffers, e.dx, element);
+        llvm::SmallVector<Value, 2> values = rowValues(kb, buffers, e.dx, element);
         for (size_t o = 0; o < values.size(); ++o)
           kb.store(buffers.rowOutputs[o], rk.at(j), values[o]);
       }
@@ -1206,8 +1196,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
       });
     });
   }
-  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, epilogue, blocks, cols, center,
-                        d);
+  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, blocks, cols, center, d);
 }
 
 /// tx.softmax over any axis: one block per row along the axis; rows of an
