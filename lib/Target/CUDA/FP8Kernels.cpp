@@ -507,7 +507,8 @@ static bool widensExactly(Value v, Type narrow) {
 /// A reduce_sum of |v| over every axis but the last (a bias gradient),
 /// f32, in |amax|'s block before it, that nothing reads before |amax| and
 /// whose kernel does nothing else (no companion cast, no value recomputed
-/// alongside, not part of a packed sum).
+/// alongside, not part of a packed sum: packSumsOfSquares marks those
+/// loweredElsewhere).
 static tx::ReduceSumOp columnSumOf(LoweringContext &ctx, Value v, tx::AmaxOp amax) {
   auto shape = typeOf(v).getShape();
   int64_t rank = shape.size();
@@ -528,7 +529,7 @@ static tx::ReduceSumOp columnSumOf(LoweringContext &ctx, Value v, tx::AmaxOp ama
         typeOf(result).getNumElements() != shape.back() || !ctx.plan.isMaterialized(result) ||
         ctx.plan.storedAs.count(result) || ctx.bufferOfValue.count(result) ||
         ctx.loweredElsewhere.contains(sum) || ctx.recomputedBySum.count(sum) ||
-        ctx.packedSumsOfSquares.count(sum) || ctx.deferredAfter.count(sum))
+        ctx.deferredAfter.count(sum))
       continue;
     if (llvm::any_of(result.getUsers(), [&](Operation *reader) {
           return reader->getBlock() == amax->getBlock() && reader->isBeforeInBlock(amax);
