@@ -69,7 +69,8 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
 }
 
 /// The erf of `erf(u) + 1` (either order; an f32 erf, so no rounding comes
-/// between the two) if |op| is that sum, else null.
+/// between the two) if |op| is that sum, else null. The caller computes it
+/// only where the erf is not read from memory.
 static tx::ErfOp erfOfOnePlusErf(Operation *op) {
   if (!isa<tx::AddOp>(op))
     return {};
@@ -96,9 +97,10 @@ static tx::ErfOp erfOfOnePlusErf(Operation *op) {
 ///   half an ulp of 1),
 /// P of degree 8 (scripts/gpu/fit_one_plus_erf.py fits it and checks the
 /// bounds): 15 instructions. Within 4e-7 of the exact value (libdevice's erf
-/// then + 1: 9e-8); where the sum is small (u < -0.5) within 3% relative,
-/// where erf + 1 cancels to all its digits. NaN stays NaN (t >= 4 is false
-/// for it); +-inf give 2 and 0.
+/// then + 1: 9e-8). For -4 < u < -0.5, where the sum is small, within 3%
+/// relative, where erf + 1 loses digits to cancellation (all of them near
+/// u = -4); from u = -4 on both give 0. NaN stays NaN (t >= 4 is false for
+/// it); +-inf give 2 and 0.
 static Value emitOnePlusErf(ImplicitLocOpBuilder &b, Value u) {
   static constexpr float kLog2ErfcOverT[] = {
       -0x1.a0be880000000p+0f, -0x1.d63e260000000p-1f, -0x1.2fbc0e0000000p-3f,
@@ -136,7 +138,9 @@ Value KernelBuilder::emitBinaryArithmetic(Operation *op, Type elementType,
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::MaxOp,
             tx::MinOp>([&](Operation *) -> Value {
-        if (tx::ErfOp erf = erfOfOnePlusErf(op)) {
+        // (An erf the plan stores is loaded, like any operand: its input is
+        // not among the kernel's.)
+        if (tx::ErfOp erf = erfOfOnePlusErf(op); erf && !readsFromMemory(erf.getResult(), plan)) {
           auto erfIndex = broadcastIndex(*this, tensorType(erf.getResult()).getShape(), index);
           return round(emitOnePlusErf(b, emitOperand(erf, 0, erfIndex)));
         }

@@ -208,7 +208,8 @@ struct RowKernel {
   /// of equal counts at every level (n each): mean = (mean_a + mean_b) / 2,
   /// M2 = M2_a + M2_b + (mean_b - mean_a)^2 n / 2. One reduction where the
   /// mean and then the variance about it took two (and, over a block, two
-  /// pairs of barriers), without the cancellation of E[x^2] - E[x]^2. Every
+  /// pairs of barriers); unlike a one-pass E[x^2] - E[x]^2 it does not
+  /// cancel, keeping the two-pass accuracy. Every
   /// lane of a butterfly combines the same halves with their operands
   /// swapped (the sums commute, the square is symmetric): every thread
   /// gets the same bits.
