@@ -74,15 +74,10 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
 static tx::ErfOp erfOfOnePlusErf(Operation *op) {
   if (!isa<tx::AddOp>(op))
     return {};
-  auto isOne = [](Value v) {
-    auto constant = v.getDefiningOp<tx::ConstantOp>();
-    auto attr = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue()) : nullptr;
-    return attr && attr.isSplat() && attr.getSplatValue<APFloat>().convertToDouble() == 1.0;
-  };
   for (unsigned i = 0; i < 2; ++i) {
     auto erf = op->getOperand(i).getDefiningOp<tx::ErfOp>();
     if (erf && tensorType(erf.getResult()).getElementType().isF32() &&
-        isOne(op->getOperand(1 - i)))
+        tx::getSplatConstant(op->getOperand(1 - i)) == 1.0)
       return erf;
   }
   return {};

@@ -711,7 +711,11 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   }
   Value acc = kb.f32(0.0);
   llvm::SmallVector<Value> firsts;
-  llvm::SmallVector<llvm::SmallVector<Value>> codes(perBlock), summands(perBlock);
+  // The column sum's summands: only with one tile a block (a summing kernel
+  // computes its input, so it keeps one).
+  assert((!summed || perBlock == 1) && "a column-summing amax kernel takes one tile a block");
+  llvm::SmallVector<Value> summands;
+  llvm::SmallVector<llvm::SmallVector<Value>> codes(perBlock);
   for (int64_t g = 0; g < perBlock; ++g) {
     Tile *coord = coords.empty() ? nullptr : &coords[g];
     firsts.push_back(coord ? coord->firstOfRun(kb)
@@ -732,7 +736,7 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
       index.back() = arith::AddIOp::create(b, column, kb.idx(e));
       // The summed value first: x, a recomputed cast of it, then reuses it.
       if (summed)
-        summands[g].push_back(kb.emit(summed, index));
+        summands.push_back(kb.emit(summed, index));
       Value v = kb.emit(x, index);
       if (v.getType().isF64())
         v = arith::TruncFOp::create(b, b.getF32Type(), v);
@@ -764,12 +768,8 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
     for (int64_t g = 0; g < perBlock; ++g)
       coords[g].storeTransposed(kb, tile, transposedArg, g);
   }
-  for (int64_t g = 0; summed && g < perBlock; ++g) {
-    // The previous tile's sums are read from warpSums before it is reused.
-    if (g > 0)
-      gpu::BarrierOp::create(b);
-    emitTileColumnSums(kb, coords[g], t, summands[g], warpSums, partialsArg, sumCols);
-  }
+  if (summed)
+    emitTileColumnSums(kb, coords.front(), t, summands, warpSums, partialsArg, sumCols);
   emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxArg);
   kb.finish();
   kb.groupMemoryAccesses();
