@@ -198,64 +198,6 @@ struct RowKernel {
     return totals;
   }
 
-  /// Whether every thread of a register sweep holds steps() elements of the
-  /// row (none past its end): reduceMoments' condition.
-  bool equalShares() const { return inRegisters() && stepAlwaysInRow(steps() - 1); }
-
-  /// The row's mean and M2 (the sum of squared deviations from the mean)
-  /// from each thread's |mean| and |m2| over its own |count| elements
-  /// (equalShares): Chan, Golub and LeVeque's pairwise combination, halves
-  /// of equal counts at every level (n each): mean = (mean_a + mean_b) / 2,
-  /// M2 = M2_a + M2_b + (mean_b - mean_a)^2 n / 2. One reduction where the
-  /// mean and then the variance about it took two (and, over a block, two
-  /// pairs of barriers); unlike a one-pass E[x^2] - E[x]^2 it does not
-  /// cancel, keeping the two-pass accuracy. Every
-  /// lane of a butterfly combines the same halves with their operands
-  /// swapped (the sums commute, the square is symmetric): every thread
-  /// gets the same bits.
-  std::pair<Value, Value> reduceMoments(Value mean, Value m2, int64_t count) {
-    auto &b = kb.builder();
-    auto combine = [&](Value &mu, Value &sq, int64_t n, int32_t offset) {
-      Value otherMu = gpu::ShuffleOp::create(b, mu, offset, 32, gpu::ShuffleMode::XOR)
-                          .getShuffleResult();
-      Value otherSq = gpu::ShuffleOp::create(b, sq, offset, 32, gpu::ShuffleMode::XOR)
-                          .getShuffleResult();
-      Value delta = arith::SubFOp::create(b, otherMu, mu);
-      Value spread = arith::MulFOp::create(b, arith::MulFOp::create(b, delta, delta),
-                                           kb.f32(static_cast<double>(n) / 2));
-      mu = arith::MulFOp::create(b, arith::AddFOp::create(b, mu, otherMu), kb.f32(0.5));
-      sq = arith::AddFOp::create(b, arith::AddFOp::create(b, sq, otherSq), spread);
-    };
-    int64_t n = count;
-    for (int32_t offset = 16; offset > 0; offset /= 2, n *= 2)
-      combine(mean, m2, n, offset);
-    if (warpRows)
-      return {mean, m2};
-    // The warps' moments through workgroup memory (kWarps means, then
-    // kWarps M2s); lane l of every warp takes warp l % kWarps's and the
-    // butterfly over the first kWarps lanes' groups combines them.
-    constexpr int64_t kWarps = kBlockSize / 32;
-    static_assert((kWarps & (kWarps - 1)) == 0, "a butterfly over the warps");
-    Value smem = kb.workgroupMemory();
-    Value t = kb.threadIndex();
-    Value lane = arith::RemUIOp::create(b, t, kb.idx(32));
-    Value warpIndex = arith::DivUIOp::create(b, t, kb.idx(32));
-    gpu::BarrierOp::create(b);
-    kb.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, kb.idx(0)), [&] {
-      memref::StoreOp::create(b, mean, smem, ValueRange{warpIndex});
-      memref::StoreOp::create(b, m2, smem,
-                              ValueRange{arith::AddIOp::create(b, warpIndex, kb.idx(kWarps))});
-    });
-    gpu::BarrierOp::create(b);
-    Value slot = arith::RemUIOp::create(b, lane, kb.idx(kWarps));
-    mean = memref::LoadOp::create(b, smem, ValueRange{slot});
-    m2 = memref::LoadOp::create(b, smem,
-                                ValueRange{arith::AddIOp::create(b, slot, kb.idx(kWarps))});
-    for (int32_t offset = kWarps / 2; offset > 0; offset /= 2, n *= 2)
-      combine(mean, m2, n, offset);
-    return {mean, m2};
-  }
-
   /// Runs |body| on the row's first thread only.
   void onFirstThread(llvm::function_ref<void()> body) {
     auto &b = kb.builder();
@@ -571,19 +513,13 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   KernelBuilder &kb = rk.kb;
   auto &b = kb.builder();
   Type element = typeOf(x).getElementType();
-  // LayerNorm over a row every thread holds an equal share of: each thread's
-  // own mean and M2 (two sweeps over its registers), then one reduction of
-  // both (reduceMoments). Otherwise the row's mean, then its variance about
-  // it: two reductions.
-  bool moments = center && rk.equalShares();
   auto emitRow = [&] {
-    Value mean = kb.f32(0.0), var;
+    Value mean = kb.f32(0.0);
     if (center) {
       auto sum = rk.sweep({kb.f32(0.0)}, [&](Value j, llvm::ArrayRef<Value> a) {
         return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], rk.loadRow(x, j))};
       });
-      mean = moments ? arith::DivFOp::create(b, sum[0], kb.f32(rk.steps()))
-                     : arith::DivFOp::create(b, rk.reduce(sum[0], false), kb.f32(d));
+      mean = arith::DivFOp::create(b, rk.reduce(sum[0], false), kb.f32(d));
     }
     // The computed input, kept from the sweep above (or computed by the
     // next one's first use), stored before the statistics are reduced.
@@ -593,13 +529,7 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
       Value c = arith::SubFOp::create(b, rk.loadRow(x, j), mean);
       return llvm::SmallVector<Value>{arith::AddFOp::create(b, a[0], arith::MulFOp::create(b, c, c))};
     });
-    if (moments) {
-      Value m2;
-      std::tie(mean, m2) = rk.reduceMoments(mean, sq[0], rk.steps());
-      var = arith::DivFOp::create(b, m2, kb.f32(d));
-    } else {
-      var = arith::DivFOp::create(b, rk.reduce(sq[0], false), kb.f32(d));
-    }
+    Value var = arith::DivFOp::create(b, rk.reduce(sq[0], false), kb.f32(d));
     Value rstd = arith::DivFOp::create(
         b, kb.f32(1.0), math::SqrtOp::create(b, arith::AddFOp::create(b, var, kb.f32(eps))));
     rk.storeSweep(outputs[0], [&](Value j, int64_t) {
