@@ -97,6 +97,15 @@ CASES = {
         "r = Erf(s)", "q = Sqrt(e)", "c = Reciprocal(q)", "two = Constant <value = float {2.0}> ()",
         "p = Pow(r, two)", "d = Div(p, e)", "m = Max(d, c)", "n = Neg(m)", "u = Relu(n)",
         "lg = Log(e)", "z = Add(u, lg)", "loss = ReduceMean <keepdims = 0> (z)"]),
+    # GELU as exporters write it, 0.5 h (1 + erf(h / sqrt 2)): the kernels'
+    # `1 + erf(u)` (EmitArithmetic.cpp, emitOnePlusErf: a polynomial and
+    # ex2.approx instead of libdevice's erff) forward and backward; |w| up
+    # to 4 puts many u past the polynomial's end at |u| = 4.
+    "gelu_erf": model("ge", ["float[256, 1024] x"], [weights("w", [1024], 4.0), weights("b", [1024])], [
+        "h0 = Mul(x, w)", "h = Add(h0, b)", "r2 = Constant <value = float {1.41421356}> ()",
+        "u = Div(h, r2)", "e = Erf(u)", "one = Constant <value = float {1.0}> ()", "p = Add(one, e)",
+        "half = Constant <value = float {0.5}> ()", "hh = Mul(h, half)", "g = Mul(hh, p)",
+        "sq = Mul(g, g)", "loss = ReduceMean <keepdims = 0> (sq)"]),
     # Data movement: transpose, slice, concat, pad, expand, split, where, trilu.
     "movement": model("mv", ["float[2, 4, 8] x"], [weights("w", [4, 8])], [
         "h = Mul(x, w)", "t = Transpose <perm = [0, 2, 1]> (h)",

@@ -13,6 +13,7 @@
 #include "txopt/Dialect/Tx/IR/TxOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -67,6 +68,60 @@ Value KernelBuilder::emitOp(Operation *op, unsigned resultNumber,
   return emitArithmetic(op, resultNumber, elementType, shape, index);
 }
 
+/// The erf of `erf(u) + 1` (either order; an f32 erf, so no rounding comes
+/// between the two) if |op| is that sum, else null. The caller computes it
+/// only where the erf is not read from memory.
+static tx::ErfOp erfOfOnePlusErf(Operation *op) {
+  if (!isa<tx::AddOp>(op))
+    return {};
+  for (unsigned i = 0; i < 2; ++i) {
+    auto erf = op->getOperand(i).getDefiningOp<tx::ErfOp>();
+    if (erf && tensorType(erf.getResult()).getElementType().isF32() &&
+        tx::getSplatConstant(op->getOperand(1 - i)) == 1.0)
+      return erf;
+  }
+  return {};
+}
+
+/// 1 + erf(u) for an f32 u, as GELU and its gradient write it (0.5 x (1 +
+/// erf(x / sqrt 2))). libdevice's erff is some 28 instructions (two
+/// polynomials chosen lane by lane, and a branch): it made the GELU kernels
+/// issue-bound. Here, with t = |u|,
+///   1 + erf(u) = 2 - erfc(t) for u >= 0, erfc(t) below;
+///   erfc(t) = 2^(t P(t)) for t < 4, 0 from 4 on (erfc(4) = 1.5e-8 is under
+///   half an ulp of 1),
+/// P of degree 8 (scripts/gpu/fit_one_plus_erf.py fits it and checks the
+/// bounds): 15 instructions. Within 4e-7 of the exact value (libdevice's erf
+/// then + 1: 9e-8). For -4 < u < -0.5, where the sum is small, within 3%
+/// relative, where erf + 1 loses digits to cancellation (all of them near
+/// u = -4); from u = -4 on both give 0. NaN stays NaN (t >= 4 is false for
+/// it); +-inf give 2 and 0.
+static Value emitOnePlusErf(ImplicitLocOpBuilder &b, Value u) {
+  static constexpr float kLog2ErfcOverT[] = {
+      -0x1.a0be880000000p+0f, -0x1.d63e260000000p-1f, -0x1.2fbc0e0000000p-3f,
+      0x1.c63ce20000000p-6f,  0x1.63b1140000000p-14f, -0x1.2a29140000000p-9f,
+      0x1.bcb7f60000000p-11f, -0x1.40c9f80000000p-13f, 0x1.85644c0000000p-17f};
+  auto constant = [&](double v) {
+    return Value(arith::ConstantOp::create(b, b.getF32FloatAttr(static_cast<float>(v))));
+  };
+  Value t = math::AbsFOp::create(b, u);
+  Value p = constant(kLog2ErfcOverT[8]);
+  for (int k = 7; k >= 0; --k)
+    p = math::FmaOp::create(b, p, t, constant(kLog2ErfcOverT[k]));
+  // 2^x for x >= -27 (t < 4): ex2.approx.ftz, one MUFU instruction (math.exp2
+  // lowers to the non-flushing variant, which scales around denormal
+  // results that cannot occur here); NaN and the t >= 4 garbage go through.
+  Value exponent = arith::MulFOp::create(b, p, t);
+  Value tail = LLVM::CallIntrinsicOp::create(b, b.getF32Type(),
+                                             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+                                             ValueRange{exponent})
+                   .getResult(0);
+  Value beyond = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, t, constant(4.0));
+  tail = arith::SelectOp::create(b, beyond, constant(0.0), tail);
+  Value positive = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, u, constant(0.0));
+  return arith::SelectOp::create(b, positive, arith::SubFOp::create(b, constant(2.0), tail), tail);
+}
+
 /// Add, sub, mul, div, max, min (in the compute type rounded to the result
 /// type, or in i64), pow and mod (for integers with the divisor's sign).
 Value KernelBuilder::emitBinaryArithmetic(Operation *op, Type elementType,
@@ -78,6 +133,12 @@ Value KernelBuilder::emitBinaryArithmetic(Operation *op, Type elementType,
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case<tx::AddOp, tx::SubOp, tx::MulOp, tx::DivOp, tx::MaxOp,
             tx::MinOp>([&](Operation *) -> Value {
+        // (An erf the plan stores is loaded, like any operand: its input is
+        // not among the kernel's.)
+        if (tx::ErfOp erf = erfOfOnePlusErf(op); erf && !readsFromMemory(erf.getResult(), plan)) {
+          auto erfIndex = broadcastIndex(*this, tensorType(erf.getResult()).getShape(), index);
+          return round(emitOnePlusErf(b, emitOperand(erf, 0, erfIndex)));
+        }
         Value l = operandAt(0), r = operandAt(1);
         if (isFloat) {
           Value v = llvm::TypeSwitch<Operation *, Value>(op)

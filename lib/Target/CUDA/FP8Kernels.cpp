@@ -206,6 +206,8 @@ constexpr int64_t kTile = 64, kTileRowWords = kTile / 4 + 1, kRun = 16;
 static_assert(kTile * kTile == kBlockSize * kRun, "one run per thread per tile");
 /// Tiles a block of the plain code transpose moves (a power of two).
 constexpr int64_t kTilesPerTranspose = 4;
+/// Tiles a block of the transposing amax kernel quantizes (a power of two).
+constexpr int64_t kTilesPerAmax = 2;
 
 /// Whether |view| (the layout a transposed copy is written for) is whole
 /// tiles: its last two dims multiples of kTile.
@@ -619,8 +621,9 @@ static void emitTileColumnSums(KernelBuilder &kb, const Tile &coords, Value t,
 /// run of kRun consecutive elements (so its loads and stores become 16-byte
 /// vector accesses): block b covers elements [b * 4096, (b + 1) * 4096).
 /// When the codes are also wanted transposed, block b covers one 64 x 64
-/// tile of the [..., R, C] view instead, and after a barrier each thread
-/// writes a run of 16 codes of one transposed row. The amax reduction and
+/// tile of the [..., R, C] view instead (kTilesPerAmax consecutive ones
+/// for a plain cast of a stored 16-bit tensor), and after a barrier each
+/// thread writes a run of 16 codes of one transposed row of each. The amax reduction and
 /// the atomic are lowerAmax's.
 static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
                                            tx::QuantizeOp quantize, CodeLayouts layouts,
@@ -656,7 +659,20 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
           position++, MemRefType::get({parts * sumCols}, b.getF32Type()));
     fp8Type = typeOf(quantize.getResult()).getElementType();
   }
-  Value tile = transposedArg ? addTileMemory(kb) : Value();
+  // Tiles a block quantizes. A plain cast of a stored 16-bit tensor reads
+  // 8 KB a tile, 32 bytes a thread: too few bytes in flight for an H200's
+  // bandwidth, so it takes several tiles, their loads issued together. A
+  // kernel computing its input (a GELU, a gradient) or reading f32 keeps one:
+  // the second tile's values would cost it occupancy (GPT-2's: 64 -> 95
+  // registers, two blocks an SM instead of four).
+  int64_t perBlock = 1;
+  if (transposedArg && !summed && ctx.plan.isMaterialized(x) &&
+      typeOf(x).getElementType().getIntOrFloatBitWidth() <= 16) {
+    perBlock = kTilesPerAmax;
+    while ((n / (kTile * kTile)) % perBlock != 0)
+      perBlock /= 2;
+  }
+  Value tile = transposedArg ? addTileMemory(kb, perBlock) : Value();
   // Each warp's column sums of its 8 rows, [warp, 64 columns].
   Value warpSums = summed ? kb.func().addWorkgroupAttribution(
                                 MemRefType::get({(kBlockSize / 32) * kTile}, b.getF32Type(),
@@ -673,67 +689,87 @@ static LogicalResult lowerAmaxByThreadRuns(LoweringContext &ctx, Operation *op,
   // load/store vectorizer needs to merge the accesses). A block past the
   // last run (a partial last block) repeats the last run and stores
   // nothing: the max is unchanged by repeats.
-  std::optional<Tile> coords;
-  Value run, stores = Value();
-  int64_t runs = n / kRun, grid;
+  llvm::SmallVector<Tile> coords;
+  llvm::SmallVector<Value> runs;
+  Value stores = Value();
+  int64_t grid;
   if (transposedArg) {
-    coords.emplace(kb, layouts.transposedView());
-    run = arith::DivUIOp::create(b, coords->firstOfRun(kb), kb.idx(kRun));
-    grid = n / (kTile * kTile);
+    Value firstTile = arith::MulIOp::create(b, kb.blockIndex(), kb.idx(perBlock));
+    for (int64_t g = 0; g < perBlock; ++g) {
+      coords.emplace_back(kb, layouts.transposedView(),
+                          arith::AddIOp::create(b, firstTile, kb.idx(g)));
+      runs.push_back(arith::DivUIOp::create(b, coords.back().firstOfRun(kb), kb.idx(kRun)));
+    }
+    grid = n / (kTile * kTile) / perBlock;
   } else {
-    grid = ceilDiv(runs, kBlockSize);
+    int64_t total = n / kRun;
+    grid = ceilDiv(total, kBlockSize);
     Value own = arith::AddIOp::create(
         b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(kBlockSize)), t);
-    stores = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, own, kb.idx(runs));
-    run = arith::MinUIOp::create(b, own, kb.idx(runs - 1));
-  }
-  Value first = coords ? coords->firstOfRun(kb) : arith::MulIOp::create(b, run, kb.idx(kRun));
-  llvm::SmallVector<Value> index;
-  Value column;
-  if (coords && shape.back() == coords->cols) {
-    index = coords->runIndex(kb, shape);
-    column = index.back();
-  } else {
-    llvm::SmallVector<int64_t> runShape(shape.begin(), shape.end());
-    runShape.back() /= kRun;
-    index = kb.delinearize(run, runShape);
-    column = arith::MulIOp::create(b, index.back(), kb.idx(kRun));
+    stores = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, own, kb.idx(total));
+    runs.push_back(arith::MinUIOp::create(b, own, kb.idx(total - 1)));
   }
   Value acc = kb.f32(0.0);
-  llvm::SmallVector<Value> scaled, codes, summands;
-  for (int64_t e = 0; e < kRun; ++e) {
-    index.back() = arith::AddIOp::create(b, column, kb.idx(e));
-    // The summed value first: x, a recomputed cast of it, then reuses it.
-    if (summed)
-      summands.push_back(kb.emit(summed, index));
-    Value v = kb.emit(x, index);
-    if (v.getType().isF64())
-      v = arith::TruncFOp::create(b, b.getF32Type(), v);
-    acc = arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, v));
-    // f32(x * scale), then the saturating FP8 rounding: tx.quantize.
+  llvm::SmallVector<Value> firsts;
+  // The column sum's summands: only with one tile a block (a summing kernel
+  // computes its input, so it keeps one).
+  assert((!summed || perBlock == 1) && "a column-summing amax kernel takes one tile a block");
+  llvm::SmallVector<Value> summands;
+  llvm::SmallVector<llvm::SmallVector<Value>> codes(perBlock);
+  for (int64_t g = 0; g < perBlock; ++g) {
+    Tile *coord = coords.empty() ? nullptr : &coords[g];
+    firsts.push_back(coord ? coord->firstOfRun(kb)
+                           : arith::MulIOp::create(b, runs[g], kb.idx(kRun)));
+    llvm::SmallVector<Value> index;
+    Value column;
+    if (coord && shape.back() == coord->cols) {
+      index = coord->runIndex(kb, shape);
+      column = index.back();
+    } else {
+      llvm::SmallVector<int64_t> runShape(shape.begin(), shape.end());
+      runShape.back() /= kRun;
+      index = kb.delinearize(runs[g], runShape);
+      column = arith::MulIOp::create(b, index.back(), kb.idx(kRun));
+    }
+    llvm::SmallVector<Value> scaled;
+    for (int64_t e = 0; e < kRun; ++e) {
+      index.back() = arith::AddIOp::create(b, column, kb.idx(e));
+      // The summed value first: x, a recomputed cast of it, then reuses it.
+      if (summed)
+        summands.push_back(kb.emit(summed, index));
+      Value v = kb.emit(x, index);
+      if (v.getType().isF64())
+        v = arith::TruncFOp::create(b, b.getF32Type(), v);
+      acc = arith::MaximumFOp::create(b, acc, math::AbsFOp::create(b, v));
+      // f32(x * scale), then the saturating FP8 rounding: tx.quantize.
+      if (quantize)
+        scaled.push_back(arith::MulFOp::create(b, v, scale));
+    }
     if (quantize)
-      scaled.push_back(arith::MulFOp::create(b, v, scale));
+      codes[g] = emitFP8Codes(ctx, b, scaled, fp8Type);
   }
-  if (quantize)
-    codes = emitFP8Codes(ctx, b, scaled, fp8Type);
-  auto storeRun = [&](Value dst) {
-    for (auto [e, code] : llvm::enumerate(codes))
+  auto storeRun = [&](Value dst, int64_t g) {
+    for (auto [e, code] : llvm::enumerate(codes[g]))
       memref::StoreOp::create(b, code, dst,
-                              ValueRange{arith::AddIOp::create(b, first, kb.idx(e))});
+                              ValueRange{arith::AddIOp::create(b, firsts[g], kb.idx(e))});
   };
-  if (plainArg) {
-    if (stores)
-      kb.ifThen(stores, [&] { storeRun(plainArg); });
-    else
-      storeRun(plainArg);
+  for (int64_t g = 0; g < perBlock; ++g) {
+    if (plainArg) {
+      if (stores)
+        kb.ifThen(stores, [&] { storeRun(plainArg, g); });
+      else
+        storeRun(plainArg, g);
+    }
+    if (transposedArg)
+      coords[g].storeRun(kb, tile, codes[g], g);
   }
   if (transposedArg) {
-    coords->storeRun(kb, tile, codes);
     gpu::BarrierOp::create(b);
-    coords->storeTransposed(kb, tile, transposedArg);
+    for (int64_t g = 0; g < perBlock; ++g)
+      coords[g].storeTransposed(kb, tile, transposedArg, g);
   }
   if (summed)
-    emitTileColumnSums(kb, *coords, t, summands, warpSums, partialsArg, sumCols);
+    emitTileColumnSums(kb, coords.front(), t, summands, warpSums, partialsArg, sumCols);
   emitAtomicAmax(kb, kb.blockReduce(acc, /*isMax=*/true), amaxArg);
   kb.finish();
   kb.groupMemoryAccesses();
