@@ -68,12 +68,18 @@ def pick(profile, norm, path):
     launches = [c for c in profile["commands"] if c["kind"] == "Launch"]
     fwd_origin, bwd_origin = f"'tx.{norm}_norm' ", f"'tx.{norm}_norm_grad' "
     fwd = [c for c in launches if c["origin"].startswith(fwd_origin)]
-    bwd = [c for c in launches if c["origin"].startswith(bwd_origin)]
+    # The row kernel's partial dgamma/dbeta rows are summed by a launch of
+    # the norm gradient's own, or, where the norm kernel also sums the next
+    # bias's gradient (an f32 dx: RowKernels.cpp's column-sum epilogue), by
+    # the packed column-sum kernel that sums them all, named after its
+    # first member (here the bias).
+    bwd = [c for c in launches
+           if c["origin"].startswith(bwd_origin) or c["kernel"].endswith("_column_sums")]
     if len(fwd) != 1:
         fail(f"{path}: expected 1 launch from {fwd_origin.strip()}, found {len(fwd)}: "
              f"{[c['kernel'] for c in fwd]}")
     if len(bwd) != 2:
-        fail(f"{path}: expected 2 launches from {bwd_origin.strip()} (row kernel, column sums), "
+        fail(f"{path}: expected 2 launches from {bwd_origin.strip()} or column sums (row kernel, column sums), "
              f"found {len(bwd)}: {[c['kernel'] for c in bwd]}")
     if not fwd[0]["kernel"].endswith(f"_{norm}_norm"):
         fail(f"{path}: the forward launch runs '{fwd[0]['kernel']}', not a *_{norm}_norm kernel")

@@ -82,7 +82,10 @@ def txopt_row(directory, out, model, precision, shape):
     text = open(os.path.join(out, f"txopt_{precision}.txt")).read()
     peak = re.search(r"peak device memory [\d.]+ MiB \((\d+) bytes", text)
     report = json.load(open(os.path.join(directory, f"{model}_{precision}.report.json")))
-    compile_s = next((r["compile_s"] for r in read_jsonl(os.path.join(directory, f"{model}.compile.jsonl"))
+    # A pack made without prepare.sh may lack the compile times: the first
+    # step's time is then left out ("-"), not guessed.
+    compile_log = os.path.join(directory, f"{model}.compile.jsonl")
+    compile_s = next((r["compile_s"] for r in (read_jsonl(compile_log) if os.path.exists(compile_log) else [])
                       if r["precision"] == precision), None)
     first = json.load(open(os.path.join(out, f"txopt_{precision}_first.json")))
     window = shape["--batch"] * shape["--seq"]
