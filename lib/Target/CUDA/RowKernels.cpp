@@ -1172,6 +1172,22 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
     });
     return nextLoads;
   });
+  if (rows == 0) {
+    // A step over zero rows: the one block has no row, and its partial
+    // rows are what the column sums read, so it writes them as empty sums
+    // (dgamma and dbeta are exact zeros, as the executor's sums over
+    // nothing; the scratch would otherwise be whatever it held).
+    kb.blockStridedLoop(cols, {}, [&](Value c, llvm::ArrayRef<Value>) {
+      memref::StoreOp::create(b, kb.f32(0.0), partials,
+                              ValueRange{arith::AddIOp::create(b, partialRow, c)});
+      return llvm::SmallVector<Value>{};
+    });
+    if (epilogue.sum)
+      kb.blockStridedLoop(d, {}, [&](Value j, llvm::ArrayRef<Value>) {
+        memref::StoreOp::create(b, kb.f32(0.0), sumPartials, ValueRange{j});
+        return llvm::SmallVector<Value>{};
+      });
+  }
   if (sumsInShared) {
     // The block's sums into its partial row (a block without rows has
     // none: its row is never read, as with the sums in global memory).
