@@ -303,6 +303,26 @@ def band_mask(t, window=None):
     return lines + ["hidden = Sub(one, visible)", "mask = Mul(hidden, big)"]
 
 
+def embedding(name, rows, width, positions):
+    """A trainable table of |rows| x |width| gathered at |positions| ids,
+    a third of them five hot rows (0, 5, the last of the first and the first
+    of the second block of 256 row starts, the last row), the rest spread:
+    the embedding gradient's sort and sum with rows of many positions, rows
+    at the edges of the row starts' blocks, and (past 65,536 rows) a
+    one-block scan of the blocks' totals that walks several a thread."""
+    hot = [0, 5, 255, 256, rows - 1]
+    ids = [hot[i % 5] if i % 3 == 0 else (i * 7919 * 13) % rows for i in range(positions)]
+    return model(name, [f"float[{positions}, {width}] x"], [weights("table", [rows, width])], [
+        f"idx = Constant <value = int64[{positions}] {{{', '.join(map(str, ids))}}}> ()",
+        "g = Gather <axis = 0> (table, idx)", "p = Mul(g, x)", "t = Tanh(p)",
+        "loss = ReduceSum <keepdims = 0> (t)"])
+
+
+# The embedding gradient: rows of 4 summed 4 to a thread (16-byte accesses),
+# 70,000 rows (274 blocks of row starts), 600 positions (3 chunks).
+CASES["embedding_wide"] = embedding("emw", 70000, 4, 600)
+
+
 # Fused attention (bf16 GPU steps only: cuDNN's SDPA), against the executor's
 # tx.attention: causal, a sliding window, and a per-batch additive mask
 # (the batch input `m`, a padding-style bias broadcast over heads and rows).
