@@ -387,64 +387,123 @@ static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGr
   return success();
 }
 
+/// The add that stage 5 computes with the row sums: the gather gradient's
+/// only reader, an add of a tensor of its shape already in memory (a tied
+/// LM head's weight gradient, from a GEMM early in the backward), whose
+/// sum is stored by a kernel of its own. Stage 5 then stores the sum
+/// instead of the gradient: the add's launch, the gradient's write and its
+/// read go (GPT-2: 0.09 ms of an H200's step, 154 MB written and read).
+/// The sum is the add kernel's, bit for bit: the row sum rounded to the
+/// gradient's type, plus the other term, in f32.
+static tx::AddOp addAfterRowSums(LoweringContext &ctx, tx::GatherGradOp op) {
+  Value result = op.getResult();
+  if (!result.hasOneUse())
+    return nullptr;
+  auto add = dyn_cast<tx::AddOp>(*result.getUsers().begin());
+  if (!add || add->getBlock() != op->getBlock() || add.getType() != result.getType() ||
+      add.getLhs() == add.getRhs() || ctx.loweredElsewhere.contains(add))
+    return nullptr;
+  Value sum = add.getResult();
+  // The other term as memory holds it: itself, or what a cast recomputed
+  // by its readers converts (a bf16 GEMM's gradient widened to f32).
+  Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+  Value storage = KernelBuilder::storageOf(other, ctx.plan);
+  if (!ctx.plan.isMaterialized(sum) || ctx.plan.storedAs.count(sum) ||
+      ctx.bufferOfValue.count(sum) || ctx.plan.attentionViews.count(sum) ||
+      !KernelBuilder::isStoredAsFloat(other, ctx.plan) ||
+      ctx.plan.attentionViews.count(storage) || typeOf(other) != typeOf(result))
+    return nullptr;
+  // Read where the row sums run: written before them.
+  if (Operation *def = storage.getDefiningOp())
+    if (def->getBlock() != op->getBlock() || !def->isBeforeInBlock(op))
+      return nullptr;
+  return add;
+}
+
 /// Stage 5, sum: result[key, s] = sum over list[rowStart(key) ..
-/// rowStart(key + 1)), in f64 over the row's positions in ascending order.
-/// A thread sums 4 consecutive s where rows allow 16-byte (or 8-byte)
-/// vector accesses: most of a vocabulary's rows have no position, so a
-/// thread is mostly its chain of dependent loads (row starts, list, grad),
-/// and 4 elements a chain quarter the chains (one element a thread ran a
-/// GPT-2 embedding gradient at 1.5 TB/s on an H200).
+/// rowStart(key + 1)), in f64 over the row's positions in ascending order
+/// (plus the add after it, see addAfterRowSums). A thread sums 4
+/// consecutive s where rows allow 16-byte (or 8-byte) vector accesses:
+/// most of a vocabulary's rows have no position, so a thread is mostly its
+/// chain of dependent loads (row starts, list, grad), and 4 elements a
+/// chain quarter the chains (one element a thread ran a GPT-2 embedding
+/// gradient at 1.5 TB/s on an H200).
 static LogicalResult lowerGatherGradRowSums(LoweringContext &ctx, tx::GatherGradOp op,
                                             const GatherGradShape &g,
                                             const GatherGradScratch &scratch) {
   Value grad = op.getGrad(), result = op.getResult();
+  tx::AddOp add = addAfterRowSums(ctx, op);
+  Value stored = add ? add.getResult() : result;
+  Value other = !add ? Value() : add.getLhs() == result ? add.getRhs() : add.getLhs();
+  llvm::SmallVector<Value> inputs{grad};
+  if (other)
+    inputs.push_back(other);
   int64_t keys = g.keys(), positions = g.positions();
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {grad}, ctx.plan);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {stored}, inputs, ctx.plan);
   auto &b = kb.builder();
-  Value list = kb.insertBufferArgument(2, i32Buffer(op.getContext(), positions));
-  Value start = kb.insertBufferArgument(3, i32Buffer(op.getContext(), keys + 1));
-  Value blockBase = kb.insertBufferArgument(4, i32Buffer(op.getContext(), g.keyBlocks() + 1));
+  unsigned first = 1 + inputs.size();
+  Value list = kb.insertBufferArgument(first, i32Buffer(op.getContext(), positions));
+  Value start = kb.insertBufferArgument(first + 1, i32Buffer(op.getContext(), keys + 1));
+  Value blockBase =
+      kb.insertBufferArgument(first + 2, i32Buffer(op.getContext(), g.keyBlocks() + 1));
   constexpr unsigned kVector = 4;
-  unsigned width = g.inner % kVector == 0 && kb.vectorAccessible(grad, kVector) &&
-                           kb.vectorAccessible(result, kVector)
-                       ? kVector
-                       : 1;
+  bool vectors = g.inner % kVector == 0 && kb.vectorAccessible(grad, kVector) &&
+                 kb.vectorAccessible(stored, kVector) &&
+                 (!other || kb.vectorAccessible(other, kVector));
+  unsigned width = vectors ? kVector : 1;
+  Type resultElement = typeOf(result).getElementType();
+  auto read = [&](Value tensor, Value at) {
+    return width == 1 ? llvm::SmallVector<Value>{kb.load(tensor, at)}
+                      : kb.loadVector(tensor, at, width);
+  };
   int64_t n = keys * g.inner / width;
   Value e = kb.globalThreadIndex();
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e, kb.idx(n));
   kb.ifThen(inRange, [&] {
-    Value first = arith::MulIOp::create(b, e, kb.idx(width));
-    Value key = arith::DivUIOp::create(b, first, kb.idx(g.inner));
-    Value s = arith::RemUIOp::create(b, first, kb.idx(g.inner));
+    Value at = arith::MulIOp::create(b, e, kb.idx(width));
+    Value key = arith::DivUIOp::create(b, at, kb.idx(g.inner));
+    Value s = arith::RemUIOp::create(b, at, kb.idx(g.inner));
     Value begin = rowStart(kb, start, blockBase, key);
     Value end = rowStart(kb, start, blockBase, arith::AddIOp::create(b, key, kb.idx(1)));
+    // The other term's load first: in flight while the row's chain runs.
+    llvm::SmallVector<Value> terms;
+    if (other)
+      terms = read(other, at);
     Value zero = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
     llvm::SmallVector<Value> zeros(width, zero);
     llvm::SmallVector<Value> sums = kb.loop(begin, end, kb.idx(1), zeros,
                         [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
       Value q = loadIndex(b, list, k);
-      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(g.inner)), s);
-      llvm::SmallVector<Value> xs =
-          width == 1 ? llvm::SmallVector<Value>{kb.load(grad, at)} : kb.loadVector(grad, at, width);
+      Value from = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(g.inner)), s);
+      llvm::SmallVector<Value> xs = read(grad, from);
       llvm::SmallVector<Value> next;
       for (unsigned i = 0; i < width; ++i)
         next.push_back(arith::AddFOp::create(
             b, acc[i], arith::ExtFOp::create(b, b.getF64Type(), xs[i])));
       return next;
     });
-    llvm::SmallVector<Value> rounded;
+    llvm::SmallVector<Value> values;
     for (Value sum : sums)
-      rounded.push_back(arith::TruncFOp::create(b, b.getF32Type(), sum));
+      values.push_back(arith::TruncFOp::create(b, b.getF32Type(), sum));
+    if (other) {
+      for (unsigned i = 0; i < width; ++i)
+        values[i] = arith::AddFOp::create(b, kb.roundTo(values[i], resultElement), terms[i]);
+    }
     if (width == 1)
-      kb.store(result, first, rounded[0]);
+      kb.store(stored, at, values[0]);
     else
-      kb.storeVector(result, first, rounded);
+      kb.storeVector(stored, at, values);
   });
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({result}),
-             {ctx.bufferFor(grad), scratch.list, scratch.start, scratch.blockBase});
+  llvm::SmallVector<unsigned> reads{ctx.bufferFor(grad)};
+  if (other)
+    reads.push_back(ctx.bufferFor(KernelBuilder::storageOf(other, ctx.plan)));
+  reads.append({scratch.list, scratch.start, scratch.blockBase});
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({stored}), reads);
+  if (add)
+    ctx.loweredElsewhere.insert(add);
   return success();
 }
 
