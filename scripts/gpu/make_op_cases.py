@@ -313,8 +313,8 @@ def embedding(name, rows, width, positions, tied=False):
     |tied|: the table is also the weight of a MatMul after it (a tied LM
     head), so its gradient is the gather gradient plus that GEMM's, added
     by the row-sum kernel."""
-    hot = [0, 5, 255, 256, rows - 1]
-    ids = [hot[i % 5] if i % 3 == 0 else (i * 7919 * 13) % rows for i in range(positions)]
+    hot = sorted({h for h in (0, 5, 255, 256, rows - 1) if h < rows})
+    ids = [hot[i % len(hot)] if i % 3 == 0 else (i * 7919 * 13) % rows for i in range(positions)]
     head = (["tt = Transpose <perm = [1, 0]> (table)", "z = MatMul(p, tt)", "t = Tanh(z)",
              "loss = ReduceSum <keepdims = 0> (t)"] if tied
             else ["t = Tanh(p)", "loss = ReduceSum <keepdims = 0> (t)"])
@@ -326,10 +326,19 @@ def embedding(name, rows, width, positions, tied=False):
 # The embedding gradient: rows of 4 summed 4 to a thread (16-byte accesses),
 # 70,000 rows (274 blocks of row starts), 600 positions (3 chunks).
 CASES["embedding_wide"] = embedding("emw", 70000, 4, 600)
-# A tied table of 600 x 8 (two blocks of row starts), f32 and bf16 (there
-# the GEMM's bf16 weight gradient is widened by the row sums).
-CASES["embedding_tied"] = embedding("emt", 600, 8, 256, tied=True)
-CASES["embedding_tied_bf16"] = embedding("emtb", 600, 8, 256, tied=True)
+# Tied tables: 256 x 8 in f32 (rows by 4; the 257th row start, which
+# counts every position, alone in the second block of starts) and 255 x 6
+# in bf16 (rows one element a thread, the GEMM's bf16 weight gradient
+# widened by the row sums; the 256th start on the first block's last
+# thread, which also stores the block's total).
+CASES["embedding_tied"] = embedding("emt", 256, 8, 256, tied=True)
+CASES["embedding_tied_bf16"] = embedding("emtb", 255, 6, 256, tied=True)
+# A gather along axis 1 of a [3, 100, 4] table: three tables' worth of row
+# keys (p * 100 + index), 300 in all.
+CASES["embedding_axis1"] = model("ema", ["float[3, 50, 4] x"], [weights("table", [3, 100, 4])], [
+    f"idx = Constant <value = int64[50] {{{', '.join(str((i * 37) % 100) for i in range(50))}}}> ()",
+    "g = Gather <axis = 1> (table, idx)", "p = Mul(g, x)", "t = Tanh(p)",
+    "loss = ReduceSum <keepdims = 0> (t)"])
 
 
 # Fused attention (bf16 GPU steps only: cuDNN's SDPA), against the executor's

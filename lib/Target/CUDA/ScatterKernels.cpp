@@ -401,7 +401,12 @@ static tx::AddOp addAfterRowSums(LoweringContext &ctx, tx::GatherGradOp op) {
     return nullptr;
   auto add = dyn_cast<tx::AddOp>(*result.getUsers().begin());
   if (!add || add->getBlock() != op->getBlock() || add.getType() != result.getType() ||
-      add.getLhs() == add.getRhs() || ctx.loweredElsewhere.contains(add))
+      add.getLhs() == add.getRhs() || ctx.loweredElsewhere.contains(add) ||
+      ctx.deferredAfter.count(add))
+    return nullptr;
+  // The row sums are f64 rounded to f32: an f64 table keeps its add.
+  Type element = typeOf(result).getElementType();
+  if (!element.isF32() && !element.isBF16() && !element.isF16())
     return nullptr;
   Value sum = add.getResult();
   // The other term as memory holds it: itself, or what a cast recomputed
@@ -413,9 +418,11 @@ static tx::AddOp addAfterRowSums(LoweringContext &ctx, tx::GatherGradOp op) {
       !KernelBuilder::isStoredAsFloat(other, ctx.plan) ||
       ctx.plan.attentionViews.count(storage) || typeOf(other) != typeOf(result))
     return nullptr;
-  // Read where the row sums run: written before them.
+  // Read where the row sums run: written before them (an op whose command
+  // is deferred or emitted elsewhere may write it later than it sits).
   if (Operation *def = storage.getDefiningOp())
-    if (def->getBlock() != op->getBlock() || !def->isBeforeInBlock(op))
+    if (def->getBlock() != op->getBlock() || !def->isBeforeInBlock(op) ||
+        ctx.deferredAfter.count(def) || ctx.loweredElsewhere.contains(def))
       return nullptr;
   return add;
 }
