@@ -312,6 +312,44 @@ def band_mask(t, window=None):
     return lines + ["hidden = Sub(one, visible)", "mask = Mul(hidden, big)"]
 
 
+def embedding(name, rows, width, positions, tied=False):
+    """A trainable table of |rows| x |width| gathered at |positions| ids,
+    a third of them five hot rows (0, 5, the last of the first and the first
+    of the second block of 256 row starts, the last row), the rest spread:
+    the embedding gradient's sort and sum with rows of many positions, rows
+    at the edges of the row starts' blocks, and (past 65,536 rows) a
+    one-block scan of the blocks' totals that walks several a thread.
+    |tied|: the table is also the weight of a MatMul after it (a tied LM
+    head), so its gradient is the gather gradient plus that GEMM's, added
+    by the row-sum kernel."""
+    hot = sorted({h for h in (0, 5, 255, 256, rows - 1) if h < rows})
+    ids = [hot[i % len(hot)] if i % 3 == 0 else (i * 7919 * 13) % rows for i in range(positions)]
+    head = (["tt = Transpose <perm = [1, 0]> (table)", "z = MatMul(p, tt)", "t = Tanh(z)",
+             "loss = ReduceSum <keepdims = 0> (t)"] if tied
+            else ["t = Tanh(p)", "loss = ReduceSum <keepdims = 0> (t)"])
+    return model(name, [f"float[{positions}, {width}] x"], [weights("table", [rows, width])], [
+        f"idx = Constant <value = int64[{positions}] {{{', '.join(map(str, ids))}}}> ()",
+        "g = Gather <axis = 0> (table, idx)", "p = Mul(g, x)"] + head)
+
+
+# The embedding gradient: rows of 4 summed 4 to a thread (16-byte accesses),
+# 70,000 rows (274 blocks of row starts), 600 positions (3 chunks).
+CASES["embedding_wide"] = embedding("emw", 70000, 4, 600)
+# Tied tables: 256 x 8 in f32 (rows by 4; the 257th row start, which
+# counts every position, alone in the second block of starts) and 255 x 6
+# in bf16 (rows one element a thread, the GEMM's bf16 weight gradient
+# widened by the row sums; the 256th start on the first block's last
+# thread, which also stores the block's total).
+CASES["embedding_tied"] = embedding("emt", 256, 8, 256, tied=True)
+CASES["embedding_tied_bf16"] = embedding("emtb", 255, 6, 256, tied=True)
+# A gather along axis 1 of a [3, 100, 4] table: three tables' worth of row
+# keys (p * 100 + index), 300 in all.
+CASES["embedding_axis1"] = model("ema", ["float[3, 50, 4] x"], [weights("table", [3, 100, 4])], [
+    f"idx = Constant <value = int64[50] {{{', '.join(str((i * 37) % 100) for i in range(50))}}}> ()",
+    "g = Gather <axis = 1> (table, idx)", "p = Mul(g, x)", "t = Tanh(p)",
+    "loss = ReduceSum <keepdims = 0> (t)"])
+
+
 # Fused attention (bf16 GPU steps only: cuDNN's SDPA), against the executor's
 # tx.attention: causal, a sliding window, and a per-batch additive mask
 # (the batch input `m`, a padding-style bias broadcast over heads and rows).
@@ -324,7 +362,7 @@ CASES["attention_bias_bf16"] = attention("atb", ["mask = Identity(m)"],
 # and v then read by cuDNN in place (no kernel between the GEMMs and SDPA).
 CASES["attention_qkv_bias_bf16"] = attention("atq", band_mask(64), biases=True)
 
-FLAGS = {"norms": "--no-fuse=norms", "attention_causal_bf16": "--precision=bf16",
+FLAGS = {"norms": "--no-fuse=norms", "embedding_tied_bf16": "--precision=bf16", "attention_causal_bf16": "--precision=bf16",
          "attention_window_bf16": "--precision=bf16", "attention_bias_bf16": "--precision=bf16",
          "attention_qkv_bias_bf16": "--precision=bf16",
          "norm_bias_epilogue_768_bf16": "--precision=bf16",

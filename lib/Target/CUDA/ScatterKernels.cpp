@@ -151,6 +151,9 @@ struct GatherGradShape {
   int64_t keys() const { return outer * dim; }
   int64_t positions() const { return outer * count; }
   int64_t chunks() const { return ceilDiv(positions(), kBlockSize); }
+  /// Blocks of kBlockSize row starts: keys + 1 of them (the last is the
+  /// number of positions).
+  int64_t keyBlocks() const { return ceilDiv(keys() + 1, kBlockSize); }
 };
 } // namespace
 
@@ -190,10 +193,11 @@ static void storeIndex(ImplicitLocOpBuilder &b, Value value, Value buffer, Value
 
 namespace {
 /// The int32 scratch slots of the sorted gather_grad: per-chunk counts of
-/// each key, each position's rank in its chunk, the row starts and the
-/// positions listed by row.
+/// each key, each position's rank in its chunk, the row starts within
+/// their block of keys and the blocks' bases, and the positions listed by
+/// row.
 struct GatherGradScratch {
-  unsigned counts = 0, rank = 0, start = 0, list = 0;
+  unsigned counts = 0, rank = 0, start = 0, blockBase = 0, list = 0;
 };
 } // namespace
 
@@ -238,56 +242,12 @@ static LogicalResult lowerGatherGradRanks(LoweringContext &ctx, tx::GatherGradOp
   return success();
 }
 
-/// Stage 2, chunk offsets: per key, counts[.][key] becomes its exclusive
-/// prefix over the chunks; the key's total goes to start[key].
-static LogicalResult lowerGatherGradChunkOffsets(LoweringContext &ctx, tx::GatherGradOp op,
-                                                 const GatherGradShape &g,
-                                                 const GatherGradScratch &scratch) {
-  int64_t keys = g.keys(), chunks = g.chunks();
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan);
+/// The inclusive prefix sum of |mine| over the block's threads: a
+/// Hillis-Steele scan in the kernel's kBlockSize i32 of workgroup memory.
+static Value blockInclusiveScan(KernelBuilder &kb, Value mine) {
   auto &b = kb.builder();
-  Value counts = kb.insertBufferArgument(0, i32Buffer(op.getContext(), chunks * keys));
-  Value start = kb.insertBufferArgument(1, i32Buffer(op.getContext(), keys + 1));
-  Value key = kb.globalThreadIndex();
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, kb.idx(keys));
-  kb.ifThen(inRange, [&] {
-    Value total = kb.loop(kb.idx(0), kb.idx(chunks), kb.idx(1), {kb.idx(0)},
-                          [&](Value c, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
-      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, c, kb.idx(keys)), key);
-      Value n = loadIndex(b, counts, at);
-      storeIndex(b, acc[0], counts, at);
-      return {arith::AddIOp::create(b, acc[0], n)};
-    })[0];
-    storeIndex(b, total, start, key);
-  });
-  kb.finish();
-  if (failed(kb.status()))
-    return failure();
-  ctx.launch(kb, op, ceilDiv(keys, kBlockSize), {scratch.counts, scratch.start}, {});
-  return success();
-}
-
-/// Stage 3, row starts: one block scans start[] (exclusive) and sets
-/// start[keys] to the number of positions. Thread t scans keys
-/// [t * per, (t + 1) * per); a Hillis-Steele scan of the threads' sums in
-/// workgroup memory gives each its base.
-static LogicalResult lowerGatherGradRowStarts(LoweringContext &ctx, tx::GatherGradOp op,
-                                              const GatherGradShape &g,
-                                              const GatherGradScratch &scratch) {
-  int64_t keys = g.keys();
-  Type i32 = IntegerType::get(op.getContext(), 32);
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan, kBlockSize, i32);
-  auto &b = kb.builder();
-  Value start = kb.insertBufferArgument(0, i32Buffer(op.getContext(), keys + 1));
   Value smem = kb.workgroupMemory();
-  int64_t per = ceilDiv(keys, kBlockSize);
   Value t = kb.threadIndex();
-  Value lo = arith::MinUIOp::create(b, arith::MulIOp::create(b, t, kb.idx(per)), kb.idx(keys));
-  Value hi = arith::MinUIOp::create(b, arith::AddIOp::create(b, lo, kb.idx(per)), kb.idx(keys));
-  Value mine = kb.loop(lo, hi, kb.idx(1), {kb.idx(0)},
-                       [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
-    return {arith::AddIOp::create(b, acc[0], loadIndex(b, start, k))};
-  })[0];
   storeIndex(b, mine, smem, t);
   for (int64_t offset = 1; offset < kBlockSize; offset *= 2) {
     gpu::BarrierOp::create(b);
@@ -300,24 +260,100 @@ static LogicalResult lowerGatherGradRowStarts(LoweringContext &ctx, tx::GatherGr
     storeIndex(b, sum, smem, t);
   }
   gpu::BarrierOp::create(b);
-  Value inclusive = loadIndex(b, smem, t);
-  Value base = arith::SubIOp::create(b, inclusive, mine);
-  kb.loop(lo, hi, kb.idx(1), {base},
-          [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
-    Value n = loadIndex(b, start, k);
-    storeIndex(b, acc[0], start, k);
+  return loadIndex(b, smem, t);
+}
+
+/// Stage 2, chunk offsets and row starts within a block: per key,
+/// counts[.][key] becomes its exclusive prefix over the chunks; start[key]
+/// the positions of the earlier keys of its block of kBlockSize keys (for
+/// key = keys too, which has none: the last block's total); the block's
+/// total goes to blockBase[block].
+static LogicalResult lowerGatherGradChunkOffsets(LoweringContext &ctx, tx::GatherGradOp op,
+                                                 const GatherGradShape &g,
+                                                 const GatherGradScratch &scratch) {
+  int64_t keys = g.keys(), chunks = g.chunks(), blocks = g.keyBlocks();
+  MLIRContext *context = op.getContext();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan, kBlockSize,
+                   IntegerType::get(context, 32));
+  auto &b = kb.builder();
+  Value counts = kb.insertBufferArgument(0, i32Buffer(context, chunks * keys));
+  Value start = kb.insertBufferArgument(1, i32Buffer(context, keys + 1));
+  Value blockBase = kb.insertBufferArgument(2, i32Buffer(context, blocks + 1));
+  Value key = kb.globalThreadIndex();
+  // Every thread takes part in the scan; keys past the table count nothing.
+  Value hasCounts = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, kb.idx(keys));
+  Value end = arith::SelectOp::create(b, hasCounts, kb.idx(chunks), kb.idx(0));
+  Value total = kb.loop(kb.idx(0), end, kb.idx(1), {kb.idx(0)},
+                        [&](Value c, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+    Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, c, kb.idx(keys)), key);
+    Value n = loadIndex(b, counts, at);
+    storeIndex(b, acc[0], counts, at);
     return {arith::AddIOp::create(b, acc[0], n)};
+  })[0];
+  Value inclusive = blockInclusiveScan(kb, total);
+  Value hasStart = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, key, kb.idx(keys));
+  kb.ifThen(hasStart, [&] {
+    storeIndex(b, arith::SubIOp::create(b, inclusive, total), start, key);
   });
-  Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, kb.idx(kBlockSize - 1));
-  kb.ifThen(last, [&] { storeIndex(b, inclusive, start, kb.idx(keys)); });
+  Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, kb.threadIndex(),
+                                     kb.idx(kBlockSize - 1));
+  kb.ifThen(last, [&] { storeIndex(b, inclusive, blockBase, kb.blockIndex()); });
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, 1, {scratch.start}, {});
+  ctx.launch(kb, op, blocks, {scratch.counts, scratch.start, scratch.blockBase}, {});
   return success();
 }
 
-/// Stage 4, place: list[start[key] + counts[chunk][key] + rank] = position.
+/// Stage 3, block bases: one block scans blockBase[] (exclusive) and sets
+/// blockBase[blocks] to the number of positions. Thread t scans blocks
+/// [t * per, (t + 1) * per); a scan of the threads' sums gives each its
+/// base. (One base per kBlockSize keys: a 50,304-row table has 197, one a
+/// thread, where a scan of the row starts themselves walked 197 a thread,
+/// one dependent load after another: 77 us on an H200.)
+static LogicalResult lowerGatherGradBlockBases(LoweringContext &ctx, tx::GatherGradOp op,
+                                               const GatherGradShape &g,
+                                               const GatherGradScratch &scratch) {
+  int64_t blocks = g.keyBlocks();
+  MLIRContext *context = op.getContext();
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan, kBlockSize,
+                   IntegerType::get(context, 32));
+  auto &b = kb.builder();
+  Value blockBase = kb.insertBufferArgument(0, i32Buffer(context, blocks + 1));
+  int64_t per = ceilDiv(blocks, kBlockSize);
+  Value t = kb.threadIndex();
+  Value lo = arith::MinUIOp::create(b, arith::MulIOp::create(b, t, kb.idx(per)), kb.idx(blocks));
+  Value hi = arith::MinUIOp::create(b, arith::AddIOp::create(b, lo, kb.idx(per)), kb.idx(blocks));
+  Value mine = kb.loop(lo, hi, kb.idx(1), {kb.idx(0)},
+                       [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+    return {arith::AddIOp::create(b, acc[0], loadIndex(b, blockBase, k))};
+  })[0];
+  Value inclusive = blockInclusiveScan(kb, mine);
+  Value base = arith::SubIOp::create(b, inclusive, mine);
+  kb.loop(lo, hi, kb.idx(1), {base},
+          [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
+    Value n = loadIndex(b, blockBase, k);
+    storeIndex(b, acc[0], blockBase, k);
+    return {arith::AddIOp::create(b, acc[0], n)};
+  });
+  Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, kb.idx(kBlockSize - 1));
+  kb.ifThen(last, [&] { storeIndex(b, inclusive, blockBase, kb.idx(blocks)); });
+  kb.finish();
+  if (failed(kb.status()))
+    return failure();
+  ctx.launch(kb, op, 1, {scratch.blockBase}, {});
+  return success();
+}
+
+/// Where the positions of key |k| (0 <= k <= keys) start in the list: its
+/// start within its block of keys plus the block's base.
+static Value rowStart(KernelBuilder &kb, Value start, Value blockBase, Value k) {
+  auto &b = kb.builder();
+  Value block = arith::DivUIOp::create(b, k, kb.idx(kBlockSize));
+  return arith::AddIOp::create(b, loadIndex(b, start, k), loadIndex(b, blockBase, block));
+}
+
+/// Stage 4, place: list[rowStart(key) + counts[chunk][key] + rank] = position.
 static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGradOp op,
                                               const GatherGradShape &g,
                                               const GatherGradScratch &scratch) {
@@ -330,6 +366,7 @@ static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGr
   Value counts = kb.insertBufferArgument(1, i32Buffer(context, chunks * keys));
   Value start = kb.insertBufferArgument(2, i32Buffer(context, keys + 1));
   Value rank = kb.insertBufferArgument(3, i32Buffer(context, positions));
+  Value blockBase = kb.insertBufferArgument(4, i32Buffer(context, g.keyBlocks() + 1));
   Value q = kb.globalThreadIndex();
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, q, kb.idx(positions));
   kb.ifThen(inRange, [&] {
@@ -337,52 +374,143 @@ static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGr
     Value at = arith::AddIOp::create(
         b, arith::MulIOp::create(b, kb.blockIndex(), kb.idx(keys)), key);
     Value slot = arith::AddIOp::create(
-        b, arith::AddIOp::create(b, loadIndex(b, start, key), loadIndex(b, counts, at)),
+        b, arith::AddIOp::create(b, rowStart(kb, start, blockBase, key), loadIndex(b, counts, at)),
         loadIndex(b, rank, q));
     storeIndex(b, q, list, slot);
   });
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, chunks, {scratch.list, scratch.counts, scratch.start, scratch.rank},
+  ctx.launch(kb, op, chunks,
+             {scratch.list, scratch.counts, scratch.start, scratch.rank, scratch.blockBase},
              ctx.buffersOf({indices}));
   return success();
 }
 
-/// Stage 5, sum: result[key, s] = sum over list[start[key] .. start[key + 1]),
-/// in f64 over the row's positions in ascending order.
+/// The add that stage 5 computes with the row sums: the gather gradient's
+/// only reader, an add of a tensor of its shape already in memory (a tied
+/// LM head's weight gradient, from a GEMM early in the backward), whose
+/// sum is stored by a kernel of its own. Stage 5 then stores the sum
+/// instead of the gradient: the add's launch, the gradient's write and its
+/// read go (GPT-2: 0.09 ms of an H200's step, 154 MB written and read).
+/// The sum is the add kernel's, bit for bit: the row sum rounded to the
+/// gradient's type, plus the other term, in f32.
+static tx::AddOp addAfterRowSums(LoweringContext &ctx, tx::GatherGradOp op) {
+  Value result = op.getResult();
+  if (!result.hasOneUse())
+    return nullptr;
+  auto add = dyn_cast<tx::AddOp>(*result.getUsers().begin());
+  if (!add || add->getBlock() != op->getBlock() || add.getType() != result.getType() ||
+      add.getLhs() == add.getRhs() || ctx.loweredElsewhere.contains(add) ||
+      ctx.deferredAfter.count(add))
+    return nullptr;
+  // The row sums are f64 rounded to f32: an f64 table keeps its add.
+  Type element = typeOf(result).getElementType();
+  if (!element.isF32() && !element.isBF16() && !element.isF16())
+    return nullptr;
+  Value sum = add.getResult();
+  // The other term as memory holds it: itself, or what a cast recomputed
+  // by its readers converts (a bf16 GEMM's gradient widened to f32).
+  Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+  Value storage = KernelBuilder::storageOf(other, ctx.plan);
+  if (!ctx.plan.isMaterialized(sum) || ctx.plan.storedAs.count(sum) ||
+      ctx.bufferOfValue.count(sum) || ctx.plan.attentionViews.count(sum) ||
+      !KernelBuilder::isStoredAsFloat(other, ctx.plan) ||
+      ctx.plan.attentionViews.count(storage) || typeOf(other) != typeOf(result))
+    return nullptr;
+  // Read where the row sums run: written before them (an op whose command
+  // is deferred or emitted elsewhere may write it later than it sits).
+  if (Operation *def = storage.getDefiningOp())
+    if (def->getBlock() != op->getBlock() || !def->isBeforeInBlock(op) ||
+        ctx.deferredAfter.count(def) || ctx.loweredElsewhere.contains(def))
+      return nullptr;
+  return add;
+}
+
+/// Stage 5, sum: result[key, s] = sum over list[rowStart(key) ..
+/// rowStart(key + 1)), in f64 over the row's positions in ascending order
+/// (plus the add after it, see addAfterRowSums). A thread sums 4
+/// consecutive s where rows allow 16-byte (or 8-byte) vector accesses:
+/// most of a vocabulary's rows have no position, so a thread is mostly its
+/// chain of dependent loads (row starts, list, grad), and 4 elements a
+/// chain quarter the chains (one element a thread ran a GPT-2 embedding
+/// gradient at 1.5 TB/s on an H200).
 static LogicalResult lowerGatherGradRowSums(LoweringContext &ctx, tx::GatherGradOp op,
                                             const GatherGradShape &g,
                                             const GatherGradScratch &scratch) {
   Value grad = op.getGrad(), result = op.getResult();
+  tx::AddOp add = addAfterRowSums(ctx, op);
+  Value stored = add ? add.getResult() : result;
+  Value other = !add ? Value() : add.getLhs() == result ? add.getRhs() : add.getLhs();
+  llvm::SmallVector<Value> inputs{grad};
+  if (other)
+    inputs.push_back(other);
   int64_t keys = g.keys(), positions = g.positions();
-  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {result}, {grad}, ctx.plan);
+  KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {stored}, inputs, ctx.plan);
   auto &b = kb.builder();
-  Value list = kb.insertBufferArgument(2, i32Buffer(op.getContext(), positions));
-  Value start = kb.insertBufferArgument(3, i32Buffer(op.getContext(), keys + 1));
-  int64_t n = keys * g.inner;
+  unsigned first = 1 + inputs.size();
+  Value list = kb.insertBufferArgument(first, i32Buffer(op.getContext(), positions));
+  Value start = kb.insertBufferArgument(first + 1, i32Buffer(op.getContext(), keys + 1));
+  Value blockBase =
+      kb.insertBufferArgument(first + 2, i32Buffer(op.getContext(), g.keyBlocks() + 1));
+  constexpr unsigned kVector = 4;
+  bool vectors = g.inner % kVector == 0 && kb.vectorAccessible(grad, kVector) &&
+                 kb.vectorAccessible(stored, kVector) &&
+                 (!other || kb.vectorAccessible(other, kVector));
+  unsigned width = vectors ? kVector : 1;
+  Type resultElement = typeOf(result).getElementType();
+  auto read = [&](Value tensor, Value at) {
+    return width == 1 ? llvm::SmallVector<Value>{kb.load(tensor, at)}
+                      : kb.loadVector(tensor, at, width);
+  };
+  int64_t n = keys * g.inner / width;
   Value e = kb.globalThreadIndex();
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e, kb.idx(n));
   kb.ifThen(inRange, [&] {
-    Value key = arith::DivUIOp::create(b, e, kb.idx(g.inner));
-    Value s = arith::RemUIOp::create(b, e, kb.idx(g.inner));
-    Value begin = loadIndex(b, start, key);
-    Value end = loadIndex(b, start, arith::AddIOp::create(b, key, kb.idx(1)));
+    Value at = arith::MulIOp::create(b, e, kb.idx(width));
+    Value key = arith::DivUIOp::create(b, at, kb.idx(g.inner));
+    Value s = arith::RemUIOp::create(b, at, kb.idx(g.inner));
+    Value begin = rowStart(kb, start, blockBase, key);
+    Value end = rowStart(kb, start, blockBase, arith::AddIOp::create(b, key, kb.idx(1)));
+    // The other term's load first: in flight while the row's chain runs.
+    llvm::SmallVector<Value> terms;
+    if (other)
+      terms = read(other, at);
     Value zero = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
-    Value sum = kb.loop(begin, end, kb.idx(1), {zero},
+    llvm::SmallVector<Value> zeros(width, zero);
+    llvm::SmallVector<Value> sums = kb.loop(begin, end, kb.idx(1), zeros,
                         [&](Value k, llvm::ArrayRef<Value> acc) -> llvm::SmallVector<Value> {
       Value q = loadIndex(b, list, k);
-      Value at = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(g.inner)), s);
-      Value x = arith::ExtFOp::create(b, b.getF64Type(), kb.load(grad, at));
-      return {arith::AddFOp::create(b, acc[0], x)};
-    })[0];
-    kb.store(result, e, arith::TruncFOp::create(b, b.getF32Type(), sum));
+      Value from = arith::AddIOp::create(b, arith::MulIOp::create(b, q, kb.idx(g.inner)), s);
+      llvm::SmallVector<Value> xs = read(grad, from);
+      llvm::SmallVector<Value> next;
+      for (unsigned i = 0; i < width; ++i)
+        next.push_back(arith::AddFOp::create(
+            b, acc[i], arith::ExtFOp::create(b, b.getF64Type(), xs[i])));
+      return next;
+    });
+    llvm::SmallVector<Value> values;
+    for (Value sum : sums)
+      values.push_back(arith::TruncFOp::create(b, b.getF32Type(), sum));
+    if (other) {
+      for (unsigned i = 0; i < width; ++i)
+        values[i] = arith::AddFOp::create(b, kb.roundTo(values[i], resultElement), terms[i]);
+    }
+    if (width == 1)
+      kb.store(stored, at, values[0]);
+    else
+      kb.storeVector(stored, at, values);
   });
   kb.finish();
   if (failed(kb.status()))
     return failure();
-  ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({result}),
-             {ctx.bufferFor(grad), scratch.list, scratch.start});
+  llvm::SmallVector<unsigned> reads{ctx.bufferFor(grad)};
+  if (other)
+    reads.push_back(ctx.bufferFor(KernelBuilder::storageOf(other, ctx.plan)));
+  reads.append({scratch.list, scratch.start, scratch.blockBase});
+  ctx.launch(kb, op, ceilDiv(n, kBlockSize), ctx.buffersOf({stored}), reads);
+  if (add)
+    ctx.loweredElsewhere.insert(add);
   return success();
 }
 
@@ -398,22 +526,26 @@ static LogicalResult lowerGatherGradRowSums(LoweringContext &ctx, tx::GatherGrad
 ///     the chunk) and adds one to counts[chunk][key] (integer atomics:
 ///     the same total in any order);
 ///  2. chunk offsets: per key, counts[.][key] becomes its exclusive prefix
-///     over the chunks; the key's total goes to start[key];
-///  3. row starts: one block scans start[] (exclusive), start[keys] = all;
-///  4. place: list[start[key] + counts[chunk][key] + rank] = position;
-///  5. sum: result[key, s] = sum over list[start[key] .. start[key + 1]).
+///     over the chunks; a block scan of the keys' totals gives start[key]
+///     within its block of kBlockSize keys, and the block's total;
+///  3. block bases: one block scans the blocks' totals (exclusive), so
+///     rowStart(key) = start[key] + blockBase[key / kBlockSize];
+///  4. place: list[rowStart(key) + counts[chunk][key] + rank] = position;
+///  5. sum: result[key, s] = sum over list[rowStart(key) ..
+///     rowStart(key + 1)), 4 elements of a row a thread where aligned.
 static LogicalResult lowerGatherGradSorted(LoweringContext &ctx, tx::GatherGradOp op,
                                            const GatherGradShape &g) {
   int64_t keys = g.keys(), positions = g.positions(), chunks = g.chunks();
   GatherGradScratch scratch;
   scratch.counts = ctx.scratch(chunks * keys * 4, "gather_grad counts per chunk");
   scratch.rank = ctx.scratch(positions * 4, "gather_grad ranks");
-  scratch.start = ctx.scratch((keys + 1) * 4, "gather_grad row starts");
+  scratch.start = ctx.scratch((keys + 1) * 4, "gather_grad row starts within a block of keys");
+  scratch.blockBase = ctx.scratch((g.keyBlocks() + 1) * 4, "gather_grad row starts of the blocks");
   scratch.list = ctx.scratch(positions * 4, "gather_grad positions by row");
   ctx.memset(scratch.counts, 0, op);
   if (failed(lowerGatherGradRanks(ctx, op, g, scratch)) ||
       failed(lowerGatherGradChunkOffsets(ctx, op, g, scratch)) ||
-      failed(lowerGatherGradRowStarts(ctx, op, g, scratch)) ||
+      failed(lowerGatherGradBlockBases(ctx, op, g, scratch)) ||
       failed(lowerGatherGradPlacement(ctx, op, g, scratch)))
     return failure();
   return lowerGatherGradRowSums(ctx, op, g, scratch);
