@@ -362,7 +362,8 @@ CASES["attention_bias_bf16"] = attention("atb", ["mask = Identity(m)"],
 # and v then read by cuDNN in place (no kernel between the GEMMs and SDPA).
 CASES["attention_qkv_bias_bf16"] = attention("atq", band_mask(64), biases=True)
 
-FLAGS = {"norms": "--no-fuse=norms", "embedding_tied_bf16": "--precision=bf16", "attention_causal_bf16": "--precision=bf16",
+FLAGS = {"norms": "--no-fuse=norms", "embedding_tied_bf16": "--precision=bf16",
+         "attention_causal_bf16": "--precision=bf16",
          "attention_window_bf16": "--precision=bf16", "attention_bias_bf16": "--precision=bf16",
          "attention_qkv_bias_bf16": "--precision=bf16",
          "norm_bias_epilogue_768_bf16": "--precision=bf16",

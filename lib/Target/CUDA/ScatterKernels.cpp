@@ -278,7 +278,7 @@ static LogicalResult lowerGatherGradChunkOffsets(LoweringContext &ctx, tx::Gathe
   auto &b = kb.builder();
   Value counts = kb.insertBufferArgument(0, i32Buffer(context, chunks * keys));
   Value start = kb.insertBufferArgument(1, i32Buffer(context, keys + 1));
-  Value blockBase = kb.insertBufferArgument(2, i32Buffer(context, blocks + 1));
+  Value blockBase = kb.insertBufferArgument(2, i32Buffer(context, blocks));
   Value key = kb.globalThreadIndex();
   // Every thread takes part in the scan; keys past the table count nothing.
   Value hasCounts = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, kb.idx(keys));
@@ -305,8 +305,9 @@ static LogicalResult lowerGatherGradChunkOffsets(LoweringContext &ctx, tx::Gathe
   return success();
 }
 
-/// Stage 3, block bases: one block scans blockBase[] (exclusive) and sets
-/// blockBase[blocks] to the number of positions. Thread t scans blocks
+/// Stage 3, block bases: one block scans blockBase[] (exclusive; the
+/// number of positions, rowStart(keys), is start[keys] plus the last
+/// block's base and needs no entry of its own). Thread t scans blocks
 /// [t * per, (t + 1) * per); a scan of the threads' sums gives each its
 /// base. (One base per kBlockSize keys: a 50,304-row table has 197, one a
 /// thread, where a scan of the row starts themselves walked 197 a thread,
@@ -319,7 +320,7 @@ static LogicalResult lowerGatherGradBlockBases(LoweringContext &ctx, tx::GatherG
   KernelBuilder kb(ctx.gpuModule, ctx.kernelName(op), {}, {}, ctx.plan, kBlockSize,
                    IntegerType::get(context, 32));
   auto &b = kb.builder();
-  Value blockBase = kb.insertBufferArgument(0, i32Buffer(context, blocks + 1));
+  Value blockBase = kb.insertBufferArgument(0, i32Buffer(context, blocks));
   int64_t per = ceilDiv(blocks, kBlockSize);
   Value t = kb.threadIndex();
   Value lo = arith::MinUIOp::create(b, arith::MulIOp::create(b, t, kb.idx(per)), kb.idx(blocks));
@@ -336,8 +337,6 @@ static LogicalResult lowerGatherGradBlockBases(LoweringContext &ctx, tx::GatherG
     storeIndex(b, acc[0], blockBase, k);
     return {arith::AddIOp::create(b, acc[0], n)};
   });
-  Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, kb.idx(kBlockSize - 1));
-  kb.ifThen(last, [&] { storeIndex(b, inclusive, blockBase, kb.idx(blocks)); });
   kb.finish();
   if (failed(kb.status()))
     return failure();
@@ -366,7 +365,7 @@ static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGr
   Value counts = kb.insertBufferArgument(1, i32Buffer(context, chunks * keys));
   Value start = kb.insertBufferArgument(2, i32Buffer(context, keys + 1));
   Value rank = kb.insertBufferArgument(3, i32Buffer(context, positions));
-  Value blockBase = kb.insertBufferArgument(4, i32Buffer(context, g.keyBlocks() + 1));
+  Value blockBase = kb.insertBufferArgument(4, i32Buffer(context, g.keyBlocks()));
   Value q = kb.globalThreadIndex();
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, q, kb.idx(positions));
   kb.ifThen(inRange, [&] {
@@ -395,6 +394,11 @@ static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGr
 /// read go (GPT-2: 0.09 ms of an H200's step, 154 MB written and read).
 /// The sum is the add kernel's, bit for bit: the row sum rounded to the
 /// gradient's type, plus the other term, in f32.
+/// The term of |add| that is not |term|.
+static Value otherAddend(tx::AddOp add, Value term) {
+  return add.getLhs() == term ? add.getRhs() : add.getLhs();
+}
+
 static tx::AddOp addAfterRowSums(LoweringContext &ctx, tx::GatherGradOp op) {
   Value result = op.getResult();
   if (!result.hasOneUse())
@@ -411,7 +415,7 @@ static tx::AddOp addAfterRowSums(LoweringContext &ctx, tx::GatherGradOp op) {
   Value sum = add.getResult();
   // The other term as memory holds it: itself, or what a cast recomputed
   // by its readers converts (a bf16 GEMM's gradient widened to f32).
-  Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+  Value other = otherAddend(add, result);
   Value storage = KernelBuilder::storageOf(other, ctx.plan);
   if (!ctx.plan.isMaterialized(sum) || ctx.plan.storedAs.count(sum) ||
       ctx.bufferOfValue.count(sum) || ctx.plan.attentionViews.count(sum) ||
@@ -441,7 +445,7 @@ static LogicalResult lowerGatherGradRowSums(LoweringContext &ctx, tx::GatherGrad
   Value grad = op.getGrad(), result = op.getResult();
   tx::AddOp add = addAfterRowSums(ctx, op);
   Value stored = add ? add.getResult() : result;
-  Value other = !add ? Value() : add.getLhs() == result ? add.getRhs() : add.getLhs();
+  Value other = add ? otherAddend(add, result) : Value();
   llvm::SmallVector<Value> inputs{grad};
   if (other)
     inputs.push_back(other);
@@ -452,7 +456,7 @@ static LogicalResult lowerGatherGradRowSums(LoweringContext &ctx, tx::GatherGrad
   Value list = kb.insertBufferArgument(first, i32Buffer(op.getContext(), positions));
   Value start = kb.insertBufferArgument(first + 1, i32Buffer(op.getContext(), keys + 1));
   Value blockBase =
-      kb.insertBufferArgument(first + 2, i32Buffer(op.getContext(), g.keyBlocks() + 1));
+      kb.insertBufferArgument(first + 2, i32Buffer(op.getContext(), g.keyBlocks()));
   constexpr unsigned kVector = 4;
   bool vectors = g.inner % kVector == 0 && kb.vectorAccessible(grad, kVector) &&
                  kb.vectorAccessible(stored, kVector) &&
@@ -540,7 +544,7 @@ static LogicalResult lowerGatherGradSorted(LoweringContext &ctx, tx::GatherGradO
   scratch.counts = ctx.scratch(chunks * keys * 4, "gather_grad counts per chunk");
   scratch.rank = ctx.scratch(positions * 4, "gather_grad ranks");
   scratch.start = ctx.scratch((keys + 1) * 4, "gather_grad row starts within a block of keys");
-  scratch.blockBase = ctx.scratch((g.keyBlocks() + 1) * 4, "gather_grad row starts of the blocks");
+  scratch.blockBase = ctx.scratch(g.keyBlocks() * 4, "gather_grad row starts of the blocks");
   scratch.list = ctx.scratch(positions * 4, "gather_grad positions by row");
   ctx.memset(scratch.counts, 0, op);
   if (failed(lowerGatherGradRanks(ctx, op, g, scratch)) ||
