@@ -84,14 +84,15 @@ static tx::ErfOp erfOfOnePlusErf(Operation *op) {
   return {};
 }
 
-/// 2^x by ex2.approx.ftz: one MUFU instruction, within 2^-22 relative for
-/// normal results; results below 2^-126 flush to 0. (math.exp2 lowers to
-/// the non-flushing variant, which scales around denormal results.)
-static Value emitFastExp2(ImplicitLocOpBuilder &b, Value x) {
+Value KernelBuilder::fastExp2(Value x) {
   return LLVM::CallIntrinsicOp::create(b, b.getF32Type(),
                                        b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
                                        ValueRange{x})
       .getResult(0);
+}
+
+Value KernelBuilder::fastExpOfNonPositive(Value x) {
+  return fastExp2(arith::MulFOp::create(b, x, f32(M_LOG2E)));
 }
 
 /// Whether |v| is -(a * a) as erf's gradient builds it (neg(mul(a, a)),
@@ -112,19 +113,6 @@ static bool isNegatedSquare(Value v) {
   return false;
 }
 
-/// exp(-a^2) for f32, the Gaussian in erf's (and so GELU's) gradient, as
-/// 2^(-a^2 log2 e) in two instructions. libdevice's expf takes about eleven
-/// (a range reduction that keeps it within 2 ulp for any argument): in
-/// GPT-2's GELU-gradient kernels, issue-bound at 47-62 instructions a
-/// value, a sixth of the arithmetic. Here the argument is never above 0, so
-/// nothing overflows; the rounding of the product adds |a^2| 2^-24
-/// relative (1e-6 at a^2 = 16, where the value is 1e-7), and results under
-/// 1.2e-38 (a^2 > 87) become 0. NaN stays NaN; -inf gives 0.
-static Value emitGaussian(ImplicitLocOpBuilder &b, Value negatedSquare) {
-  Value log2e = arith::ConstantOp::create(b, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
-  return emitFastExp2(b, arith::MulFOp::create(b, negatedSquare, log2e));
-}
-
 /// 1 + erf(u) for an f32 u, as GELU and its gradient write it (0.5 x (1 +
 /// erf(x / sqrt 2))). libdevice's erff is some 28 instructions (two
 /// polynomials chosen lane by lane, and a branch): it made the GELU kernels
@@ -138,7 +126,8 @@ static Value emitGaussian(ImplicitLocOpBuilder &b, Value negatedSquare) {
 /// relative, where erf + 1 loses digits to cancellation (all of them near
 /// u = -4); from u = -4 on both give 0. NaN stays NaN (t >= 4 is false for
 /// it); +-inf give 2 and 0.
-static Value emitOnePlusErf(ImplicitLocOpBuilder &b, Value u) {
+static Value emitOnePlusErf(KernelBuilder &kb, Value u) {
+  auto &b = kb.builder();
   static constexpr float kLog2ErfcOverT[] = {
       -0x1.a0be880000000p+0f, -0x1.d63e260000000p-1f, -0x1.2fbc0e0000000p-3f,
       0x1.c63ce20000000p-6f,  0x1.63b1140000000p-14f, -0x1.2a29140000000p-9f,
@@ -153,7 +142,7 @@ static Value emitOnePlusErf(ImplicitLocOpBuilder &b, Value u) {
   // 2^x for x >= -27 (t < 4): ex2.approx.ftz, one MUFU instruction (math.exp2
   // lowers to the non-flushing variant, which scales around denormal
   // results that cannot occur here); NaN and the t >= 4 garbage go through.
-  Value tail = emitFastExp2(b, arith::MulFOp::create(b, p, t));
+  Value tail = kb.fastExp2(arith::MulFOp::create(b, p, t));
   Value beyond = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, t, constant(4.0));
   tail = arith::SelectOp::create(b, beyond, constant(0.0), tail);
   Value positive = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, u, constant(0.0));
@@ -175,7 +164,7 @@ Value KernelBuilder::emitBinaryArithmetic(Operation *op, Type elementType,
         // not among the kernel's.)
         if (tx::ErfOp erf = erfOfOnePlusErf(op); erf && !readsFromMemory(erf.getResult(), plan)) {
           auto erfIndex = broadcastIndex(*this, tensorType(erf.getResult()).getShape(), index);
-          return round(emitOnePlusErf(b, emitOperand(erf, 0, erfIndex)));
+          return round(emitOnePlusErf(*this, emitOperand(erf, 0, erfIndex)));
         }
         Value l = operandAt(0), r = operandAt(1);
         if (isFloat) {
@@ -262,8 +251,11 @@ Value KernelBuilder::emitMath(Operation *op, Type elementType, llvm::ArrayRef<Va
     return fail("integer math is not supported on the GPU");
   }
   Type ct = x.getType();
+  // exp(-a^2), the Gaussian in erf's (and so GELU's) gradient: GPT-2's
+  // GELU-gradient kernels, issue-bound at 47-62 instructions a value, spent
+  // a sixth of them in libdevice's expf. Its argument is never above 0.
   if (auto exp = dyn_cast<tx::ExpOp>(op); exp && ct.isF32() && isNegatedSquare(exp.getInput()))
-    return round(emitGaussian(b, x));
+    return round(fastExpOfNonPositive(x));
   Value one = arith::ConstantOp::create(b, b.getFloatAttr(ct, 1.0));
   Value v = llvm::TypeSwitch<Operation *, Value>(op)
                 .Case([&](tx::SqrtOp) { return Value(math::SqrtOp::create(b, x)); })

@@ -205,6 +205,15 @@ public:
   Value roundTo(Value scalar, Type elementType);
   Value f32(double v);
   Value castScalar(Value scalar, Type fromElement, Type toElement);
+  /// 2^x for an f32 |x| by ex2.approx.ftz: one MUFU instruction, within
+  /// 2^-22 relative for normal results; results below 2^-126 flush to 0.
+  Value fastExp2(Value x);
+  /// e^x for an f32 |x| <= 0 (or -inf, or NaN) as fastExp2(x log2 e): a
+  /// multiply and an ex2 where libdevice's expf takes about eleven
+  /// instructions. The product's rounding adds |x| 2^-24 relative (1e-6 at
+  /// x = -16, where the value is 1e-7). Only for arguments that are never
+  /// above 0 (nothing overflows), where the callers say why.
+  Value fastExpOfNonPositive(Value x);
 
   /// Block-wide reduction of an f32 |value| (add or max); every thread gets
   /// the result. Needs workgroupFloats >= 32.
