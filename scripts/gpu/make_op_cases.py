@@ -349,6 +349,23 @@ CASES["embedding_axis1"] = model("ema", ["float[3, 50, 4] x"], [weights("table",
     "g = Gather <axis = 1> (table, idx)", "p = Mul(g, x)", "t = Tanh(p)",
     "loss = ReduceSum <keepdims = 0> (t)"])
 
+# A step over zero rows (ONNX allows empty tensors): the GPT-like blocks of
+# linear_norm_residual with a batch of 0 and a sum loss, so the step is
+# well defined (loss 0, zero gradients; only the weight decay moves the
+# weights). The GEMMs with no rows are left out, the weight gradients'
+# (k = 0) are memsets (LoweringContext::gemm), rows of 30 take the block-
+# row norm gradient, which writes zero partial rows (RowKernels.cpp), and
+# kernels over no element are not launched. compare.py takes a loss of 0
+# at every step on both machines for this one's "loss fell".
+CASES["zero_rows"] = model("zr", ["float[0, 8] x"],
+                           [weights("w1", [8, 30]), weights("b1", [30]), weights("s1", [30]),
+                            weights("c1", [30]), weights("w2", [30, 30], 0.05),
+                            weights("b2", [30], 0.2), weights("s2", [30]), weights("c2", [30])], [
+    "m1 = MatMul(x, w1)", "h1 = Add(m1, b1)",
+    "y1 = LayerNormalization <axis = -1> (h1, s1, c1)", "t1 = Tanh(y1)",
+    "m2 = MatMul(t1, w2)", "a2 = Add(m2, b2)", "h2 = Add(a2, h1)",
+    "y2 = LayerNormalization <axis = -1> (h2, s2, c2)", "t2 = Tanh(y2)",
+    "loss = ReduceSum <keepdims = 0> (t2)"])
 
 # Fused attention (bf16 GPU steps only: cuDNN's SDPA), against the executor's
 # tx.attention: causal, a sliding window, and a per-batch additive mask

@@ -1753,6 +1753,5 @@ LogicalResult cuda::lowerFP8Gemm(LoweringContext &ctx, tx::BlasGemmOp mm) {
                            "vector added with beta 1 to one matrix with a bf16 or f16 result");
     g.bias = static_cast<int>(*bias);
   }
-  ctx.gemm(g, op);
-  return success();
+  return ctx.gemm(g, op);
 }

@@ -140,8 +140,7 @@ LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
     g.beta = 1.0f;
     g.dType = DType::F32;
   }
-  ctx.gemm(g, op);
-  return success();
+  return ctx.gemm(g, op);
 }
 
 /// tx.blas_gemm_gelu as one cuBLASLt GEMM with the GELU_AUX(_BIAS)
@@ -170,6 +169,5 @@ LogicalResult cuda::lowerBlasGemmGelu(LoweringContext &ctx, tx::BlasGemmGeluOp o
   g.gelu = true;
   if (!op.getPreActivation().use_empty())
     g.geluAux = static_cast<int>(ctx.bufferFor(op.getPreActivation()));
-  ctx.gemm(g, op);
-  return success();
+  return ctx.gemm(g, op);
 }

@@ -28,6 +28,9 @@ struct Buffer {
   int firstCommand = -1;   ///< first command that touches it
   int lastCommand = -1;    ///< last command that touches it
   bool persistent = false; ///< arguments and constants: never reused
+  /// Holds an empty tensor (a step over zero rows): nothing in it is ever
+  /// read, though |bytes| keeps the smallest slot.
+  bool empty = false;
   std::string what;        ///< for the plan listing
   /// A part of another buffer, |offsetInWhole| bytes into it (the amaxes
   /// packed for one memset: packAmaxes); the plan places the whole.
@@ -179,7 +182,13 @@ struct LoweringContext {
   void launch(KernelBuilder &kernel, Operation *origin, unsigned gridX,
               llvm::ArrayRef<unsigned> outputs, llvm::ArrayRef<unsigned> inputs);
   void memset(unsigned buffer, uint32_t value, Operation *origin);
-  void gemm(GemmCmd gemm, Operation *origin);
+  /// Appends a GEMM. An empty one (ONNX allows empty tensors: a step over
+  /// zero rows) becomes what it computes: nothing where D has no element,
+  /// zeros (a memset of D, and of the GELU's pre-activation) where the
+  /// inner dimension is empty, nothing where it then accumulates (beta 1).
+  /// An empty inner dimension with a bias, or another beta, fails with
+  /// an error on |origin|.
+  LogicalResult gemm(GemmCmd gemm, Operation *origin);
   void copy(unsigned dst, unsigned src, uint64_t bytes, llvm::StringRef origin,
             uint64_t srcRankStride = 0);
   void attention(AttentionCmd cmd, Operation *origin);

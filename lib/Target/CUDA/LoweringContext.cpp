@@ -104,6 +104,7 @@ unsigned LoweringContext::bufferFor(Value v) {
     }
   Buffer buffer;
   buffer.bytes = std::max<uint64_t>(bytesOf(v), 4);
+  buffer.empty = bytesOf(v) == 0;
   if (Operation *def = v.getDefiningOp())
     buffer.what = def->getName().getStringRef().str();
   buffers.push_back(buffer);
@@ -114,6 +115,7 @@ unsigned LoweringContext::bufferFor(Value v) {
 unsigned LoweringContext::scratch(uint64_t bytes, llvm::StringRef what) {
   Buffer buffer;
   buffer.bytes = std::max<uint64_t>(bytes, 4);
+  buffer.empty = bytes == 0;
   buffer.what = what.str();
   buffers.push_back(buffer);
   return buffers.size() - 1;
@@ -220,6 +222,12 @@ unsigned LoweringContext::targetSM() const {
 void LoweringContext::launch(KernelBuilder &kernel, Operation *origin,
                              unsigned gridX, llvm::ArrayRef<unsigned> outputs,
                              llvm::ArrayRef<unsigned> inputs) {
+  // A grid of no blocks (a kernel over an empty tensor: ONNX allows them)
+  // runs nothing, and CUDA refuses it: no command, no kernel.
+  if (gridX == 0) {
+    kernel.func()->erase();
+    return;
+  }
   LaunchCmd cmd;
   // Deduplicate by body: print the kernel under a fixed name.
   gpu::GPUFuncOp func = kernel.func();
@@ -266,7 +274,25 @@ void LoweringContext::memset(unsigned buffer, uint32_t value, Operation *origin)
   append({MemsetCmd{buffer, value}, describeOrigin(origin)}, {{}, {buffer}});
 }
 
-void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
+LogicalResult LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
+  // cuBLASLt takes no empty dimension (and the runtime refuses one).
+  if (cmd.m == 0 || cmd.n == 0 || cmd.batch == 0)
+    return success();
+  if (cmd.k == 0) {
+    // D = alpha * (a sum of nothing) + beta * D + bias.
+    if (cmd.bias >= 0 || (cmd.beta != 0.0f && cmd.beta != 1.0f))
+      return origin->emitError("the GPU GEMM has an empty inner dimension (k = 0) with a ")
+             << (cmd.bias >= 0 ? "bias" : "beta other than 0 or 1")
+             << ": not supported";
+    if (cmd.beta == 0.0f) {
+      // Zero bits are +0 in every element type, FP8 included; an amax of D
+      // stays at its zeroed start.
+      memset(cmd.d, 0, origin);
+      if (cmd.geluAux >= 0)
+        memset(static_cast<unsigned>(cmd.geluAux), 0, origin);
+    }
+    return success();
+  }
   CommandUses uses;
   uses.reads = {cmd.a, cmd.b};
   for (int scalar : {cmd.aScale, cmd.bScale, cmd.dScale, cmd.dAmax, cmd.bias})
@@ -281,6 +307,7 @@ void LoweringContext::gemm(GemmCmd cmd, Operation *origin) {
   if (cmd.dAmax >= 0)
     uses.writes.push_back(static_cast<unsigned>(cmd.dAmax));
   append({cmd, describeOrigin(origin)}, std::move(uses));
+  return success();
 }
 
 void LoweringContext::copy(unsigned dst, unsigned src, uint64_t bytes,
