@@ -34,6 +34,13 @@ dir="$1" out="$2" model="${3:-gpt2}" steps="${4:-30}"
 txrun="$root/build/runtime/bin/txrun"
 here="$root/bench/step"
 work="${TMPDIR:-/tmp}/txopt-bench-$model"
+# summarize.py reads every result in OUT: one an earlier run left there
+# would sit in the table as if measured now (it happened: DeviceLog session
+# 41, run 6). An OUT with results is refused, not cleared.
+if compgen -G "$out/torch_*.json" > /dev/null || compgen -G "$out/txopt_*.txt" > /dev/null; then
+  echo "bench/step/run.sh: $out already holds a run's results; give a new or empty folder" >&2
+  exit 2
+fi
 mkdir -p "$out" "$work"
 status=0
 
