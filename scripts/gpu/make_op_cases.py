@@ -367,6 +367,15 @@ CASES["zero_rows"] = model("zr", ["float[0, 8] x"],
     "y2 = LayerNormalization <axis = -1> (h2, s2, c2)", "t2 = Tanh(y2)",
     "loss = ReduceSum <keepdims = 0> (t2)"])
 
+# GEMMs with an empty inner dimension (k = 0) and a C: D is beta * C alone,
+# written by the broadcast kernel with no GEMM after it (GemmLowering.cpp),
+# once with C a [4, 16] matrix and beta 0.5, once with a bias row (beta 1).
+CASES["empty_inner"] = model("ei", ["float[4, 0] x"],
+                             [weights("w", [0, 16]), weights("c", [4, 16]),
+                              weights("w2", [0, 16]), weights("b", [16]), weights("p", [16])], [
+    "y = Gemm <beta = 0.5> (x, w, c)", "y2 = Gemm (x, w2, b)", "s = Add(y, y2)",
+    "z = Mul(s, p)", "t = Tanh(z)", "loss = ReduceSum <keepdims = 0> (t)"])
+
 # Fused attention (bf16 GPU steps only: cuDNN's SDPA), against the executor's
 # tx.attention: causal, a sliding window, and a per-batch additive mask
 # (the batch input `m`, a padding-style bias broadcast over heads and rows).

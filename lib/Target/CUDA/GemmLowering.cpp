@@ -87,7 +87,9 @@ static GemmCmd columnMajorGemm(RankedTensorType at, RankedTensorType bt, bool aT
 /// cuBLASLt GEMM (columnMajorGemm). With c (tx.gemm's C, or a bias
 /// tx-gemm-bias folded), a row vector with beta 1 is cuBLASLt's epilogue
 /// bias; any other c is first broadcast into the result by a loop kernel
-/// and the GEMM adds it with beta.
+/// and the GEMM adds it with beta. With an empty inner dimension (k = 0:
+/// a product of nothing) and a c, that kernel writes beta * c and no GEMM
+/// follows (LoweringContext::gemm handles the rest of the empty cases).
 LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
   Value a = op.getA(), bm = op.getB(), y = op.getResult();
   auto at = typeOf(a), bt = typeOf(bm), yt = typeOf(y);
@@ -101,7 +103,12 @@ LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
   g.allowTF32 = ctx.options.allowTF32;
   g.alpha = op.getAlpha().convertToFloat();
   g.beta = 0.0f;
-  if (std::optional<unsigned> bias = epilogueBiasSlot(ctx, op, g)) {
+  bool emptyProduct = g.k == 0 && g.m > 0 && g.n > 0 && g.batch > 0 &&
+                      !ctx.accumulatingGemms.contains(y);
+  std::optional<unsigned> bias;
+  if (!emptyProduct)
+    bias = epilogueBiasSlot(ctx, op, g);
+  if (bias) {
     g.bias = static_cast<int>(*bias);
   } else if (Value c = op.getC()) {
     float beta = op.getBeta().convertToFloat();
@@ -120,13 +127,19 @@ LogicalResult cuda::lowerBlasGemm(LoweringContext &ctx, tx::BlasGemmOp op) {
         size_t offset = index.size() - cShape.size();
         for (size_t d = 0; d < cShape.size(); ++d)
           ci.push_back(cShape[d] == 1 ? kb.idx(0) : index[offset + d]);
-        kb.store(y, i, kb.load(c, kb.linearize(ci, cShape)));
+        Value cValue = kb.load(c, kb.linearize(ci, cShape));
+        if (emptyProduct && beta != 1.0f)
+          cValue = kb.roundTo(arith::MulFOp::create(b, cValue, kb.f32(beta)),
+                              yt.getElementType());
+        kb.store(y, i, cValue);
       });
       kb.finish();
       if (failed(kb.status()))
         return failure();
       ctx.launch(kb, op, static_cast<unsigned>((n + kBlockSize - 1) / kBlockSize),
                  ctx.buffersOf({y}), ctx.buffersOf({c}));
+      if (emptyProduct)
+        return success();
       g.beta = beta;
     }
   }
