@@ -103,8 +103,9 @@ unsigned LoweringContext::bufferFor(Value v) {
       return id;
     }
   Buffer buffer;
-  buffer.bytes = std::max<uint64_t>(bytesOf(v), 4);
-  buffer.empty = bytesOf(v) == 0;
+  uint64_t bytes = bytesOf(v);
+  buffer.bytes = std::max<uint64_t>(bytes, 4);
+  buffer.empty = bytes == 0;
   if (Operation *def = v.getDefiningOp())
     buffer.what = def->getName().getStringRef().str();
   buffers.push_back(buffer);

@@ -386,6 +386,11 @@ static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGr
   return success();
 }
 
+/// The term of |add| that is not |term|.
+static Value otherAddend(tx::AddOp add, Value term) {
+  return add.getLhs() == term ? add.getRhs() : add.getLhs();
+}
+
 /// The add that stage 5 computes with the row sums: the gather gradient's
 /// only reader, an add of a tensor of its shape already in memory (a tied
 /// LM head's weight gradient, from a GEMM early in the backward), whose
@@ -394,11 +399,6 @@ static LogicalResult lowerGatherGradPlacement(LoweringContext &ctx, tx::GatherGr
 /// read go (GPT-2: 0.09 ms of an H200's step, 154 MB written and read).
 /// The sum is the add kernel's, bit for bit: the row sum rounded to the
 /// gradient's type, plus the other term, in f32.
-/// The term of |add| that is not |term|.
-static Value otherAddend(tx::AddOp add, Value term) {
-  return add.getLhs() == term ? add.getRhs() : add.getLhs();
-}
-
 static tx::AddOp addAfterRowSums(LoweringContext &ctx, tx::GatherGradOp op) {
   Value result = op.getResult();
   if (!result.hasOneUse())
