@@ -387,6 +387,10 @@ void KernelBuilder::setBlockSize(unsigned n) {
 }
 
 void KernelBuilder::setMinBlocksPerSM(unsigned blocks) {
+  // ptxas honours .minnctapersm only beside .maxntid: without a known block
+  // size it must allow for 1024 threads.
+  kernel.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
   kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(static_cast<int32_t>(blocks)));
 }
 

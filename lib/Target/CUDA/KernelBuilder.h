@@ -145,8 +145,9 @@ public:
   /// size may have (64 at 1024 threads) instead of the launch failing.
   void setBlockSize(unsigned n);
   /// Blocks of this kernel an SM must be able to hold at once (gpu.func
-  /// nvvm.minctasm, PTX .minnctapersm): with the known block size, ptxas
-  /// keeps a thread's registers within 65536 / (n * blocks).
+  /// nvvm.minctasm, PTX .minnctapersm). Also makes the block size (set
+  /// before) the kernel's known one, without which ptxas ignores the bound;
+  /// with it ptxas keeps a thread's registers within 65536 / (n * blocks).
   void setMinBlocksPerSM(unsigned blocks);
 
   /// An i64 index into a dim of size |dim| as gathers read it: negative

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -55,6 +56,40 @@ constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
 /// stores one group at a time (16-bit rows' 16-byte groups); narrower
 /// groups' rows are computed whole first (RowKernel::storeSweep).
 constexpr int64_t kGroupedStoreMinWidth = 8;
+
+/// Threads an SM of the target holds at once: 1024 on sm_75, 1536 on the
+/// sm_86/87/89/120 parts, 2048 on sm_80, sm_90 and the rest. Where two
+/// long-row blocks cannot run together the bound would only cost
+/// registers.
+static unsigned threadsPerSM(unsigned sm) {
+  if (sm == 75)
+    return 1024;
+  if (sm == 86 || sm == 87 || sm == 89 || sm == 120)
+    return 1536;
+  return 2048;
+}
+
+/// Registers a forward norm's thread needs beside the row elements it holds
+/// (one f32 register each): addresses, the statistics, the scale and bias
+/// groups being applied. ptxas fitted LayerNorm's forward under 256-thread
+/// blocks into 32 registers at 16 elements a thread (rows of 4096, bf16 and
+/// f32) and 48 at 32 (8192), without spills.
+constexpr int64_t kNormForwardRegistersBesideRow = 16;
+
+/// Blocks an SM the forward norm of a block row held in registers, |perThread|
+/// elements a thread, asks ptxas to fit (nvvm.minctasm). Left to itself
+/// ptxas gave LayerNorm's bf16 rows of 4096 40 registers (six blocks an SM,
+/// 48 KB of row loads in flight) where RMSNorm's took 32 (eight): LayerNorm
+/// ran at 80-82% of the H200's copy bandwidth, RMSNorm at 91-92%
+/// (bench/results/norm-h200-s40). Bounded by the register estimate above,
+/// the bound costs no spills, unlike the occupancy forced on kernels with
+/// more live values (bench/NOTES.md, sessions 21 and 41).
+static unsigned normForwardBlocksPerSM(int64_t perThread, unsigned sm) {
+  int64_t registers = llvm::alignTo(perThread + kNormForwardRegistersBesideRow, 8);
+  int64_t blocks = 65536 / (registers * kBlockSize);
+  return static_cast<unsigned>(
+      std::clamp<int64_t>(blocks, 1, threadsPerSM(sm) / kBlockSize));
+}
 
 /// The floats of workgroup memory KernelBuilder::blockReduce uses (from 0).
 constexpr int64_t kReduceFloats = 32;
@@ -508,9 +543,11 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
   RowKernel rk(ctx, op, kernelOutputs, inputs, d, warpRows, /*workgroupFloats=*/32,
                kNormRowElementsInRegisters,
                warpRows ? warpRowWidth(d, loaded) : blockRowWidth(d, loaded));
+  KernelBuilder &kb = rk.kb;
   if (computedX)
     rk.computed.insert(computedX);
-  KernelBuilder &kb = rk.kb;
+  else if (!warpRows && rk.inRegisters())
+    kb.setMinBlocksPerSM(normForwardBlocksPerSM(rk.steps(), ctx.targetSM()));
   auto &b = kb.builder();
   Type element = typeOf(x).getElementType();
   auto emitRow = [&] {
@@ -1622,17 +1659,6 @@ static LogicalResult emitLossTotal(LoweringContext &ctx, Operation *op, Value re
 constexpr unsigned kLongRowBlockSize = 1024;
 constexpr unsigned kLongRowBlocksPerSM = 2;
 
-/// Threads an SM of the target holds at once: 1024 on sm_75, 1536 on the
-/// sm_86/87/89/120 parts, 2048 on sm_80, sm_90 and the rest. Where two
-/// long-row blocks cannot run together the bound would only cost
-/// registers.
-static unsigned threadsPerSM(unsigned sm) {
-  if (sm == 75)
-    return 1024;
-  if (sm == 86 || sm == 87 || sm == 89 || sm == 120)
-    return 1536;
-  return 2048;
-}
 
 /// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
 /// weight, then one block sums them (mean, sum) unless reduction is none.
