@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# What every session run script does on the GPU machine, sourced by them
+# (from session 42 on; the earlier scripts each carried their own copy):
+#   run_begin NAME PACK   unpacks gpu-pack/PACK.tar.xz into ./PACK, installs
+#                         its runtime binaries as build/runtime/bin, and
+#                         starts the timeline ($res/timeline.txt);
+#   stamp TEXT            a timeline line with the seconds since the start;
+#   save                  packs /tmp/res into $OUT/NAME.tgz (kept at each call,
+#                         so a run cut off by its time limit still returns what
+#                         it had) and copies the timeline to $OUT/summary.txt;
+#   export_check_models DIR  regenerates the check pack's external-weight GPT
+#                         exports (their .onnx.data never travel) and checks
+#                         them against DIR/../check.sha256.
+# Sets $root (the repository), $res (/tmp/res) and $pack (./PACK).
+res=/tmp/res
+root="$(pwd)"
+mkdir -p "$res"
+
+stamp() { echo "[$(( $(date +%s) - run_start )) s] $*" | tee -a "$res/timeline.txt"; }
+
+save() {
+  tar -C /tmp -czf "$OUT/$run_name.tgz.tmp" res && mv "$OUT/$run_name.tgz.tmp" "$OUT/$run_name.tgz"
+  cp "$res/timeline.txt" "$OUT/summary.txt" 2>/dev/null || true
+}
+
+run_begin() {
+  run_name="$1"
+  pack="$root/$2"
+  run_start=$(date +%s)
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader \
+    | tee "$res/gpu.txt" | tee -a "$res/timeline.txt"
+  tar -xJf "gpu-pack/$2.tar.xz"
+  mkdir -p build/runtime && rm -rf build/runtime/bin && cp -r "$pack/bin" build/runtime/bin
+}
+
+export_check_models() {
+  local dir="$1"
+  python3 scripts/export_gpt_external.py "$dir/gpt_bench.onnx" --layers 1 --d-model 256 --vocab 512 --seq 512 --batch 4 > /dev/null
+  python3 scripts/export_gpt_external.py "$dir/gpt_bench_tanh.onnx" --layers 1 --d-model 256 --vocab 512 --seq 512 --batch 4 --gelu tanh > /dev/null
+  python3 scripts/export_gpt_external.py "$dir/gpt_deep.onnx" --layers 80 --d-model 64 --vocab 128 --seq 32 --batch 2 > /dev/null
+  (cd "$dir" && sha256sum -c ../check.sha256) 2>&1 | tee -a "$res/timeline.txt"
+}
