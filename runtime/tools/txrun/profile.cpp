@@ -24,16 +24,32 @@ namespace {
 /// tensors a packed kernel reaches through its offset table), a GEMM's
 /// A, B, D (and bias, scales), an attention call's tensors. Their bytes are
 /// what a bandwidth figure divides by (each counted once, so a broadcast
-/// input counts its own size, not the elements read through it).
+/// input counts its own size, not the elements read through it). A slot a
+/// launch passes twice is an output written over one of its inputs (the
+/// compiler lists a kernel's outputs, then its distinct inputs), read and
+/// written: it counts twice (the cross-entropy kernel's logits and their
+/// gradient). A packed kernel's table does not say which tensors it writes
+/// over, so those count once, and its figure stays a lower bound.
 std::vector<unsigned> slotsOf(const fb::Command &c) {
   std::vector<unsigned> s;
   switch (c.op_type()) {
-  case fb::Op::Launch:
-    if (auto *args = c.op_as_Launch()->args())
-      s.assign(args->begin(), args->end());
+  case fb::Op::Launch: {
     if (auto *through = c.op_as_Launch()->through())
-      s.insert(s.end(), through->begin(), through->end());
-    break;
+      s.assign(through->begin(), through->end());
+    std::vector<unsigned> args;
+    if (auto *a = c.op_as_Launch()->args())
+      args.assign(a->begin(), a->end());
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    // Table entries that are also arguments are counted with the arguments.
+    s.erase(std::remove_if(s.begin(), s.end(),
+                           [&](unsigned slot) {
+                             return std::find(args.begin(), args.end(), slot) != args.end();
+                           }),
+            s.end());
+    s.insert(s.end(), args.begin(), args.end());
+    return s;
+  }
   case fb::Op::Gemm: {
     const fb::Gemm *g = c.op_as_Gemm();
     s = {g->a(), g->b(), g->d()};
