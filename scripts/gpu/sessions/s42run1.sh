@@ -11,7 +11,8 @@
 #           registers, no spills, where main's took 110-127).
 # 1. GPT-2 B16 T1024: bf16 / bf16-reload / fp8 / fp8-reload beside eager
 #    AMP and torch.compile, 20 steps, profiled.
-# 2. The norm micro-benchmark (768, 4096, 8192; eager peers) per compiler.
+# 2. The norm micro-benchmark (768, 4096, 8192; eager peers), main and
+#    reload (fwd's forward kernels are reload's, its gradients main's).
 # 3. Nsight Compute on GPT-2 bf16's k43 norm gradient, main and reload.
 # Results: $OUT/s42run1.tgz, $OUT/summary.txt.
 set -uo pipefail
@@ -27,7 +28,7 @@ mkdir -p "$res/gpt2" && cp /tmp/gpt2/*.json /tmp/gpt2/*.md /tmp/gpt2/*.txt "$res
 grep -E "^\| txopt|^\| pytorch|PASS|FAIL|rc=|layer_norm_grad " "$res/gpt2.txt" | tee -a "$res/timeline.txt"
 save
 
-for variant in main fwd reload; do
+for variant in main reload; do
   if [ $(( $(date +%s) - run_start )) -gt 470 ]; then stamp "norm $variant skipped: out of time"; continue; fi
   stamp "2. norm micro-benchmark: $variant"
   REPEATS=3 TORCH_MODES=eager timeout 100 bash bench/norm/run.sh "$pack/norm-$variant" "$res/norm-$variant" \
