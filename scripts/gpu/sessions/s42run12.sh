@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Session 42, runs 1 and 2 in one call (carry gpu-pack/s42a.tar.xz and
-# gpu-pack/s42b.tar.xz), for when the device budget left allows one start:
+# Session 42, runs 1 and 2 in one call (carry gpu-pack/s42a-lite.tar.xz, s42a
+# without its binaries, and gpu-pack/s42b.tar.xz), for when the device budget left allows one start:
 # check.sh on the branch's compiler (s42b), then GPT-2 bf16/fp8 against
 # the reload variants with eager AMP for the losses (15 steps, no
 # torch.compile: its warm-up does not fit), then the norm micro-benchmark,
@@ -10,7 +10,7 @@
 set -uo pipefail
 source scripts/gpu/sessions/lib.sh
 run_begin s42run12 s42b
-tar -xJf gpu-pack/s42a.tar.xz
+tar -xJf gpu-pack/s42a-lite.tar.xz
 packa="$root/s42a"
 
 stamp "check.sh (branch s42-norm-occupancy)"
