@@ -11,7 +11,14 @@
 #                         it had) and copies the timeline to $OUT/summary.txt;
 #   export_check_models DIR  regenerates the check pack's external-weight GPT
 #                         exports (their .onnx.data never travel) and checks
-#                         them against DIR/../check.sha256.
+#                         them against DIR/../check.sha256;
+#   run_check DIR SECONDS  check.sh on the pack DIR (exports first), its
+#                         verdict lines into the timeline;
+#   gpt2_ab STEPDIR "VARIANTS" "TORCH_MODES" STEPS SECONDS  bench/step/run.sh
+#                         on GPT-2 (every variant profiled), into $res/gpt2;
+#   norm_bench DIR NAME REPEATS SECONDS  the norm micro-benchmark of DIR
+#                         (eager peers) into $res/norm-NAME, its rows (% of
+#                         copy) into the timeline.
 # Sets $root (the repository), $res (/tmp/res) and $pack (./PACK).
 res=/tmp/res
 root="$(pwd)"
@@ -41,3 +48,38 @@ export_check_models() {
   python3 scripts/export_gpt_external.py "$dir/gpt_deep.onnx" --layers 80 --d-model 64 --vocab 128 --seq 32 --batch 2 > /dev/null
   (cd "$dir" && sha256sum -c ../check.sha256) 2>&1 | tee -a "$res/timeline.txt"
 }
+
+run_check() {
+  local dir="$1" seconds="$2"
+  stamp "check.sh on $dir"
+  export_check_models "$dir"
+  CURVE_STEPS=6000 timeout "$seconds" bash scripts/gpu/check.sh "$dir" /tmp/check-res > "$res/check.txt" 2>&1
+  echo "check.sh rc=$?" >> "$res/check.txt"
+  grep -E "cases passed|rc=|FAIL|failed|precision curves|vs f32|learned" "$res/check.txt" | tee -a "$res/timeline.txt"
+  save
+}
+
+gpt2_ab() {
+  local dir="$1" variants="$2" torch_modes="$3" steps="$4" seconds="$5"
+  stamp "GPT-2: $variants beside $torch_modes"
+  PRECISIONS="$variants" TORCH_MODES="$torch_modes" PROFILES="$variants" \
+    timeout "$seconds" bash bench/step/run.sh "$dir" /tmp/gpt2 gpt2 "$steps" > "$res/gpt2.txt" 2>&1
+  echo "run.sh rc=$?" >> "$res/gpt2.txt"
+  mkdir -p "$res/gpt2" && cp /tmp/gpt2/*.json /tmp/gpt2/*.md /tmp/gpt2/*.txt "$res/gpt2/" 2>/dev/null
+  grep -E "^\| txopt|^\| pytorch|PASS|FAIL|rc=|layer_norm_grad " "$res/gpt2.txt" | tee -a "$res/timeline.txt"
+  save
+}
+
+norm_bench() {
+  local dir="$1" name="$2" repeats="$3" seconds="$4"
+  stamp "norm micro-benchmark: $name"
+  REPEATS="$repeats" TORCH_MODES=eager timeout "$seconds" bash bench/norm/run.sh "$dir" "$res/norm-$name" \
+    > "$res/norm-$name.txt" 2>&1
+  echo "run.sh rc=$?" >> "$res/norm-$name.txt"
+  grep -E "^\| (layer|rms)" "$res/norm-$name/norm.md" | awk -F'|' '{print $2,$3,$4,$5,$6,$10}' \
+    | tee -a "$res/timeline.txt"
+  save
+}
+
+# Seconds since run_begin.
+elapsed() { echo $(( $(date +%s) - run_start )); }

@@ -19,34 +19,21 @@ set -uo pipefail
 source scripts/gpu/sessions/lib.sh
 run_begin s42run1 s42a
 
-stamp "1. GPT-2 A/B"
-v="bf16 bf16-reload fp8 fp8-reload"
-PRECISIONS="$v" TORCH_MODES="eager-bf16 compile-bf16" PROFILES="$v" \
-  timeout 260 bash bench/step/run.sh "$pack/step" /tmp/gpt2 gpt2 20 > "$res/gpt2.txt" 2>&1
-echo "run.sh rc=$?" >> "$res/gpt2.txt"
-mkdir -p "$res/gpt2" && cp /tmp/gpt2/*.json /tmp/gpt2/*.md /tmp/gpt2/*.txt "$res/gpt2/" 2>/dev/null
-grep -E "^\| txopt|^\| pytorch|PASS|FAIL|rc=|layer_norm_grad " "$res/gpt2.txt" | tee -a "$res/timeline.txt"
-save
+gpt2_ab "$pack/step" "bf16 bf16-reload fp8 fp8-reload" "eager-bf16 compile-bf16" 20 260
 
 for variant in main reload; do
-  if [ $(( $(date +%s) - run_start )) -gt 470 ]; then stamp "norm $variant skipped: out of time"; continue; fi
-  stamp "2. norm micro-benchmark: $variant"
-  REPEATS=3 TORCH_MODES=eager timeout 100 bash bench/norm/run.sh "$pack/norm-$variant" "$res/norm-$variant" \
-    > "$res/norm-$variant.txt" 2>&1
-  echo "run.sh rc=$?" >> "$res/norm-$variant.txt"
-  grep -E "^\| (layer|rms)" "$res/norm-$variant/norm.md" | awk -F'|' '{print $2,$3,$4,$5,$6,$10}' \
-    | tee -a "$res/timeline.txt"
-  save
+  if [ "$(elapsed)" -gt 470 ]; then stamp "norm $variant skipped: out of time"; continue; fi
+  norm_bench "$pack/norm-$variant" "$variant" 3 100
 done
 
 w=/tmp/txopt-bench-gpt2
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for variant in bf16 bf16-reload; do
-  if [ $(( $(date +%s) - run_start )) -gt 540 ]; then stamp "ncu $variant skipped: out of time"; continue; fi
+  if [ "$(elapsed)" -gt 540 ]; then stamp "ncu $variant skipped: out of time"; continue; fi
   timeout 40 "$ncu" --clock-control none --set full -k "regex:^k43_layer_norm_grad\$" --launch-skip 1 --launch-count 1 \
     build/runtime/bin/txrun "$pack/step/gpt2_$variant.txa" --weights-dir "$w" --data "$w/tokens.npy" \
     --steps 2 --no-graph > "$res/ncu_$variant.txt" 2>&1
-  stamp "3. ncu $variant k43 rc=$?"
+  stamp "ncu $variant k43 rc=$?"
   grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Eligible Warps" \
     "$res/ncu_$variant.txt" | head -8 | tee -a "$res/timeline.txt"
   save

@@ -10,12 +10,6 @@
 set -uo pipefail
 source scripts/gpu/sessions/lib.sh
 run_begin s42run2 s42b
-
-stamp "check.sh (fwd + reload)"
-export_check_models "$pack/check"
-CURVE_STEPS=6000 timeout 480 bash scripts/gpu/check.sh "$pack/check" /tmp/check-res > "$res/check.txt" 2>&1
-echo "check.sh rc=$?" >> "$res/check.txt"
-grep -E "cases passed|rc=|FAIL|failed|precision curves|vs f32|learned" "$res/check.txt" | tee -a "$res/timeline.txt"
-save
+run_check "$pack/check" 480
 stamp "done"
 save

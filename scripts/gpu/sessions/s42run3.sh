@@ -30,7 +30,7 @@ save
 
 stamp "memcheck on the changed norm kernels"
 for case in op_norms_8192 op_norm_bias_epilogue_residual_bf16; do
-  if [ $(( $(date +%s) - run_start )) -gt 140 ]; then stamp "memcheck $case skipped: out of time"; continue; fi
+  if [ "$(elapsed)" -gt 140 ]; then stamp "memcheck $case skipped: out of time"; continue; fi
   if timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 build/runtime/bin/txrun \
       "$pack/check/$case.txa" --weights-dir "$pack/check" --steps 2 --no-graph > "$res/memcheck-$case.log" 2>&1; then
     stamp "$case memcheck: clean"
@@ -40,14 +40,8 @@ for case in op_norms_8192 op_norm_bias_epilogue_residual_bf16; do
 done
 save
 
-if [ $(( $(date +%s) - run_start )) -lt 160 ]; then
-  stamp "GPT-2 bf16 vs bf16-reload"
-  v="bf16 bf16-reload"
-  PRECISIONS="$v" TORCH_MODES="eager-bf16" PROFILES="$v" \
-    timeout 80 bash bench/step/run.sh "$packa/step" /tmp/gpt2 gpt2 10 > "$res/gpt2.txt" 2>&1
-  echo "run.sh rc=$?" >> "$res/gpt2.txt"
-  mkdir -p "$res/gpt2" && cp /tmp/gpt2/*.json /tmp/gpt2/*.md /tmp/gpt2/*.txt "$res/gpt2/" 2>/dev/null
-  grep -E "^\| txopt|^\| pytorch|PASS|FAIL|rc=|layer_norm_grad " "$res/gpt2.txt" | tee -a "$res/timeline.txt"
+if [ "$(elapsed)" -lt 160 ]; then
+  gpt2_ab "$packa/step" "bf16 bf16-reload" "eager-bf16" 10 80
 fi
 stamp "done"
 save
