@@ -58,9 +58,7 @@ constexpr int64_t kWarpsPerBlock = kBlockSize / 32;
 constexpr int64_t kGroupedStoreMinWidth = 8;
 
 /// Threads an SM of the target holds at once: 1024 on sm_75, 1536 on the
-/// sm_86/87/89/120 parts, 2048 on sm_80, sm_90 and the rest. Where two
-/// long-row blocks cannot run together the bound would only cost
-/// registers.
+/// sm_86/87/89/120 parts, 2048 on sm_80, sm_90 and the rest.
 static unsigned threadsPerSM(unsigned sm) {
   if (sm == 75)
     return 1024;
@@ -75,6 +73,8 @@ static unsigned threadsPerSM(unsigned sm) {
 /// blocks into 32 registers at 16 elements a thread (rows of 4096, bf16 and
 /// f32) and 48 at 32 (8192), without spills.
 constexpr int64_t kNormForwardRegistersBesideRow = 16;
+/// 32-bit registers an SM holds, on every target from sm_75 on.
+constexpr int64_t kRegistersPerSM = 65536;
 
 /// Blocks an SM the forward norm of a block row held in registers, |perThread|
 /// elements a thread, asks ptxas to fit (nvvm.minctasm). Left to itself
@@ -86,7 +86,7 @@ constexpr int64_t kNormForwardRegistersBesideRow = 16;
 /// more live values (bench/NOTES.md, sessions 21 and 41).
 static unsigned normForwardBlocksPerSM(int64_t perThread, unsigned sm) {
   int64_t registers = llvm::alignTo(perThread + kNormForwardRegistersBesideRow, 8);
-  int64_t blocks = 65536 / (registers * kBlockSize);
+  int64_t blocks = kRegistersPerSM / (registers * kBlockSize);
   return static_cast<unsigned>(
       std::clamp<int64_t>(blocks, 1, threadsPerSM(sm) / kBlockSize));
 }
@@ -1659,7 +1659,6 @@ static LogicalResult emitLossTotal(LoweringContext &ctx, Operation *op, Value re
 constexpr unsigned kLongRowBlockSize = 1024;
 constexpr unsigned kLongRowBlocksPerSM = 2;
 
-
 /// tx.softmax_cross_entropy_loss: a row kernel writes each row's loss and
 /// weight, then one block sums them (mean, sum) unless reduction is none.
 /// With gradientComputedByLoss, the row kernel writes the gradient too
@@ -1704,6 +1703,8 @@ LogicalResult cuda::lowerCrossEntropy(LoweringContext &ctx, Operation *op) {
                  kRowElementsInRegisters, /*width=*/1,
                  grad && longRows ? kLongRowBlockSize : kBlockSize);
     KernelBuilder &kb = rk.kb;
+    // Where two long-row blocks cannot run together (sm_75, sm_86/89) the
+    // bound would only cost registers.
     if (grad && longRows &&
         threadsPerSM(ctx.targetSM()) >= kLongRowBlocksPerSM * kLongRowBlockSize)
       kb.setMinBlocksPerSM(kLongRowBlocksPerSM);
