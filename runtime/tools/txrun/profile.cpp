@@ -25,10 +25,10 @@ namespace {
 /// A, B, D (and bias, scales), an attention call's tensors. Their bytes are
 /// what a bandwidth figure divides by (each counted once, so a broadcast
 /// input counts its own size, not the elements read through it). A slot a
-/// launch passes twice is an output written over one of its inputs (the
-/// compiler lists a kernel's outputs, then its distinct inputs), read and
-/// written: it counts twice (the cross-entropy kernel's logits and their
-/// gradient). A packed kernel's table does not say which tensors it writes
+/// launch passes twice counts twice: the compiler lists a kernel's outputs,
+/// then its distinct input values, so a repeated slot is an output written
+/// over an input (the cross-entropy kernel's logits and their gradient) or,
+/// rarely, one buffer read through two views of it. A packed kernel's table does not say which tensors it writes
 /// over, so those count once, and its figure stays a lower bound.
 std::vector<unsigned> slotsOf(const fb::Command &c) {
   std::vector<unsigned> s;
