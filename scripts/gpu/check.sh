@@ -71,11 +71,13 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
   # forward's half-full last block, the gradients' warps walking two rows);
   # the norm gradients summing a bias gradient and writing a bf16 copy
   # (warp rows: three running sums in dynamic shared memory; block rows of
-  # 34; dx and its copy both stored).
+  # 34; dx and its copy both stored; f32 rows of 8192, three sums in 96 KiB
+  # + 128 bytes of dynamic shared memory).
   echo "== compute-sanitizer (memcheck, initcheck, racecheck) on 2 steps"
   for case in nanogpt_op18_loss op_norms_block_rows op_norms_block_rows_residual gpt_bench_fp8 \
       gpt_bench_cached_fp8 gpt_small_cached_fp8 op_norms_8192 op_norms_warp_rows_bf16 \
-      op_norm_bias_epilogue_768_bf16 op_norm_bias_epilogue_34 op_norm_bias_epilogue_residual_bf16; do
+      op_norm_bias_epilogue_768_bf16 op_norm_bias_epilogue_34 op_norm_bias_epilogue_residual_bf16 \
+      op_norm_bias_epilogue_8192; do
     if [ ! -f "$cases/$case.txa" ]; then
       # A pack prepared before the case existed: said, and counted failed.
       echo "$case: not in this pack ($cases/$case.txa missing)"

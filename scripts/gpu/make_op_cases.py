@@ -225,6 +225,10 @@ CASES = {
     "norm_bias_epilogue_768_bf16": linear_then_norms("ne", 4100, 768),
     "norm_bias_epilogue_2048_bf16": linear_then_norms("nf", 96, 2048),
     "norm_bias_epilogue_34": linear_then_norms("ng", 64, 34),
+    # f32 rows of 8192: LayerNorm's three running sums (dgamma, dbeta and
+    # the bias gradient) take 96 KiB + 128 bytes of dynamic shared memory,
+    # which sm_90 allows (below it they go to global partial rows).
+    "norm_bias_epilogue_8192": linear_then_norms("nk", 72, 8192),
     # dx and its bf16 copy both stored (the residual stream reads dx).
     "norm_bias_epilogue_residual_bf16": linear_norm_residual("nr", 4100, 768),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.

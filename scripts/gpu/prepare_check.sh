@@ -6,7 +6,8 @@
 # losses and final state the GPU results are compared with.
 # Usage: scripts/gpu/prepare_check.sh MODELS_DIR [OUT_DIR=gpu-run] [STEPS=5]
 #   HELDOUT_DIR=DIR also adds held-out exports (scripts/export_heldout_models.py
-#   writes them), compared by loss only.
+#   writes them), compared by loss only. ONLY=REGEX prepares only the cases
+#   whose names match (bash =~; a short device run of what a change touched).
 # Then, on the GPU machine: scripts/gpu/check.sh OUT_DIR
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,6 +23,7 @@ mkdir -p "$out"
 # checkpoint of step FROM (CALIBRATE below): LAST is the last step's number.
 add_case() {
   local name="$1" model="$2" n="$3"; shift 3
+  if [ -n "${ONLY:-}" ] && ! [[ "$name" =~ $ONLY ]]; then return 0; fi
   "$bin/txopt" "$model" --train "$@" -o "$out/$name.txa" -q
   # The CPU reference fuses attention where the GPU step does: a bf16/fp16/
   # fp8 step runs it as cuDNN's SDPA (the reference as the executor's

@@ -88,12 +88,12 @@ KernelBuilder::KernelBuilder(gpu::GPUModuleOp gpuModule, llvm::StringRef name,
   uint64_t workgroupBytes =
       uint64_t(workgroupFloats) * (workgroupType.getIntOrFloatBitWidth() / 8);
   bool dynamic = workgroupBytes > kMaxStaticSharedBytes;
-  // Callers size their buffers within the limit (RowKernels.cpp); one past
-  // it would fail at load on some GPUs, so it is a compile error here.
+  // Callers size their buffers within their target's limit (RowKernels.cpp);
+  // one past every target's would fail at load, so it is a compile error.
   if (static_cast<int64_t>(workgroupBytes) > kMaxDynamicSharedBytes) {
     emitError(gpuModule.getLoc(), "kernel '")
         << name << "' needs " << workgroupBytes << " bytes of shared memory, past the "
-        << kMaxDynamicSharedBytes << " every targeted GPU allows";
+        << kMaxDynamicSharedBytes << " any target's kernels take";
     failed = true;
   }
   llvm::SmallVector<Type> staticWorkgroup;

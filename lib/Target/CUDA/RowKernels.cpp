@@ -94,11 +94,24 @@ static unsigned normForwardBlocksPerSM(int64_t perThread, unsigned sm) {
 /// The floats of workgroup memory KernelBuilder::blockReduce uses (from 0).
 constexpr int64_t kReduceFloats = 32;
 
-/// Shared memory a row kernel may take on the step's target: with the
-/// dynamic opt-in on sm_80 and later (kMaxDynamicSharedBytes), else the
-/// static 48 KiB (sm_75 allows only 64 KiB a block).
+/// Dynamic shared memory every target from sm_80 on allows a block.
+constexpr int64_t kSharedBytesFromSM80 = 96 * 1024;
+
+/// Shared memory a row kernel may take on the step's target, with the
+/// dynamic opt-in from sm_80 on, else the static 48 KiB (sm_75 allows only
+/// 64 KiB a block). sm_90 and sm_100 take kMaxDynamicSharedBytes, which
+/// keeps two 256-thread blocks an SM, as many as these kernels' registers
+/// (up to 128 a thread) allow: LayerNorm's gradient over f32 rows of 8192
+/// with a column-sum epilogue needs 96 KiB + 128 bytes for its three
+/// running sums; at the kSharedBytesFromSM80 the other targets keep
+/// (within sm_86 and sm_89's 99 KiB a block) they went to global partial
+/// rows, at 28% of the copy bandwidth on an H100 (bench/NOTES.md, session
+/// 43).
 static int64_t maxSharedBytes(const LoweringContext &ctx) {
-  return ctx.targetSM() >= 80 ? kMaxDynamicSharedBytes : kMaxStaticSharedBytes;
+  unsigned sm = ctx.targetSM();
+  if (sm == 90 || sm == 100)
+    return kMaxDynamicSharedBytes;
+  return sm >= 80 ? kSharedBytesFromSM80 : kMaxStaticSharedBytes;
 }
 
 static bool usesWarpRows(int64_t length) {
