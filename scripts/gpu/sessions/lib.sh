@@ -12,6 +12,9 @@
 #   export_check_models DIR  regenerates the check pack's external-weight GPT
 #                         exports (their .onnx.data never travel) and checks
 #                         them against DIR/../check.sha256;
+#   slim_check_pack DIR   here, before packing: records those exports'
+#                         sha256 in DIR/../check.sha256 and removes them
+#                         (only those: the pack's other .onnx.data travel);
 #   run_check DIR SECONDS  check.sh on the pack DIR (exports first), its
 #                         verdict lines into the timeline;
 #   gpt2_ab STEPDIR "VARIANTS" "TORCH_MODES" STEPS SECONDS  bench/step/run.sh
@@ -39,6 +42,17 @@ run_begin() {
     | tee "$res/gpu.txt" | tee -a "$res/timeline.txt"
   tar -xJf "gpu-pack/$2.tar.xz"
   mkdir -p build/runtime && rm -rf build/runtime/bin && cp -r "$pack/bin" build/runtime/bin
+}
+
+# The check pack's exports export_check_models regenerates on the GPU
+# machine (scripts/gpu/prepare_check.sh makes them; gpt_small's and
+# gpt_head128's weights are small and travel with the pack).
+regenerated_check_models="gpt_bench gpt_bench_tanh gpt_deep"
+
+slim_check_pack() {
+  local dir="$1" m
+  (cd "$dir" && for m in $regenerated_check_models; do sha256sum "$m.onnx.data"; done) > "$dir/../check.sha256" \
+    && for m in $regenerated_check_models; do rm -f "$dir/$m.onnx.data"; done
 }
 
 export_check_models() {
