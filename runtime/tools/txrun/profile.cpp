@@ -28,8 +28,9 @@ namespace {
 /// launch passes twice counts twice: the compiler lists a kernel's outputs,
 /// then its distinct input values, so a repeated slot is an output written
 /// over an input (the cross-entropy kernel's logits and their gradient) or,
-/// rarely, one buffer read through two views of it. A packed kernel's table does not say which tensors it writes
-/// over, so those count once, and its figure stays a lower bound.
+/// rarely, one buffer read through two views of it. A packed kernel's table
+/// does not say which tensors it writes over, so those count once, and its
+/// figure stays a lower bound.
 std::vector<unsigned> slotsOf(const fb::Command &c) {
   std::vector<unsigned> s;
   switch (c.op_type()) {

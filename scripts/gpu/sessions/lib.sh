@@ -21,7 +21,7 @@
 #                         on GPT-2 (every variant profiled), into $res/gpt2;
 #   norm_bench DIR NAME REPEATS SECONDS  the norm micro-benchmark of DIR
 #                         (eager peers) into $res/norm-NAME, its rows (% of
-#                         copy) into the timeline.
+#                         copy) into the timeline (norm_rows MD).
 # Sets $root (the repository), $res (/tmp/res) and $pack (./PACK).
 res=/tmp/res
 root="$(pwd)"
@@ -90,9 +90,14 @@ norm_bench() {
   REPEATS="$repeats" TORCH_MODES=eager timeout "$seconds" bash bench/norm/run.sh "$dir" "$res/norm-$name" \
     > "$res/norm-$name.txt" 2>&1
   echo "run.sh rc=$?" >> "$res/norm-$name.txt"
-  grep -E "^\| (layer|rms)" "$res/norm-$name/norm.md" | awk -F'|' '{print $2,$3,$4,$5,$6,$10}' \
-    | tee -a "$res/timeline.txt"
+  norm_rows "$res/norm-$name/norm.md"
   save
+}
+
+# The norm table's rows (norm, dtype, shape, pass, ms, % of copy) of
+# NORM_MD into the timeline.
+norm_rows() {
+  grep -E "^\| (layer|rms)" "$1" | awk -F'|' '{print $2,$3,$4,$5,$6,$10}' | tee -a "$res/timeline.txt"
 }
 
 # Seconds since run_begin.

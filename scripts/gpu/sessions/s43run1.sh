@@ -46,8 +46,7 @@ for part in norm:90 step:120 loss:30 fp8cast:30 attention:75 gemm:180; do
   echo "run_all.sh $name rc=$?" | tee -a "$res/harness.txt" "$res/timeline.txt"
   cp /tmp/res/harness/summary.md "/tmp/res/harness/summary-$name.md" 2>/dev/null
   case "$name" in
-    norm) grep -E "^\| (layer|rms)" /tmp/res/harness/norm/norm.md | awk -F'|' '{print $2,$3,$4,$5,$6,$10}' \
-            | tee -a "$res/timeline.txt" ;;
+    norm) norm_rows /tmp/res/harness/norm/norm.md ;;
     step) grep -E "^\| txopt|^\| pytorch|PASS|FAIL" /tmp/res/harness/step/bench.md | tee -a "$res/timeline.txt" ;;
   esac
   save
