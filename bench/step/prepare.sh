@@ -6,7 +6,7 @@
 # the GPU machine needs: the artifacts (weights stay by reference; the GPU machine regenerates them with
 # the same seed and checks this checksum), the --report files (kernel
 # launches, planned memory) and the compile times.
-# Usage: bench/step/prepare.sh DIR [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-tanh|gpt1.3b-d128]
+# Usage: bench/step/prepare.sh DIR [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-tanh|gpt1.3b-d128|llama|bert]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="$1" model="${2:-gpt2}"
@@ -22,7 +22,14 @@ case "$model" in
   # GPT-1.3B with 16 heads of 128 (GPT-3 XL's head dim; the export's
   # default is 32 of 64): the head dim cuDNN's FP8 attention trains on Hopper.
   gpt1.3b-d128) shape=(--layers 24 --d-model 2048 --heads 16 --batch 8 --seq 1024) ;;
-  *) echo "prepare.sh: unknown model '$model' (gpt2, gpt2-tanh, gpt1.3b, gpt1.3b-tanh or gpt1.3b-d128)" >&2; exit 2 ;;
+  # The held-out architectures (issue 11's check), at GPT-2-124M's width
+  # and 16384 tokens a step: a Llama-style decoder (RMSNorm, RoPE, SwiGLU
+  # of 2048, untied head, Llama-2's vocabulary) and a BERT-base encoder
+  # (post-LN, bidirectional, its vocabulary of 30522: rows of logits that
+  # are not a multiple of 8 elements).
+  llama) shape=(--arch llama --layers 12 --d-model 768 --vocab 32000 --batch 16 --seq 1024) ;;
+  bert) shape=(--arch bert --layers 12 --d-model 768 --vocab 30522 --batch 32 --seq 512) ;;
+  *) echo "prepare.sh: unknown model '$model' (gpt2, gpt2-tanh, gpt1.3b, gpt1.3b-tanh, gpt1.3b-d128, llama or bert)" >&2; exit 2 ;;
 esac
 mkdir -p "$dir"
 work="$(mktemp -d)"
@@ -47,8 +54,17 @@ case "$model" in *-tanh) extra=(bf16-nogelu) ;; esac
 # (--no-loss-grad-fusion), the A/B of the loss kernel writing it;
 # bf16-nopack: one cast kernel a parameter (--no-packed-casts), the A/B of
 # the packed parameter cast.
-for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead bf16-unfused fp8-fast \
-                 bf16-nolossgrad bf16-nopack "${extra[@]}"; do
+precisions=(fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead bf16-unfused fp8-fast
+            bf16-nolossgrad bf16-nopack "${extra[@]}")
+# The held-out models: the configurations the targets name. Llama's rotary
+# tables are initializers the export names no module for: frozen, as
+# PyTorch's buffers are (txopt would otherwise train and decay them).
+common=()
+case "$model" in
+  llama) precisions=(fp32 bf16 fp8); common=('--freeze=^rope\.') ;;
+  bert) precisions=(fp32 bf16 fp8) ;;
+esac
+for precision in "${precisions[@]}"; do
   case "$precision" in
     fp8-attention) flags=(--precision=fp8 --fp8-attention) ;;
     bf16-nogelu) flags=(--precision=bf16 --no-gelu-epilogue) ;;
@@ -69,7 +85,7 @@ for precision in fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead
     *) flags=(--precision="$precision") ;;
   esac
   start=$(date +%s.%N)
-  "$root/build/bin/txopt" "$work/$model.onnx" --train "${flags[@]}" \
+  "$root/build/bin/txopt" "$work/$model.onnx" --train "${flags[@]}" ${common[@]+"${common[@]}"} \
     -o "$dir/${model}_$precision.txa" --report="$dir/${model}_$precision.report.json" -q
   end=$(date +%s.%N)
   python3 -c "import json,sys; print(json.dumps({'model': sys.argv[1], 'precision': sys.argv[2], 'compile_s': float(sys.argv[4]) - float(sys.argv[3])}))" \

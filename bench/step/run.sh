@@ -8,7 +8,7 @@
 # for GPT-2 OUT/adamw.md (the packed AdamW beside torch.optim.AdamW),
 # and the logs. Exits 1 if a run failed or if txopt's losses leave
 # PyTorch's (the comparison is also a check that both trained one model).
-# Usage: bench/step/run.sh DIR OUT [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-tanh|gpt1.3b-d128] [STEPS=30]
+# Usage: bench/step/run.sh DIR OUT [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-tanh|gpt1.3b-d128|llama|bert] [STEPS=30]
 #   (needs build/runtime/bin/txrun; python3 with torch, numpy, onnx)
 #   PRECISIONS="fp32 bf16 fp8 fp8-cached" and TORCH_MODES="eager-fp32 eager-bf16
 #   compile-bf16" (the defaults) choose the configurations; the clipped
@@ -50,13 +50,15 @@ read -r -a shape < "$dir/$model.shape"
 python3 "$root/scripts/export_gpt_external.py" "$work/$model.onnx" "${shape[@]}" >/dev/null
 echo "$(cat "$dir/$model.sha256")  $work/$model.onnx.data" | sha256sum -c - || exit 1
 
-# Token windows for every run: seeded, inside GPT-2's vocabulary.
+# Token windows for every run: seeded, inside GPT-2's vocabulary (or the
+# export's --vocab where that is smaller: the held-out models).
 python3 - "$work/tokens.npy" "$steps" "${shape[@]}" <<'PY'
 import sys, numpy as np
 path, steps = sys.argv[1], int(sys.argv[2])
 shape = sys.argv[3:]  # the export's flags: --batch B --seq T ... (--gelu tanh)
 window = int(shape[shape.index("--batch") + 1]) * int(shape[shape.index("--seq") + 1])
-np.save(path, np.random.default_rng(1234).integers(0, 50257, (steps + 2) * window + 1, dtype=np.int64))
+vocab = min(50257, int(shape[shape.index("--vocab") + 1])) if "--vocab" in shape else 50257
+np.save(path, np.random.default_rng(1234).integers(0, vocab, (steps + 2) * window + 1, dtype=np.int64))
 PY
 
 # The device's copy bandwidth: the ceiling of every memory-bound kernel.

@@ -54,10 +54,18 @@ def read_jsonl(path):
 
 def model_flops_per_token(shape):
     """6 N (weights, forward and backward) + 12 L T d (attention scores and
-    values), N counting the tied embedding once."""
+    values), N counting a tied embedding once (an untied input embedding
+    not at all: a lookup), by the export's --arch."""
     layers, d, t = shape["--layers"], shape["--d-model"], shape["--seq"]
-    vocab = 50304
-    n = vocab * d + t * d + layers * (12 * d * d + 13 * d) + 2 * d
+    vocab = shape.get("--vocab", 50304)
+    arch = shape.get("--arch", "gpt")
+    if arch == "llama":  # untied head, no biases, SwiGLU of --ffn (8 d / 3 up to 256)
+        ffn = shape.get("--ffn") or -(-8 * d // 3 // 256) * 256
+        n = vocab * d + layers * (4 * d * d + 3 * d * ffn + 2 * d) + d
+    elif arch == "bert":  # + the embedding's norm, the MLM transform, the decoder's bias
+        n = vocab * d + t * d + 2 * d + layers * (12 * d * d + 13 * d) + d * d + 3 * d + vocab
+    else:
+        n = vocab * d + t * d + layers * (12 * d * d + 13 * d) + 2 * d
     return 6 * n + 12 * layers * t * d
 
 
@@ -116,7 +124,7 @@ def torch_row(out, mode, shape):
 def main():
     directory, out, model = sys.argv[1:4]
     words = open(os.path.join(directory, f"{model}.shape")).read().split()
-    # The export's flags: numbers, and --gelu's form (gpt2-tanh).
+    # The export's flags: numbers, --gelu's form (gpt2-tanh), --arch.
     shape = {k: int(v) if v.isdigit() else v for k, v in zip(words[::2], words[1::2])}
     named = ("fp32", "bf16", "fp8", "fp8-cached", "bf16-clip", "fp8-clip", "bf16-dp1",
              "fp8-lmhead", "bf16-unfused", "fp8-fast", "fp8-attention")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The PyTorch peer of a txopt whole-step benchmark: the GPT that
+"""The PyTorch peer of a txopt whole-step benchmark: the GPT (or, by the
+export's --arch, the Llama-style decoder or BERT-style encoder) that
 scripts/export_gpt_external.py writes as ONNX, written as a PyTorch user
 writes it (F.linear with bias, F.layer_norm, the export's GELU: exact, or
 the tanh form of --gelu tanh; SDPA with is_causal, tied LM head, mean
@@ -63,21 +64,30 @@ def load_weights(model_path):
     # The export's GELU: the tanh form (--gelu tanh, GPT-2's gelu_new) has
     # Tanh nodes, the erf form (the default, nn.GELU()) Erf nodes.
     shapes["gelu"] = "tanh" if any(n.op_type == "Tanh" for n in model.graph.node) else "none"
+    # --arch of the export (llama, bert); none written: the GPT.
+    shapes["arch"] = {p.key: p.value for p in model.metadata_props}.get("arch", "gpt")
     return weights, shapes
 
 
 class GPT(torch.nn.Module):
-    def __init__(self, weights, layers, heads, gelu="none"):
+    def __init__(self, weights, layers, heads, gelu="none", arch="gpt"):
         super().__init__()
-        self.layers, self.heads, self.gelu = layers, heads, gelu
+        self.layers, self.heads, self.gelu, self.arch = layers, heads, gelu, arch
         self.params = torch.nn.ParameterDict(
             {k.replace(".", "__"): torch.nn.Parameter(torch.from_numpy(v))
              for k, v in weights.items() if k.endswith((".weight", ".bias"))})
+        if arch == "llama":  # the export's rotary tables, [T, head dim]
+            self.register_buffer("rope_cos", torch.from_numpy(weights["rope.cos"]))
+            self.register_buffer("rope_sin", torch.from_numpy(weights["rope.sin"]))
 
     def p(self, name):
         return self.params[name.replace(".", "__")]
 
     def forward(self, ids, labels):
+        if self.arch == "llama":
+            return self.forward_llama(ids, labels)
+        if self.arch == "bert":
+            return self.forward_bert(ids, labels)
         b, t = ids.shape
         d = self.p("wte.weight").shape[1]
         h = self.heads
@@ -103,6 +113,63 @@ class GPT(torch.nn.Module):
         logits = ln(x, "ln_f") @ self.p("wte.weight").t()
         return F.cross_entropy(logits.reshape(b * t, -1).float(), labels.reshape(b * t))
 
+    def forward_llama(self, ids, labels):
+        """The export's --arch llama: F.rms_norm, no biases, rotary q and k
+        (rotate-half), causal SDPA, SwiGLU, the untied lm_head."""
+        b, t = ids.shape
+        d = self.p("wte.weight").shape[1]
+        h = self.heads
+        cos, sin = self.rope_cos[:t], self.rope_sin[:t]
+
+        def rms(z, name):
+            return F.rms_norm(z, (d,), self.p(name + ".weight"), 1e-5)
+
+        def proj(z, name):
+            return F.linear(z, self.p(name + ".weight").t())
+
+        def rope(z):
+            first, second = z.chunk(2, dim=-1)
+            return z * cos + torch.cat((-second, first), dim=-1) * sin
+
+        x = F.embedding(ids, self.p("wte.weight"))
+        for i in range(self.layers):
+            pre = f"h.{i}"
+            a = rms(x, pre + ".ln_1")
+            q, k, v = (proj(a, f"{pre}.attn.{n}").view(b, t, h, d // h).transpose(1, 2)
+                       for n in ("q", "k", "v"))
+            o = F.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+            x = x + proj(o.transpose(1, 2).reshape(b, t, d), pre + ".attn.c_proj")
+            m = rms(x, pre + ".ln_2")
+            x = x + proj(F.silu(proj(m, pre + ".mlp.gate")) * proj(m, pre + ".mlp.up"), pre + ".mlp.down")
+        logits = proj(rms(x, "ln_f"), "lm_head")
+        return F.cross_entropy(logits.reshape(b * t, -1).float(), labels.reshape(b * t))
+
+    def forward_bert(self, ids, labels):
+        """The export's --arch bert: post-LN encoder, bidirectional SDPA,
+        GELU, the masked-LM head (transform, tied decoder with its bias)."""
+        b, t = ids.shape
+        d = self.p("wte.weight").shape[1]
+        h = self.heads
+
+        def ln(z, name):
+            return F.layer_norm(z, (d,), self.p(name + ".weight"), self.p(name + ".bias"), 1e-5)
+
+        def linear(z, name):
+            return F.linear(z, self.p(name + ".weight").t(), self.p(name + ".bias"))
+
+        x = ln(F.embedding(ids, self.p("wte.weight")) + self.p("wpe.weight")[:t], "emb_ln")
+        for i in range(self.layers):
+            pre = f"h.{i}"
+            qkv = linear(x, pre + ".attn.c_attn")
+            q, k, v = (z.view(b, t, h, d // h).transpose(1, 2) for z in qkv.split(d, dim=-1))
+            o = F.scaled_dot_product_attention(q, k, v)
+            x = ln(x + linear(o.transpose(1, 2).reshape(b, t, d), pre + ".attn.c_proj"), pre + ".ln_1")
+            m = F.gelu(linear(x, pre + ".mlp.c_fc"), approximate=self.gelu)
+            x = ln(x + linear(m, pre + ".mlp.c_proj"), pre + ".ln_2")
+        x = ln(F.gelu(linear(x, "head.dense"), approximate=self.gelu), "ln_f")
+        logits = x @ self.p("wte.weight").t() + self.p("head.bias")
+        return F.cross_entropy(logits.reshape(b * t, -1).float(), labels.reshape(b * t))
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
@@ -124,7 +191,7 @@ def main():
     b, t = shapes["ids"]
     d = weights["wte.weight"].shape[1]
     layers = sum(1 for k in weights if k.endswith(".ln_1.weight"))
-    model = GPT(weights, layers, shapes.get("heads", d // 64), shapes["gelu"]).cuda()
+    model = GPT(weights, layers, shapes.get("heads", d // 64), shapes["gelu"], shapes["arch"]).cuda()
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
