@@ -300,6 +300,7 @@ void setPipelineOptions(const Options &options, CompileSummary &summary,
         "runs in bf16/fp16; compile with --precision=bf16 to fuse it");
   }
   pipelineOptions.attentionCudnnLimits = gpuStep;
+  pipelineOptions.padLossClasses = options.padLossClasses.value_or(gpuStep);
   pipelineOptions.explain = true; // near-misses feed the summary and report
   // FP8 runs the GEMMs it cannot convert in bf16.
   pipelineOptions.precision = *mlir::txopt::tx::parseGemmPrecision(
