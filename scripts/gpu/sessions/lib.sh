@@ -19,6 +19,14 @@
 #                         verdict lines into the timeline;
 #   gpt2_ab STEPDIR "VARIANTS" "TORCH_MODES" STEPS SECONDS  bench/step/run.sh
 #                         on GPT-2 (every variant profiled), into $res/gpt2;
+#   run_cases_check DIR   scripts/gpu/run_cases.sh on the cases of DIR (graph
+#                         replay and direct, 120 s at most) into
+#                         $res/cases.txt, its verdict into the timeline;
+#   sanitize_case DIR CASE TOOLS...  compute-sanitizer (memcheck, racecheck)
+#                         on DIR/CASE.txa, two steps without the graph;
+#   harness_parts PART:SECONDS...  bench/run_all.sh on $pack/harness one
+#                         part at a time, each saved as it ends, each only if
+#                         its SECONDS (an estimate with margin) fit in $total;
 #   norm_bench DIR NAME REPEATS SECONDS  the norm micro-benchmark of DIR
 #                         (eager peers) into $res/norm-NAME, its rows (% of
 #                         copy) into the timeline (norm_rows MD).
@@ -92,6 +100,50 @@ norm_bench() {
   echo "run.sh rc=$?" >> "$res/norm-$name.txt"
   norm_rows "$res/norm-$name/norm.md"
   save
+}
+
+run_cases_check() {
+  local dir="$1"
+  stamp "the cases of $dir against the executor (run_cases.sh)"
+  timeout 120 bash scripts/gpu/run_cases.sh "$dir" /tmp/cases-res > "$res/cases.txt" 2>&1
+  echo "run_cases.sh rc=$?" >> "$res/cases.txt"
+  grep -E "cases passed|rc=|FAIL|failed" "$res/cases.txt" | tee -a "$res/timeline.txt"
+  save
+}
+
+sanitize_case() {
+  local dir="$1" case="$2" tool
+  shift 2
+  for tool in "$@"; do
+    if timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 build/runtime/bin/txrun \
+        "$dir/$case.txa" --steps 2 --no-graph > "$res/$tool-$case.log" 2>&1; then
+      stamp "$case $tool: clean"
+    else
+      stamp "$case $tool: FAILED or cut off"
+      grep -m3 -E "ERROR|Invalid|Race" "$res/$tool-$case.log" | tee -a "$res/timeline.txt"
+    fi
+  done
+  save
+}
+
+# One part a call, each saved as it ends (the device may cut the call at
+# the budget left); $total: the seconds the calling script may take.
+harness_parts() {
+  local part name need
+  for part in "$@"; do
+    name="${part%%:*}" need="${part##*:}"
+    if [ $(( $(elapsed) + need )) -gt "$total" ]; then stamp "harness $name skipped: out of time"; continue; fi
+    stamp "harness: $name"
+    PARTS="$name" timeout $(( total - $(elapsed) )) bash bench/run_all.sh "$pack/harness" /tmp/res/harness \
+      >> "$res/harness.txt" 2>&1
+    echo "run_all.sh $name rc=$?" | tee -a "$res/harness.txt" "$res/timeline.txt"
+    cp /tmp/res/harness/summary.md "/tmp/res/harness/summary-$name.md" 2>/dev/null
+    case "$name" in
+      norm) norm_rows /tmp/res/harness/norm/norm.md ;;
+      step) grep -E "^\| txopt|^\| pytorch|PASS|FAIL" /tmp/res/harness/step/bench.md | tee -a "$res/timeline.txt" ;;
+    esac
+    save
+  done
 }
 
 # The norm table's rows (norm, dtype, shape, pass, ms, % of copy) of

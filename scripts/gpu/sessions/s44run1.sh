@@ -36,39 +36,10 @@ chunked_gemms() {
   save
 }
 
-harness_parts() {
-  local part name need
-  for part in "$@"; do
-    name="${part%%:*}" need="${part##*:}"
-    if [ $(( $(elapsed) + need )) -gt "$total" ]; then stamp "harness $name skipped: out of time"; continue; fi
-    stamp "harness: $name"
-    PARTS="$name" timeout $(( total - $(elapsed) )) bash bench/run_all.sh "$pack/harness" /tmp/res/harness \
-      >> "$res/harness.txt" 2>&1
-    echo "run_all.sh $name rc=$?" | tee -a "$res/harness.txt" "$res/timeline.txt"
-    cp /tmp/res/harness/summary.md "/tmp/res/harness/summary-$name.md" 2>/dev/null
-    case "$name" in
-      norm) norm_rows /tmp/res/harness/norm/norm.md ;;
-      step) grep -E "^\| txopt|^\| pytorch|PASS|FAIL" /tmp/res/harness/step/bench.md | tee -a "$res/timeline.txt" ;;
-    esac
-    save
-  done
-}
-
 if grep -q "H200" "$res/gpu.txt"; then
-  stamp "H200: the norm cases against the executor (run_cases.sh)"
-  timeout 120 bash scripts/gpu/run_cases.sh "$pack/check" /tmp/cases-res > "$res/cases.txt" 2>&1
-  echo "run_cases.sh rc=$?" >> "$res/cases.txt"
-  grep -E "cases passed|rc=|FAIL|failed" "$res/cases.txt" | tee -a "$res/timeline.txt"
-  case=op_norm_bias_epilogue_8192
-  for tool in memcheck racecheck; do
-    if timeout 40 compute-sanitizer --tool "$tool" --error-exitcode 9 build/runtime/bin/txrun \
-        "$pack/check/$case.txa" --steps 2 --no-graph > "$res/$tool-$case.log" 2>&1; then
-      stamp "$case $tool: clean"
-    else
-      stamp "$case $tool: FAILED or cut off"; grep -m3 -E "ERROR|Invalid|Race" "$res/$tool-$case.log" | tee -a "$res/timeline.txt"
-    fi
-  done
-  save
+  stamp "H200: the norm cases, then the whole harness"
+  run_cases_check "$pack/check"
+  sanitize_case "$pack/check" op_norm_bias_epilogue_8192 memcheck racecheck
   chunked_gemms
   harness_parts norm:90 step:120 loss:30 fp8cast:30 attention:75 gemm:180
 else
