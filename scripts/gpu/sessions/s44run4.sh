@@ -20,18 +20,8 @@ set -uo pipefail
 source scripts/gpu/sessions/lib.sh
 run_begin s44run4 s44c
 
-stamp "the vocabulary-1030 cases against the executor (run_cases.sh)"
-timeout 120 bash scripts/gpu/run_cases.sh "$pack/check" /tmp/cases-res > "$res/cases.txt" 2>&1
-echo "run_cases.sh rc=$?" >> "$res/cases.txt"
-grep -E "cases passed|rc=|FAIL|failed" "$res/cases.txt" | tee -a "$res/timeline.txt"
-case=bert_vocab1030_bf16
-if timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 build/runtime/bin/txrun \
-    "$pack/check/$case.txa" --steps 2 --no-graph > "$res/memcheck-$case.log" 2>&1; then
-  stamp "$case memcheck: clean"
-else
-  stamp "$case memcheck: FAILED or cut off"; grep -m3 -E "ERROR|Invalid" "$res/memcheck-$case.log" | tee -a "$res/timeline.txt"
-fi
-save
+run_cases_check "$pack/check"
+sanitize_case "$pack/check" bert_vocab1030_bf16 memcheck
 
 stamp "bert: padded against unaligned, beside eager AMP and torch.compile"
 PRECISIONS="bf16 bf16-nopad fp8 fp8-nopad" TORCH_MODES="eager-bf16 compile-bf16" \
