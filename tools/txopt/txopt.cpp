@@ -18,6 +18,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 #include "txopt/Dialect/Tx/IR/StepContract.h"
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/PadLossClasses.h"
 #include "txopt/Import/ONNX/ONNXImporter.h"
 #include "txopt/InitAll.h"
 #include "txopt/Pipelines/Pipelines.h"
@@ -379,6 +381,11 @@ void summarizeModule(ModuleOp module, const Options &options,
                      DiagnosticCollector &collector, CompileSummary &summary) {
   summary.txOps = countOps(module);
   summary.fused = countFused(module);
+  module.walk([&](mlir::txopt::tx::SoftmaxCrossEntropyLossOp loss) {
+    if (auto classes = loss->getAttrOfType<IntegerAttr>(mlir::txopt::tx::kPaddedClassesAttr))
+      summary.paddedLossClasses.emplace_back(
+          classes.getInt(), cast<RankedTensorType>(loss.getScores().getType()).getShape()[1]);
+  });
   summary.notFused = collector.takeNearMisses();
   // A GEMM that cannot use FP8 is worth a warning, not just a report row.
   for (const NearMiss &miss : summary.notFused) {

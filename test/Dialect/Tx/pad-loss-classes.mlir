@@ -16,7 +16,7 @@
 // CHECK-NEXT: %[[BP:.*]] = tx.pad %arg2 pads [0, 2] value(-3.000000e+04) : tensor<1030xf32>
 // CHECK-NEXT: %[[Z:.*]] = tx.add %[[Y]], %[[BP]] : tensor<2x16x1032xf32>, tensor<1032xf32>
 // CHECK-NEXT: %[[R:.*]] = tx.reshape %[[Z]] : tensor<2x16x1032xf32> -> tensor<32x1032xf32>
-// CHECK-NEXT: %[[L:.*]] = tx.softmax_cross_entropy_loss %[[R]], %arg3 reduction(mean) {ignore_index = -100 : i64} : tensor<32x1032xf32>, tensor<32xi64>
+// CHECK-NEXT: %[[L:.*]] = tx.softmax_cross_entropy_loss %[[R]], %arg3 reduction(mean) {ignore_index = -100 : i64, tx.padded_classes = 1030 : i64} : tensor<32x1032xf32>, tensor<32xi64>
 // CHECK-NEXT: return %[[L]]
 // CHECK-NOT:  1030x
 func.func @tied_with_bias(%x: tensor<2x16x64xf32>, %wte: tensor<1030x64xf32>, %b: tensor<1030xf32>,
@@ -40,7 +40,7 @@ func.func @tied_with_bias(%x: tensor<2x16x64xf32>, %wte: tensor<1030x64xf32>, %b
 // CHECK-NEXT: %[[ZERO:.*]] = tx.constant dense<0.000000e+00> : tensor<1037xf32>
 // CHECK-NEXT: %[[B:.*]] = tx.pad %[[ZERO]] pads [0, 3] value(-3.000000e+04) : tensor<1037xf32>
 // CHECK-NEXT: %[[Z:.*]] = tx.add %[[Y]], %[[B]] : tensor<32x1040xf32>, tensor<1040xf32>
-// CHECK-NEXT: tx.softmax_cross_entropy_loss %[[Z]], %arg2 reduction(sum) : tensor<32x1040xf32>, tensor<32xi64>
+// CHECK-NEXT: tx.softmax_cross_entropy_loss %[[Z]], %arg2 reduction(sum) {tx.padded_classes = 1037 : i64} : tensor<32x1040xf32>, tensor<32xi64>
 func.func @untied_no_bias(%x: tensor<32x64xf32>, %w: tensor<64x1037xf32>, %labels: tensor<32xi64>) -> tensor<f32> {
   %y = tx.matmul %x, %w : tensor<32x64xf32>, tensor<64x1037xf32>
   %loss = tx.softmax_cross_entropy_loss %y, %labels reduction(sum) : tensor<32x1037xf32>, tensor<32xi64>

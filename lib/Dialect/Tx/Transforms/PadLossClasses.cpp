@@ -181,6 +181,9 @@ unsigned tx::padLossClasses(func::FuncOp func) {
     Value value = tx::SoftmaxCrossEntropyLossOp::create(
         b, loss.getLoc(), loss.getType(), logits, loss.getLabels(), Value(),
         loss.getReductionAttr(), loss.getIgnoreIndexAttr());
+    // The class count before padding, for txopt's report (and a reader of
+    // the IR): the op's type says only the padded one.
+    value.getDefiningOp()->setAttr(kPaddedClassesAttr, b.getI64IntegerAttr(classes));
     loss.getResult().replaceAllUsesWith(value);
     loss.erase();
     for (tx::ReshapeOp reshape : head->reshapes)

@@ -23,6 +23,10 @@ constexpr int64_t kPadLossClassMultiple = 8;
 /// exp(value - max) is exactly 0 in f32.
 constexpr double kPadLossLogit = -30000.0;
 
+/// The discardable attribute a padded loss carries: its class count before
+/// padding (txopt's report lists each padded loss by it).
+constexpr llvm::StringLiteral kPaddedClassesAttr = "tx.padded_classes";
+
 /// Pads the classes of every tx.softmax_cross_entropy_loss of |func| whose
 /// scores come from a tx.matmul against a [K, C] weight (through an
 /// optional bias add and reshapes) with C >= kPadLossMinClasses not a
