@@ -67,7 +67,6 @@ class Writer:
         return self.add(name, np.asarray(value))
 
 
-
 def rms_norm(w, node, x, name, d):
     """RMSNorm as torch.onnx writes it at opset 18 (Pow, ReduceMean, Add,
     Sqrt, Reciprocal, Mul, Mul with the weight first)."""
