@@ -27,7 +27,9 @@ case "$model" in
   # of 2048, untied head, Llama-2's vocabulary) and a BERT-base encoder
   # (post-LN, bidirectional, its vocabulary of 30522: rows of logits that
   # are not a multiple of 8 elements).
-  llama) shape=(--arch llama --layers 12 --d-model 768 --vocab 32000 --batch 16 --seq 1024) ;;
+  # (--ffn spelled out, the export's default for d 768: the shape file
+  # then says all summarize.py counts the model's FLOPs by.)
+  llama) shape=(--arch llama --layers 12 --d-model 768 --ffn 2048 --vocab 32000 --batch 16 --seq 1024) ;;
   bert) shape=(--arch bert --layers 12 --d-model 768 --vocab 30522 --batch 32 --seq 512) ;;
   *) echo "prepare.sh: unknown model '$model' (gpt2, gpt2-tanh, gpt1.3b, gpt1.3b-tanh, gpt1.3b-d128, llama or bert)" >&2; exit 2 ;;
 esac

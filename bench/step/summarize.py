@@ -59,9 +59,8 @@ def model_flops_per_token(shape):
     layers, d, t = shape["--layers"], shape["--d-model"], shape["--seq"]
     vocab = shape.get("--vocab", 50304)
     arch = shape.get("--arch", "gpt")
-    if arch == "llama":  # untied head, no biases, SwiGLU of --ffn (8 d / 3 up to 256)
-        ffn = shape.get("--ffn") or -(-8 * d // 3 // 256) * 256
-        n = vocab * d + layers * (4 * d * d + 3 * d * ffn + 2 * d) + d
+    if arch == "llama":  # untied head, no biases, SwiGLU of --ffn (prepare.sh spells it)
+        n = vocab * d + layers * (4 * d * d + 3 * d * shape["--ffn"] + 2 * d) + d
     elif arch == "bert":  # + the embedding's norm, the MLM transform, the decoder's bias
         n = vocab * d + t * d + 2 * d + layers * (12 * d * d + 13 * d) + d * d + 3 * d + vocab
     else:
