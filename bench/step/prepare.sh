@@ -64,7 +64,9 @@ precisions=(fp32 bf16 fp8 fp8-cached bf16-clip fp8-clip bf16-dp1 fp8-lmhead bf16
 common=()
 case "$model" in
   llama) precisions=(fp32 bf16 fp8); common=('--freeze=^rope\.') ;;
-  bert) precisions=(fp32 bf16 fp8) ;;
+  # BERT's 30522 classes: the padded head (tx-pad-loss-classes, txopt's
+  # default for a GPU step) against the unaligned one (*-nopad).
+  bert) precisions=(fp32 bf16 fp8 bf16-nopad fp8-nopad) ;;
 esac
 for precision in "${precisions[@]}"; do
   case "$precision" in
@@ -81,6 +83,7 @@ for precision in "${precisions[@]}"; do
     fp8-lmhead) flags=(--precision=fp8 '--fp8-exclude=^n3_MatMul$') ;;
     # The ZeRO-1 step for one rank (run.sh starts it as rank 0 of 1, NCCL).
     *-dp1) flags=(--precision="${precision%-dp1}" --data-parallel=1) ;;
+    *-nopad) flags=(--precision="${precision%-nopad}" --no-pad-loss-classes) ;;
     fp8-cached) flags=(--precision=fp8 --fp8-weight-cache=on) ;;
     fp8-fast) flags=(--precision=fp8 --fp8-fast-accumulation=forward) ;;
     *-clip) flags=(--precision="${precision%-clip}" --grad-clip=1.0) ;;

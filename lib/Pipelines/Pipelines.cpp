@@ -34,6 +34,10 @@ void txopt::buildDefaultPipeline(OpPassManager &pm,
     attention.cudnnLimits = options.attentionCudnnLimits;
     funcPm.addPass(tx::createFuseAttentionPass(attention));
   }
+  // After the fusions (a padded head must not hide the loss from them),
+  // before autocast and autodiff, which then derive the padded backward.
+  if (options.padLossClasses)
+    funcPm.addPass(tx::createPadLossClassesPass());
   if (options.fuseOptimizer) {
     tx::FuseOptimizerPassOptions optimizer;
     optimizer.explain = options.explain;

@@ -117,6 +117,21 @@ add_case gpt_bench_current_fp8 "$out/gpt_bench.onnx" "$steps" --precision=fp8 --
 # f32, compared by loss per step (its final state would not fit beside).
 LOSS_ONLY=1 add_case gpt_bench_clip "$out/gpt_bench.onnx" "$steps" --grad-clip=0.5
 rm -f "$out/gpt_bench.onnx"
+# Vocabularies of 1030 classes (not a multiple of 8): the GPU steps pad
+# them to 1032 before the loss (tx-pad-loss-classes), the executor's steps
+# (compiled for the CPU) do not, so the comparison checks the padding too:
+# in f32 by the final parameters and moments (the weight's and the bias's
+# gradients sliced back from the padded ones), in bf16 and FP8 by loss.
+# BERT's tied decoder with a bias, Llama's untied head without one (its
+# rotary tables frozen, as PyTorch's buffers are); their weights (~1 MB)
+# travel with the pack.
+"$root/.venv/bin/python" "$root/scripts/export_gpt_external.py" "$out/bert_vocab1030.onnx" \
+  --arch bert --layers 1 --d-model 128 --vocab 1030 --seq 64 --batch 4 > /dev/null
+add_case bert_vocab1030 "$out/bert_vocab1030.onnx" "$steps"
+add_case bert_vocab1030_bf16 "$out/bert_vocab1030.onnx" "$steps" --precision=bf16
+"$root/.venv/bin/python" "$root/scripts/export_gpt_external.py" "$out/llama_vocab1030.onnx" \
+  --arch llama --layers 1 --d-model 128 --vocab 1030 --seq 64 --batch 4 > /dev/null
+add_case llama_vocab1030_fp8 "$out/llama_vocab1030.onnx" "$steps" --precision=fp8 '--freeze=^rope\.'
 # The same GPT with the tanh GELU in bf16: the GELU_AUX_BIAS epilogue at a
 # width (1024 columns) where cuBLASLt tiles the epilogue as in the
 # benchmark's step.

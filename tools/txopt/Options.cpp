@@ -49,6 +49,13 @@ OPTIONS:
                           warning when this flag asks for it): cuDNN's fused
                           attention runs bf16/fp16 only. --no-fuse=attention
                           turns it off everywhere.
+  --pad-loss-classes      Pad a language model's vocabulary of 1024 or more
+                          classes to a multiple of 8 before its loss
+                          (tx-pad-loss-classes; exact: the padded classes'
+                          probabilities are 0). On by default for a GPU step,
+                          whose cuBLASLt GEMMs run unaligned logit rows
+                          several times slower; off elsewhere.
+                          --no-pad-loss-classes turns it off.
   --report=FILE           Write a JSON report: what was imported, fused, and
                           why each near-miss was not fused.
   --train                 Build a training step instead: one function
@@ -599,6 +606,10 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       options.inputShapes[value.substr(0, eq)] = dims;
     } else if (arg == "--fuse-attention") {
       options.fuseAttention = true;
+    } else if (arg == "--pad-loss-classes") {
+      options.padLossClasses = true;
+    } else if (arg == "--no-pad-loss-classes") {
+      options.padLossClasses = false;
     } else if (takeValue(argc, argv, i, "no-fuse", value, error)) {
       if (!parseNoFuse(value, options, error))
         return false;

@@ -39,6 +39,9 @@ struct Options {
   /// --fuse-attention / --no-fuse=attention; unset: on, except for an f32
   /// GPU step (cuDNN's fused attention is bf16/fp16 only).
   std::optional<bool> fuseAttention;
+  /// --pad-loss-classes / --no-pad-loss-classes; unset: on for a GPU step
+  /// (tx-pad-loss-classes: cuBLASLt's unaligned-row GEMMs are slow).
+  std::optional<bool> padLossClasses;
   /// --train and the options of the step it builds (see TrainStep.h);
   /// trainFlags lists the training options given, to reject them without
   /// --train.

@@ -266,6 +266,9 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
   llvm::json::Array fusionsRun;
   for (const std::string &name : summary.fusionsRun)
     fusionsRun.push_back(name);
+  llvm::json::Array paddedLosses;
+  for (auto [classes, padded] : summary.paddedLossClasses)
+    paddedLosses.push_back(llvm::json::Object{{"classes", classes}, {"padded", padded}});
   llvm::json::Object report{
       {"model", summary.model},
       {"output", summary.output},
@@ -280,6 +283,7 @@ llvm::json::Object txopt_cli::buildReport(const CompileSummary &summary) {
       {"parameters_by_reference", summary.import.numSourcedParameters},
       {"parameter_bytes_by_reference", summary.import.numSourcedBytes},
       {"fusions_run", std::move(fusionsRun)},
+      {"padded_loss_classes", std::move(paddedLosses)},
       {"fused", toJson(summary.fused)},
       {"not_fused", std::move(notFused)},
       {"warnings", std::move(warnings)},
@@ -460,6 +464,10 @@ void txopt_cli::printSummary(const CompileSummary &summary, bool verbose,
   } else if (summary.emit == "fused") {
     os << "  fused      nothing (--no-fuse=all)\n";
   }
+  for (auto [classes, padded] : summary.paddedLossClasses)
+    os << "  padded     the loss's " << classes << " classes to " << padded
+       << " (16-byte rows of logits for the GEMMs; the padded classes' "
+          "probabilities are 0)\n";
   if (summary.train) {
     const TrainSummary &train = *summary.train;
     auto ops = summary.fused.find("optimizer_ops");

@@ -91,6 +91,8 @@ struct CompileSummary {
   std::map<std::string, int64_t> fused; ///< fused-op kind -> count
   std::vector<NearMiss> notFused;
   std::vector<std::string> fusionsRun;  ///< "norms", "optimizer"
+  /// tx-pad-loss-classes: each padded loss's classes, before and after.
+  std::vector<std::pair<int64_t, int64_t>> paddedLossClasses;
   std::optional<TrainSummary> train;    ///< with --train
   /// --weights DIR: the checkpoint folder and how many parameters it set.
   std::string weightsCheckpoint;

@@ -18,6 +18,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
 #include "txopt/Dialect/Tx/IR/StepContract.h"
+#include "txopt/Dialect/Tx/IR/TxOps.h"
+#include "txopt/Dialect/Tx/Transforms/PadLossClasses.h"
 #include "txopt/Import/ONNX/ONNXImporter.h"
 #include "txopt/InitAll.h"
 #include "txopt/Pipelines/Pipelines.h"
@@ -300,6 +302,7 @@ void setPipelineOptions(const Options &options, CompileSummary &summary,
         "runs in bf16/fp16; compile with --precision=bf16 to fuse it");
   }
   pipelineOptions.attentionCudnnLimits = gpuStep;
+  pipelineOptions.padLossClasses = options.padLossClasses.value_or(gpuStep);
   pipelineOptions.explain = true; // near-misses feed the summary and report
   // FP8 runs the GEMMs it cannot convert in bf16.
   pipelineOptions.precision = *mlir::txopt::tx::parseGemmPrecision(
@@ -378,6 +381,11 @@ void summarizeModule(ModuleOp module, const Options &options,
                      DiagnosticCollector &collector, CompileSummary &summary) {
   summary.txOps = countOps(module);
   summary.fused = countFused(module);
+  module.walk([&](mlir::txopt::tx::SoftmaxCrossEntropyLossOp loss) {
+    if (auto classes = loss->getAttrOfType<IntegerAttr>(mlir::txopt::tx::kPaddedClassesAttr))
+      summary.paddedLossClasses.emplace_back(
+          classes.getInt(), cast<RankedTensorType>(loss.getScores().getType()).getShape()[1]);
+  });
   summary.notFused = collector.takeNearMisses();
   // A GEMM that cannot use FP8 is worth a warning, not just a report row.
   for (const NearMiss &miss : summary.notFused) {

@@ -36,6 +36,11 @@ struct DefaultPipelineOptions
       llvm::cl::desc("Fuse only the attention cuDNN's fused SDPA runs (head "
                      "dims multiples of 8, at most 256): for GPU steps"),
       llvm::cl::init(false)};
+  Option<bool> padLossClasses{
+      *this, "pad-loss-classes",
+      llvm::cl::desc("Run tx-pad-loss-classes (txopt: for GPU steps, where "
+                     "cuBLASLt runs unaligned logit rows slowly)"),
+      llvm::cl::init(false)};
   Option<bool> fuseOptimizer{*this, "fuse-optimizer",
                              llvm::cl::desc("Run tx-fuse-optimizer"),
                              llvm::cl::init(true)};

@@ -19,6 +19,7 @@
 #include "txopt/Dialect/Tx/Transforms/GemmGelu.h"
 #include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
 #include "txopt/Dialect/Tx/Transforms/GemmTransposes.h"
+#include "txopt/Dialect/Tx/Transforms/PadLossClasses.h"
 #include "txopt/Dialect/Tx/Transforms/Rematerialize.h"
 #include "txopt/Dialect/Tx/Transforms/TrainStep.h"
 #include "txopt/Dialect/Tx/IR/WeightSource.h"
@@ -89,7 +90,10 @@ static int64_t indexBound(Value arg) {
           tighten(shape[axis]);
         }
       } else if (auto loss = dyn_cast<tx::SoftmaxCrossEntropyLossOp>(user)) {
-        tighten(typeOf(loss.getScores()).getShape()[1]);
+        // A padded loss's labels stay below its real classes
+        // (tx-pad-loss-classes): random labels and --data's check use them.
+        auto real = loss->getAttrOfType<IntegerAttr>(tx::kPaddedClassesAttr);
+        tighten(real ? real.getInt() : typeOf(loss.getScores()).getShape()[1]);
       } else if (isa<tx::ReshapeOp, tx::CastOp, tx::SliceOp, tx::PadOp,
                      tx::ConcatOp, tx::SqueezeOp, tx::UnsqueezeOp,
                      tx::IdentityOp, tx::ExpandOp, tx::TransposeOp>(user)) {

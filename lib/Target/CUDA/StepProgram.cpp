@@ -73,6 +73,7 @@ static void printBindings(llvm::raw_ostream &os, const StepProgram &program) {
                               : " sites=" + std::to_string(a.fp8Sites.size()) + " (" +
                                     a.fp8Sites.front() + ", ...)")
        << (a.shardOf.empty() ? std::string() : " shard_of=" + shapeText(a.shardOf))
+       << (a.indexBound > 0 ? " index_bound=" + std::to_string(a.indexBound) : std::string())
        << "\n";
   for (const ResultBinding &r : program.results)
     os << "result '" << r.name << "' slot=" << r.slot << " next=" << r.next << "\n";

@@ -230,6 +230,31 @@ func.func @f() attributes {tx.tied_parameters = {w = "x"}} {
 
 // -----
 
+// tx-pad-loss-classes' record on a padded loss: the class count before
+// padding, below the rows' width; on nothing else.
+func.func @padded(%s: tensor<4x1032xf32>, %l: tensor<4xi64>) -> tensor<f32> {
+  %loss = tx.softmax_cross_entropy_loss %s, %l reduction(mean) {tx.padded_classes = 1030 : i64} : tensor<4x1032xf32>, tensor<4xi64>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+func.func @padded_wider(%s: tensor<4x1032xf32>, %l: tensor<4xi64>) -> tensor<f32> {
+  // expected-error @+1 {{expected tx.padded_classes to be a tx.softmax_cross_entropy_loss's class count before padding (> 0, below its rows' width), but got 1032 : i64}}
+  %loss = tx.softmax_cross_entropy_loss %s, %l reduction(mean) {tx.padded_classes = 1032 : i64} : tensor<4x1032xf32>, tensor<4xi64>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+func.func @padded_not_a_loss(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expected tx.padded_classes to be a tx.softmax_cross_entropy_loss's class count before padding}}
+  %y = tx.neg %x {tx.padded_classes = 2 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 // expected-error @+1 {{unknown tx attribute 'tx.colour'}}
 module attributes {tx.colour = "red"} {
 }

@@ -211,6 +211,20 @@ LogicalResult TxDialect::verifyOperationAttribute(Operation *op,
                                 "integer >= 0, but got " << value;
     return success();
   }
+  if (name == "tx.padded_classes") {
+    // tx-pad-loss-classes: a padded loss's class count before padding,
+    // fewer than its scores' (padded) classes.
+    auto loss = dyn_cast<SoftmaxCrossEntropyLossOp>(op);
+    auto classes = dyn_cast<IntegerAttr>(value);
+    auto scores = loss ? dyn_cast<RankedTensorType>(loss.getScores().getType()) : nullptr;
+    if (!scores || scores.getRank() != 2 || !classes || classes.getInt() <= 0 ||
+        classes.getInt() >= scores.getShape()[1])
+      return op->emitError() << "expected tx.padded_classes to be a "
+                                "tx.softmax_cross_entropy_loss's class count before "
+                                "padding (> 0, below its rows' width), but got "
+                             << value;
+    return success();
+  }
   if (name == "tx.opset") {
     if (!isa<ModuleOp>(op) || !isa<IntegerAttr>(value))
       return op->emitError() << "expected tx.opset to be a module's integer";

@@ -1036,6 +1036,53 @@ def AttentionCastsPass : Pass<"tx-attention-casts", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
 }
 
+def PadLossClassesPass : Pass<"tx-pad-loss-classes", "::mlir::func::FuncOp"> {
+  let summary = "Pad a language model's vocabulary to a multiple of 8 before its loss";
+  let description = [{
+    A head `logits[M, C] = x[M, K] W[K, C]` (+ a `[C]` bias, through
+    reshapes that keep the classes last) feeding a
+    `tx.softmax_cross_entropy_loss` over `[M, C]` rows, with `C >= 1024`
+    not a multiple of 8 (BERT's 30522), gives the GEMMs of the logits and
+    of their gradients rows that are not 16-byte aligned in bf16, which
+    cuBLASLt runs several times slower. This pass pads the classes to the
+    next multiple of 8: `W` gets zero columns (a transposed `[C, K]` table,
+    a tied embedding, gets zero rows before its transpose), the padded
+    logits get -30000 through the bias (the model's bias padded, or a
+    constant), and the loss runs over the padded rows. Exact: a padded
+    class's probability underflows to 0, so the loss and the real classes'
+    gradients are unchanged and the padded classes' gradients are 0;
+    autodiff slices the weight's and the bias's gradients back.
+
+    Before (types abbreviated):
+
+    ```mlir
+    %wt = tx.transpose %wte perm [1, 0] : tensor<1030x64xf32>
+    %y  = tx.matmul %x, %wt : tensor<2x16x64xf32>, tensor<64x1030xf32>
+    %z  = tx.add %y, %b : tensor<2x16x1030xf32>, tensor<1030xf32>
+    %r  = tx.reshape %z : tensor<2x16x1030xf32> -> tensor<32x1030xf32>
+    %l  = tx.softmax_cross_entropy_loss %r, %labels reduction(mean)
+    ```
+
+    After:
+
+    ```mlir
+    %wp = tx.pad %wte pads [0, 0, 2, 0] value(0.0) : tensor<1030x64xf32>
+    %wt = tx.transpose %wp perm [1, 0] : tensor<1032x64xf32>
+    %y  = tx.matmul %x, %wt : tensor<2x16x64xf32>, tensor<64x1032xf32>
+    %bp = tx.pad %b pads [0, 2] value(-3.000000e+04) : tensor<1030xf32>
+    %z  = tx.add %y, %bp : tensor<2x16x1032xf32>, tensor<1032xf32>
+    %r  = tx.reshape %z : tensor<2x16x1032xf32> -> tensor<32x1032xf32>
+    %l  = tx.softmax_cross_entropy_loss %r, %labels reduction(mean)
+    ```
+
+    Must not fire: an aligned or small class count, class weights, scores
+    of rank > 2, logits read by anything but the loss, scores that are not
+    a GEMM's output. txopt runs it for GPU steps (`--no-pad-loss-classes`
+    turns it off, `--pad-loss-classes` on for any output).
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
 def CrossEntropyRowsPass : Pass<"tx-cross-entropy-rows", "::mlir::func::FuncOp"> {
   let summary = "Cross-entropy over [N, C, d...] scores as the same op over [N * d..., C] rows";
   let description = [{
