@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Session 45 (carry gpu-pack/s45a.tar.xz; recipe in docs/DeviceLog.md
+# session 45). Main at cb1ef3e against session 44's artifacts:
+#   1. the cuBLASLt bias-gradient probe (scripts/gpu/probes/bgrad_probe.cu):
+#      do BGRADA / BGRADB take the weight-gradient GEMMs as txopt writes
+#      them (bf16, f32 or bf16 bias gradient), and at what cost;
+#   2. every check.sh case against the executor (run_cases.sh, graph and
+#      direct; no precision curves): the LM-head bias in the epilogue and
+#      the recomputed head splits change plans (bert_vocab1030*, llama_*);
+#   3. BERT-base and the Llama-style model, new (bf16, fp8) against session
+#      44's artifacts (bf16-s44, fp8-s44: same exports, the compiler before
+#      4308f64 and cb1ef3e), beside eager AMP and torch.compile.
+#      Predicted (H100 or H200, relative): BERT bf16 -1.2 to -1.5 ms (the
+#      bias add's kernel, 1.0 ms on the H100, gone; the loss reads bf16
+#      logits), fp8 the same; Llama bf16 -0.5 to -1.0 ms (the 24 f32
+#      transposes gone, the rotary kernels read bf16), fp8 likewise.
+# Results: $OUT/s45run3.tgz, $OUT/summary.txt.
+set -uo pipefail
+source scripts/gpu/sessions/lib.sh
+run_begin s45run3 s45a
+# The pack was prepared as gpu-pack/s45a: its .txa files name weights there.
+mkdir -p gpu-pack && ln -sfn "$pack" gpu-pack/s45a
+
+stamp "cuBLASLt bias-gradient epilogue probe"
+(cd scripts/gpu/probes && /usr/local/cuda/bin/nvcc -O2 -arch=sm_90 -o /tmp/bgrad_probe bgrad_probe.cu -lcublasLt \
+  && timeout 90 /tmp/bgrad_probe) > "$res/bgrad_probe.txt" 2>&1
+tee -a "$res/timeline.txt" < "$res/bgrad_probe.txt"
+save
+
+export_check_models "$pack/check"
+run_cases_check "$pack/check"
+
+for model in bert llama; do
+  stamp "$model: new against session 44's artifacts, beside eager AMP and torch.compile"
+  PRECISIONS="bf16 bf16-s44 fp8 fp8-s44" TORCH_MODES="eager-bf16 compile-bf16" \
+    PROFILES="bf16 bf16-s44 fp8" timeout 240 bash bench/step/run.sh "$pack/step" "/tmp/res/$model" "$model" 15 \
+    > "$res/$model.txt" 2>&1
+  echo "run.sh $model rc=$?" | tee -a "$res/$model.txt" "$res/timeline.txt"
+  grep -E "^\| txopt|^\| pytorch|PASS|FAIL" "$res/$model.txt" | tee -a "$res/timeline.txt"
+  grep -E "^  kernel|^  gemm|^  attention" "/tmp/res/$model/profile_bf16.txt" "/tmp/res/$model/profile_bf16-s44.txt" \
+    2>/dev/null | head -30 | tee -a "$res/timeline.txt"
+  save
+done
+stamp "done"
+save
