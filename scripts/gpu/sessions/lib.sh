@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # What every session run script does on the GPU machine, sourced by them
 # (from session 42 on; the earlier scripts each carried their own copy):
-#   run_begin NAME PACK   unpacks gpu-pack/PACK.tar.xz into ./PACK, installs
+#   run_begin NAME PACK   unpacks gpu-pack/PACK.tar.xz into ./PACK (linked
+#                         as gpu-pack/PACK too), installs
 #                         its runtime binaries as build/runtime/bin, and
 #                         starts the timeline ($res/timeline.txt);
 #   stamp TEXT            a timeline line with the seconds since the start;
@@ -49,6 +50,10 @@ run_begin() {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader \
     | tee "$res/gpu.txt" | tee -a "$res/timeline.txt"
   tar -xJf "gpu-pack/$2.tar.xz"
+  # A pack prepared as gpu-pack/PACK (not ./PACK) has .txa files that name
+  # their weights there: the link makes both places one (session 45 run 1
+  # lost its cases to that).
+  [ -e "gpu-pack/$2" ] || ln -s "$pack" "gpu-pack/$2"
   mkdir -p build/runtime && rm -rf build/runtime/bin && cp -r "$pack/bin" build/runtime/bin
 }
 

@@ -19,8 +19,6 @@
 set -uo pipefail
 source scripts/gpu/sessions/lib.sh
 run_begin s45run3 s45a
-# The pack was prepared as gpu-pack/s45a: its .txa files name weights there.
-mkdir -p gpu-pack && ln -sfn "$pack" gpu-pack/s45a
 
 stamp "cuBLASLt bias-gradient epilogue probe"
 (cd scripts/gpu/probes && /usr/local/cuda/bin/nvcc -O2 -arch=sm_90 -o /tmp/bgrad_probe bgrad_probe.cu -lcublasLt \
