@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Session 45 (carry gpu-pack/s45a.tar.xz; recipe in docs/DeviceLog.md
-# session 45). Main at 9 commits after session 44's artifacts:
+# Prepared in session 45 for the first run of the next, on branch
+# s45-lm-head-rotary (carry gpu-pack/s45a.tar.xz, built from the branch's
+# code; recipe in docs/DeviceLog.md session 45). Merge only if every case
+# PASSes and the steps gain:
 #   1. the cuBLASLt bias-gradient probe (scripts/gpu/probes/bgrad_probe.cu):
 #      do BGRADA / BGRADB take the weight-gradient GEMMs as txopt writes
 #      them (bf16, f32 or bf16 bias gradient), and at what cost;
