@@ -30,7 +30,10 @@
 #                         its SECONDS (an estimate with margin) fit in $total;
 #   norm_bench DIR NAME REPEATS SECONDS  the norm micro-benchmark of DIR
 #                         (eager peers) into $res/norm-NAME, its rows (% of
-#                         copy) into the timeline (norm_rows MD).
+#                         copy) into the timeline (norm_rows MD);
+#   bias_grad_probe       builds and runs scripts/gpu/probes/bgrad_probe.cu
+#                         (cuBLASLt's BGRADA/BGRADB on txopt's weight-
+#                         gradient GEMMs) into $res/bgrad_probe.txt.
 # Sets $root (the repository), $res (/tmp/res) and $pack (./PACK).
 res=/tmp/res
 root="$(pwd)"
@@ -159,3 +162,11 @@ norm_rows() {
 
 # Seconds since run_begin.
 elapsed() { echo $(( $(date +%s) - run_start )); }
+
+bias_grad_probe() {
+  stamp "cuBLASLt bias-gradient epilogue probe"
+  (cd scripts/gpu/probes && /usr/local/cuda/bin/nvcc -O2 -arch=sm_90 -o /tmp/bgrad_probe bgrad_probe.cu -lcublasLt \
+    && timeout 90 /tmp/bgrad_probe) > "$res/bgrad_probe.txt" 2>&1
+  tee -a "$res/timeline.txt" < "$res/bgrad_probe.txt"
+  save
+}

@@ -26,11 +26,7 @@ set -uo pipefail
 source scripts/gpu/sessions/lib.sh
 run_begin s45run4 s45b
 
-stamp "cuBLASLt bias-gradient epilogue probe"
-(cd scripts/gpu/probes && /usr/local/cuda/bin/nvcc -O2 -arch=sm_90 -o /tmp/bgrad_probe bgrad_probe.cu -lcublasLt \
-  && timeout 90 /tmp/bgrad_probe) > "$res/bgrad_probe.txt" 2>&1
-tee -a "$res/timeline.txt" < "$res/bgrad_probe.txt"
-save
+bias_grad_probe
 
 export_check_models "$pack/check"
 run_cases_check "$pack/check"
