@@ -21,8 +21,13 @@
 #   gpt2_ab STEPDIR "VARIANTS" "TORCH_MODES" STEPS SECONDS  bench/step/run.sh
 #                         on GPT-2 (every variant profiled), into $res/gpt2;
 #   run_cases_check DIR   scripts/gpu/run_cases.sh on the cases of DIR (graph
-#                         replay and direct, 120 s at most) into
+#                         replay and direct, 120 s at most; a slimmed pack's
+#                         exports regenerated first) into
 #                         $res/cases.txt, its verdict into the timeline;
+#   step_ab MODEL DIR "VARIANTS" "PROFILES" "TORCH_MODES" STEPS SECONDS
+#                         bench/step/run.sh on MODEL's pack DIR into
+#                         $res/MODEL, its table rows, loss verdicts and the
+#                         profiled variants' families into the timeline;
 #   sanitize_case DIR CASE TOOLS...  compute-sanitizer (memcheck, racecheck)
 #                         on DIR/CASE.txa, two steps without the graph;
 #   harness_parts PART:SECONDS...  bench/run_all.sh on $pack/harness one
@@ -100,6 +105,20 @@ gpt2_ab() {
   save
 }
 
+step_ab() {
+  local model="$1" dir="$2" variants="$3" profiles="$4" torch_modes="$5" steps="$6" seconds="$7" p
+  stamp "$model: $variants beside $torch_modes"
+  PRECISIONS="$variants" TORCH_MODES="$torch_modes" PROFILES="$profiles" \
+    timeout "$seconds" bash bench/step/run.sh "$dir" "$res/$model" "$model" "$steps" > "$res/$model.txt" 2>&1
+  echo "run.sh $model rc=$?" | tee -a "$res/$model.txt" "$res/timeline.txt"
+  grep -E "^\| txopt|^\| pytorch|PASS|FAIL" "$res/$model.txt" | tee -a "$res/timeline.txt"
+  for p in $profiles; do
+    grep -E "^  kernel|^  gemm|^  attention" "$res/$model/profile_$p.txt" 2>/dev/null | head -8 \
+      | sed "s/^/$p /" | tee -a "$res/timeline.txt"
+  done
+  save
+}
+
 norm_bench() {
   local dir="$1" name="$2" repeats="$3" seconds="$4"
   stamp "norm micro-benchmark: $name"
@@ -111,7 +130,14 @@ norm_bench() {
 }
 
 run_cases_check() {
-  local dir="$1"
+  local dir="$1" m
+  # A slimmed pack (slim_check_pack wrote check.sha256 beside it) gets its
+  # exports back first, unless they are there already (run_check made them).
+  if [ -f "$dir/../check.sha256" ]; then
+    for m in $regenerated_check_models; do
+      [ -f "$dir/$m.onnx.data" ] || { export_check_models "$dir"; break; }
+    done
+  fi
   stamp "the cases of $dir against the executor (run_cases.sh)"
   timeout 120 bash scripts/gpu/run_cases.sh "$dir" /tmp/cases-res > "$res/cases.txt" 2>&1
   echo "run_cases.sh rc=$?" >> "$res/cases.txt"

@@ -28,19 +28,11 @@ run_begin s45run3 s45a
 
 bias_grad_probe
 
-export_check_models "$pack/check"
 run_cases_check "$pack/check"
 
 for model in bert llama; do
-  stamp "$model: new against session 44's artifacts, beside eager AMP and torch.compile"
-  PRECISIONS="bf16 bf16-s44 fp8 fp8-s44" TORCH_MODES="eager-bf16 compile-bf16" \
-    PROFILES="bf16 bf16-s44 fp8" timeout 240 bash bench/step/run.sh "$pack/step" "/tmp/res/$model" "$model" 15 \
-    > "$res/$model.txt" 2>&1
-  echo "run.sh $model rc=$?" | tee -a "$res/$model.txt" "$res/timeline.txt"
-  grep -E "^\| txopt|^\| pytorch|PASS|FAIL" "$res/$model.txt" | tee -a "$res/timeline.txt"
-  grep -E "^  kernel|^  gemm|^  attention" "/tmp/res/$model/profile_bf16.txt" "/tmp/res/$model/profile_bf16-s44.txt" \
-    2>/dev/null | head -30 | tee -a "$res/timeline.txt"
-  save
+  step_ab "$model" "$pack/step" "bf16 bf16-s44 fp8 fp8-s44" "bf16 bf16-s44 fp8" \
+    "eager-bf16 compile-bf16" 15 240
 done
 stamp "done"
 save

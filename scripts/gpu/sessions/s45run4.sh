@@ -28,23 +28,10 @@ run_begin s45run4 s45b
 
 bias_grad_probe
 
-export_check_models "$pack/check"
 run_cases_check "$pack/check"
 
-for model in bert llama; do
-  variants="bf16 bf16-s44 fp8 fp8-s44" profiles="bf16 bf16-s44"
-  if [ "$model" = llama ]; then variants="bf16 bf16-lmhr bf16-s44 fp8 fp8-s44"; profiles="bf16 bf16-lmhr bf16-s44"; fi
-  stamp "$model: $variants, beside eager AMP and torch.compile"
-  PRECISIONS="$variants" TORCH_MODES="eager-bf16 compile-bf16" \
-    PROFILES="$profiles" timeout 200 bash bench/step/run.sh "$pack/step" "/tmp/res/$model" "$model" 15 \
-    > "$res/$model.txt" 2>&1
-  echo "run.sh $model rc=$?" | tee -a "$res/$model.txt" "$res/timeline.txt"
-  grep -E "^\| txopt|^\| pytorch|PASS|FAIL" "$res/$model.txt" | tee -a "$res/timeline.txt"
-  for p in $profiles; do
-    grep -E "^  kernel|^  gemm|^  attention" "/tmp/res/$model/profile_$p.txt" 2>/dev/null | head -8 \
-      | sed "s/^/$p /" | tee -a "$res/timeline.txt"
-  done
-  save
-done
+step_ab bert "$pack/step" "bf16 bf16-s44 fp8 fp8-s44" "bf16 bf16-s44" "eager-bf16 compile-bf16" 15 200
+step_ab llama "$pack/step" "bf16 bf16-lmhr bf16-s44 fp8 fp8-s44" "bf16 bf16-lmhr bf16-s44" \
+  "eager-bf16 compile-bf16" 15 200
 stamp "done"
 save
