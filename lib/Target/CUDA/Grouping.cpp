@@ -259,6 +259,43 @@ static bool isRecomputedExpression(Operation &op, const Materialization &plan) {
   return cost.largeReads.size() <= 1 || users.size() <= 2;
 }
 
+/// A transpose that moves rows whole, of a value in memory (through
+/// reshapes and a float cast at most), read by two or more kernels that
+/// compute their operands: each reads through it. Llama's rotary embedding
+/// reads the head split of q and k, [B, T, H, hd] -> [B, H, T, hd], three
+/// times (the product with cos and both rotate-half slices); stored, it was
+/// a kernel of its own that wrote the bf16 GEMM output again as f32 (24
+/// launches, 0.54 ms of the H200's step), which the rotary kernel then read
+/// in f32. Nothing is computed twice but index arithmetic and the cast, so
+/// k readers of an input of b bytes an element read k * b bytes, against
+/// b + c + k * c stored (c the copy's bytes an element, never less than
+/// b here): however many readers, recomputing reads less.
+static bool isRecomputedTranspose(Operation &op, const Materialization &plan) {
+  if (!isa<tx::TransposeOp>(op) || !movesRowsWhole(&op))
+    return false;
+  Value result = op.getResult(0);
+  llvm::SmallPtrSet<Operation *, 4> users(result.getUsers().begin(),
+                                           result.getUsers().end());
+  if (users.size() < 2 ||
+      !llvm::all_of(users, [](Operation *u) { return fusesOperands(u); }))
+    return false;
+  // The transpose, reshapes and one widening cast: no other arithmetic.
+  RecomputeCost cost;
+  if (!addRecomputeCost(result, plan, typeOf(result).getNumElements(),
+                        /*maxOps=*/4, /*maxReads=*/1, cost, /*throughViews=*/true))
+    return false;
+  auto widens = [](tx::CastOp c) {
+    return typeOf(c.getInput()).getElementTypeBitWidth() <=
+           typeOf(c.getResult()).getElementTypeBitWidth();
+  };
+  return llvm::count_if(cost.counted, [](Operation *o) { return isa<tx::CastOp>(o); }) <= 1 &&
+         llvm::all_of(cost.counted, [&](Operation *o) {
+           if (auto c = dyn_cast<tx::CastOp>(o))
+             return widens(c);
+           return isa<tx::TransposeOp>(o) || isViewOp(o);
+         });
+}
+
 /// An f32 elemental value read only by one cast to a narrower float type
 /// and by reductions: the backward's gradient of a linear layer's output
 /// (the GELU gradient, the concatenated q/k/v gradient), narrowed for the
@@ -447,8 +484,8 @@ void cuda::decideMaterialization(func::FuncOp step, Materialization &plan,
       continue;
     }
     if (isRecomputedCast(op, plan) || isRecomputedExpression(op, plan) ||
-        isNarrowedAndReduced(op) || isQuantizedWithItsAmax(op, plan) ||
-        scaledGradient(&op, plan))
+        isRecomputedTranspose(op, plan) || isNarrowedAndReduced(op) ||
+        isQuantizedWithItsAmax(op, plan) || scaledGradient(&op, plan))
       continue;
     for (Value result : op.getResults()) {
       bool needed = !isElementalOp(&op);

@@ -16,6 +16,7 @@
 #include "txopt/Dialect/Tx/Transforms/AttentionCasts.h"
 #include "txopt/Dialect/Tx/Transforms/CrossEntropyRows.h"
 #include "txopt/Dialect/Tx/Transforms/GemmBias.h"
+#include "txopt/Dialect/Tx/Transforms/LossBiasGradient.h"
 #include "txopt/Dialect/Tx/Transforms/GemmGelu.h"
 #include "txopt/Dialect/Tx/Transforms/GemmNormalForm.h"
 #include "txopt/Dialect/Tx/Transforms/GemmTransposes.h"
@@ -729,6 +730,12 @@ static void rewriteForLowering(func::FuncOp step, const FunctionsBesideStep &bes
   for (func::FuncOp f : all)
     if (f)
       tx::foldBiasesIntoGemms(f);
+  // An LM-head bias gradient sums the loss gradient as rounded for the
+  // head's GEMMs (tx-loss-bias-gradient), so the loss kernel writes only
+  // that rounded copy.
+  for (func::FuncOp f : all)
+    if (f)
+      tx::sumRoundedLossGradients(f);
   // A tanh GELU of a bf16/f16 GEMM's result goes to the GEMM's epilogue,
   // which also writes the pre-activation (tx-gemm-gelu).
   if (options.geluEpilogue)

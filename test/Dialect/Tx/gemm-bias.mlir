@@ -74,6 +74,48 @@ func.func @fp8(%x: tensor<4x8xf8E4M3FN>, %w: tensor<8x8xf8E4M3FN>, %sx: tensor<f
 
 // -----
 
+// BERT's masked-LM head in a bf16 step: the bias added to the widened
+// logits, read (through a reshape) by the loss and its gradient only. Their
+// row kernel takes no elementwise producer in, so the add would be a kernel
+// over the whole logits: it folds, and the loss reads the GEMM's bf16
+// result through the widening cast.
+// CHECK-LABEL: func.func @lm_head_to_loss
+// CHECK: %[[B:.*]] = tx.cast %arg2 : tensor<16xf32> to tensor<16xbf16>
+// CHECK: %[[Y:.*]] = tx.blas_gemm %arg0, %arg1, %[[B]] {transpose_b} : tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<16xbf16> -> tensor<2x4x16xbf16>
+// CHECK: %[[F:.*]] = tx.cast %[[Y]] : tensor<2x4x16xbf16> to tensor<2x4x16xf32>
+// CHECK-NOT: tx.add
+// CHECK: %[[R:.*]] = tx.reshape %[[F]] : tensor<2x4x16xf32> -> tensor<8x16xf32>
+// CHECK: tx.softmax_cross_entropy_loss %[[R]]
+// CHECK: tx.softmax_cross_entropy_grad %{{.*}}, %[[R]]
+func.func @lm_head_to_loss(%x: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, %bias: tensor<16xf32>, %labels: tensor<8xi64>, %seed: tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>) {
+  %y = tx.blas_gemm %x, %w {transpose_b} : tensor<2x4x8xbf16>, tensor<16x8xbf16> -> tensor<2x4x16xbf16>
+  %f = tx.cast %y : tensor<2x4x16xbf16> to tensor<2x4x16xf32>
+  %s = tx.add %f, %bias : tensor<2x4x16xf32>, tensor<16xf32>
+  %r = tx.reshape %s : tensor<2x4x16xf32> -> tensor<8x16xf32>
+  %loss = tx.softmax_cross_entropy_loss %r, %labels reduction(mean) : tensor<8x16xf32>, tensor<8xi64>
+  %g = tx.softmax_cross_entropy_grad %seed, %r, %labels reduction(mean) : tensor<f32>, tensor<8x16xf32>, tensor<8xi64>
+  return %loss, %g : tensor<f32>, tensor<8x16xf32>
+}
+
+// -----
+
+// Must not fire: the logits the loss reads are also read by a compute op
+// (here an exp), whose kernel adds the bias at no extra traffic.
+// CHECK-LABEL: func.func @lm_head_also_computed
+// CHECK: tx.blas_gemm %arg0, %arg1 {transpose_b} :
+// CHECK: tx.add
+func.func @lm_head_also_computed(%x: tensor<8x8xbf16>, %w: tensor<16x8xbf16>, %bias: tensor<16xf32>, %labels: tensor<8xi64>) -> (tensor<f32>, tensor<8x16xf32>) {
+  %y = tx.blas_gemm %x, %w {transpose_b} : tensor<8x8xbf16>, tensor<16x8xbf16> -> tensor<8x16xbf16>
+  %f = tx.cast %y : tensor<8x16xbf16> to tensor<8x16xf32>
+  // expected-remark @below {{bias add not folded into its GEMM: 'tx.exp' reads the sum (the add runs in its kernel)}}
+  %s = tx.add %f, %bias : tensor<8x16xf32>, tensor<16xf32>
+  %loss = tx.softmax_cross_entropy_loss %s, %labels reduction(mean) : tensor<8x16xf32>, tensor<8xi64>
+  %e = tx.exp %s : tensor<8x16xf32>
+  return %loss, %e : tensor<f32>, tensor<8x16xf32>
+}
+
+// -----
+
 // Must not fire: the sum is computed with (a GELU's first op): that kernel
 // adds the bias at no extra traffic.
 // CHECK-LABEL: func.func @read_by_compute

@@ -853,6 +853,40 @@ def GemmNormalFormPass : Pass<"tx-gemm-normal-form", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
 }
 
+def LossBiasGradientPass : Pass<"tx-loss-bias-gradient", "::mlir::func::FuncOp"> {
+  let summary = "Sum an LM-head bias gradient over the loss gradient as rounded for the GEMMs";
+  let description = [{
+    A loss gradient (`tx.softmax_cross_entropy_grad`, f32) that is read,
+    through reshapes, only by column sums (an LM head's bias gradient) and
+    by one cast to bf16 or f16 (its gradient GEMMs' operand): the sums read
+    the rounded copy, widened, instead. PyTorch's autocast does the same
+    (an autocast `F.linear`'s bias gradient reduces its bf16 output
+    gradient). The f32 gradient is then read by the cast alone, which the
+    GPU's loss kernel absorbs: it writes the gradient in bf16, never in
+    f32 (BERT's head: 16384 x 30528, 2 GB), and the sum reads 1 GB of bf16
+    where it read 2 GB and wrote the bf16 copy. The rounding is taken once,
+    right after the loss op; the old cast's readers and the sums read views
+    of it.
+
+    Must not fire (a remark says why, where something sums the gradient):
+    a gradient any other op reads in f32 (it is stored in f32 anyway), one
+    no cast rounds to bf16/f16, a gradient not in f32. A loss gradient no
+    sum reads (an LM head without a bias) is left alone, silently. The GPU
+    lowering runs it beside tx-gemm-bias.
+
+    ```mlir
+    %g = tx.softmax_cross_entropy_grad %seed, %logits, %labels reduction(mean) : tensor<f32>, tensor<8x16xf32>, tensor<8xi64>
+    %db = tx.reduce_sum %g axes [0] : tensor<8x16xf32>
+    %h = tx.cast %g : tensor<8x16xf32> to tensor<8x16xbf16>
+    // becomes
+    %r = tx.cast %g : tensor<8x16xf32> to tensor<8x16xbf16>
+    %w = tx.cast %r : tensor<8x16xbf16> to tensor<8x16xf32>
+    %db = tx.reduce_sum %w axes [0] : tensor<8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::txopt::tx::TxDialect"];
+}
+
 def GemmBiasPass : Pass<"tx-gemm-bias", "::mlir::func::FuncOp"> {
   let summary = "Fold a row-vector bias into its GEMM's epilogue where no kernel would absorb the add";
   let description = [{
@@ -860,7 +894,9 @@ def GemmBiasPass : Pass<"tx-gemm-bias", "::mlir::func::FuncOp"> {
     the sum's readers compute with it, the add runs in their kernel at no
     extra traffic. Where only library calls read it through views, the add
     is a kernel of its own, reading and writing the whole product (GPT-2's
-    q/k/v projection before cuDNN's attention). Views: reshapes; before
+    q/k/v projection before cuDNN's attention). The loss and its gradient
+    count as such readers: their row kernel takes no elementwise producer
+    in (BERT's LM-head bias). Views: reshapes; before
     `tx.attention`/`tx.attention_grad` also the head split (split,
     transpose: cuDNN's strides) and the cast back to the GEMM's type (it
     cancels the widening cast); before a `tx.blas_gemm`, reshapes only. This
