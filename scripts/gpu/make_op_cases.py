@@ -90,6 +90,35 @@ def linear_norm_residual(name, rows, width):
         "loss = ReduceMean <keepdims = 0> (t2)"])
 
 
+def norm_grad_inputs(name, rows, width):
+    """Two pre-norm blocks on one residual stream, as a Llama layer: an
+    RMSNorm (from its decomposition) read by three GEMMs (a SwiGLU-like
+    gate, up and a third branch), then a LayerNorm read by two, each block
+    added back to the stream. Each norm gradient's dy is the sum of its
+    readers' input gradients (16-bit GEMM outputs under --precision=bf16,
+    added in f32), which the norm-gradient kernel computes instead of an
+    add kernel storing it (RowKernels.cpp, normGradInputComputedByNormGrad).
+    The GEMMs' other side is 8 wide, so the weights stay small."""
+    return model(name, [f"float[{rows}, 8] x"],
+                 [weights("w0", [8, width]), weights("g1", [width]),
+                  weights("wa", [width, 8], 0.2), weights("wb", [width, 8], 0.25),
+                  weights("wc", [width, 8], 0.15), weights("wo", [8, width], 0.3),
+                  weights("s2", [width]), weights("c2", [width], 0.1),
+                  weights("wp", [width, 8], 0.2), weights("wq", [width, 8], 0.3),
+                  weights("wr", [8, width], 0.25)], [
+        "h0 = MatMul(x, w0)",
+        "sq = Mul(h0, h0)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
+        "eps = Constant <value = float {1e-6}> ()", "ve = Add(ms, eps)", "rt = Sqrt(ve)",
+        "rn = Div(h0, rt)", "y1 = Mul(rn, g1)",
+        "a = MatMul(y1, wa)", "b = MatMul(y1, wb)", "c = MatMul(y1, wc)",
+        "sa = Sigmoid(a)", "ga = Mul(a, sa)", "gb = Mul(ga, b)", "gc = Add(gb, c)",
+        "o1 = MatMul(gc, wo)", "h1 = Add(h0, o1)",
+        "y2 = LayerNormalization <axis = -1> (h1, s2, c2)",
+        "p = MatMul(y2, wp)", "q = MatMul(y2, wq)", "tp = Tanh(p)", "pq = Mul(tp, q)",
+        "o2 = MatMul(pq, wr)", "h2 = Add(h1, o2)",
+        "t = Tanh(h2)", "loss = ReduceMean <keepdims = 0> (t)"])
+
+
 CASES = {
     # Elementwise math and broadcasting, fused into loop kernels.
     "elementwise": model("ew", ["float[4, 6, 8] x"], [weights("w", [6, 8]), weights("b", [8])], [
@@ -231,6 +260,17 @@ CASES = {
     "norm_bias_epilogue_8192": linear_then_norms("nk", 72, 8192),
     # dx and its bf16 copy both stored (the residual stream reads dx).
     "norm_bias_epilogue_residual_bf16": linear_norm_residual("nr", 4100, 768),
+    # Norm gradients computing their dy (the sum of the GEMMs' input
+    # gradients) and a residual gradient nothing stores: rows of 768 in
+    # bf16 (warp rows, 4100 rows: a warp walks two), of 2048 in bf16
+    # (block rows in registers, the next row's inputs loaded ahead), of 34
+    # in f32; and of 8200 in f32, past the rows a block holds in
+    # registers, where the add keeps its kernel (dy would be computed
+    # twice).
+    "norm_grad_inputs_768_bf16": norm_grad_inputs("gi", 4100, 768),
+    "norm_grad_inputs_2048_bf16": norm_grad_inputs("gj", 96, 2048),
+    "norm_grad_inputs_34": norm_grad_inputs("gk", 64, 34),
+    "norm_grad_inputs_8200": norm_grad_inputs("gl", 4, 8200),
     # Softmax cross-entropy (mean, ignore_index) on rank-2 scores.
     "cross_entropy": model("ce", ["float[6, 8] x", "int64[6] labels"], [weights("w", [8, 10])], [
         "s = MatMul(x, w)", "loss = SoftmaxCrossEntropyLoss <reduction = \"mean\", ignore_index = 3> (s, labels)"]),
@@ -398,7 +438,9 @@ FLAGS = {"norms": "--no-fuse=norms", "embedding_tied_bf16": "--precision=bf16",
          "attention_qkv_bias_bf16": "--precision=bf16",
          "norm_bias_epilogue_768_bf16": "--precision=bf16",
          "norm_bias_epilogue_2048_bf16": "--precision=bf16",
-         "norm_bias_epilogue_residual_bf16": "--precision=bf16"}
+         "norm_bias_epilogue_residual_bf16": "--precision=bf16",
+         "norm_grad_inputs_768_bf16": "--precision=bf16",
+         "norm_grad_inputs_2048_bf16": "--precision=bf16"}
 
 
 def main():

@@ -66,7 +66,8 @@ struct LoweringContext {
   /// (scheduleRecomputesIntoColumnSums).
   llvm::DenseMap<Operation *, Value> recomputedBySum;
   /// Norms whose kernel computes and stores their input (the residual
-  /// add before them), by norm op (computeNormInputsInNorms).
+  /// add before them), and norm gradients whose kernel computes their dy
+  /// (the sum of partial input gradients), by op (computeNormInputsInNorms).
   llvm::DenseMap<Operation *, Value> normComputedInputs;
   /// FP8 GEMM operands already written transposed ([..., N, K], the layout
   /// cuBLASLt's FP8 GEMM reads B in), by the buffer holding them.
@@ -284,7 +285,8 @@ LogicalResult lowerElementalValue(LoweringContext &ctx, Value value);
 LogicalResult lowerReduction(LoweringContext &ctx, Operation *op);
 LogicalResult lowerNorm(LoweringContext &ctx, Operation *op);
 /// Marks each norm whose kernel computes its input (the elemental op right
-/// before it, whose kernel then goes): after the grouping, before lowering.
+/// before it, whose kernel then goes), and each norm gradient whose kernel
+/// computes its dy: after the grouping, before lowering.
 void computeNormInputsInNorms(LoweringContext &ctx, func::FuncOp func);
 LogicalResult lowerNormGrad(LoweringContext &ctx, Operation *op);
 LogicalResult lowerSoftmax(LoweringContext &ctx, Operation *op);

@@ -421,35 +421,46 @@ struct RowKernel {
   /// seedRow hands to the sweeps once |row| is the current row.
   Value loadAhead(Value tensor, Value row, int64_t step) {
     auto &b = kb.builder();
+    if (computed.contains(tensor))
+      return computedElement(tensor, row, safeStepElement(step));
     return kb.load(tensor, arith::AddIOp::create(b, arith::MulIOp::create(b, row, kb.idx(length)),
                                                  safeStepElement(step)));
   }
 
-  /// Tensors this kernel computes from their inputs instead of loading
-  /// (and stores itself): a norm's input (normInputComputedByNorm).
+  /// Tensors this kernel computes from their inputs instead of loading: a
+  /// norm's input (normInputComputedByNorm; the norm stores it too) or a
+  /// norm gradient's dy (normGradInputComputedByNormGrad; stored by none).
   llvm::DenseSet<Value> computed;
 
 private:
-  /// Element |j| of the current row of |tensor|: loaded, or computed and
-  /// rounded to the tensor's type as its store would round it.
+  /// Element |j| of the current row of |tensor|: loaded, or computed.
   Value element(Value tensor, Value j) {
     if (!computed.contains(tensor))
       return kb.load(tensor, at(j));
-    Value value = kb.emitComputed(tensor, rowElementIndex(tensor, j));
+    return computedElement(tensor, row, j);
+  }
+
+  /// Element |j| of row |r| of the computed |tensor|, rounded to the
+  /// tensor's type as its store would have rounded it.
+  Value computedElement(Value tensor, Value r, Value j) {
+    Value value = kb.emitComputed(tensor, rowElementIndex(tensor, r, j));
     return kb.roundTo(value, typeOf(tensor).getElementType());
   }
 
-  /// The multi-index of element |j| of the current row of |tensor|. When
-  /// the row is the innermost dim, j itself is the innermost index and only
-  /// the row is delinearized: from the delinearized linear index (a
-  /// remainder by the row length) LLVM could not see that a lane's
-  /// consecutive j are consecutive addresses, and kept the loads of a
-  /// computed norm input (GPT-2's bias + residual) 2 and 4 bytes wide.
-  llvm::SmallVector<Value> rowElementIndex(Value tensor, Value j) {
+  /// The multi-index of element |j| of row |r| of |tensor|. When the row is
+  /// the innermost dim, j itself is the innermost index and only the row is
+  /// delinearized: from the delinearized linear index (a remainder by the
+  /// row length) LLVM could not see that a lane's consecutive j are
+  /// consecutive addresses, and kept the loads of a computed norm input
+  /// (GPT-2's bias + residual) 2 and 4 bytes wide.
+  llvm::SmallVector<Value> rowElementIndex(Value tensor, Value r, Value j) {
     llvm::ArrayRef<int64_t> shape = typeOf(tensor).getShape();
-    if (shape.empty() || shape.back() != length)
-      return kb.delinearize(at(j), shape);
-    llvm::SmallVector<Value> index = kb.delinearize(row, shape.drop_back());
+    if (shape.empty() || shape.back() != length) {
+      auto &b = kb.builder();
+      return kb.delinearize(
+          arith::AddIOp::create(b, arith::MulIOp::create(b, r, kb.idx(length)), j), shape);
+    }
+    llvm::SmallVector<Value> index = kb.delinearize(r, shape.drop_back());
     index.push_back(j);
     return index;
   }
@@ -490,12 +501,46 @@ static Value normInputComputedByNorm(LoweringContext &ctx, Operation *op) {
   return x;
 }
 
+/// The incoming gradient dy of the norm gradient |op| when the norm
+/// gradient's kernel can compute it instead of loading it: an elemental op
+/// in memory that nothing else reads. Llama's q/k/v and gate/up
+/// projections each read the norm's output, so its gradient is the sum of
+/// their GEMMs' input gradients (16-bit, added in f32): an add kernel
+/// read those 2 or 3 products and wrote dy in f32 (50 MB a layer at
+/// 16384 x 768), and the norm gradient read it back. Computed in the norm
+/// gradient, dy is never stored: the kernel reads the products (rounded
+/// as the add's store would round the sum, so the same bits). Rows must be
+/// held in registers (warp rows, or block rows that fit), where the row's
+/// elements are loaded once for the kernel's two passes over them; a
+/// strided block row would compute dy twice.
+static Value normGradInputComputedByNormGrad(LoweringContext &ctx, Operation *op) {
+  if (!isa<tx::LayerNormGradOp, tx::RMSNormGradOp>(op))
+    return nullptr;
+  Value dy = op->getOperand(0);
+  Operation *def = dy.getDefiningOp();
+  if (!def || def->getBlock() != op->getBlock() || !isElementalOp(def) || isViewOp(def) ||
+      def->getNumResults() != 1 || !ctx.plan.isMaterialized(dy) ||
+      ctx.loweredElsewhere.contains(def) || ctx.plan.absorbedCasts.contains(def) ||
+      ctx.plan.storedAs.count(dy) || ctx.bufferOfValue.count(dy))
+    return nullptr;
+  if (llvm::any_of(dy.getUsers(), [&](Operation *user) { return user != op; }))
+    return nullptr;
+  int64_t d = typeOf(dy).getRank() ? typeOf(dy).getShape().back() : 0;
+  if (d <= 0 || !(usesWarpRows(d) || blockRowInRegisters(d, kNormRowElementsInRegisters)))
+    return nullptr;
+  return dy;
+}
+
 void cuda::computeNormInputsInNorms(LoweringContext &ctx, func::FuncOp func) {
-  for (Operation &op : func.getBody().front())
-    if (Value x = normInputComputedByNorm(ctx, &op)) {
-      ctx.normComputedInputs[&op] = x;
-      ctx.loweredElsewhere.insert(x.getDefiningOp());
+  for (Operation &op : func.getBody().front()) {
+    Value computed = normInputComputedByNorm(ctx, &op);
+    if (!computed)
+      computed = normGradInputComputedByNormGrad(ctx, &op);
+    if (computed) {
+      ctx.normComputedInputs[&op] = computed;
+      ctx.loweredElsewhere.insert(computed.getDefiningOp());
     }
+  }
 }
 
 /// tx.layer_norm / tx.rms_norm: y, [mean,] rstd over the innermost dim.
@@ -618,10 +663,14 @@ LogicalResult cuda::lowerNorm(LoweringContext &ctx, Operation *op) {
 constexpr int64_t kRowBlocks = 1024;
 
 /// The residual connection's gradient after a norm's: `dx + r`, the only
-/// reader of the norm gradient's dx, with r the same shape, in memory and
-/// computed before the norm gradient. The norm-gradient kernel then writes
-/// the sum (one f32 add, as the add kernel would) and neither dx nor the add
-/// kernel exists: one write and two reads of the activation gradient fewer.
+/// reader of the norm gradient's dx, with r the same shape, computed before
+/// the norm gradient: in memory, or an elemental expression of values in
+/// memory that the kernel computes as the add kernel would have (a
+/// pre-norm block's two residual branches: dx1 + (dx2 + dout), the
+/// incoming gradient of the block's second residual add never stored).
+/// The norm-gradient kernel then writes the sum (one f32 add, as the add
+/// kernel would) and neither dx nor the add kernel exists: one write and
+/// two reads of the activation gradient fewer.
 static tx::AddOp residualEpilogue(LoweringContext &ctx, Operation *normGrad) {
   Value dx = normGrad->getResult(0);
   if (!dx.hasOneUse() || !typeOf(dx).getElementType().isF32() ||
@@ -633,12 +682,20 @@ static tx::AddOp residualEpilogue(LoweringContext &ctx, Operation *normGrad) {
       ctx.bufferOfValue.count(add.getResult()))
     return nullptr;
   Value r = add.getLhs() == dx ? add.getRhs() : add.getLhs();
-  Operation *def = r.getDefiningOp();
-  if (r.getType() != dx.getType() || !ctx.plan.isMaterialized(r) ||
-      ctx.plan.storedAs.count(r) ||
-      (def && (def->getBlock() != normGrad->getBlock() || !def->isBeforeInBlock(normGrad))))
+  if (r.getType() != dx.getType() || ctx.plan.storedAs.count(r))
     return nullptr;
-  return add;
+  auto computedBefore = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return !def || (def->getBlock() == normGrad->getBlock() && def->isBeforeInBlock(normGrad));
+  };
+  if (ctx.plan.isMaterialized(r))
+    return computedBefore(r) ? add : nullptr;
+  Operation *def = r.getDefiningOp();
+  if (!def || !isElementalOp(def))
+    return nullptr;
+  llvm::SetVector<Value> inputs;
+  KernelBuilder::collectInputs(r, ctx.plan, inputs);
+  return llvm::all_of(inputs, computedBefore) ? add : nullptr;
 }
 
 namespace {
@@ -865,9 +922,15 @@ static llvm::SmallVector<Value, 2> rowValues(KernelBuilder &kb, const NormGradBu
 static LogicalResult launchNormGrad(LoweringContext &ctx, Operation *op, KernelBuilder &kb,
                                     llvm::ArrayRef<Value> outputs, llvm::ArrayRef<Value> inputs,
                                     const NormGradBuffers &buffers, int64_t blocks,
-                                    int64_t cols, bool center, int64_t d) {
+                                    int64_t cols, bool center, int64_t d,
+                                    bool computesRows) {
   tx::ReduceSumOp epilogueSum = buffers.epilogue.sum;
   kb.finish();
+  // Row tensors computed here interleave their loads with the math that
+  // computes them (a tanh's branches split the block): grouped, the
+  // loads of a group's consecutive elements merge into 16-byte ones.
+  if (computesRows)
+    kb.groupMemoryAccesses();
   if (failed(kb.status()))
     return failure();
   llvm::SmallVector<unsigned> written = ctx.buffersOf(buffers.rowOutputs);
@@ -916,8 +979,9 @@ constexpr int64_t kCombineSlots = 16;
 static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, bool center,
                                            llvm::ArrayRef<Value> outputs,
                                            llvm::ArrayRef<Value> inputs, Value addend,
-                                           ColumnSumEpilogue epilogue, int64_t d,
-                                           int64_t rows) {
+                                           llvm::ArrayRef<Value> computed,
+                                           ColumnSumEpilogue epilogue,
+                                           int64_t d, int64_t rows) {
   Value dy = op->getOperand(0), x = op->getOperand(1), gamma = op->getOperand(2);
   Value mean = center ? op->getOperand(3) : Value();
   Value rstd = op->getOperand(center ? 4 : 3);
@@ -946,6 +1010,7 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
                kWarpsPerBlock * 32 * (sumsInShared ? total : kCombineSlots),
                kRowElementsInRegisters, width);
   KernelBuilder &kb = rk.kb;
+  rk.computed.insert(computed.begin(), computed.end());
   auto &b = kb.builder();
   Value partials, sumPartials; // plain names: lambdas below capture them
   std::tie(partials, sumPartials) = buffers.insertArguments(kb, blocks, cols, d);
@@ -1051,7 +1116,8 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
       });
     }
   }
-  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, blocks, cols, center, d);
+  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, blocks, cols, center, d,
+                        !computed.empty());
 }
 
 namespace {
@@ -1106,20 +1172,40 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
   int64_t d = typeOf(x).getShape().back();
   int64_t rows = d ? typeOf(x).getNumElements() / d : 0;
   llvm::SmallVector<Value> outputs(op->getResults().begin(), op->getResults().end());
-  llvm::SmallVector<Value> inputs{dy, x, gamma, rstd};
+  // Row tensors the kernel computes from what they are computed from
+  // instead of loading them: dy (normGradInputComputedByNormGrad), and a
+  // residual epilogue's r when no kernel stored it.
+  llvm::SmallVector<Value, 2> computed;
+  if (auto it = ctx.normComputedInputs.find(op); it != ctx.normComputedInputs.end())
+    computed.push_back(it->second);
+  llvm::SetVector<Value> inputSet;
+  auto readRow = [&](Value v) {
+    if (llvm::is_contained(computed, v))
+      KernelBuilder::collectInputs(v, ctx.plan, inputSet);
+    else
+      inputSet.insert(v);
+  };
+  readRow(dy);
+  inputSet.insert(x);
+  inputSet.insert(gamma);
+  inputSet.insert(rstd);
   if (center)
-    inputs.push_back(mean);
+    inputSet.insert(mean);
   // dx, or with a residual epilogue dx + r in the add's place.
   Value addend;
   if (tx::AddOp residual = residualEpilogue(ctx, op)) {
     addend = residual.getLhs() == outputs[0] ? residual.getRhs() : residual.getLhs();
     outputs[0] = residual.getResult();
-    inputs.push_back(addend);
+    if (!ctx.plan.isMaterialized(addend))
+      computed.push_back(addend);
+    readRow(addend);
     ctx.loweredElsewhere.insert(residual);
   }
+  llvm::SmallVector<Value> inputs(inputSet.begin(), inputSet.end());
   ColumnSumEpilogue epilogue = columnSumEpilogue(ctx, op, outputs[0]);
   if (usesWarpRows(d) && rows > 0)
-    return lowerNormGradWarpRows(ctx, op, center, outputs, inputs, addend, epilogue, d, rows);
+    return lowerNormGradWarpRows(ctx, op, center, outputs, inputs, addend, computed, epilogue,
+                                 d, rows);
   int64_t perBlock = ceilDiv(std::max<int64_t>(rows, 1), kRowBlocks);
   int64_t blocks = ceilDiv(std::max<int64_t>(rows, 1), perBlock);
   int64_t paramSums = static_cast<int64_t>(outputs.size()) - 1; // dgamma [, dbeta]
@@ -1148,6 +1234,7 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
                sumsInShared ? slots.floats(sums) : kReduceFloats, kNormRowElementsInRegisters,
                width);
   KernelBuilder &kb = rk.kb;
+  rk.computed.insert(computed.begin(), computed.end());
   auto &b = kb.builder();
   Value partials, sumPartials; // plain names: lambdas below capture them
   std::tie(partials, sumPartials) = buffers.insertArguments(kb, blocks, cols, d);
@@ -1262,7 +1349,8 @@ LogicalResult cuda::lowerNormGrad(LoweringContext &ctx, Operation *op) {
       });
     });
   }
-  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, blocks, cols, center, d);
+  return launchNormGrad(ctx, op, kb, outputs, inputs, buffers, blocks, cols, center, d,
+                        !computed.empty());
 }
 
 /// tx.softmax over any axis: one block per row along the axis; rows of an
