@@ -29,9 +29,10 @@ Why this shape of graph:
     transformer's residual stream reads it. Its forward (x * a + b) is
     computed inside the norm's kernel, reading x once, as x + b was.
   * The loss multiplies by c so the norm's output gradient dy (= c broadcast
-    over rows, stored by one elementwise kernel before the norm gradient)
-    is not a constant: the norm-gradient kernel reads a full [R, H] dy as
-    it would in a model. c is [1, H] rather than [R, H] only to halve the
+    over rows, stored by one elementwise kernel before the norm gradient:
+    prepare.sh compiles with --no-norm-grad-input-fusion, or the norm
+    gradient would compute it from c itself) is not a constant: the
+    norm-gradient kernel reads a full [R, H] dy as it would in a model. c is [1, H] rather than [R, H] only to halve the
     host time txrun spends drawing random inputs (8192x8192 would take
     seconds per run); the norm kernels read the same bytes either way.
   * gamma (and beta) are parameters too, so the gradient kernels also sum

@@ -162,6 +162,11 @@ OPTIONS:
   --no-loss-grad-fusion   Give the cross-entropy gradient its own kernel
                           after the loss's, reading the logits from memory
                           again, instead of writing it from the loss's kernel.
+  --no-norm-grad-input-fusion
+                          Store a norm gradient's dy (the sum of its readers'
+                          input gradients) and its residual gradient with
+                          kernels of their own, instead of computing them in
+                          the norm-gradient kernel.
   --no-packed-casts       Cast each f32 parameter to bf16/f16 in its own
                           launch instead of all in one packed launch.
   --weights=DIR           Start from trained weights: every parameter takes
@@ -524,10 +529,11 @@ static bool checkCombinations(const Options &options, std::string &error) {
   }
   if ((options.gpuPlanPath || options.gpuKernelsPath || options.gpuPtxPath ||
        options.allowTF32 || options.noGeluEpilogue || options.noLossGradFusion ||
-       options.noPackedCasts) &&
+       options.noNormGradInputFusion || options.noPackedCasts) &&
       !options.emitsArtifact()) {
     error = "--gpu-plan, --gpu-kernels, --gpu-ptx, --tf32, --no-gelu-epilogue, "
-            "--no-loss-grad-fusion and --no-packed-casts need -o FILE.txa";
+            "--no-loss-grad-fusion, --no-norm-grad-input-fusion and --no-packed-casts "
+            "need -o FILE.txa";
     return false;
   }
   if (options.input.empty() && !options.showHelp && !options.showVersion) {
@@ -583,6 +589,8 @@ bool txopt_cli::parseOptions(int argc, char **argv, Options &options,
       options.noGeluEpilogue = true;
     } else if (arg == "--no-loss-grad-fusion") {
       options.noLossGradFusion = true;
+    } else if (arg == "--no-norm-grad-input-fusion") {
+      options.noNormGradInputFusion = true;
     } else if (arg == "--no-packed-casts") {
       options.noPackedCasts = true;
     } else if (arg == "--fp8-attention") {

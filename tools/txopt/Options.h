@@ -98,6 +98,7 @@ struct Options {
   bool allowTF32 = false;
   bool noGeluEpilogue = false; ///< --no-gelu-epilogue
   bool noLossGradFusion = false; ///< --no-loss-grad-fusion
+  bool noNormGradInputFusion = false; ///< --no-norm-grad-input-fusion
   bool noPackedCasts = false; ///< --no-packed-casts
   bool emitsArtifact() const {
     return llvm::StringRef(output).ends_with(".txa");

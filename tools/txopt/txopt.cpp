@@ -135,6 +135,7 @@ std::string compileGPUStep(ModuleOp module, const Options &options,
   gpuOptions.allowTF32 = options.allowTF32;
   gpuOptions.geluEpilogue = !options.noGeluEpilogue;
   gpuOptions.lossGradientFusion = !options.noLossGradFusion;
+  gpuOptions.normGradInputFusion = !options.noNormGradInputFusion;
   gpuOptions.packParameterCasts = !options.noPackedCasts;
   if (failed(cuda::lowerStepForGPU(module, step, gpuOptions, program)))
     return collector.firstError().empty() ? "GPU lowering failed"

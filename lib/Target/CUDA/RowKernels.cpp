@@ -514,7 +514,7 @@ static Value normInputComputedByNorm(LoweringContext &ctx, Operation *op) {
 /// elements are loaded once for the kernel's two passes over them; a
 /// strided block row would compute dy twice.
 static Value normGradInputComputedByNormGrad(LoweringContext &ctx, Operation *op) {
-  if (!isa<tx::LayerNormGradOp, tx::RMSNormGradOp>(op))
+  if (!ctx.options.normGradInputFusion || !isa<tx::LayerNormGradOp, tx::RMSNormGradOp>(op))
     return nullptr;
   Value dy = op->getOperand(0);
   Operation *def = dy.getDefiningOp();
@@ -691,7 +691,7 @@ static tx::AddOp residualEpilogue(LoweringContext &ctx, Operation *normGrad) {
   if (ctx.plan.isMaterialized(r))
     return computedBefore(r) ? add : nullptr;
   Operation *def = r.getDefiningOp();
-  if (!def || !isElementalOp(def))
+  if (!ctx.options.normGradInputFusion || !def || !isElementalOp(def))
     return nullptr;
   llvm::SetVector<Value> inputs;
   KernelBuilder::collectInputs(r, ctx.plan, inputs);
@@ -1011,6 +1011,12 @@ static LogicalResult lowerNormGradWarpRows(LoweringContext &ctx, Operation *op, 
                kRowElementsInRegisters, width);
   KernelBuilder &kb = rk.kb;
   rk.computed.insert(computed.begin(), computed.end());
+  // Computing dy and r keeps their inputs live beside the row: ptxas gave
+  // Llama's first-layer norm gradient (dy from three products, r from two
+  // f32 gradients) 168 registers, one block an SM. Two blocks an SM, as
+  // the kernel that loads dy has (110 registers).
+  if (!computed.empty())
+    kb.setMinBlocksPerSM(2);
   auto &b = kb.builder();
   Value partials, sumPartials; // plain names: lambdas below capture them
   std::tie(partials, sumPartials) = buffers.insertArguments(kb, blocks, cols, d);

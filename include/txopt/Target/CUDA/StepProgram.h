@@ -332,6 +332,11 @@ struct GPUOptions {
   /// loss gradient is known before the loss (RowKernels.cpp,
   /// gradientComputedByLoss; --no-loss-grad-fusion turns it off).
   bool lossGradientFusion = true;
+  /// A norm gradient's kernel computes its dy, and a residual epilogue's r,
+  /// when no kernel needs them stored (RowKernels.cpp,
+  /// normGradInputComputedByNormGrad, residualEpilogue;
+  /// --no-norm-grad-input-fusion turns it off).
+  bool normGradInputFusion = true;
   /// The forward's parameter casts to bf16/f16 in one packed launch
   /// (PackedKernels.cpp, packParameterCasts; --no-packed-casts turns it off).
   bool packParameterCasts = true;
