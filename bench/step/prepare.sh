@@ -6,7 +6,7 @@
 # the GPU machine needs: the artifacts (weights stay by reference; the GPU machine regenerates them with
 # the same seed and checks this checksum), the --report files (kernel
 # launches, planned memory) and the compile times.
-# Usage: bench/step/prepare.sh DIR [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-tanh|gpt1.3b-d128|llama|bert]
+# Usage: [PRECISIONS="bf16 fp8 ..."] bench/step/prepare.sh DIR [gpt2|gpt2-tanh|gpt1.3b|gpt1.3b-tanh|gpt1.3b-d128|llama|bert]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="$1" model="${2:-gpt2}"
@@ -68,6 +68,11 @@ case "$model" in
   # default for a GPU step) against the unaligned one (*-nopad).
   bert) precisions=(fp32 bf16 fp8 bf16-nopad fp8-nopad) ;;
 esac
+# PRECISIONS="bf16 fp8 ..." compiles those configurations only (a device
+# session's A/B pack, where the rest would only take time and room).
+if [ -n "${PRECISIONS:-}" ]; then
+  read -r -a precisions <<< "$PRECISIONS"
+fi
 for precision in "${precisions[@]}"; do
   case "$precision" in
     fp8-attention) flags=(--precision=fp8 --fp8-attention) ;;
@@ -84,6 +89,10 @@ for precision in "${precisions[@]}"; do
     # The ZeRO-1 step for one rank (run.sh starts it as rank 0 of 1, NCCL).
     *-dp1) flags=(--precision="${precision%-dp1}" --data-parallel=1) ;;
     *-nopad) flags=(--precision="${precision%-nopad}" --no-pad-loss-classes) ;;
+    # The norm gradients' dy and residual gradient stored by add kernels
+    # (--no-norm-grad-input-fusion), the A/B of computing them in the
+    # norm-gradient kernel.
+    *-nonormgrad) flags=(--precision="${precision%-nonormgrad}" --no-norm-grad-input-fusion) ;;
     fp8-cached) flags=(--precision=fp8 --fp8-weight-cache=on) ;;
     fp8-fast) flags=(--precision=fp8 --fp8-fast-accumulation=forward) ;;
     *-clip) flags=(--precision="${precision%-clip}" --grad-clip=1.0) ;;

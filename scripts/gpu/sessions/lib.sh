@@ -139,7 +139,7 @@ run_cases_check() {
     done
   fi
   stamp "the cases of $dir against the executor (run_cases.sh)"
-  timeout 120 bash scripts/gpu/run_cases.sh "$dir" /tmp/cases-res > "$res/cases.txt" 2>&1
+  timeout 180 bash scripts/gpu/run_cases.sh "$dir" /tmp/cases-res > "$res/cases.txt" 2>&1
   echo "run_cases.sh rc=$?" >> "$res/cases.txt"
   grep -E "cases passed|rc=|FAIL|failed" "$res/cases.txt" | tee -a "$res/timeline.txt"
   save
