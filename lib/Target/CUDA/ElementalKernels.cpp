@@ -56,7 +56,13 @@ LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
     // its stores are consecutive and 16-byte aligned (buffers are, and rows
     // hold a multiple of |lanes|), which LLVM's load/store vectorizer turns
     // into one 16-byte access each; a thread past the end computes the last
-    // group and stores nothing.
+    // group and stores nothing. A concatenation or pad along the innermost
+    // axis is computed for the whole group under one branch on the piece
+    // it lies in (emitComputedGroup): with a branch per element, Llama's
+    // rotary kernels loaded q and k 2 bytes at a time (33% of the copy
+    // bandwidth on the H100, session 46). A group of whole runs a thread
+    // (session 45's try: constant positions, no branch) was slower still:
+    // a warp's accesses then lay a run apart.
     auto shape = typeOf(value).getShape();
     int64_t groups = n / lanes;
     Value group = arith::AddIOp::create(
@@ -70,11 +76,12 @@ LogicalResult cuda::lowerElementalValue(LoweringContext &ctx, Value value) {
     groupShape.back() /= lanes;
     llvm::SmallVector<Value> index = kb.delinearize(clamped, groupShape);
     Value column = arith::MulIOp::create(b, index.back(), kb.idx(lanes));
-    llvm::SmallVector<Value> values;
+    llvm::SmallVector<llvm::SmallVector<Value>> indices;
     for (int64_t k = 0; k < lanes; ++k) {
       index.back() = arith::AddIOp::create(b, column, kb.idx(k));
-      values.push_back(kb.emitComputed(value, index));
+      indices.push_back(index);
     }
+    llvm::SmallVector<Value> values = kb.emitComputedGroup(value, indices, column);
     Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group, kb.idx(groups));
     kb.ifThen(inRange, [&] {
       for (int64_t k = 0; k < lanes; ++k)

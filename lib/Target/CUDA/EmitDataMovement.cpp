@@ -49,6 +49,21 @@ Value KernelBuilder::emitConcat(Operation *op, Type elementType, llvm::ArrayRef<
   }
   if (parts.empty())
     return emitFailure(op, "concat of empty tensors", elementType);
+  // In a group of emitComputedGroup: one branch on the group's column.
+  if (axis == rank - 1) {
+    llvm::SmallVector<std::pair<int64_t, int64_t>> pieces;
+    for (auto [part, partOffset] : parts)
+      pieces.push_back({partOffset, partOffset + tensorType(part).getShape()[axis]});
+    Value grouped = emitGroupPieces(op, index, elementType, pieces,
+                                    [&](size_t k, llvm::ArrayRef<Value> at) {
+      auto [part, partOffset] = parts[k];
+      llvm::SmallVector<Value> in(at.begin(), at.end());
+      in[axis] = arith::SubIOp::create(b, at[axis], idx(partOffset));
+      return emit(part, in);
+    });
+    if (grouped)
+      return grouped;
+  }
   // Only the part the element lies in is read: an if/else chain on
   // the position along the axis. (Reading every part at a clamped
   // index and selecting multiplied the loads by the number of parts;
@@ -81,6 +96,197 @@ Value KernelBuilder::emitConcat(Operation *op, Type elementType, llvm::ArrayRef<
 
 /// Reshapes, transposes, slices, concatenation, padding, splits, expand,
 /// trilu: the element of the input at a remapped index.
+Value KernelBuilder::padFill(Operation *pad, Type elementType) {
+  double value = cast<tx::PadOp>(pad).getValue().convertToDouble();
+  Type ct = computeType(elementType);
+  if (isa<FloatType>(ct))
+    return roundTo(arith::ConstantOp::create(b, b.getFloatAttr(ct, value)), elementType);
+  if (ct.isInteger(1))
+    return arith::ConstantIntOp::create(b, value != 0.0, 1);
+  return arith::ConstantIntOp::create(b, static_cast<int64_t>(value), 64);
+}
+
+llvm::SmallVector<Value>
+KernelBuilder::emitComputedGroup(Value v, llvm::ArrayRef<llvm::SmallVector<Value>> indices,
+                                 Value column) {
+  std::optional<InnermostGroup> outer = std::move(innermostGroup);
+  innermostGroup = InnermostGroup{{}, column};
+  for (const auto &index : indices)
+    innermostGroup->positions.push_back(index.back());
+  // The concatenations and pads first: their branches then come before
+  // every other access of the group, and those sit together after them,
+  // where LLVM merges them (the first element's loads, left before a
+  // branch, kept the rest from merging whole).
+  emitGroupPiecesFirst(v, indices.front(), /*withRoot=*/false);
+  llvm::SmallVector<Value> values;
+  for (const auto &index : indices)
+    values.push_back(emitComputed(v, index));
+  innermostGroup = std::move(outer);
+  return values;
+}
+
+void KernelBuilder::emitGroupPiecesFirst(Value root, llvm::ArrayRef<Value> index,
+                                        bool withRoot) {
+  auto shape = tensorType(root).getShape();
+  llvm::SmallVector<Value> work{root};
+  llvm::DenseSet<Value> seen{root};
+  while (!work.empty()) {
+    Value u = work.pop_back_val();
+    Operation *def = u.getDefiningOp();
+    // Same-shaped values only: their index is |index|.
+    if (!def || (u != root && readsFromMemory(u, plan)) || tensorType(u).getShape() != shape)
+      continue;
+    if (isa<tx::ConcatOp, tx::PadOp, tx::SliceGradOp>(def)) {
+      if (u != root || withRoot)
+        emit(u, index);
+      continue;
+    }
+    if (isa<tx::ReshapeOp, tx::SqueezeOp, tx::UnsqueezeOp>(def)) {
+      Value input = def->getOperand(0);
+      if (readsFromMemory(input, plan))
+        continue;
+      if (auto mapped = reshapedGroup(def, shape, index)) {
+        std::optional<InnermostGroup> outer = std::move(innermostGroup);
+        innermostGroup = std::move(mapped->second);
+        emitGroupPiecesFirst(input, mapped->first, /*withRoot=*/true);
+        innermostGroup = std::move(outer);
+      }
+      continue;
+    }
+    // A transpose that keeps the innermost axis (a head split or merge):
+    // the input at the permuted index, the same group.
+    if (auto transpose = dyn_cast<tx::TransposeOp>(def)) {
+      auto perm = transpose.getPerm();
+      Value input = transpose.getInput();
+      if (!perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1 &&
+          !readsFromMemory(input, plan)) {
+        llvm::SmallVector<Value> in(index.size());
+        for (auto [i, p] : llvm::enumerate(perm))
+          in[p] = index[i];
+        emitGroupPiecesFirst(input, in, /*withRoot=*/true);
+      }
+      continue;
+    }
+    if (isa<tx::TriluOp, tx::IdentityOp, tx::ExpandOp, tx::SliceOp, tx::SplitOp, tx::GatherOp,
+            tx::GatherElementsOp, tx::GatherNDOp, tx::ConstantOfShapeOp, tx::CumSumOp,
+            tx::DropoutOp>(def))
+      continue;
+    for (Value operand : def->getOperands())
+      if (seen.insert(operand).second)
+        work.push_back(operand);
+  }
+}
+
+std::optional<std::pair<llvm::SmallVector<Value>, KernelBuilder::InnermostGroup>>
+KernelBuilder::reshapedGroup(Operation *op, llvm::ArrayRef<int64_t> shape,
+                             llvm::ArrayRef<Value> index) {
+  if (!innermostGroup || index.empty())
+    return std::nullopt;
+  const InnermostGroup &group = *innermostGroup;
+  int64_t lanes = static_cast<int64_t>(group.positions.size());
+  const auto *at = llvm::find(group.positions, index.back());
+  auto inShape = tensorType(op->getOperand(0)).getShape();
+  if (at == group.positions.end() || inShape.empty() || inShape.back() % lanes != 0 ||
+      shape.back() % lanes != 0)
+    return std::nullopt;
+  llvm::ArrayRef<Value> outer = index.drop_back();
+  const ReshapedGroup *found = nullptr;
+  for (const auto &scope : llvm::reverse(reshapedGroups)) {
+    for (const ReshapedGroup &r : scope)
+      if (r.reshape == op && r.column == group.column && llvm::equal(r.outer, outer)) {
+        found = &r;
+        break;
+      }
+    if (found)
+      break;
+  }
+  if (!found) {
+    // The group's first element, at a multiple of the group's size in the
+    // input's innermost axis too (both lengths are multiples of it), so
+    // the group is the same run of that axis: one index outside it.
+    llvm::SmallVector<Value> first(index.begin(), index.end());
+    first.back() = group.positions.front();
+    llvm::SmallVector<Value> in = delinearize(linearize(first, shape), inShape);
+    ReshapedGroup r{op, group.column, llvm::SmallVector<Value>(outer), {}, {{}, in.back()}};
+    r.inOuter.assign(in.begin(), in.end() - 1);
+    for (int64_t k = 0; k < lanes; ++k)
+      r.inner.positions.push_back(arith::AddIOp::create(b, in.back(), idx(k)));
+    reshapedGroups.back().push_back(std::move(r));
+    found = &reshapedGroups.back().back();
+  }
+  llvm::SmallVector<Value> in(found->inOuter);
+  in.push_back(found->inner.positions[at - group.positions.begin()]);
+  return std::make_pair(in, found->inner);
+}
+
+Value KernelBuilder::emitGroupPieces(
+    Operation *op, llvm::ArrayRef<Value> index, Type elementType,
+    llvm::ArrayRef<std::pair<int64_t, int64_t>> pieces,
+    llvm::function_ref<Value(size_t, llvm::ArrayRef<Value>)> emitPiece) {
+  if (!innermostGroup || index.empty())
+    return {};
+  const InnermostGroup &group = *innermostGroup;
+  int64_t lanes = static_cast<int64_t>(group.positions.size());
+  const auto *at = llvm::find(group.positions, index.back());
+  if (at == group.positions.end())
+    return {};
+  llvm::SmallVector<size_t> used; // the pieces with elements
+  for (auto [i, piece] : llvm::enumerate(pieces)) {
+    if (piece.first % lanes != 0 || piece.second % lanes != 0)
+      return {};
+    if (piece.second > piece.first)
+      used.push_back(i);
+  }
+  if (used.empty())
+    return {};
+  // The group's elements: this one's index with each position innermost.
+  llvm::SmallVector<llvm::SmallVector<Value>> indices;
+  for (Value position : group.positions) {
+    indices.emplace_back(index.begin(), index.end());
+    indices.back().back() = position;
+  }
+  auto emitAll = [&](size_t piece) {
+    llvm::SmallVector<Value> values;
+    for (const auto &elementIndex : indices)
+      values.push_back(emitPiece(piece, elementIndex));
+    return values;
+  };
+  // if (column < end of piece 0) piece 0 else if (...) piece 1 ... else
+  // the last: the group lies in one piece (its boundaries are whole
+  // groups), so one branch serves all its elements.
+  llvm::SmallVector<Type> types(lanes, computeType(elementType));
+  std::function<llvm::SmallVector<Value>(size_t)> fromPiece =
+      [&](size_t u) -> llvm::SmallVector<Value> {
+    if (u + 1 == used.size())
+      return emitAll(used[u]);
+    Value inPiece = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, group.column,
+                                          idx(pieces[used[u]].second));
+    auto ifOp = scf::IfOp::create(b, types, inPiece, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    pushScope();
+    scf::YieldOp::create(b, emitAll(used[u]));
+    popScope();
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    pushScope();
+    scf::YieldOp::create(b, fromPiece(u + 1));
+    popScope();
+    return llvm::SmallVector<Value>(ifOp.getResults());
+  };
+  llvm::SmallVector<Value> values = fromPiece(0);
+  // The other elements find theirs where emitComputed looks first.
+  size_t self = at - group.positions.begin();
+  Value result = op->getResult(0);
+  for (auto [k, elementIndex] : llvm::enumerate(indices)) {
+    if (k == self)
+      continue;
+    llvm::SmallVector<Value> key{result};
+    key.append(elementIndex.begin(), elementIndex.end());
+    scopes.back()[op].push_back({key, values[k]});
+  }
+  return values[self];
+}
+
 Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
                             Type elementType, llvm::ArrayRef<int64_t> shape,
                             llvm::ArrayRef<Value> index) {
@@ -108,6 +314,28 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
         // thread's consecutive loads visibly consecutive to LLVM).
         if (readsFromMemory(input, plan))
           return load(input, linear);
+        // A float cast of a value in memory (a bf16 GEMM output widened, then
+        // split into heads): the same linear index of the cast's input, then
+        // the cast. Delinearized and linearized again (remainders by the
+        // row length), the index hid from LLVM that a thread's loads are
+        // consecutive and 16-byte aligned.
+        if (auto castOp = input.getDefiningOp<tx::CastOp>()) {
+          Value source = castOp.getInput();
+          Type from = tensorType(source).getElementType(), to = tensorType(input).getElementType();
+          if (readsFromMemory(source, plan) && isa<FloatType>(from) && isa<FloatType>(to))
+            return castScalar(load(source, linear), from, to);
+        }
+        // In a group of emitComputedGroup that stays in one row of the
+        // input's innermost axis: the input's group, so what the input
+        // computes (Llama's rotary gradient, per head, before the heads are
+        // merged) sees the group's elements as consecutive.
+        if (auto mapped = reshapedGroup(op, shape, index)) {
+          std::optional<InnermostGroup> outer = std::move(innermostGroup);
+          innermostGroup = std::move(mapped->second);
+          Value value = emit(input, mapped->first);
+          innermostGroup = std::move(outer);
+          return value;
+        }
         return emit(input, delinearize(linear, tensorType(input).getShape()));
       })
       .Case([&](tx::IdentityOp) { return emit(op->getOperand(0), index); })
@@ -137,6 +365,27 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
       .Case([&](tx::PadOp p) -> Value {
         auto inShape = tensorType(p.getInput()).getShape();
         size_t rank = inShape.size();
+        // In a group of emitComputedGroup, padded along the innermost axis
+        // only: one branch on the group's column between the fill before,
+        // the input and the fill after.
+        bool innermostOnly = rank > 0;
+        for (size_t d = 0; d + 1 < rank; ++d)
+          innermostOnly &= p.getPads()[d] == 0 && p.getPads()[rank + d] == 0;
+        if (innermostOnly) {
+          int64_t before = p.getPads()[rank - 1], size = inShape[rank - 1];
+          llvm::SmallVector<std::pair<int64_t, int64_t>> pieces = {
+              {0, before}, {before, before + size}, {before + size, shape[rank - 1]}};
+          Value grouped = emitGroupPieces(op, index, elementType, pieces,
+                                          [&](size_t k, llvm::ArrayRef<Value> at) {
+            if (k != 1)
+              return padFill(op, elementType);
+            llvm::SmallVector<Value> in(at.begin(), at.end());
+            in[rank - 1] = arith::SubIOp::create(b, at[rank - 1], idx(before));
+            return emit(p.getInput(), in);
+          });
+          if (grouped)
+            return grouped;
+        }
         llvm::SmallVector<Value> in;
         Value inside = arith::ConstantIntOp::create(b, 1, 1);
         for (size_t d = 0; d < rank; ++d) {
@@ -154,15 +403,7 @@ Value KernelBuilder::emitDataMovement(Operation *op, unsigned resultNumber,
           in.push_back(arith::IndexCastOp::create(b, b.getIndexType(), clamped));
         }
         Value v = emit(p.getInput(), in);
-        Value fill;
-        Type ct = computeType(elementType);
-        if (isa<FloatType>(ct))
-          fill = roundTo(arith::ConstantOp::create(b, b.getFloatAttr(ct, p.getValue().convertToDouble())), elementType);
-        else if (ct.isInteger(1))
-          fill = arith::ConstantIntOp::create(b, p.getValue().convertToDouble() != 0.0, 1);
-        else
-          fill = arith::ConstantIntOp::create(b, static_cast<int64_t>(p.getValue().convertToDouble()), 64);
-        return arith::SelectOp::create(b, inside, v, fill);
+        return arith::SelectOp::create(b, inside, v, padFill(op, elementType));
       })
       .Case([&](tx::SplitOp s) -> Value {
         int64_t rank = shape.size();
@@ -293,6 +534,29 @@ Value KernelBuilder::emitIndexed(Operation *op, unsigned resultNumber,
         // grad at (k - offset) / stride where that is a whole, in-range
         // position on every dim; 0 elsewhere.
         auto gradShape = tensorType(sg.getGrad()).getShape();
+        // In a group of emitComputedGroup, a unit-stride slice of the
+        // innermost axis only (the gradient of rotate-half's halves): one
+        // branch on the group's column between the zeros and the gradient.
+        size_t rank = index.size();
+        bool innermostOnly = rank > 0;
+        for (size_t d = 0; d < rank; ++d)
+          innermostOnly &= sg.getStrides()[d] == 1 &&
+                           (d + 1 == rank || (sg.getOffsets()[d] == 0 && gradShape[d] == shape[d]));
+        if (innermostOnly) {
+          int64_t offset = sg.getOffsets()[rank - 1], size = gradShape[rank - 1];
+          llvm::SmallVector<std::pair<int64_t, int64_t>> pieces = {
+              {0, offset}, {offset, offset + size}, {offset + size, shape[rank - 1]}};
+          Value grouped = emitGroupPieces(op, index, elementType, pieces,
+                                          [&](size_t k, llvm::ArrayRef<Value> at) -> Value {
+            if (k != 1)
+              return arith::ConstantOp::create(b, b.getZeroAttr(computeType(elementType)));
+            llvm::SmallVector<Value> in(at.begin(), at.end());
+            in[rank - 1] = arith::SubIOp::create(b, at[rank - 1], idx(offset));
+            return emit(sg.getGrad(), in);
+          });
+          if (grouped)
+            return grouped;
+        }
         Value inside = arith::ConstantIntOp::create(b, 1, 1);
         llvm::SmallVector<Value> in;
         Value zero = arith::ConstantIntOp::create(b, 0, 64);

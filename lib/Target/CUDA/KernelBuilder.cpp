@@ -224,8 +224,19 @@ void KernelBuilder::annotateAlignment() {
 /// Whether |op| may write memory or order memory accesses (a barrier, a
 /// call, anything with regions): a load is never moved above one.
 static bool ordersMemory(Operation *op) {
-  if (op->getNumRegions() > 0)
-    return true;
+  // An op with regions orders memory where an op inside it does: loads
+  // move up past a branch that only loads (a concatenation's or pad's
+  // pieces of a group, emitGroupPieces), or the group's loads after the
+  // branch stay apart from its first element's before it, and LLVM cannot
+  // merge them.
+  if (op->getNumRegions() > 0) {
+    bool orders = false;
+    op->walk([&](Operation *inner) {
+      if (inner != op && inner->getNumRegions() == 0 && ordersMemory(inner))
+        orders = true;
+    });
+    return orders;
+  }
   auto effects = dyn_cast<MemoryEffectOpInterface>(op);
   if (!effects)
     return !op->hasTrait<OpTrait::ConstantLike>() && !isPure(op);
@@ -682,8 +693,14 @@ void KernelBuilder::atomicAdd(Value tensor, Value linear, Value scalar) {
 // Elemental emission
 //===----------------------------------------------------------------------===//
 
-void KernelBuilder::pushScope() { scopes.emplace_back(); }
-void KernelBuilder::popScope() { scopes.pop_back(); }
+void KernelBuilder::pushScope() {
+  scopes.emplace_back();
+  reshapedGroups.emplace_back();
+}
+void KernelBuilder::popScope() {
+  scopes.pop_back();
+  reshapedGroups.pop_back();
+}
 
 Value KernelBuilder::emit(Value v, llvm::ArrayRef<Value> index) {
   if (readsFromMemory(v, plan))

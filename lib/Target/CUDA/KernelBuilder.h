@@ -173,6 +173,16 @@ public:
   /// The element of |v|'s defining op result at |index|, never a load of
   /// |v| itself (for kernel outputs).
   Value emitComputed(Value v, llvm::ArrayRef<Value> index);
+  /// emitComputed of |v| at each of |indices|: a group of consecutive
+  /// elements along the innermost axis, the first at |column| (a multiple
+  /// of the group's size). A concatenation or pad along that axis whose
+  /// pieces are whole groups is computed for the whole group at once, under
+  /// one branch on |column| (emitGroupPieces), instead of a branch or a
+  /// select per element: the loads of a piece are then consecutive, and
+  /// LLVM merges them into vector accesses (Llama's rotate-half).
+  llvm::SmallVector<Value> emitComputedGroup(Value v,
+                                             llvm::ArrayRef<llvm::SmallVector<Value>> indices,
+                                             Value column);
 
   /// Loads / stores the element |linear| of a kernel argument's buffer,
   /// converting between storage and compute type.
@@ -317,6 +327,47 @@ private:
   llvm::DenseMap<Value, Value> storedAs;
   llvm::DenseMap<Value, Value> buffers;
   std::vector<llvm::DenseMap<Operation *, llvm::SmallVector<std::pair<llvm::SmallVector<Value>, Value>>>> scopes;
+  /// While emitComputedGroup emits a group: its innermost index values in
+  /// order, and the first one's column.
+  struct InnermostGroup {
+    llvm::SmallVector<Value> positions;
+    Value column;
+  };
+  std::optional<InnermostGroup> innermostGroup;
+  /// A reshape's view of a group (reshapedGroup): the input's index
+  /// outside its innermost axis and the input's group, made once for the
+  /// group and reused by each element, kept per scope as computed values
+  /// are (they are only defined inside it).
+  struct ReshapedGroup {
+    Operation *reshape;
+    Value column;                      ///< the outer group's
+    llvm::SmallVector<Value> outer;    ///< the output index but its innermost
+    llvm::SmallVector<Value> inOuter;  ///< the input index but its innermost
+    InnermostGroup inner;
+  };
+  std::vector<std::vector<ReshapedGroup>> reshapedGroups{1};
+  /// For element |index| of the group being emitted, read through the
+  /// reshape |op|: the input's index and group when the group stays in one
+  /// row of the input's innermost axis (its length a multiple of the
+  /// group's size). None otherwise.
+  std::optional<std::pair<llvm::SmallVector<Value>, InnermostGroup>>
+  reshapedGroup(Operation *op, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<Value> index);
+  /// Emits, for the group being emitted, the concatenations, pads and
+  /// slice gradients of |root| reached through same-shaped arithmetic and
+  /// reshapes first (|root| itself too if |withRoot|), at element |index|:
+  /// their branches then come before the group's other accesses.
+  void emitGroupPiecesFirst(Value root, llvm::ArrayRef<Value> index, bool withRoot);
+  /// The element at |index| of |op|, a concatenation or pad along the
+  /// innermost axis made of |pieces| ([begin, end) along it): when |index|
+  /// is an element of the group being emitted and every piece boundary a
+  /// multiple of its size, the whole group's values, computed by
+  /// |emitPiece| in a branch per piece on the group's column, the other
+  /// elements' kept for their turn. Null otherwise.
+  Value emitGroupPieces(Operation *op, llvm::ArrayRef<Value> index, Type elementType,
+                        llvm::ArrayRef<std::pair<int64_t, int64_t>> pieces,
+                        llvm::function_ref<Value(size_t, llvm::ArrayRef<Value>)> emitPiece);
+  /// A constant pad's fill value, rounded to |elementType|, in compute type.
+  Value padFill(Operation *pad, Type elementType);
   bool failed = false;
 };
 
