@@ -22,12 +22,13 @@ set -uo pipefail
 source scripts/gpu/sessions/lib.sh
 run_begin s46run3 s46b
 
+# Most important first: the device budget left (608 s) may cut the call
+# (each part is saved as it ends).
 run_cases_check "$pack/check"
-sanitize_case "$pack/check" op_norm_grad_inputs_2048_bf16 memcheck
-
 step_ab llama "$pack/step" "bf16 bf16-ngd bf16-nonormgrad fp8 fp8-nonormgrad" \
   "bf16 bf16-ngd bf16-nonormgrad" "eager-bf16 compile-bf16" 15 240
 step_ab bert "$pack/step" "bf16 bf16-nonormgrad fp8 fp8-nonormgrad" "bf16 bf16-nonormgrad" \
   "eager-bf16 compile-bf16" 15 200
+sanitize_case "$pack/check" op_norm_grad_inputs_2048_bf16 memcheck
 stamp "done"
 save
