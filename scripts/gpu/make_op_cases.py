@@ -98,13 +98,20 @@ def norm_grad_inputs(name, rows, width):
     readers' input gradients (16-bit GEMM outputs under --precision=bf16,
     added in f32), which the norm-gradient kernel computes instead of an
     add kernel storing it (RowKernels.cpp, normGradInputComputedByNormGrad).
-    The GEMMs' other side is 8 wide, so the weights stay small."""
+    The GEMMs' other side is 8 wide, so the weights stay small. The GEMMs
+    that sum over the width take weights scaled by sqrt(64 / width) (at
+    most 1), so their outputs stay O(1): unscaled, at 8200 a third of
+    tanh(p) was exactly 1 in f32, and its gradient 1 - tanh^2 then depends
+    on tanh's last bit, which the GPU's and the executor's tanh need not
+    share (session 46: that f32 case failed by 1.6e-3, all others
+    passed)."""
+    f = min(1.0, (64 / width) ** 0.5)
     return model(name, [f"float[{rows}, 8] x"],
                  [weights("w0", [8, width]), weights("g1", [width]),
-                  weights("wa", [width, 8], 0.2), weights("wb", [width, 8], 0.25),
-                  weights("wc", [width, 8], 0.15), weights("wo", [8, width], 0.3),
+                  weights("wa", [width, 8], 0.2 * f), weights("wb", [width, 8], 0.25 * f),
+                  weights("wc", [width, 8], 0.15 * f), weights("wo", [8, width], 0.3),
                   weights("s2", [width]), weights("c2", [width], 0.1),
-                  weights("wp", [width, 8], 0.2), weights("wq", [width, 8], 0.3),
+                  weights("wp", [width, 8], 0.2 * f), weights("wq", [width, 8], 0.3 * f),
                   weights("wr", [8, width], 0.25)], [
         "h0 = MatMul(x, w0)",
         "sq = Mul(h0, h0)", "ms = ReduceMean <axes = [-1], keepdims = 1> (sq)",
